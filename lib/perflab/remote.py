@@ -1,0 +1,193 @@
+"""Hosts: one Fabric connection per host, remote-side timeouts, services, local fallback.
+
+Every command runs under ``timeout --kill-after`` on the host itself, so a hung benchmark
+dies with its whole process group even when the SSH channel is gone (Fabric's ``kill()``
+only closes the channel). Long-running services start under ``setsid`` with a pidfile and
+are stopped by process group.
+"""
+
+from __future__ import annotations
+
+import shlex
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import invoke
+import paramiko
+from fabric import Config, Connection
+
+from .inventory import HostEntry
+
+#: Grace period between SIGTERM and SIGKILL for remote commands, in seconds.
+KILL_AFTER = 5
+#: Exit status GNU timeout returns when it had to stop the command.
+TIMEOUT_EXIT = 124
+
+
+class HostError(RuntimeError):
+    """A host could not be reached or refused a command; the message names the host."""
+
+
+@dataclass(frozen=True)
+class Result:
+    """What one command did on one host: verbatim output, exit status and wall-clock times."""
+
+    host: str
+    command: str
+    stdout: str
+    stderr: str
+    exit_code: int
+    started: float
+    ended: float
+
+    @property
+    def ok(self) -> bool:
+        """True when the command exited with status 0."""
+        return self.exit_code == 0
+
+    @property
+    def timed_out(self) -> bool:
+        """True when the remote-side timeout stopped the command."""
+        return self.exit_code in (TIMEOUT_EXIT, 128 + 9)
+
+
+@dataclass
+class Service:
+    """A background process started on a host by :meth:`Host.start`."""
+
+    host: "Host"
+    name: str
+    command: str
+    pidfile: str
+    logfile: str
+    stopped: bool = field(default=False)
+
+
+class Host:
+    """A host of the inventory, reached over one persistent Fabric connection (or locally)."""
+
+    def __init__(self, entry: HostEntry, *, connect_timeout: float = 10.0) -> None:
+        self.entry = entry
+        self.name = entry.name
+        self.address = entry.address
+        self._lock = threading.Lock()
+        self._conn: Connection | None = None
+        self._connect_timeout = connect_timeout
+        self.workdir = f"/tmp/perflab-{entry.name}"
+
+    def __repr__(self) -> str:
+        return f"Host({self.name!r}, {self.address!r}{', local' if self.entry.local else ''})"
+
+    @property
+    def is_local(self) -> bool:
+        """True for the localhost inventory, which runs commands without SSH."""
+        return self.entry.local
+
+    def connection(self) -> Connection:
+        """The host's Fabric connection, opened on first use and kept for the campaign."""
+        if self._conn is None:
+            cfg = Config(overrides={"run": {"in_stream": False}})
+            kwargs: dict[str, Any] = {"look_for_keys": False, "allow_agent": False}
+            if self.entry.key:
+                kwargs["key_filename"] = self.entry.key
+            conn = Connection(self.entry.address, user=self.entry.user, port=self.entry.port, config=cfg,
+                              connect_timeout=int(self._connect_timeout), connect_kwargs=kwargs)
+            if self.entry.known_hosts:
+                conn.client.load_host_keys(self.entry.known_hosts)
+                conn.client.set_missing_host_key_policy(paramiko.RejectPolicy())
+            try:
+                conn.open()
+            except (OSError, paramiko.SSHException) as exc:
+                raise HostError(f"host {self.name} ({self.entry.user}@{self.address}:{self.entry.port}): "
+                                f"cannot connect: {exc}. Is the lab up (`perflab lab status`)?") from exc
+            conn.transport.set_keepalive(15)
+            self._conn = conn
+        return self._conn
+
+    def run(self, command: str, *, timeout: float | None = None, env: Mapping[str, str] | None = None) -> Result:
+        """Run ``command`` through ``sh -c`` on the host, bounded by a remote-side timeout.
+
+        Never raises for a non-zero exit; raises :class:`HostError` when the host is gone.
+        """
+        line = command
+        if env:
+            line = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()) + " " + line
+        if timeout is not None:
+            line = f"timeout --kill-after={KILL_AFTER} {timeout:g} sh -c {shlex.quote(line)}"
+        started = time.time()
+        with self._lock:
+            try:
+                if self.is_local:
+                    res = invoke.run(line, hide=True, warn=True, in_stream=False)
+                else:
+                    res = self.connection().run(line, hide=True, warn=True, in_stream=False,
+                                                timeout=None if timeout is None else timeout + KILL_AFTER + 30)
+            except (OSError, paramiko.SSHException, EOFError) as exc:
+                self.close()
+                raise HostError(f"host {self.name} ({self.address}): lost while running {command!r}: {exc}") from exc
+            except invoke.exceptions.CommandTimedOut as exc:
+                self.close()
+                raise HostError(f"host {self.name} ({self.address}): no answer for {command!r} "
+                                f"within {exc.timeout}s although the remote side had a timeout") from exc
+        return Result(self.name, command, res.stdout, res.stderr, res.exited, started, time.time())
+
+    def check(self, command: str, *, timeout: float | None = 60) -> str:
+        """Run ``command`` and return its stdout; raise :class:`HostError` on a non-zero exit."""
+        res = self.run(command, timeout=timeout)
+        if not res.ok:
+            raise HostError(f"host {self.name}: `{command}` exited {res.exit_code}: {res.stderr.strip()[:400]}")
+        return res.stdout
+
+    def start(self, name: str, command: str) -> Service:
+        """Start ``command`` in the background under ``setsid``, with a pidfile and a log file."""
+        pidfile, logfile = f"{self.workdir}/{name}.pid", f"{self.workdir}/{name}.log"
+        self.check(f"mkdir -p {self.workdir}")
+        inner = f"echo $$ > {pidfile}; exec {command}"
+        self.check(f"setsid sh -c {shlex.quote(inner)} > {logfile} 2>&1 < /dev/null & "
+                   f"for i in $(seq 100); do [ -s {pidfile} ] && break; sleep 0.02; done; [ -s {pidfile} ]")
+        return Service(self, name, command, pidfile, logfile)
+
+    def stop(self, service: Service) -> str:
+        """Stop a service's whole process group (TERM, then KILL) and return its log."""
+        if service.stopped:
+            return ""
+        pid = f"$(cat {service.pidfile} 2>/dev/null)"
+        script = (f"p={pid}; [ -n \"$p\" ] && kill -TERM -- -$p 2>/dev/null; "
+                  f"for i in $(seq 50); do kill -0 -- -$p 2>/dev/null || break; sleep 0.05; done; "
+                  f"kill -KILL -- -$p 2>/dev/null; cat {service.logfile} 2>/dev/null; "
+                  f"rm -f {service.pidfile} {service.logfile}; true")
+        out = self.run(script, timeout=30).stdout
+        service.stopped = True
+        return out
+
+    def close(self) -> None:
+        """Close the connection (a later command reconnects)."""
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            finally:
+                self._conn = None
+
+
+class Hosts(dict):
+    """Hosts by inventory name, closed together."""
+
+    def close(self) -> None:
+        """Close every open connection."""
+        for host in self.values():
+            host.close()
+
+    def __enter__(self) -> "Hosts":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def connect(entries: Mapping[str, HostEntry], names: list[str] | None = None) -> Hosts:
+    """Hosts for the inventory ``entries`` (all, or only ``names``), connected lazily."""
+    chosen = names if names is not None else list(entries)
+    return Hosts({n: Host(entries[n]) for n in chosen})
+

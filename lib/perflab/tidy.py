@@ -1,0 +1,112 @@
+"""Tidy tables: raw samples -> one row per sample and metric, typed, with units and lineage.
+
+The raw directory is verified against its manifest first; a sample whose output does not
+parse is quarantined with the reason, never turned into a number. Outputs are written
+next to each other in ``data/processed/``: ``<campaign>.parquet`` (typed), ``<campaign>.csv``
+(for reviewers), ``<campaign>.quarantine.csv`` and ``<campaign>.lineage.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from . import __version__, store, tools
+from .tools.base import ParseError
+
+#: Columns every tidy table starts with, in this order; factor and dimension columns follow.
+BASE_COLUMNS = ["campaign", "run_id", "block", "position", "repetition", "warmup", "tool", "host",
+                "started_utc", "metric", "value", "unit"]
+
+
+class TidyError(RuntimeError):
+    """The raw data cannot be turned into a tidy table (altered, missing or empty)."""
+
+
+def frame(raw_dir: str | Path, *, verify: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Parse every stored sample of a campaign; return (tidy rows, quarantined samples)."""
+    raw_dir = Path(raw_dir)
+    if not (raw_dir / "campaign.json").exists():
+        raise TidyError(f"{raw_dir}: no campaign.json; is this a campaign's raw directory? "
+                        "Run the experiment first (`perflab run CAMPAIGN.yaml`).")
+    if verify:
+        problems = store.verify(raw_dir)
+        if problems:
+            raise TidyError(f"{raw_dir}: raw data does not match {store.MANIFEST}:\n  " + "\n  ".join(problems[:20])
+                            + "\nRestore the original files (raw data is never edited) before analysing.")
+    campaign = json.loads((raw_dir / "campaign.json").read_text())
+    factors = list(campaign["spec"]["factors"])
+    rows: list[dict[str, Any]] = []
+    quarantine: list[dict[str, Any]] = []
+    sample_dirs = sorted(p for p in (raw_dir / "samples").iterdir() if not p.name.startswith(".")) \
+        if (raw_dir / "samples").is_dir() else []
+    for sdir in sample_dirs:
+        meta = json.loads((sdir / "meta.json").read_text())
+        tool = tools.get(meta["tool"])
+        source = sdir.relative_to(raw_dir.parent).as_posix() + "/stdout"
+        first = meta["commands"][0] if meta["commands"] else {}
+        common = {"campaign": meta["campaign"], "run_id": meta["run_id"], "block": meta["block"],
+                  "position": meta["position"], "repetition": meta["repetition"], "warmup": meta["warmup"],
+                  "tool": meta["tool"], "host": first.get("host"), "started_utc": first.get("started_utc"),
+                  **{f: meta["cell"].get(f) for f in factors}}
+        try:
+            measurements = tool.parse(_read(sdir / "stdout"), _read(sdir / "stderr"), source=source)
+        except (ParseError, FileNotFoundError) as exc:
+            quarantine.append({**common, "source": source, "reason": str(exc)})
+            continue
+        for m in measurements:
+            rows.append({**common, **m.as_row(), "parser_version": tool.parser_version, "source": source})
+    df = pd.DataFrame(rows)
+    if df.empty:
+        df = pd.DataFrame(columns=BASE_COLUMNS + factors)
+    extra = [c for c in df.columns if c not in BASE_COLUMNS and c not in factors]
+    df = df[BASE_COLUMNS[:9] + factors + BASE_COLUMNS[9:] + extra]
+    df = df.astype({"block": "int64", "position": "int64", "repetition": "int64", "warmup": "bool",
+                    "value": "float64"})
+    df["started_utc"] = pd.to_datetime(df["started_utc"], utc=True)
+    for col in ("campaign", "run_id", "tool", "host", "metric", "unit", "source"):
+        if col in df:
+            df[col] = df[col].astype("string")
+    return df.sort_values(["block", "position", "metric"], kind="stable").reset_index(drop=True), pd.DataFrame(quarantine)
+
+
+def _read(path: Path) -> str:
+    return path.read_text(encoding="utf-8", errors="replace")
+
+
+def write(raw_dir: str | Path, out_dir: str | Path) -> dict[str, Path]:
+    """Write the tidy table (Parquet + CSV), the quarantine list and a lineage record."""
+    raw_dir, out_dir = Path(raw_dir), Path(out_dir)
+    df, quarantine = frame(raw_dir)
+    name = raw_dir.name
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = {"parquet": out_dir / f"{name}.parquet", "csv": out_dir / f"{name}.csv",
+             "quarantine": out_dir / f"{name}.quarantine.csv", "lineage": out_dir / f"{name}.lineage.json"}
+    _atomic(paths["parquet"], lambda p: df.to_parquet(p, index=False))
+    _atomic(paths["csv"], lambda p: df.to_csv(p, index=False))
+    _atomic(paths["quarantine"], lambda p: quarantine.to_csv(p, index=False))
+    manifest = raw_dir / store.MANIFEST
+    lineage = {"output": [p.name for k, p in paths.items() if k != "lineage"], "generator": "perflab.tidy.write",
+               "perflab": __version__, "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+               "inputs": {"raw_dir": raw_dir.as_posix(), "manifest_sha256": store.sha256_file(manifest),
+                          "samples": int(df["run_id"].nunique()) if len(df) else 0,
+                          "quarantined": len(quarantine)},
+               "parsers": {t: int(v) for t, v in df.groupby("tool")["parser_version"].first().items()} if len(df) else {}}
+    _atomic(paths["lineage"], lambda p: p.write_text(json.dumps(lineage, indent=1) + "\n"))
+    return paths
+
+
+def _atomic(path: Path, write_fn) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    write_fn(tmp)
+    os.replace(tmp, path)
+
+
+def load(processed: str | Path) -> pd.DataFrame:
+    """Read a tidy table written by :func:`write` (Parquet keeps the types)."""
+    return pd.read_parquet(processed)
