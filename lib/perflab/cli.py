@@ -99,6 +99,13 @@ def _seal(args: argparse.Namespace) -> int:
     return 0
 
 
+def _report(args: argparse.Namespace) -> int:
+    from .report import site
+
+    print(f"report: {site.build(args.notebooks, args.out)}")
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     """The argument parser of the ``perflab`` command."""
     p = argparse.ArgumentParser(prog="perflab", description=__doc__)
@@ -146,6 +153,11 @@ def parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("seal", help="checksum raw files the manifest lacks (e.g. the executed notebook)")
     sp.add_argument("raw_dir")
     sp.set_defaults(func=_seal)
+
+    hp = sub.add_parser("report", help="render executed notebooks to an HTML report with an index")
+    hp.add_argument("notebooks", nargs="+", help="executed notebooks")
+    hp.add_argument("--out", default="reports", help="output directory (default reports)")
+    hp.set_defaults(func=_report)
 
     for module in PLUGINS:
         try:

@@ -24,7 +24,7 @@ from pathlib import Path
 from . import inventory
 
 STATE_ROOT = Path(os.environ.get("PERFLAB_LAB_DIR", "/run/perflab"))
-NAME_RE = re.compile(r"^[a-z][a-z0-9]{0,5}$")
+NAME_RE = re.compile(r"^[a-z][a-z0-9]{0,6}$")
 #: MTU of the bridge and the switch-side veth ends: a jumbo-capable switch.
 SWITCH_MTU = 9000
 SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
@@ -74,7 +74,7 @@ class Lab:
 def layout(name: str = "default", hosts: int = 2) -> Lab:
     """The lab called ``name`` with ``hosts`` hosts (h1..hN); nothing is created."""
     if not NAME_RE.match(name):
-        raise LabError(f"lab name {name!r}: use 1-6 lowercase letters or digits, starting with a letter")
+        raise LabError(f"lab name {name!r}: use 1-7 lowercase letters or digits, starting with a letter")
     if not 1 <= hosts <= 200:
         raise LabError(f"--hosts {hosts}: a lab has 1 to 200 hosts")
     octet = 0 if name == "default" else 1 + int(hashlib.sha256(name.encode()).hexdigest(), 16) % 254
@@ -264,8 +264,7 @@ def down(name: str = "default") -> list[str]:
             _wait_gone(pids)
             _sh("ip", "netns", "del", host.netns)
             removed.append(f"netns {host.netns} ({len(pids)} processes killed)")
-        if _link_exists(host.veth):
-            _sh("ip", "link", "del", host.veth)
+        if _link_exists(host.veth) and _sh("ip", "link", "del", host.veth, check=False).returncode == 0:
             removed.append(f"link {host.veth}")
     if _link_exists(lab.bridge):
         _sh("ip", "link", "del", lab.bridge)

@@ -154,9 +154,9 @@ class Host:
         if service.stopped:
             return ""
         pid = f"$(cat {service.pidfile} 2>/dev/null)"
-        script = (f"p={pid}; [ -n \"$p\" ] && kill -TERM -- -$p 2>/dev/null; "
-                  f"for i in $(seq 50); do kill -0 -- -$p 2>/dev/null || break; sleep 0.05; done; "
-                  f"kill -KILL -- -$p 2>/dev/null; cat {service.logfile} 2>/dev/null; "
+        script = (f"p={pid}; [ -n \"$p\" ] && kill -s TERM -- -$p 2>/dev/null; "
+                  f"for i in $(seq 50); do kill -s 0 -- -$p 2>/dev/null || break; sleep 0.05; done; "
+                  f"kill -s KILL -- -$p 2>/dev/null; cat {service.logfile} 2>/dev/null; "
                   f"rm -f {service.pidfile} {service.logfile}; true")
         out = self.run(script, timeout=30).stdout
         service.stopped = True

@@ -59,11 +59,11 @@ class Campaign:
 def _line_map(node: yaml.Node, path: tuple = (), out: dict | None = None) -> dict[tuple, int]:
     """Map every path in a composed YAML document to its 1-based line number."""
     out = {} if out is None else out
-    out[path] = node.start_mark.line + 1
+    out.setdefault(path, node.start_mark.line + 1)
     if isinstance(node, yaml.MappingNode):
         for key, value in node.value:
             out[path + (key.value,)] = key.start_mark.line + 1
-            _line_map(value, path + (key.value,), out).setdefault(path + (key.value,), key.start_mark.line + 1)
+            _line_map(value, path + (key.value,), out)
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
             _line_map(item, path + (i,), out)

@@ -1,5 +1,9 @@
 """Tidy tables: raw samples -> one row per sample and metric, typed, with units and lineage.
 
+The boolean ``summary`` column tells a sample's summary values (what a user reports; rows
+without extra dimensions, unless a parser says otherwise with a ``summary`` dimension)
+from detail rows such as per-stream or per-interval values.
+
 The raw directory is verified against its manifest first; a sample whose output does not
 parse is quarantined with the reason, never turned into a number. Outputs are written
 next to each other in ``data/processed/``: ``<campaign>.parquet`` (typed), ``<campaign>.csv``
@@ -21,7 +25,7 @@ from .tools.base import ParseError
 
 #: Columns every tidy table starts with, in this order; factor and dimension columns follow.
 BASE_COLUMNS = ["campaign", "run_id", "block", "position", "repetition", "warmup", "tool", "host",
-                "started_utc", "metric", "value", "unit"]
+                "started_utc", "metric", "summary", "value", "unit"]
 
 
 class TidyError(RuntimeError):
@@ -60,13 +64,15 @@ def frame(raw_dir: str | Path, *, verify: bool = True) -> tuple[pd.DataFrame, pd
             quarantine.append({**common, "source": source, "reason": str(exc)})
             continue
         for m in measurements:
-            rows.append({**common, **m.as_row(), "parser_version": tool.parser_version, "source": source})
+            summary = bool(m.dims.get("summary", not m.dims))
+            rows.append({**common, **m.as_row(), "summary": summary, "parser_version": tool.parser_version,
+                         "source": source})
     df = pd.DataFrame(rows)
     if df.empty:
         df = pd.DataFrame(columns=BASE_COLUMNS + factors)
     extra = [c for c in df.columns if c not in BASE_COLUMNS and c not in factors]
     df = df[BASE_COLUMNS[:9] + factors + BASE_COLUMNS[9:] + extra]
-    df = df.astype({"block": "int64", "position": "int64", "repetition": "int64", "warmup": "bool",
+    df = df.astype({"block": "int64", "position": "int64", "repetition": "int64", "warmup": "bool", "summary": "bool",
                     "value": "float64"})
     df["started_utc"] = pd.to_datetime(df["started_utc"], utc=True)
     for col in ("campaign", "run_id", "tool", "host", "metric", "unit", "source"):

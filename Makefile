@@ -1,0 +1,52 @@
+# perflab: `make reproduce` runs the whole pipeline; `make test` runs the test suite.
+# Both install what they need first: Debian packages (as root), a venv, the Jupyter kernel.
+SHELL := /bin/bash
+VENV ?= .venv
+PYTHON ?= python3
+BIN := $(abspath $(VENV))/bin
+export PATH := $(BIN):$(PATH)
+CORES ?= 1
+SNAKEMAKE := snakemake --cores $(CORES) --printshellcmds --rerun-incomplete
+
+.PHONY: reproduce test install deps venv rerun clean-outputs lab-up lab-down jupyter
+
+reproduce: install ## install everything and run the whole pipeline on the embedded lab
+	$(SNAKEMAKE)
+
+test: install ## install everything and run the test suite
+	pytest
+
+install: deps venv
+
+deps:
+	bash scripts/install-debian.sh
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[test]"
+	$(BIN)/python -m ipykernel install --sys-prefix --name perflab --display-name "Python (perflab)" >/dev/null
+	touch $@
+
+rerun: install ## measure CAMPAIGN again: its old raw data is moved aside, never deleted
+	@test -n "$(CAMPAIGN)" || { echo "usage: make rerun CAMPAIGN=<campaign id>"; exit 2; }
+	@if [ -d data/raw/$(CAMPAIGN) ]; then mkdir -p data/superseded && \
+	  mv data/raw/$(CAMPAIGN) data/superseded/$(CAMPAIGN)-$$(date -u +%Y%m%dT%H%M%SZ) && \
+	  echo "moved data/raw/$(CAMPAIGN) to data/superseded/"; fi
+	$(SNAKEMAKE)
+
+clean-outputs: ## remove everything the pipeline regenerates (raw data stays)
+	rm -rf data/processed/*.parquet data/processed/*.csv data/processed/*.json reports logs \
+	  paper/figures/* paper/tables/* paper/macros/* paper/main.pdf
+	cd paper && latexmk -C main.tex >/dev/null 2>&1 || true
+
+lab-up: install
+	perflab lab up --hosts 2
+
+lab-down:
+	perflab lab down
+
+jupyter: install ## open the notebooks in JupyterLab on the project's kernel
+	jupyter lab notebooks/

@@ -1,0 +1,20 @@
+# perflab pipeline: campaign -> raw (experiment notebook) -> tidy, statistics, figures,
+# tables (analysis notebook) -> paper PDF and HTML report. See README.md.
+from snakemake.utils import min_version, validate
+
+min_version("9.0")
+
+configfile: "config/config.yaml"
+validate(config, "config/schema.yaml")
+
+include: "rules/common.smk"
+include: "rules/experiments.smk"
+include: "rules/analysis.smk"
+include: "rules/paper.smk"
+include: "rules/review.smk"
+
+
+rule all:
+    input:
+        "paper/main.pdf",
+        "reports/index.html",

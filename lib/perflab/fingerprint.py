@@ -1,0 +1,360 @@
+"""Host fingerprints: the facts about a host that can change a measurement, and their diffs.
+
+:func:`collect` costs one round trip per host: a single shell script whose sections
+(each introduced by a line ``@@perflab <name>``) read ``/proc``, ``/sys``, ``lscpu``,
+``ip``/``tc``/``ethtool`` for the interfaces in use and the tools' version banners;
+:func:`parse` turns that verbatim output into a fingerprint::
+
+    {"schema": 1, "host": "h1", "address": "198.18.7.11",
+     "collected_at": "2025-01-01T12:00:00.123456+00:00", "collect_seconds": 0.15,
+     "facts": {"cpu.model": "AMD EPYC", "net.eth0.mtu": 1500, "tool.iperf3": "3.12", ...},
+     "state": {"uptime_s": 5021.3, "load": [0.1, 0.2, 0.3]},
+     "versions": {"iperf3": "iperf 3.12 (cJSON 1.7.15)", ...}}
+
+``facts`` are flat, dotted keys with JSON scalar values (``None`` when the host does
+not expose the fact) and are stable while nothing is reconfigured, so :func:`diff`
+reports every change between two fingerprints of one host (a reboot shows as a new
+``kernel.boot_id``). ``state`` holds values that change by themselves and is never
+diffed; ``versions`` keeps each tool's first banner line verbatim. Across hosts,
+:func:`compare_hosts` checks only the short explicit list :data:`MATCH_KEYS`, as
+pyperf does before merging runs. Interfaces are compared by name.
+
+Format history (the ``schema`` key): 1, first version.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import fnmatch
+import json
+import re
+import shlex
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from .remote import Host
+
+#: Version of the fingerprint format; bump it (and extend the history above) on any change.
+SCHEMA = 1
+
+#: Facts that must be equal across hosts compared in one analysis (fnmatch patterns).
+#: Host identity, boot id, command line, memory size and CPU vulnerabilities may
+#: legitimately differ between hosts and are left out; :func:`diff` checks every fact.
+MATCH_KEYS: tuple[str, ...] = (
+    "cpu.model", "cpu.count", "cpu.threads_per_core", "cpu.governor", "cpu.turbo", "cpu.smt",
+    "kernel.release", "net.*.mtu", "net.*.speed", "net.*.qdisc", "net.*.offload.*", "tool.*",
+)
+
+#: Tool name -> (program that must exist, command printing its version). ``hpcc`` has no
+#: version option (running it starts the benchmark), so its package version is asked.
+VERSION_COMMANDS: dict[str, tuple[str, str]] = {
+    "iperf3": ("iperf3", "iperf3 --version"),
+    "iperf": ("iperf", "iperf -v"),
+    "fio": ("fio", "fio --version"),
+    "sysbench": ("sysbench", "sysbench --version"),
+    "stress-ng": ("stress-ng", "stress-ng --version"),
+    "hpcc": ("hpcc", "dpkg-query -W -f '${Version}\\n' hpcc || rpm -q --qf '%{VERSION}-%{RELEASE}\\n' hpcc"),
+    "sysstat": ("sar", "sar -V"),
+    "ping": ("ping", "ping -V"),
+}
+#: Tools fingerprinted by default; a name outside :data:`VERSION_COMMANDS` is asked ``--version``.
+DEFAULT_TOOLS: tuple[str, ...] = tuple(VERSION_COMMANDS)
+
+#: Offload features taken from ``ethtool -k`` (when ethtool is installed).
+OFFLOADS: tuple[str, ...] = (
+    "rx-checksumming", "tx-checksumming", "scatter-gather", "tcp-segmentation-offload",
+    "generic-segmentation-offload", "generic-receive-offload", "large-receive-offload",
+)
+
+#: Host-wide sections of the fingerprint script: name -> shell command (stderr is dropped).
+_HOST_SECTIONS: dict[str, str] = {
+    "hostname": "cat /proc/sys/kernel/hostname",
+    "uname": "uname -r; uname -v; uname -m",
+    "cmdline": "cat /proc/cmdline",
+    "boot_id": "cat /proc/sys/kernel/random/boot_id",
+    "os": "grep -m1 '^PRETTY_NAME=' /etc/os-release",
+    "lscpu": "LC_ALL=C lscpu",
+    "nproc": "nproc",
+    "microcode": "grep -m1 '^microcode' /proc/cpuinfo",
+    "governor": "cat /sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_governor | sort -u",
+    "cpufreq_driver": "cat /sys/devices/system/cpu/cpu0/cpufreq/scaling_driver",
+    "boost": "cat /sys/devices/system/cpu/cpufreq/boost",
+    "no_turbo": "cat /sys/devices/system/cpu/intel_pstate/no_turbo",
+    "smt": "cat /sys/devices/system/cpu/smt/control",
+    "isolated": "cat /sys/devices/system/cpu/isolated",
+    "vulnerabilities": "grep -H . /sys/devices/system/cpu/vulnerabilities/*",
+    "thp": "cat /sys/kernel/mm/transparent_hugepage/enabled",
+    "clocksource": "cat /sys/devices/system/clocksource/clocksource0/current_clocksource",
+    "meminfo": "grep -E '^(MemTotal|SwapTotal|HugePages_Total|Hugepagesize):' /proc/meminfo",
+    "uptime": "cat /proc/uptime",
+    "loadavg": "cat /proc/loadavg",
+}
+
+_MARKER = "@@perflab "
+_SECTION_RE = re.compile(rf"^{_MARKER}(\S+)$", re.MULTILINE)
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+@:-]{0,63}$")
+_VERSION_RE = re.compile(r"\d+(?:\.\d+)+(?:-[0-9][\w.+~]*)?|\d+")
+_LSCPU_INTS = {"cpu.count", "cpu.threads_per_core", "cpu.cores_per_socket", "cpu.sockets", "cpu.numa_nodes"}
+_LSCPU_KEYS = {"Model name": "cpu.model", "Vendor ID": "cpu.vendor", "Architecture": "cpu.arch",
+               "CPU(s)": "cpu.count", "Thread(s) per core": "cpu.threads_per_core",
+               "Core(s) per socket": "cpu.cores_per_socket", "Socket(s)": "cpu.sockets",
+               "NUMA node(s)": "cpu.numa_nodes", "Hypervisor vendor": "cpu.hypervisor"}
+_MEMINFO_KEYS = {"MemTotal": "memory.total", "SwapTotal": "memory.swap_total",
+                 "HugePages_Total": "memory.hugepages", "Hugepagesize": "memory.hugepage_size"}
+
+
+class FingerprintError(ValueError):
+    """A fingerprint could not be collected, or a record is not a fingerprint of this schema."""
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One fact that differs: on one host before/after a block, or between two hosts.
+
+    ``hosts`` has one name for a before/after change (``before`` and ``after`` are that
+    host's values) and two for a mismatch between hosts (their values, in that order).
+    ``None`` means the fact was absent.
+    """
+
+    key: str
+    before: Any
+    after: Any
+    hosts: tuple[str, ...]
+
+    def __str__(self) -> str:
+        if len(self.hosts) == 1:
+            return f"{self.hosts[0]}: {self.key} changed from {_show(self.before)} to {_show(self.after)}"
+        first, second = self.hosts
+        return f"{self.key} differs between hosts: {first}={_show(self.before)}, {second}={_show(self.after)}"
+
+
+def _show(value: Any) -> str:
+    return "absent" if value is None else repr(value)
+
+
+def sectioned(commands: Mapping[str, str]) -> str:
+    """One shell script running ``commands`` (section name -> command) in order, each after its marker line.
+
+    Split the script's output with :func:`split_sections`. Names are letters, digits
+    and ``._+@:-``; commands are inserted verbatim, so add redirections as needed.
+    """
+    parts = []
+    for name, command in commands.items():
+        _check_name(name, "section")
+        parts.append(f"printf '\\n{_MARKER}%s\\n' {shlex.quote(name)}\n{command}")
+    return "\n".join(parts) + "\ntrue\n"
+
+
+def split_sections(output: str) -> dict[str, str]:
+    """The text of each section of a :func:`sectioned` script's output, without surrounding blank lines."""
+    pieces = _SECTION_RE.split(output)
+    return {name: text.strip("\n") for name, text in zip(pieces[1::2], pieces[2::2])}
+
+
+def script(interfaces: Sequence[str] = ("eth0",), tools: Sequence[str] = DEFAULT_TOOLS) -> str:
+    """The fingerprint script for ``interfaces`` and ``tools`` (what :func:`collect` runs)."""
+    commands = {name: f"{{ {cmd} ; }} 2>/dev/null" for name, cmd in _HOST_SECTIONS.items()}
+    for iface in interfaces:
+        _check_name(iface, "interface")
+        q = shlex.quote(iface)
+        commands |= {
+            f"link:{iface}": f"ip -j -d link show dev {q} 2>/dev/null",
+            f"speed:{iface}": f"cat /sys/class/net/{q}/speed 2>/dev/null",
+            f"qdisc:{iface}": f"tc -j qdisc show dev {q} 2>/dev/null",
+            f"driver:{iface}": f"readlink /sys/class/net/{q}/device/driver 2>/dev/null",
+            f"offload:{iface}": f"ethtool -k {q} 2>/dev/null",
+        }
+    for tool in tools:
+        _check_name(tool, "tool")
+        program, command = VERSION_COMMANDS.get(tool, (tool, f"{shlex.quote(tool)} --version"))
+        commands[f"tool:{tool}"] = (f"if command -v {shlex.quote(program)} >/dev/null 2>&1; then "
+                                    f"{{ {command} ; }} </dev/null 2>&1 | head -n 5; fi")
+    return sectioned(commands)
+
+
+def _check_name(name: str, what: str) -> None:
+    if not _NAME_RE.match(name):
+        raise FingerprintError(f"{what} name {name!r}: expected letters, digits and ._+@:- only "
+                               "(at most 64 characters, no spaces or shell syntax); check the campaign's "
+                               "interfaces and tools")
+
+
+def collect(host: Host, interfaces: Sequence[str] = ("eth0",), tools: Sequence[str] = DEFAULT_TOOLS) -> dict:
+    """Fingerprint ``host`` in one round trip: host facts, ``interfaces`` and ``tools`` versions.
+
+    Raises :class:`FingerprintError` when the script fails and
+    :class:`perflab.remote.HostError` when the host is unreachable.
+    """
+    res = host.run(script(interfaces, tools), timeout=60)
+    if not res.ok:
+        raise FingerprintError(f"host {host.name}: the fingerprint script exited {res.exit_code}: "
+                               f"{res.stderr.strip()[:400] or 'no error output'}; check that /bin/sh works there")
+    body = parse(res.stdout, source=f"host {host.name}")
+    return {"schema": SCHEMA, "host": host.name, "address": host.address,
+            "collected_at": dt.datetime.fromtimestamp(res.started, dt.timezone.utc).isoformat(),
+            "collect_seconds": round(res.ended - res.started, 6), **body}
+
+
+def parse(output: str, *, source: str = "") -> dict[str, Any]:
+    """The ``facts``, ``state`` and ``versions`` of a fingerprint from the script's verbatim output."""
+    sec = split_sections(output)
+    if "hostname" not in sec or "uname" not in sec:
+        raise FingerprintError(f"{source or '<output>'}: expected the fingerprint script's sections "
+                               f"(hostname, uname, ...); found {sorted(sec) or 'none'}: {output[:120]!r}")
+    facts: dict[str, Any] = {}
+    uname = sec["uname"].splitlines() + [""] * 3
+    facts |= {"hostname": _text(sec["hostname"]), "kernel.release": _text(uname[0]),
+              "kernel.version": _text(uname[1]), "kernel.arch": _text(uname[2]),
+              "kernel.cmdline": _text(sec.get("cmdline")), "kernel.boot_id": _text(sec.get("boot_id")),
+              "kernel.clocksource": _text(sec.get("clocksource")),
+              "os": _text(sec.get("os", "").partition("=")[2].strip().strip('"'))}
+    facts |= _lscpu(sec.get("lscpu", ""))
+    facts |= {"cpu.usable": _int(sec.get("nproc")),
+              "cpu.microcode": _text(sec.get("microcode", "").partition(":")[2]),
+              "cpu.governor": _text(",".join(sec.get("governor", "").split())),
+              "cpu.freq_driver": _text(sec.get("cpufreq_driver")),
+              "cpu.turbo": _turbo(sec.get("boost"), sec.get("no_turbo")),
+              "cpu.smt": _text(sec.get("smt")),
+              "cpu.isolated": _text(sec.get("isolated")),
+              "memory.thp": _bracketed(sec.get("thp"))}
+    for line in sec.get("vulnerabilities", "").splitlines():
+        path, _, value = line.partition(":")
+        facts[f"cpu.vulnerability.{path.rsplit('/', 1)[-1]}"] = _text(value)
+    facts |= _meminfo(sec.get("meminfo", ""))
+    versions: dict[str, str | None] = {}
+    for name, text in sec.items():
+        kind, _, item = name.partition(":")
+        if kind == "link":
+            facts |= _interface(item, sec, source)
+        elif kind == "tool":
+            line = _text(text.splitlines()[0] if text.strip() else "")
+            versions[item] = line
+            match = _VERSION_RE.search(line or "")
+            facts[f"tool.{item}"] = match.group(0) if match else line
+    load = sec.get("loadavg", "").split()
+    state = {"uptime_s": _float(sec.get("uptime", "").split()[:1]),
+             "load": [float(x) for x in load[:3]] if len(load) >= 3 else None}
+    return {"facts": facts, "state": state, "versions": versions}
+
+
+def _text(value: str | None) -> str | None:
+    value = (value or "").strip()
+    return value or None
+
+
+def _int(value: str | None) -> int | None:
+    try:
+        return int((value or "").strip())
+    except ValueError:
+        return None
+
+
+def _float(words: list[str]) -> float | None:
+    try:
+        return float(words[0])
+    except (IndexError, ValueError):
+        return None
+
+
+def _bracketed(value: str | None) -> str | None:
+    match = re.search(r"\[(\w+)\]", value or "")
+    return match.group(1) if match else _text(value)
+
+
+def _turbo(boost: str | None, no_turbo: str | None) -> str | None:
+    """``on``/``off`` from cpufreq's ``boost`` (1 = on) or intel_pstate's ``no_turbo`` (1 = off)."""
+    states = {("boost", "1"): "on", ("boost", "0"): "off", ("no_turbo", "0"): "on", ("no_turbo", "1"): "off"}
+    return states.get(("boost", _text(boost))) or states.get(("no_turbo", _text(no_turbo)))
+
+
+def _lscpu(text: str) -> dict[str, Any]:
+    found: dict[str, str] = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip() not in found:
+            found[key.strip()] = value.strip()
+    return {key: (_int if key in _LSCPU_INTS else _text)(found.get(label)) for label, key in _LSCPU_KEYS.items()}
+
+
+def _meminfo(text: str) -> dict[str, Any]:
+    facts: dict[str, Any] = dict.fromkeys(_MEMINFO_KEYS.values())
+    for line in text.splitlines():
+        label, _, value = line.partition(":")
+        words = value.split()
+        if label in _MEMINFO_KEYS and words and words[0].isdigit():
+            scale = 1024 if len(words) > 1 and words[1] == "kB" else 1
+            facts[_MEMINFO_KEYS[label]] = int(words[0]) * scale
+    return facts
+
+
+def _interface(iface: str, sec: Mapping[str, str], source: str) -> dict[str, Any]:
+    prefix = f"net.{iface}."
+    facts: dict[str, Any] = {prefix + k: None for k in
+                             ("mtu", "state", "kind", "driver", "txqlen", "tx_queues", "rx_queues", "speed", "qdisc")}
+    text = sec.get(f"link:{iface}", "")
+    if not text.strip():
+        return facts
+    try:
+        link = json.loads(text)[0]
+    except (ValueError, IndexError, KeyError) as exc:
+        raise FingerprintError(f"{source or '<output>'}: section link:{iface}: expected `ip -j -d link` JSON; "
+                               f"found {text[:120]!r} ({exc})") from None
+    speed = _int(sec.get(f"speed:{iface}"))
+    driver = _text(sec.get(f"driver:{iface}", "").rsplit("/", 1)[-1])
+    facts |= {prefix + "mtu": link.get("mtu"), prefix + "state": link.get("operstate"),
+              prefix + "kind": (link.get("linkinfo") or {}).get("info_kind"), prefix + "driver": driver,
+              prefix + "txqlen": link.get("txqlen"), prefix + "tx_queues": link.get("num_tx_queues"),
+              prefix + "rx_queues": link.get("num_rx_queues"),
+              prefix + "speed": speed if speed is not None and speed > 0 else None,
+              prefix + "qdisc": _qdisc(sec.get(f"qdisc:{iface}", ""), link.get("qdisc"))}
+    for line in sec.get(f"offload:{iface}", "").splitlines():
+        feature, _, value = line.strip().partition(":")
+        if feature in OFFLOADS:
+            facts[f"{prefix}offload.{feature}"] = value.split()[0] if value.split() else None
+    return facts
+
+
+def _qdisc(text: str, fallback: str | None) -> str | None:
+    """The qdisc tree as one line: kind, place and options, without handles or reference counts."""
+    try:
+        qdiscs = json.loads(text)
+    except ValueError:
+        return fallback
+    parts = []
+    for q in qdiscs:
+        place = "root" if q.get("root") else f"parent {q.get('parent')}"
+        options = json.dumps(q.get("options") or {}, sort_keys=True, separators=(",", ":"))
+        parts.append(f"{q.get('kind')} {place}" + ("" if options == "{}" else f" {options}"))
+    return "; ".join(parts) or fallback
+
+
+def _facts(fp: Any, where: str) -> dict[str, Any]:
+    if not isinstance(fp, Mapping) or fp.get("schema") != SCHEMA or not isinstance(fp.get("facts"), Mapping):
+        found = fp.get("schema") if isinstance(fp, Mapping) else type(fp).__name__
+        raise FingerprintError(f"{where}: expected a fingerprint with 'schema': {SCHEMA} and a 'facts' mapping; "
+                               f"found schema {found!r}. Collect it again with perflab.fingerprint.collect")
+    return dict(fp["facts"])
+
+
+def diff(before: dict, after: dict) -> list[Difference]:
+    """Every fact that differs between two fingerprints of one host, sorted by key."""
+    old, new = _facts(before, "before"), _facts(after, "after")
+    if before.get("host") != after.get("host"):
+        raise FingerprintError(f"diff compares two fingerprints of one host; found host {before.get('host')!r} "
+                               f"before and {after.get('host')!r} after. Use compare_hosts for different hosts")
+    return [Difference(k, old.get(k), new.get(k), (str(before.get("host")),))
+            for k in sorted(old.keys() | new.keys()) if old.get(k) != new.get(k)]
+
+
+def compare_hosts(fps: Mapping[str, dict]) -> list[Difference]:
+    """Facts in :data:`MATCH_KEYS` on which a host differs from the first host of ``fps`` (name -> fingerprint)."""
+    facts = {name: _facts(fp, f"fingerprint of {name}") for name, fp in fps.items()}
+    if len(facts) < 2:
+        return []
+    (ref, ref_facts), *others = facts.items()
+    out = []
+    for name, other in others:
+        keys = sorted(k for k in ref_facts.keys() | other.keys() if any(fnmatch.fnmatchcase(k, p) for p in MATCH_KEYS))
+        out += [Difference(k, ref_facts.get(k), other.get(k), (ref, name)) for k in keys
+                if ref_facts.get(k) != other.get(k)]
+    return out

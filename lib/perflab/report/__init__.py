@@ -1,0 +1,1 @@
+"""Report stage: figure style, figures, LaTeX tables, inline-value macros and lineage sidecars."""

@@ -1,0 +1,120 @@
+"""One factor's levels compared: description, tests, checks, figure, tables and inline values.
+
+Each level is compared with the first (the baseline); with more than one comparison the
+p-values are Holm-adjusted. Warm-up samples are excluded; nothing else is dropped.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import pandas as pd
+
+from .. import stats
+from ..stats.multi import adjust_pvalues
+from . import figures, lineage, macros, tables
+from .latex import format_number, format_p
+
+
+@dataclass
+class LevelsResult:
+    """What :func:`analyse` found for one metric across the levels of one factor."""
+
+    metric: str
+    factor: str
+    data: pd.DataFrame
+    summary: pd.DataFrame
+    comparisons: list
+    p_adjusted: list[float]
+    checks: pd.DataFrame
+    figure: plt.Figure | None = None
+
+
+def analyse(df: pd.DataFrame, *, metric: str, factor: str, level: float = 0.95) -> LevelsResult:
+    """Describe ``metric`` (summary rows) per level of ``factor`` and compare every level with the first."""
+    data = df[(df["metric"] == metric) & df["summary"] & (~df["warmup"])].copy()
+    if data.empty:
+        raise ValueError(f"no non-warm-up rows for metric {metric!r}; metrics present: "
+                         f"{sorted(df['metric'].dropna().unique())}")
+    summary = stats.describe(data, "value", factor, level=level)
+    lv = list(summary[factor])
+    base = data.loc[data[factor] == lv[0], "value"].to_numpy()
+    comparisons = [stats.compare(base, data.loc[data[factor] == other, "value"].to_numpy(), level=level,
+                                 labels=(f"{factor}={lv[0]}", f"{factor}={other}")) for other in lv[1:]]
+    raw_p = [c.p_value for c in comparisons]
+    p_adjusted = list(adjust_pvalues(raw_p, "holm")) if len(raw_p) > 1 else raw_p
+    checks = pd.DataFrame([{"comparison": f"{c.labels[1]} vs {c.labels[0]}", **c.assumptions} for c in comparisons])
+    return LevelsResult(metric, factor, data, summary, comparisons, p_adjusted, checks)
+
+
+def _slug(value: object) -> str:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return re.sub(r"[^a-z0-9]+", "-", str(value).lower()).strip("-")
+
+
+def write(result: LevelsResult, *, campaign: str, source: str | Path, paper_dir: str | Path, factor_label: str,
+          quantity: str, scale: float, unit: str, generator: str) -> dict[str, list[Path]]:
+    """Write the figure (PDF+PNG), the two tables and the macro file under ``paper_dir``."""
+    paper = Path(paper_dir)
+    stem = f"{campaign}-{_slug(result.metric)}"
+    fig = figures.levels(result.data, factor=result.factor, value="value", summary=result.summary,
+                         ylabel=f"{quantity} ({unit})", xlabel=factor_label, scale=scale)
+    result.figure = fig
+    n_total = int(result.summary["n"].sum())
+    fig_paths = figures.save(fig, paper / "figures" / stem, inputs=[source], generator=generator,
+                             details={"metric": result.metric, "factor": result.factor, "n": n_total})
+    desc_tex = tables.describe_table(
+        result.summary, factor=result.factor, factor_label=factor_label, scale=scale, unit=unit,
+        caption=f"{quantity} per level of {factor_label.lower()} ({campaign}); warm-up samples excluded.",
+        label=f"tab:{stem}-summary")
+    notes = ["Holm-adjusted $p$-values are used for the decisions in the text."] if len(result.comparisons) > 1 else []
+    cmp_tex = tables.comparison_table(
+        result.comparisons, caption=f"{quantity}: each level of {factor_label.lower()} against "
+                                    f"{result.comparisons[0].labels[0] if result.comparisons else 'the baseline'}.",
+        label=f"tab:{stem}-comparison", notes=notes) if result.comparisons else ""
+    table_paths = []
+    for kind, text in (("summary", desc_tex), ("comparison", cmp_tex)):
+        if text:
+            path = lineage.atomic_text(paper / "tables" / f"{stem}-{kind}.tex", text)
+            lineage.write([path], [source], generator=generator)
+            table_paths.append(path)
+    values = _values(result, campaign=campaign, scale=scale)
+    macro_path = macros.write(paper / "macros" / f"{stem}.tex", values, inputs=[source], generator=generator)
+    return {"figures": fig_paths, "tables": table_paths, "macros": [macro_path]}
+
+
+def _values(result: LevelsResult, *, campaign: str, scale: float) -> dict[str, str]:
+    key = f"{campaign}/{_slug(result.metric)}"
+    values: dict[str, str] = {f"{key}/n-total": str(int(result.summary["n"].sum()))}
+    for r in result.summary.to_dict("records"):
+        lv = f"{key}/{_slug(result.factor)}-{_slug(r[result.factor])}"
+        values.update({f"{lv}/n": str(int(r["n"])), f"{lv}/mean": format_number(r["mean"] / scale, 4),
+                       f"{lv}/sd": format_number(r["sd"] / scale, 3), f"{lv}/cv": format_number(100 * r["cv"], 2),
+                       f"{lv}/ci-low": format_number(r["mean_ci_low"] / scale, 4),
+                       f"{lv}/ci-high": format_number(r["mean_ci_high"] / scale, 4)})
+    for c, p_adj in zip(result.comparisons, result.p_adjusted):
+        other = c.labels[1].split("=", 1)[1]
+        ck = f"{key}/{_slug(result.factor)}-{_slug(other)}-vs-base"
+        values.update({f"{ck}/test": c.test, f"{ck}/p": format_p(p_adj),
+                       f"{ck}/rel-diff": format_number(100 * c.rel_diff, 3),
+                       f"{ck}/rel-diff-ci-low": format_number(100 * c.rel_diff_ci[0], 3),
+                       f"{ck}/rel-diff-ci-high": format_number(100 * c.rel_diff_ci[1], 3),
+                       f"{ck}/hedges-g": format_number(c.hedges_g, 3),
+                       f"{ck}/cliffs-delta": format_number(c.cliffs_delta, 3)})
+    return values
+
+
+def sentence(result: LevelsResult, *, quantity: str, factor_label: str, scale: float, unit: str) -> str:
+    """A plain-language reading of the result, for the notebook's interpretation cell."""
+    parts = []
+    for c, p_adj in zip(result.comparisons, result.p_adjusted):
+        verdict = "differs significantly from" if p_adj < 1 - c.level else "does not differ significantly from"
+        parts.append(f"{quantity} at {c.labels[1]} ({c.mean_b / scale:.3g} {unit}, n={c.n_b}) {verdict} "
+                     f"{c.labels[0]} ({c.mean_a / scale:.3g} {unit}, n={c.n_a}): {c.test}, p={format_p(p_adj)}, "
+                     f"relative difference {100 * c.rel_diff:+.1f} % "
+                     f"(CI {100 * c.rel_diff_ci[0]:+.1f} to {100 * c.rel_diff_ci[1]:+.1f} %).")
+    return " ".join(parts)

@@ -1,0 +1,81 @@
+"""Input checks shared by the statistics modules: one error type, one way to read a sample."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+from scipy import stats
+
+#: Default random seed of every resampling method, so that a rerun prints the same numbers.
+DEFAULT_SEED = 20240
+
+
+class StatsInputError(ValueError):
+    """Raised when data cannot be analysed as asked.
+
+    The message names where the data came from, what was expected, what was found,
+    and what to do about it.
+    """
+
+    def __init__(self, where: str, expected: str, found: str, action: str) -> None:
+        self.where, self.expected, self.found, self.action = where, expected, found, action
+        super().__init__(f"{where}: expected {expected}; found {found}. {action}")
+
+
+def as_sample(values: Iterable[float], where: str, *, min_n: int = 1) -> np.ndarray:
+    """Return ``values`` as a 1-D float array, refusing NaN/inf and samples shorter than ``min_n``.
+
+    ``where`` names the sample in error messages (for example ``"group 'b' of column 'rtt'"``).
+    """
+    try:
+        x = np.asarray(values if hasattr(values, "__len__") else list(values), dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise StatsInputError(where, "numbers", f"a value that is not a number ({exc})",
+                              "Convert the column to a numeric dtype first.") from None
+    x = x.ravel()
+    bad = ~np.isfinite(x)
+    if bad.any():
+        raise StatsInputError(
+            where, "finite numbers", f"{int(bad.sum())} NaN/inf value(s) among {x.size}",
+            "Drop failed runs explicitly (e.g. df.dropna(subset=[column])) and report how many.")
+    if x.size < min_n:
+        raise StatsInputError(where, f"at least {min_n} values", f"{x.size}",
+                              "Collect more runs or leave this group out of the analysis.")
+    return x
+
+
+def check_level(level: float) -> float:
+    """Return ``level`` if it is a confidence level strictly between 0 and 1, else raise."""
+    if not 0.0 < level < 1.0:
+        raise StatsInputError("level", "a confidence level strictly between 0 and 1 (e.g. 0.95)",
+                              repr(level), "Pass the level as a fraction, not a percentage.")
+    return float(level)
+
+
+def as_pair(a: Sequence[float], b: Sequence[float], paired: bool, min_n: int = 2) -> tuple[np.ndarray, np.ndarray]:
+    """Return samples a and b as float arrays of at least ``min_n`` values, equally long when paired."""
+    x, y = as_sample(a, "sample a", min_n=min_n), as_sample(b, "sample b", min_n=min_n)
+    if paired and x.size != y.size:
+        raise StatsInputError("paired samples", "samples of equal length (one value per block)",
+                              f"{x.size} values in a and {y.size} in b",
+                              "Keep only blocks where both cells completed, or compare unpaired.")
+    return x, y
+
+
+def plain(value: Any) -> Any:
+    """Recursively turn tuples into lists and numpy scalars into Python numbers."""
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def shapiro_p(x: np.ndarray) -> float:
+    """Shapiro-Wilk p-value, or nan when it is undefined (n < 3 or zero range)."""
+    if x.size < 3 or np.ptp(x) == 0:
+        return np.nan
+    return float(stats.shapiro(x).pvalue)

@@ -1,0 +1,100 @@
+"""Planning: minimum detectable effect, runs needed for an effect, runs for a CI half-width.
+
+Effects are relative to the mean (0.05 = 5 %) and spread is a coefficient of variation
+from a pilot, so Cohen's d = relative effect / CV. Power comes from statsmodels'
+``TTestIndPower`` (independent cells) or ``TTestPower`` (paired by block, where the CV
+is that of the per-block differences relative to the mean); the half-width plan uses
+Student's t quantiles (``scipy.stats.t``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+from statsmodels.stats.power import TTestIndPower, TTestPower
+
+from ._input import StatsInputError, check_level
+
+
+def _solve(paired: bool, **kwargs: float | None) -> float:
+    """Solve the statsmodels power equation of the design for the argument given as None."""
+    if paired:
+        return float(TTestPower().solve_power(nobs=kwargs.pop("n"), **kwargs))
+    return float(TTestIndPower().solve_power(nobs1=kwargs.pop("n"), **kwargs))
+
+
+def _check_cv(cv: float) -> float:
+    """Return ``cv`` if it is a positive finite coefficient of variation, else raise."""
+    if not (np.isfinite(cv) and cv > 0):
+        raise StatsInputError("cv", "a positive coefficient of variation (sd / mean) from a pilot",
+                              repr(cv), "Run a pilot of at least a few runs per cell and use its CV.")
+    return float(cv)
+
+
+def min_detectable_effect(n: int, cv: float, *, alpha: float = 0.05, power: float = 0.8,
+                          paired: bool = False) -> float:
+    """Smallest relative difference of means a two-sided t test detects with ``power``.
+
+    ``n`` is the number of runs per cell (pairs when ``paired``); the result is
+    d * CV where d solves the statsmodels power equation.
+    """
+    cv = _check_cv(cv)
+    if n < 2:
+        raise StatsInputError("n", "at least 2 runs per cell", repr(n), "Plan more runs.")
+    d = _solve(paired, effect_size=None, n=n, alpha=alpha, power=power)
+    return d * cv
+
+
+def n_for_effect(effect: float, cv: float, *, alpha: float = 0.05, power: float = 0.8,
+                 paired: bool = False) -> int:
+    """Runs per cell (rounded up) for a two-sided t test to detect a relative ``effect``."""
+    cv = _check_cv(cv)
+    if not effect > 0:
+        raise StatsInputError("effect", "a positive relative effect (0.05 = 5 %)", repr(effect),
+                              "State the smallest difference that matters.")
+    n = _solve(paired, effect_size=effect / cv, n=None, alpha=alpha, power=power)
+    return max(2, math.ceil(n))
+
+
+def n_for_halfwidth(cv: float, halfwidth: float, *, level: float = 0.95) -> int:
+    """Smallest n whose Student-t CI of the mean has half-width <= ``halfwidth`` × mean.
+
+    Solves t_{level, n-1} · CV / √n <= halfwidth, assuming the pilot's CV holds (the
+    realized half-width varies with the sample SD).
+    """
+    cv, level = _check_cv(cv), check_level(level)
+    if not halfwidth > 0:
+        raise StatsInputError("halfwidth", "a positive relative half-width (0.01 = ±1 %)",
+                              repr(halfwidth), "State the precision you need.")
+    quantile = 0.5 + level / 2
+    fits = lambda n: stats.t.ppf(quantile, n - 1) * cv / math.sqrt(n) <= halfwidth  # noqa: E731
+    high = max(2, math.ceil((stats.norm.ppf(quantile) * cv / halfwidth) ** 2))
+    while not fits(high):
+        high *= 2
+    low = 2
+    while low < high:
+        mid = (low + high) // 2
+        low, high = (low, mid) if fits(mid) else (mid + 1, high)
+    return low
+
+
+def plan(pilot: pd.DataFrame, n: int, *, alpha: float = 0.05, power: float = 0.8,
+         halfwidth: float = 0.01, level: float = 0.95) -> pd.DataFrame:
+    """Add planning columns to a pilot's :func:`~perflab.stats.describe` table.
+
+    Columns added per cell from its ``cv``: ``mde`` (relative minimum detectable effect
+    at ``n`` independent runs) and ``n_halfwidth`` (runs for a ``halfwidth`` CI of the
+    mean). Cells whose CV is missing or zero get nan / the minimum of 2.
+    """
+    out = pilot.copy()
+    ok = np.isfinite(out["cv"]) & (out["cv"] > 0)
+    out["mde"] = [min_detectable_effect(n, cv, alpha=alpha, power=power) if good else np.nan
+                  for cv, good in zip(out["cv"], ok)]
+    out["n_halfwidth"] = [n_for_halfwidth(cv, halfwidth, level=level) if good else 2
+                          for cv, good in zip(out["cv"], ok)]
+    out.attrs.update(pilot.attrs, plan={"n": n, "alpha": alpha, "power": power,
+                                        "halfwidth": halfwidth, "level": level})
+    return out

@@ -1,0 +1,286 @@
+"""The contract every benchmark adapter fulfils: build commands, name roles, parse output.
+
+An adapter is a small class with a ``name``, a ``parser_version`` (bumped whenever the
+rows it yields for the same input change), the roles it needs, the command lines it
+runs for a set of campaign parameters, and a parser from verbatim output to tidy
+measurements with explicit units.
+
+Conventions shared by every parser (see ``docs/tools.md``):
+
+- values leave a parser in the normalised units of :data:`UNITS`: rates in bit/s or
+  byte/s, sizes in byte, every duration and latency in s;
+- a measurement without dims is the sample's summary; per-stream, per-job, per-interval
+  or per-CPU rows carry dims (``stream``, ``job``, ``direction``, ``interval_start``,
+  ``interval_end``, ``percentile``, ``phase``, ``cpu``, ``iface``, ``device``,
+  ``timestamp``) whose names are the same across tools;
+- anything a parser cannot turn into a trustworthy number raises :class:`ParseError`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shlex
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Iterable, Mapping, Sequence
+
+#: Units a measurement may carry; values are normalised to these before they leave a parser.
+UNITS = frozenset({
+    "bit/s", "byte/s", "byte", "bit", "IOPS", "s", "ns", "us", "ms", "%", "count",
+    "op/s", "Mop/s", "GFLOP/s", "event/s", "bogo-op/s", "packet", "packet/s", "ratio", "1",
+    "s/op", "byte/op",
+})
+
+#: Durations quoted in text outputs, as factors to seconds.
+TIME_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "usec": 1e-6, "ms": 1e-3, "msec": 1e-3,
+              "s": 1.0, "sec": 1.0, "secs": 1.0, "seconds": 1.0}
+
+_PREFIX = {"": 0, "k": 1, "K": 1, "M": 2, "G": 3, "T": 4, "P": 5, "E": 6}
+_UNIT_RE = re.compile(
+    r"^(?P<prefix>[kKMGTPE]?)(?P<iec>i?)(?P<base>bits?|Bytes?|bytes?|B)(?P<rate>/s(?:ec)?|ps)?$")
+
+
+class ParseError(ValueError):
+    """Raised when output cannot be turned into trustworthy measurements.
+
+    The message names the source file, what was expected and what was found, so a
+    user can open the file and see the problem.
+    """
+
+    def __init__(self, source: str, expected: str, found: str) -> None:
+        self.source, self.expected, self.found = source, expected, found
+        super().__init__(f"{source or '<output>'}: expected {expected}; found {found}")
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One tidy value: a metric, its value in a normalised unit, and extra dimensions.
+
+    ``dims`` holds whatever identifies the value inside one sample (stream, job,
+    direction, interval start, percentile, ...); keys become columns of the tidy table.
+    """
+
+    metric: str
+    value: float | None
+    unit: str
+    dims: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.unit not in UNITS:
+            raise ValueError(f"metric {self.metric!r}: unit {self.unit!r} is not one of {sorted(UNITS)}")
+
+    def as_row(self) -> dict[str, Any]:
+        """Return the measurement as a flat dict (metric, value, unit, then the dims)."""
+        return {"metric": self.metric, "value": self.value, "unit": self.unit, **dict(self.dims)}
+
+
+@dataclass(frozen=True)
+class Command:
+    """A command line to run on the host that plays ``role``."""
+
+    role: str
+    argv: tuple[str, ...]
+    #: True for a long-running service (started before the samples, stopped after).
+    service: bool = False
+
+    def line(self) -> str:
+        """The command as one shell-quoted string."""
+        return shlex.join(self.argv)
+
+
+class Tool:
+    """Base class of the benchmark adapters (see ``perflab.tools.iperf3`` for an example)."""
+
+    name: ClassVar[str]
+    parser_version: ClassVar[int] = 1
+    #: Roles a campaign must assign to hosts for this tool, client-side role first.
+    roles: ClassVar[tuple[str, ...]] = ("client",)
+    #: Debian packages that provide the tool, installed on lab hosts.
+    packages: ClassVar[tuple[str, ...]] = ()
+    #: Command that prints the tool's version, for the host fingerprint (schemas drift).
+    version_argv: ClassVar[tuple[str, ...]] = ()
+
+    def commands(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> list[Command]:
+        """Commands for one sample with ``params``; ``addresses`` maps roles to host addresses."""
+        raise NotImplementedError
+
+    def parse(self, stdout: str, stderr: str = "", *, source: str = "") -> list[Measurement]:
+        """Tidy measurements from one sample's verbatim output, or raise :class:`ParseError`."""
+        raise NotImplementedError
+
+    def expected_duration(self, params: Mapping[str, Any]) -> float:
+        """Seconds one sample is expected to take, for plans and remote-side timeouts."""
+        return float(params.get("duration", 10))
+
+    def ready(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> str | None:
+        """A shell test that succeeds on the service host once its service accepts work (or None)."""
+        return None
+
+
+class ParseOnly(Tool):
+    """Base of adapters for tools that perflab parses but cannot run (fixtures only)."""
+
+    def commands(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> list[Command]:
+        """Refuse: this tool is parsed from logs produced elsewhere."""
+        raise NotImplementedError(
+            f"{self.name}: perflab only parses this tool's output; run it outside perflab and "
+            f"use `perflab parse {self.name} FILE`")
+
+
+class Rows(list):
+    """A list of :class:`Measurement` that converts and checks values as they are added."""
+
+    def __init__(self, source: str) -> None:
+        super().__init__()
+        self.source = source
+
+    def add(self, metric: str, value: Any, unit: str, what: str, *, scale: float = 1.0, **dims: Any) -> None:
+        """Append ``value`` x ``scale`` under ``metric``; ``what`` names the field for errors.
+
+        The value is coerced with :func:`number`, so ``None`` and NaN stay missing.
+        """
+        parsed = number(value, source=self.source, what=what)
+        self.append(Measurement(metric, None if parsed is None else parsed * scale, unit, dims))
+
+
+_NAN_RE = re.compile(r"(?<![\w\"])(-?nan|-?inf(?:inity)?)(?![\w\"])", re.IGNORECASE)
+
+
+def extract_json(text: str, *, source: str = "") -> Any:
+    """Parse the first complete JSON object in ``text``, skipping junk before and after it.
+
+    fio and iperf3 print warnings around their JSON and older versions write bare
+    ``nan``; those become ``None``. Raises :class:`ParseError` when no object parses.
+    """
+    start = text.find("{")
+    if start < 0:
+        found = repr(text[:80]) if text.strip() else "empty output"
+        raise ParseError(source, "a JSON object", found)
+    cleaned = _NAN_RE.sub("null", text[start:])
+    try:
+        obj, _ = json.JSONDecoder().raw_decode(cleaned)
+    except json.JSONDecodeError as exc:
+        raise ParseError(source, "a complete JSON object", f"{exc.msg} at line {exc.lineno}, column {exc.colno}") from None
+    return obj
+
+
+def number(value: Any, *, source: str, what: str) -> float | None:
+    """Coerce a parsed field to float; ``None``/NaN become ``None``, anything else raises.
+
+    Strings may use a decimal comma ("5,4", as dd prints in some locales).
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ParseError(source, f"a number for {what}", repr(value))
+    try:
+        out = float(str(value).replace(",", ".")) if isinstance(value, str) else float(value)
+    except ValueError:
+        raise ParseError(source, f"a number for {what}", repr(value)) from None
+    return None if math.isnan(out) else out
+
+
+def require(mapping: Any, key: str, *, source: str, where: str) -> Any:
+    """Return ``mapping[key]`` or raise :class:`ParseError` naming ``where`` the key was expected."""
+    if not isinstance(mapping, Mapping):
+        raise ParseError(source, f"an object at {where}", type(mapping).__name__)
+    if key not in mapping:
+        raise ParseError(source, f"key {key!r} in {where} (a schema change between tool versions?)",
+                         f"keys {sorted(mapping)[:12]}")
+    return mapping[key]
+
+
+def unit_factor(unit: str, *, binary_bytes: bool = False, source: str = "", what: str = "unit") -> tuple[float, str]:
+    """Factor and normalised unit for a textual size or rate unit such as "Gbits/sec" or "MiB/s".
+
+    Bits always use decimal prefixes. Byte units with an explicit "i" (KiB, MiB/s) are
+    binary; other byte prefixes are decimal unless ``binary_bytes`` (iperf's "MBytes" and
+    rados bench's "MB/sec" mean 2**20). Returns e.g. ``(1e9, "bit/s")``.
+    """
+    match = _UNIT_RE.match(unit.strip())
+    if not match:
+        raise ParseError(source, f"a size or rate unit for {what} (e.g. Mbits/sec, MB/s, KiB)", repr(unit))
+    power = _PREFIX[match["prefix"]]
+    is_bits = match["base"].lower().startswith("bit")
+    binary = not is_bits and (bool(match["iec"]) or binary_bytes)
+    factor = float((1024 if binary else 1000) ** power)
+    base = "bit" if is_bits else "byte"
+    return factor, f"{base}/s" if match["rate"] else base
+
+
+def quantity(value: str, unit: str, *, binary_bytes: bool = False, source: str = "", what: str = "value") -> tuple[float, str]:
+    """A textual number with a size or rate unit, as ``(value in bytes/bits, unit)``."""
+    factor, normalised = unit_factor(unit, binary_bytes=binary_bytes, source=source, what=what)
+    parsed = number(value, source=source, what=what)
+    if parsed is None:
+        raise ParseError(source, f"a number for {what}", repr(value))
+    return parsed * factor, normalised
+
+
+def seconds(value: Any, unit: str, *, source: str = "", what: str = "duration") -> float | None:
+    """A duration quoted with ``unit`` (ns, us, ms, s, sec, ...) in seconds."""
+    if unit not in TIME_UNITS:
+        raise ParseError(source, f"a time unit for {what} (one of {sorted(TIME_UNITS)})", repr(unit))
+    parsed = number(value, source=source, what=what)
+    return None if parsed is None else parsed * TIME_UNITS[unit]
+
+
+def search(pattern: re.Pattern[str], text: str, *, source: str, expected: str) -> re.Match[str]:
+    """The first match of ``pattern`` in ``text``, or :class:`ParseError` saying what was ``expected``."""
+    match = pattern.search(text)
+    if match is None:
+        tail = text.strip().splitlines()[-1][:80] if text.strip() else ""
+        raise ParseError(source, expected, f"no such line (last line: {tail!r})" if tail else "empty output")
+    return match
+
+
+def key_values(text: str, separator: str = ":") -> dict[str, str]:
+    """Lines ``key<separator> value`` as a dict of stripped strings (the last one wins)."""
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(separator)
+        if sep and key.strip():
+            out[key.strip()] = value.strip()
+    return out
+
+
+def in_windows(measurements: Iterable[Measurement], metric: str,
+               windows: Sequence[tuple[float, float]]) -> list[Measurement]:
+    """Interval rows of ``metric`` that lie inside one of ``windows`` ([start, end] in s).
+
+    Each returned row gains a ``window`` dim ("90-100"). Seed 002 averages the jitter
+    reported for 90-100, 190-200, ... 490-500 s of 10-minute iperf runs this way. An
+    interval belongs to a window when it starts at or after the window start and ends
+    at or before the window end (a small tolerance absorbs 10.0001-style end times).
+    """
+    out: list[Measurement] = []
+    for row in measurements:
+        start, end = row.dims.get("interval_start"), row.dims.get("interval_end")
+        if row.metric != metric or start is None or end is None or "stream" in row.dims:
+            continue
+        for low, high in windows:
+            tolerance = 1e-3 * max(high - low, 1.0)
+            if start >= low - tolerance and end <= high + tolerance:
+                label = f"{low:g}-{high:g}"
+                out.append(Measurement(row.metric, row.value, row.unit, {**row.dims, "window": label}))
+    return out
+
+
+def littles_law_ratio(iops: float | None, mean_latency_s: float | None, outstanding: float) -> float | None:
+    """Observed over expected concurrency: ``IOPS x mean latency / (jobs x queue depth)``.
+
+    By Little's law a closed-loop storage benchmark that keeps ``outstanding`` I/Os in
+    flight has a ratio close to 1; a ratio far from 1 means the IOPS, the latency or the
+    assumed queue depth is wrong (or the engine could not keep the queue full).
+    """
+    if iops is None or mean_latency_s is None or outstanding <= 0:
+        return None
+    return iops * mean_latency_s / outstanding
+
+
+def littles_law_flags(measurements: Iterable[Measurement], tolerance: float = 0.25) -> list[Measurement]:
+    """The ``littles_law_ratio`` rows whose ratio is farther than ``tolerance`` from 1."""
+    return [row for row in measurements
+            if row.metric == "littles_law_ratio" and row.value is not None
+            and abs(row.value - 1.0) > tolerance]

@@ -1,0 +1,69 @@
+"""``perflab parse TOOL FILE [--json]``: print the tidy rows one raw output file yields.
+
+A user checks one log by hand with it: the rows (metric, value, unit, dims) as an
+aligned table or as JSON lines, or the parser's error naming the file and what was
+expected. ``--stderr FILE`` passes a separate stderr capture (dd and stress-ng print
+their results there).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from . import REGISTRY, get
+from .base import Measurement, ParseError
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``parse`` subcommand to an argparse ``subparsers`` object."""
+    parser = subparsers.add_parser("parse", help="print the tidy rows a raw tool output yields",
+                                   description=__doc__.split("\n\n")[0])
+    parser.add_argument("tool", help=f"tool name: {', '.join(sorted(REGISTRY))}")
+    parser.add_argument("file", type=Path, help="raw output file (stdout of the tool)")
+    parser.add_argument("--stderr", type=Path, default=None, help="the tool's stderr, if captured separately")
+    parser.add_argument("--json", action="store_true", help="one JSON object per row instead of a table")
+    parser.set_defaults(func=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    """Parse ``args.file`` with ``args.tool``; print rows (exit 0) or the error (exit 1, or 2 for usage)."""
+    try:
+        tool = get(args.tool)
+    except KeyError as exc:
+        print(f"perflab parse: {exc.args[0]}", file=sys.stderr)
+        return 2
+    try:
+        stdout = args.file.read_text(errors="replace")
+        stderr = args.stderr.read_text(errors="replace") if args.stderr else ""
+    except OSError as exc:
+        print(f"perflab parse: cannot read {exc.filename}: {exc.strerror}", file=sys.stderr)
+        return 2
+    try:
+        rows = tool.parse(stdout, stderr, source=str(args.file))
+    except ParseError as exc:
+        print(f"perflab parse: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        for row in rows:
+            print(json.dumps(row.as_row(), sort_keys=False))
+    else:
+        print(format_table(rows))
+    print(f"{len(rows)} rows from {args.file} ({tool.name} parser v{tool.parser_version})", file=sys.stderr)
+    return 0
+
+
+def format_table(rows: list[Measurement]) -> str:
+    """The rows as an aligned text table: metric, value, unit, then one column per dim."""
+    dims: list[str] = []
+    for row in rows:
+        dims += [key for key in row.dims if key not in dims]
+    header = ["metric", "value", "unit", *dims]
+    lines = [[row.metric, "" if row.value is None else f"{row.value:.6g}", row.unit,
+              *("" if row.dims.get(d) is None else str(row.dims[d]) for d in dims)] for row in rows]
+    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *lines)]
+    return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip()
+                     for line in [header, *lines])

@@ -1,0 +1,62 @@
+"""dd (GNU coreutils): bytes copied, elapsed time and rate from dd's final line.
+
+Role: ``client``. Parameters: ``if`` (default /dev/zero), ``of`` (required), ``bs``,
+``count``, ``oflag`` (e.g. direct), ``iflag``, ``conv`` (e.g. fdatasync).
+
+dd prints its result on stderr; the parser reads stderr and stdout. The rate uses the
+unit dd prints (kB, MB, GB are decimal, KiB, MiB, GiB binary) and may carry a decimal
+comma, as in seed 001's "11,2378 s, 478 MB/s" and "1,3 GB/s". The printed rate has two
+or three significant digits; ``throughput_computed`` is bytes / elapsed. The two
+disagree beyond rounding when a quoted line was altered: seed 001 quotes "27 s,
+202 MB/s", but 5368709120 B / 27 s is 199 MB/s.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Mapping
+
+from .base import Command, Measurement, Rows, Tool, quantity, search
+
+_RESULT = re.compile(r"^(?P<bytes>\d+) (?:bytes?|bytes? \(.*?\)) .*?, (?P<elapsed>\d+(?:[.,]\d+)?(?:e-?\d+)?) s, "
+                     r"(?P<rate>\d+(?:[.,]\d+)?) (?P<unit>[kKMGTP]?i?B/s)\s*$", re.MULTILINE)
+_RECORDS = re.compile(r"^(?P<full>\d+)\+(?P<partial>\d+) \S+ (?:out|escritos|written)", re.MULTILINE)
+
+
+class Dd(Tool):
+    """Adapter for GNU dd's summary line."""
+
+    name = "dd"
+    parser_version = 1
+    packages = ("coreutils",)
+    version_argv = ("dd", "--version")
+
+    def commands(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> list[Command]:
+        """``dd if=... of=... bs=... count=... [oflag=...]``."""
+        if not params.get("of"):
+            raise ValueError("dd needs an output file parameter 'of' (a scratch file or a device to overwrite)")
+        argv = ["dd", f"if={params.get('if', '/dev/zero')}", f"of={params['of']}"]
+        for key in ("bs", "count", "oflag", "iflag", "conv"):
+            if params.get(key) is not None:
+                argv.append(f"{key}={params[key]}")
+        return [Command("client", tuple(argv))]
+
+    def parse(self, stdout: str, stderr: str = "", *, source: str = "") -> list[Measurement]:
+        """Bytes, elapsed seconds, dd's printed rate and the exact bytes/elapsed rate."""
+        text = stderr + "\n" + stdout
+        matches = list(_RESULT.finditer(text))
+        result = matches[-1] if matches else search(
+            _RESULT, text, source=source, expected="dd's result line 'N bytes (...) copied, T s, R MB/s'")
+        rows = Rows(source)
+        copied = int(result["bytes"])
+        elapsed = float(result["elapsed"].replace(",", "."))
+        rate, _ = quantity(result["rate"], result["unit"], source=source, what="dd rate")
+        rows.add("bytes", copied, "byte", "bytes copied")
+        rows.add("elapsed", elapsed, "s", "elapsed seconds")
+        rows.add("throughput", rate, "byte/s", "printed rate")
+        rows.add("throughput_computed", copied / elapsed if elapsed > 0 else None, "byte/s", "bytes / elapsed")
+        records = list(_RECORDS.finditer(text))
+        if records:
+            rows.add("records_full", records[-1]["full"], "count", "records out (full)")
+            rows.add("records_partial", records[-1]["partial"], "count", "records out (partial)")
+        return rows

@@ -1,0 +1,37 @@
+# Analysis: raw -> tidy table -> statistics -> figure, tables and inline values for the paper.
+
+
+def analysis_outputs(campaign):
+    """Files the analysis of `campaign` writes (the paper includes them)."""
+    stem = f"{campaign}-{config['campaigns'][campaign]['analysis']['metric']}"
+    return {
+        "notebook": f"reports/notebooks/{campaign}-analysis.ipynb",
+        "parquet": f"data/processed/{campaign}.parquet",
+        "csv": f"data/processed/{campaign}.csv",
+        "figure_pdf": f"paper/figures/{stem}.pdf",
+        "figure_png": f"paper/figures/{stem}.png",
+        "summary": f"paper/tables/{stem}-summary.tex",
+        "comparison": f"paper/tables/{stem}-comparison.tex",
+        "macros": f"paper/macros/{stem}.tex",
+    }
+
+
+for _campaign in CAMPAIGNS:
+
+    rule:
+        name:
+            f"analysis_{_campaign.replace('-', '_')}"
+        input:
+            raw=f"data/raw/{_campaign}/experiment.ipynb",
+            notebook=config["campaigns"][_campaign]["analysis"]["notebook"],
+        output:
+            **analysis_outputs(_campaign),
+        log:
+            f"logs/analysis/{_campaign}.log",
+        params:
+            cmd=lambda wc, input, output, c=_campaign: papermill(
+                input.notebook, output.notebook,
+                {"campaign": c, **config["campaigns"][c]["analysis"].get("parameters", {})},
+                f"logs/analysis/{c}.log"),
+        shell:
+            "{params.cmd}"

@@ -1,0 +1,32 @@
+# Helpers shared by the rule files: campaign lookups and the papermill command line.
+import shlex
+from pathlib import Path
+
+import yaml
+
+CAMPAIGNS = sorted(config["campaigns"])
+
+
+def campaign_conf(wildcards):
+    """The config block of the campaign named by the wildcard."""
+    return config["campaigns"][wildcards.campaign]
+
+
+def papermill(notebook, output, parameters, log):
+    """Shell command: run `notebook` with papermill on the project's kernel into `output`.
+
+    The executed notebook is written under a temporary name and renamed on success; a
+    failed run's partial notebook goes to logs/failed/ for inspection. Cell output is
+    streamed (--log-output) to the terminal and to `log`.
+    """
+    out = Path(output)
+    tmp = out.with_name(f".{out.stem}.tmp.ipynb")
+    y = yaml.safe_dump(dict(parameters), default_flow_style=True, width=1 << 20).strip()
+    q = shlex.quote
+    return (
+        f"mkdir -p {q(str(out.parent))} logs/failed && "
+        f"{{ papermill {q(str(notebook))} {q(str(tmp))} -k {q(config['kernel'])} --cwd . --log-output "
+        f"--no-progress-bar --request-save-on-cell-execute -y {q(y)} 2>&1 | tee {q(str(log))} "
+        f"&& mv {q(str(tmp))} {q(str(out))}; }} "
+        f"|| {{ mv -f {q(str(tmp))} logs/failed/{q(out.parent.name + '-' + out.name)} 2>/dev/null; exit 1; }}"
+    )

@@ -1,0 +1,75 @@
+"""The embedded lab on real namespaces and sshd: identity, strict host keys, MTU, rate, cleanup."""
+
+import os
+import subprocess
+
+import pytest
+
+from conftest import ROOT_ONLY, leftovers
+from perflab import inventory, lab as lab_mod, remote
+
+pytestmark = [ROOT_ONLY, pytest.mark.lab]
+
+
+def test_each_host_has_its_own_hostname_address_and_sshd(lab, lab_inventory):
+    with remote.connect(lab_inventory) as hosts:
+        for name, host in hosts.items():
+            out = host.check("hostname; ip -o -4 addr show dev eth0; cat /proc/sys/net/ipv4/ip_forward")
+            assert out.splitlines()[0] == name
+            assert f"inet {lab_inventory[name].address}/24" in out
+    pids = {h["sshd_pid"] for h in lab_mod.status(lab.name)["hosts"]}
+    assert len(pids) == 3 and None not in pids
+
+
+def test_up_is_idempotent(lab):
+    again = lab_mod.up(lab.name, 3)
+    assert again == lab
+    ns = lab.hosts[0].netns
+    addrs = subprocess.run(["ip", "netns", "exec", ns, "ip", "-o", "-4", "addr", "show", "dev", "eth0"],
+                           capture_output=True, text=True).stdout
+    assert addrs.count("inet ") == 1
+
+
+def test_strict_host_key_checking_refuses_a_wrong_key(lab, lab_inventory, tmp_path):
+    entry = lab_inventory["h1"]
+    other = (lab.state_dir / "h2" / "ssh_host_ed25519_key.pub").read_text().split()
+    wrong = tmp_path / "known_hosts"
+    wrong.write_text(f"{entry.address} {other[0]} {other[1]}\n")
+    host = remote.Host(inventory.HostEntry("h1", entry.address, key=entry.key, known_hosts=str(wrong)))
+    with pytest.raises(remote.HostError, match="cannot connect"):
+        host.run("true")
+
+
+def test_remote_timeout_kills_the_whole_process_group(lab_inventory):
+    with remote.connect(lab_inventory, ["h1"]) as hosts:
+        res = hosts["h1"].run("sh -c 'sleep 300.3 & sleep 300.3; echo never'", timeout=1)
+        assert res.timed_out and "never" not in res.stdout
+        assert hosts["h1"].run("pgrep -x sleep -a | grep -c 300.3").stdout.strip() == "0"
+
+
+def test_services_stop_with_their_process_group(lab_inventory):
+    with remote.connect(lab_inventory, ["h2"]) as hosts:
+        svc = hosts["h2"].start("sleeper", "sh -c 'sleep 301.7 & sleep 302.7'")
+        assert hosts["h2"].run("pgrep -x sleep -a | grep -c 30[12].7").stdout.strip() == "2"
+        hosts["h2"].stop(svc)
+        assert hosts["h2"].run("pgrep -x sleep -a | grep -c 30[12].7").stdout.strip() == "0"
+
+
+def test_mtu_and_rate_limit_are_applied_and_down_removes_everything():
+    name = f"m{os.getpid() % 100000}"
+    created = lab_mod.up(name, 1, mtu=1400, rate="100mbit")
+    try:
+        entries = inventory.load(created.inventory_path)
+        with remote.connect(entries) as hosts:
+            out = hosts["h1"].check("ip -o link show dev eth0; tc qdisc show dev eth0")
+        assert "mtu 1400" in out and "tbf" in out and "100Mbit" in out
+    finally:
+        removed = lab_mod.down(name)
+    assert any(r.startswith("netns") for r in removed)
+    assert leftovers(name) == []
+    assert lab_mod.status(name) is None
+
+
+def test_layout_rejects_bad_names():
+    with pytest.raises(lab_mod.LabError, match="lowercase"):
+        lab_mod.layout("Bad-Name")

@@ -1,0 +1,133 @@
+"""Monitors: sysstat around a sample on this machine and on lab hosts, always stopped."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import leftovers
+
+from perflab import inventory, lab, monitors, remote
+from perflab.monitors import MonitorError
+
+LAB = "fpcm"
+
+
+def _running(fragment: str) -> list[str]:
+    """Command lines of live processes on this machine (lab hosts share its process table) containing ``fragment``."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if proc.name.isdigit() and fragment in cmdline:
+            found.append(cmdline)
+    return found
+
+
+def _eth0_rx_packets(proc_text: str) -> int:
+    """Received packets of eth0 in a ``/proc/net/dev`` part of a monitor snapshot."""
+    for line in proc_text.split("==> /proc/net/dev <==", 1)[1].splitlines():
+        name, _, counters = line.partition(":")
+        if name.strip() == "eth0":
+            return int(counters.split()[1])
+    raise AssertionError("no eth0 line in the /proc/net/dev snapshot")
+
+
+def _sar(files: dict[str, str]) -> dict:
+    return json.loads(files["sar.json"])["sysstat"]["hosts"][0]
+
+
+@pytest.fixture
+def local():
+    """This machine as a host reached without SSH, with a work directory of its own."""
+    host = remote.Host(inventory.HostEntry(f"fpcm{secrets.token_hex(3)}", "127.0.0.1", local=True))
+    yield host
+    shutil.rmtree(host.workdir, ignore_errors=True)
+
+
+def test_stop_returns_sar_json_and_snapshots_and_leaves_nothing(local):
+    handle = monitors.start(local, "unit/one")
+    assert _running(handle.base)  # sadc and its shell run while the monitor is on
+    local.check("sleep 1.2")  # a sample long enough for one sadc interval
+    files = monitors.stop(handle)
+    assert set(files) >= {"sar.json", "proc-before.txt", "proc-after.txt"}
+    assert len(_sar(files)["statistics"]) >= 1
+    assert "cpu-load" in _sar(files)["statistics"][0]
+    for snap in ("proc-before.txt", "proc-after.txt"):
+        assert "==> /proc/stat <==" in files[snap] and "==> /proc/net/dev <==" in files[snap]
+    assert _running(handle.base) == []
+    assert list(Path(local.workdir).iterdir()) == []
+
+
+def test_a_monitor_cannot_be_stopped_twice(local):
+    handle = monitors.start(local, "twice")
+    first = monitors.stop(handle)
+    with pytest.raises(MonitorError, match="already stopped") as err:
+        monitors.stop(handle)
+    assert err.value.files == first
+
+
+def test_missing_sadc_is_reported_with_the_snapshots_kept(local, monkeypatch):
+    monkeypatch.setattr(monitors, "SADC_PATHS", ("/nonexistent/sadc",))
+    handle = monitors.start(local, "nosadc")
+    with pytest.raises(MonitorError, match="sadc not found.*install sysstat") as err:
+        monitors.stop(handle)
+    assert "==> /proc/stat <==" in err.value.files["proc-before.txt"]
+    assert _running(handle.base) == []
+
+
+def test_monitoring_stops_the_monitor_when_the_sample_fails(local):
+    name = f"failing-{secrets.token_hex(3)}"
+    with pytest.raises(RuntimeError, match="sample failed"):
+        with monitors.monitoring([local], name) as outputs:
+            assert _running(name)
+            raise RuntimeError("sample failed")
+    assert "sar.json" in outputs[local.name]
+    assert _running(name) == []
+
+
+def test_monitoring_stops_started_monitors_when_a_later_start_fails(local):
+    name = f"halfway-{secrets.token_hex(3)}"
+    gone = remote.Host(inventory.HostEntry("gone", "127.0.0.1", port=1))  # nothing listens: refused at once
+    with pytest.raises(remote.HostError):
+        with monitors.monitoring([local, gone], name):
+            pytest.fail("the body must not run when a monitor could not start")
+    assert _running(name) == []
+
+
+@pytest.fixture(scope="module")
+def hosts():
+    """Two lab hosts of a lab of this module's own, always taken down."""
+    if os.geteuid() != 0:
+        pytest.skip("the lab needs root")
+    created = lab.up(LAB, 2)
+    try:
+        with remote.connect(inventory.load(created.inventory_path)) as connected:
+            yield connected
+    finally:
+        lab.down(LAB)
+        assert leftovers(LAB) == [], f"lab {LAB} left things behind"
+
+
+@pytest.mark.lab
+def test_monitors_on_two_lab_hosts_see_the_sample_traffic(hosts):
+    h1, h2 = hosts["h1"], hosts["h2"]
+    name = f"ping-{secrets.token_hex(3)}"
+    with monitors.monitoring([h1, h2], name) as outputs:
+        h1.check(f"ping -q -c 12 -i 0.2 {h2.address}")
+    assert set(outputs) == {"h1", "h2"}
+    for host in ("h1", "h2"):
+        sar = _sar(outputs[host])
+        assert sar["nodename"] == host  # collected inside the host's namespaces
+        assert len(sar["statistics"]) >= 1
+        assert "eth0" in {d["iface"] for d in sar["statistics"][0]["network"]["net-dev"]}
+    received = _eth0_rx_packets(outputs["h2"]["proc-after.txt"]) - _eth0_rx_packets(outputs["h2"]["proc-before.txt"])
+    assert received >= 12
+    assert _running(name) == []
+    assert h1.check(f"ls {h1.workdir} | grep -c {name} || true").strip() == "0"
