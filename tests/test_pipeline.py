@@ -1,0 +1,61 @@
+"""The whole Snakemake pipeline in a copy of the project: lab, papermill, analysis, LaTeX, HTML."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+import yaml
+
+from conftest import ROOT_ONLY, leftovers
+from perflab import lab as lab_mod, store
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+
+
+def test_notebook_templates_are_stripped_and_parametrized():
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        assert nb.metadata["kernelspec"]["name"] == "perflab", path
+        code = [c for c in nb.cells if c.cell_type == "code"]
+        assert all(not c.outputs and c.execution_count is None for c in code), f"{path} has outputs"
+        assert "parameters" in code[0].metadata.get("tags", []), f"{path}: first code cell must be tagged parameters"
+
+
+@ROOT_ONLY
+@pytest.mark.lab
+@pytest.mark.slow
+def test_pipeline_runs_end_to_end_and_a_second_run_does_nothing(tmp_path):
+    files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    for name in files:
+        if (ROOT / name).is_file():
+            (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / name).write_bytes((ROOT / name).read_bytes())
+    campaign = yaml.safe_load((tmp_path / "campaigns/iperf3-streams.yaml").read_text())
+    campaign.update(repetitions=3, warmups=1)
+    campaign["benchmark"]["params"]["duration"] = 1
+    (tmp_path / "campaigns/iperf3-streams.yaml").write_text(yaml.safe_dump(campaign))
+    name = f"p{os.getpid() % 100000}"
+    env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"}
+    cmd = ["snakemake", "--cores", "1", "--config", f"inventory=lab:{name}"]
+    try:
+        first = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+        assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+        second = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    finally:
+        lab_mod.down(name)
+    assert leftovers(name) == []
+    assert "[8/8]" in first.stdout + first.stderr, "no progress lines from the campaign"
+    raw = tmp_path / "data/raw/iperf3-streams"
+    assert "experiment.ipynb" in store.read_manifest(raw) and store.verify(raw) == []
+    assert len(list((raw / "samples").iterdir())) == 8
+    for out in ("paper/main.pdf", "reports/index.html", "reports/notebooks/iperf3-streams-analysis.ipynb",
+                "data/processed/iperf3-streams.parquet", "paper/figures/iperf3-streams-throughput.png"):
+        assert (tmp_path / out).stat().st_size > 0, out
+    assert (tmp_path / "paper/main.pdf").read_bytes()[:5] == b"%PDF-"
+    log = (tmp_path / "paper/main.log").read_text(errors="replace")
+    assert "No value for" not in log, "the paper uses a value the pipeline did not produce"
+    assert second.returncode == 0 and "Nothing to be done" in second.stdout + second.stderr
