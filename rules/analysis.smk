@@ -35,3 +35,35 @@ for _campaign in CAMPAIGNS:
                 f"logs/analysis/{c}.log"),
         shell:
             "{params.cmd}"
+
+
+# Re-checks of published statistics (digitized tables in data/raw/published/).
+RECHECKS = ["003-openstack-opennebula"]
+
+
+def recheck_outputs(study):
+    """Files the re-check of `study` writes."""
+    return {
+        "notebook": f"reports/notebooks/{study}-recheck.ipynb",
+        "pvalues": f"paper/tables/{study}-recheck-p.tex",
+        "claims": f"paper/tables/{study}-recheck-claims.tex",
+        "macros": f"paper/macros/{study}-recheck.tex",
+    }
+
+
+rule recheck:
+    input:
+        published=lambda wc: sorted(str(p) for p in Path("data/raw/published").glob(f"{wc.study}-*.csv")),
+        notebook="notebooks/{study}-recheck.ipynb",
+    output:
+        notebook="reports/notebooks/{study}-recheck.ipynb",
+        pvalues="paper/tables/{study}-recheck-p.tex",
+        claims="paper/tables/{study}-recheck-claims.tex",
+        macros="paper/macros/{study}-recheck.tex",
+    log:
+        "logs/recheck/{study}.log",
+    params:
+        cmd=lambda wc, input, output: papermill(
+            input.notebook, output.notebook, {"study": wc.study}, f"logs/recheck/{wc.study}.log"),
+    shell:
+        "{params.cmd}"

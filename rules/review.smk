@@ -4,7 +4,7 @@
 rule report:
     input:
         experiments=expand("data/raw/{campaign}/experiment.ipynb", campaign=CAMPAIGNS),
-        analyses=[analysis_outputs(c)["notebook"] for c in CAMPAIGNS],
+        analyses=[analysis_outputs(c)["notebook"] for c in CAMPAIGNS] + [recheck_outputs(s)["notebook"] for s in RECHECKS],
         paper="paper/main.pdf",
     output:
         "reports/index.html",

@@ -153,3 +153,8 @@ def test_planning_and_equivalence_errors():
         n_for_halfwidth(0.05, -0.01)
     with pytest.raises(StatsInputError, match="positive margin"):
         tost([1.0, 2.0, 3.0], [1.0, 2.0, 3.0], 0.0)
+
+
+def test_hodges_lehmann_with_all_differences_equal():
+    assert hodges_lehmann([1.0, 1.0], [8.0, 8.0]) == (7.0, (-math.inf, math.inf))  # n too small to reject
+    assert hodges_lehmann([1.0] * 10, [8.0] * 10) == (7.0, (7.0, 7.0))

@@ -52,10 +52,27 @@ def _plan(args: argparse.Namespace) -> int:
                              "warmup": r.warmup, "cell": dict(r.cell.levels)} for r in runs]
         print(json.dumps(info, indent=1, default=str))
         return 0
-    minutes = info["estimated_seconds"] / 60
     print(f"campaign {info['campaign']}: tool {info['tool']}, design {info['design']} (seed {info['seed']})")
     print(f"  {info['cells']} cells x ({info['warmups']} warm-up + {info['repetitions']} repetitions) "
-          f"= {info['samples']} samples, about {minutes:.1f} min of measurement")
+          f"= {info['samples']} samples; {info['blocks']} fingerprinted block(s) on hosts {', '.join(info['hosts'])}")
+    print(f"  estimated duration {runner.format_duration(info['estimated_seconds'])}: "
+          f"{runner.format_duration(info['measure_seconds'])} of measurement + "
+          f"{runner.format_duration(info['overhead_seconds'])} of monitors, fingerprints and settle polls")
+    cond = info["settle"]
+    if cond:
+        print(f"  settle: before each sample, wait until 1-min load <= {cond['max_load1']:g} on "
+              f"{', '.join(cond['hosts'])} (poll {cond['poll']:g} s, at most {cond['timeout']:g} s; "
+              f"up to {runner.format_duration(info['settle_max_seconds'])} in all if the hosts never settle)")
+    else:
+        print("  settle: none")
+    for kind in ("setup", "teardown"):
+        for step in info[kind]:
+            print(f"  {kind} on {step['on']}: {step['run']}")
+    for n in info["neighbours"]:
+        where = ", ".join(f"{k} in {v}" for k, v in n["cells"].items()) or "all cells"
+        print(f"  neighbour on {n['on']} ({where}): {n['run']}")
+    print(f"  monitors (sysstat): {'on' if info['monitors'] else 'off'}; "
+          f"fingerprints per block: {'on' if info['fingerprints'] else 'off'}")
     shown = runs if args.all else runs[: args.head]
     for r in shown:
         print(f"  block {r.block:>3} pos {r.position:>2}  {'warm-up' if r.warmup else 'sample '}  {r.run_id}")
@@ -66,7 +83,7 @@ def _plan(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     campaign = spec.load(args.campaign)
-    hosts_needed = len(set(campaign.hosts.values()))
+    hosts_needed = len(campaign.involved())
     entries = lab.resolve_inventory(args.inventory, hosts=max(2, hosts_needed))
     summary = runner.run(campaign, entries, args.raw, limit=args.limit)
     for note in summary.notes:
@@ -177,7 +194,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"perflab {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(f"perflab {args.command}: interrupted; rerun the same command to resume", file=sys.stderr)
+        print(f"perflab {args.command}: interrupted; services, neighbour loads and monitors were stopped "
+              "and stored samples are kept; rerun the same command to resume", file=sys.stderr)
         return 130
 
 

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from typing import Iterator, Sequence
 
 from .fingerprint import sectioned, split_sections
-from .remote import Host, HostError, Service
+from .remote import Host, HostError, Service, halt_group
 
 #: Optional sadc activities collected besides the defaults (see ``man sadc``, option -S).
 ACTIVITIES = "DISK,SNMP"
@@ -107,9 +107,7 @@ def stop(handle: MonitorHandle) -> dict[str, str]:
     if service.stopped:
         raise MonitorError(f"host {handle.host.name}: monitor for {handle.name!r} was already stopped; "
                            "its files were returned by the first stop()", handle.files)
-    alive = (f"ps -e -o pgid= -o stat= | awk -v g=\"$p\" '$1 == g && $2 !~ /^Z/ {{n++}} END {{exit !n}}'")
-    halt = (f"p=$(cat {service.pidfile} 2>/dev/null); if [ -n \"$p\" ]; then kill -TERM -\"$p\" 2>/dev/null; i=0; "
-            f"while {alive} && [ $i -lt 100 ]; do sleep 0.02; i=$((i+1)); done; kill -KILL -\"$p\" 2>/dev/null; fi\n")
+    halt = halt_group(service.pidfile)
     commands = {"before": f"cat {base}.before 2>&1", "after": f"cat {base}.after 2>&1", "log": f"cat {service.logfile}",
                 "sar": f"sadf -j {base}.sa -- -A 2>{base}.err; echo $? > {base}.rc",
                 "sadf-log": f"cat {base}.err", "sadf-status": f"cat {base}.rc"}

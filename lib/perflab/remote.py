@@ -26,6 +26,20 @@ KILL_AFTER = 5
 TIMEOUT_EXIT = 124
 
 
+def halt_group(pidfile: str, *, grace: float = 2.0) -> str:
+    """Shell lines that stop the process group whose leader's pid is in ``pidfile``.
+
+    Sends TERM, waits up to ``grace`` seconds for the group's live members to exit (zombies,
+    which ``kill -s 0`` reports alive until reaped, do not count), then sends KILL. Ends
+    with a newline so callers can append more commands.
+    """
+    alive = "ps -e -o pgid= -o stat= | awk -v g=\"$p\" '$1 == g && $2 !~ /^Z/ {n++} END {exit !n}'"
+    polls = max(1, int(grace / 0.02))
+    return (f"p=$(cat {pidfile} 2>/dev/null); if [ -n \"$p\" ]; then kill -TERM -\"$p\" 2>/dev/null; i=0; "
+            f"while {alive} && [ $i -lt {polls} ]; do sleep 0.02; i=$((i+1)); done; "
+            f"kill -KILL -\"$p\" 2>/dev/null; fi\n")
+
+
 class HostError(RuntimeError):
     """A host could not be reached or refused a command; the message names the host."""
 
@@ -153,10 +167,7 @@ class Host:
         """Stop a service's whole process group (TERM, then KILL) and return its log."""
         if service.stopped:
             return ""
-        pid = f"$(cat {service.pidfile} 2>/dev/null)"
-        script = (f"p={pid}; [ -n \"$p\" ] && kill -s TERM -- -$p 2>/dev/null; "
-                  f"for i in $(seq 50); do kill -s 0 -- -$p 2>/dev/null || break; sleep 0.05; done; "
-                  f"kill -s KILL -- -$p 2>/dev/null; cat {service.logfile} 2>/dev/null; "
+        script = (halt_group(service.pidfile) + f"cat {service.logfile} 2>/dev/null; "
                   f"rm -f {service.pidfile} {service.logfile}; true")
         out = self.run(script, timeout=30).stdout
         service.stopped = True

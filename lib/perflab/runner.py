@@ -5,6 +5,17 @@ start once for the cells that share them and stop at the end, also on failure or
 each sample runs under a remote-side timeout; its stdout, stderr and metadata go to the
 raw store atomically; the ledger records every state change, so a rerun resumes exactly
 where the last one stopped.
+
+Around the samples, in this order: when the schedule enters a new block, every involved
+host is fingerprinted (``blocks/<b>/fingerprint-before-<host>.json``); when it enters a
+new cell, the previous cell's teardown and the new cell's setup steps run; the cell's
+neighbour loads start (and loads of other cells stop); services start; the settle
+condition is waited for; then sysstat monitors run on every involved host while the
+measured commands run, and their files go into the sample's ``monitors/<host>/``. When a
+block ends, the hosts are fingerprinted again and the differences (before/after per host,
+between hosts, since the previous block) are printed and stored in
+``blocks/<b>/differences.json``. Teardown, neighbours, services and monitors are stopped
+whatever happens (failure, lost host, Ctrl-C).
 """
 
 from __future__ import annotations
@@ -18,11 +29,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, TextIO
 
-from . import __version__, design, tools
+from . import __version__, design, fingerprint, monitors, settle, tools
 from .inventory import HostEntry
 from .ledger import Ledger
 from .remote import Host, HostError, Hosts, Service, connect
-from .spec import Campaign
+from .spec import Campaign, Step, fill
 from .store import RawStore
 from .tools.base import Command, ParseError
 
@@ -71,10 +82,15 @@ class Progress:
         width = len(str(self.total))
         status = "ok" if ok else "FAILED"
         print(f"[{self.done:>{width}}/{self.total}] {label} {status} {detail}  "
-              f"(failures {self.failures}, ETA {_duration(eta)})", file=self.stream, flush=True)
+              f"(failures {self.failures}, ETA {format_duration(eta)})", file=self.stream, flush=True)
+
+    def note(self, text: str) -> None:
+        """Print a line that is not about one sample (fingerprint differences, cleanup)."""
+        print(f"  {text}", file=self.stream, flush=True)
 
 
-def _duration(seconds: float) -> str:
+def format_duration(seconds: float) -> str:
+    """Seconds as ``1h02m`` or ``3m05s`` (``?`` when unknown)."""
     if seconds != seconds:
         return "?"
     seconds = int(round(seconds))
@@ -86,45 +102,188 @@ def sample_timeout(spec: Campaign, params: Mapping[str, Any]) -> float:
     return spec.timeout or 2 * tools.get(spec.tool).expected_duration(params) + 15
 
 
+#: Seconds the monitors add per sample and host (start and stop, measured over SSH in the lab).
+MONITOR_SECONDS = 0.55
+#: Seconds one fingerprint takes per host (one round trip, measured over SSH in the lab).
+FINGERPRINT_SECONDS = 0.2
+#: Seconds one settle poll of one host takes when the hosts are already quiet.
+SETTLE_POLL_SECONDS = 0.01
+
+
+def fingerprint_block(spec: Campaign, run_: design.Run) -> int:
+    """The block a run's fingerprints belong to: its RMIT block, or its cell under a sequential design.
+
+    A sequential schedule gives every sample its own block; fingerprinting around each
+    would double the round trips, so there a block of fingerprints is a cell's run of samples.
+    """
+    return run_.cell.index if spec.design == "sequential" else run_.block
+
+
 def plan(spec: Campaign) -> dict[str, Any]:
-    """The schedule summary ``perflab plan`` prints: cells, samples, estimated duration."""
+    """The schedule summary ``perflab plan`` prints: cells, samples, estimated duration and overheads.
+
+    ``estimated_seconds`` is the tools' expected measurement time plus ``overhead_seconds``
+    (monitors, fingerprints and one settle poll per sample); ``settle_max_seconds`` is the
+    most the settle condition can add when the hosts never settle.
+    """
     runs = design.schedule(spec)
     tool = tools.get(spec.tool)
-    seconds = sum(tool.expected_duration({**spec.params, **r.cell.levels}) for r in runs)
+    measure = sum(tool.expected_duration({**spec.params, **r.cell.levels}) for r in runs)
+    hosts = spec.involved()
+    blocks = len({fingerprint_block(spec, r) for r in runs})
+    overhead = len(runs) * len(hosts) * (MONITOR_SECONDS if spec.monitors else 0)
+    overhead += 2 * blocks * len(hosts) * (FINGERPRINT_SECONDS if spec.fingerprints else 0)
+    if spec.settle:
+        overhead += len(runs) * len(spec.settle.hosts) * SETTLE_POLL_SECONDS
     return {"campaign": spec.name, "tool": spec.tool, "design": spec.design, "seed": spec.seed,
             "cells": len(design.cells(spec.factors, spec.crossing)), "repetitions": spec.repetitions,
-            "warmups": spec.warmups, "samples": len(runs), "estimated_seconds": round(seconds, 1), "runs": runs}
+            "warmups": spec.warmups, "samples": len(runs), "blocks": blocks, "hosts": hosts,
+            "measure_seconds": round(measure, 1), "overhead_seconds": round(overhead, 1),
+            "estimated_seconds": round(measure + overhead, 1),
+            "settle_max_seconds": round(len(runs) * spec.settle.timeout, 1) if spec.settle else 0.0,
+            "settle": None if spec.settle is None else vars(spec.settle) | {"hosts": list(spec.settle.hosts)},
+            "setup": [vars(st) for st in spec.setup], "teardown": [vars(st) for st in spec.teardown],
+            "neighbours": [{"on": n.on, "run": n.run, "cells": {k: list(v) for k, v in n.cells.items()}}
+                           for n in spec.neighbours],
+            "monitors": spec.monitors, "fingerprints": spec.fingerprints, "runs": runs}
 
 
-class _Services:
-    """Services currently running, keyed by (host, command line); restarted only when they change."""
+class _Background:
+    """Background processes (tool services or neighbour loads) keyed by (host, command line).
 
-    def __init__(self, tool: tools.Tool, hosts: Mapping[str, Host]) -> None:
-        self.tool, self.hosts, self.running = tool, hosts, {}  # type: dict[tuple[str, str], Service]
+    :meth:`ensure` stops those no longer wanted and starts the missing ones, so a process
+    shared by consecutive cells keeps running; :meth:`stop_all` ends every one of them.
+    """
 
-    def ensure(self, wanted: list[tuple[str, Command]], params: Mapping[str, Any], addresses: Mapping[str, str]) -> None:
-        keys = {(host, cmd.line()) for host, cmd in wanted}
+    def __init__(self, hosts: Mapping[str, Host]) -> None:
+        self.hosts, self.running = hosts, {}  # type: dict[tuple[str, str], Service]
+
+    def ensure(self, wanted: list[tuple[str, str, str, str | None]]) -> None:
+        """Make exactly ``wanted`` run: (host, name, command line, readiness shell test or None)."""
+        keys = {(host, line) for host, _, line, _ in wanted}
         for key in [k for k in self.running if k not in keys]:
             self.hosts[key[0]].stop(self.running.pop(key))
-        for host, cmd in wanted:
-            if (host, cmd.line()) in self.running:
+        for host, name, line, check in wanted:
+            if (host, line) in self.running:
                 continue
-            service = self.hosts[host].start(f"{self.tool.name}-{cmd.role}", cmd.line())
-            self.running[(host, cmd.line())] = service
-            check = self.tool.ready(params, addresses)
+            self.running[(host, line)] = self.hosts[host].start(name, line)
             if check:
                 res = self.hosts[host].run(f"until {check}; do sleep 0.05; done", timeout=15)
                 if not res.ok:
-                    log = self.hosts[host].stop(self.running.pop((host, cmd.line())))
-                    raise RunnerError(f"host {host}: service `{cmd.line()}` did not become ready in 15 s; "
+                    log = self.hosts[host].stop(self.running.pop((host, line)))
+                    raise RunnerError(f"host {host}: `{line}` did not become ready in 15 s; "
                                       f"its output: {log.strip()[:400] or '(none)'}")
 
-    def stop_all(self) -> None:
+    def lines(self) -> list[dict[str, str]]:
+        """What runs now, for a sample's metadata."""
+        return [{"host": host, "command": line} for host, line in self.running]
+
+    def stop_all(self) -> list[str]:
+        """Stop everything; return a note per process that could not be stopped (its host is gone)."""
+        notes = []
         for key in list(self.running):
             try:
                 self.hosts[key[0]].stop(self.running.pop(key))
-            except HostError:
-                pass
+            except HostError as exc:
+                notes.append(f"could not stop `{key[1]}`: {exc}")
+        return notes
+
+
+class _Cells:
+    """Runs the setup steps when the schedule enters a cell and the teardown steps when it leaves it."""
+
+    def __init__(self, spec: Campaign, hosts: Mapping[str, Host], addresses: Mapping[str, str]) -> None:
+        self.spec, self.hosts, self.addresses, self.current = spec, hosts, addresses, None  # type: design.Cell | None
+
+    def _steps(self, steps: tuple[Step, ...], cell: design.Cell, kind: str) -> None:
+        values = self.spec.values(cell.levels, self.addresses)
+        for i, step in enumerate(steps):
+            host = self.hosts[self.spec.host_of(step.on)]
+            res = host.run(fill(step.run, values), timeout=step.timeout)
+            if not res.ok:
+                raise RunnerError(f"{self.spec.source}: {kind}[{i}] `{fill(step.run, values)}` on host {host.name} "
+                                  f"(cell {cell.slug}) exited {res.exit_code}"
+                                  f"{' (timed out)' if res.timed_out else ''}: {res.stderr.strip()[:300] or 'no error output'}; "
+                                  f"fix the step or the host, then rerun to resume")
+
+    def enter(self, cell: design.Cell) -> None:
+        """Leave the current cell (teardown) unless it is ``cell``, then set ``cell`` up."""
+        if self.current is not None and self.current.index == cell.index:
+            return
+        self.leave()
+        self.current = cell
+        self._steps(self.spec.setup, cell, "setup")
+
+    def leave(self) -> None:
+        """Run the current cell's teardown steps (if a cell is entered)."""
+        cell, self.current = self.current, None
+        if cell is not None:
+            self._steps(self.spec.teardown, cell, "teardown")
+
+
+class _Blocks:
+    """Fingerprints of every involved host before and after each block, and their differences."""
+
+    def __init__(self, spec: Campaign, hosts: Mapping[str, Host], store: RawStore, progress: Progress) -> None:
+        self.spec, self.hosts, self.store, self.progress = spec, hosts, store, progress
+        self.current: int | None = None
+        self.reported: set[str] = set()
+
+    def _path(self, block: int, when: str, host: str) -> str:
+        return f"blocks/{block}/fingerprint-{when}-{host}.json"
+
+    def _load(self, block: int, when: str) -> dict[str, dict]:
+        out = {}
+        for host in self.hosts:
+            path = self.store.dir / self._path(block, when, host)
+            if path.exists():
+                out[host] = json.loads(path.read_text())
+        return out
+
+    def _collect(self, block: int, when: str) -> None:
+        for name, host in self.hosts.items():
+            if not (self.store.dir / self._path(block, when, name)).exists():
+                fp = fingerprint.collect(host)
+                self.store.put_file(self._path(block, when, name), json.dumps(fp, indent=1, sort_keys=True) + "\n")
+
+    def enter(self, block: int) -> None:
+        """Finish the current block, then fingerprint the hosts before ``block``.
+
+        A host fingerprinted before ``block`` by an interrupted earlier session keeps that fingerprint.
+        """
+        if not self.spec.fingerprints or block == self.current:
+            return
+        self.finish()
+        self.current = block
+        self._collect(block, "before")
+
+    def finish(self) -> None:
+        """Fingerprint the hosts after the current block and store and print the differences."""
+        block, self.current = self.current, None
+        if block is None:
+            return
+        self._collect(block, "after")
+        before, after = self._load(block, "before"), self._load(block, "after")
+        found = {"block": block,
+                 "changed": [d for h in after if h in before for d in fingerprint.diff(before[h], after[h])],
+                 "between_hosts_before": fingerprint.compare_hosts(before),
+                 "between_hosts_after": fingerprint.compare_hosts(after),
+                 "since_previous_block": []}
+        previous = self._load(block - 1, "after") if block > 0 else {}
+        found["since_previous_block"] = [d for h in before if h in previous
+                                         for d in fingerprint.diff(previous[h], before[h])]
+        for kind in ("since_previous_block", "changed", "between_hosts_before", "between_hosts_after"):
+            for d in found[kind]:
+                text = f"block {block}: {d}" if kind != "since_previous_block" else f"before block {block}: {d}"
+                if kind.startswith("between") and str(d) in self.reported:
+                    continue
+                self.reported.add(str(d))
+                self.progress.note(f"fingerprint: {text}")
+        record = {k: [vars(d) | {"hosts": list(d.hosts)} for d in v] if isinstance(v, list) else v
+                  for k, v in found.items()}
+        path = f"blocks/{block}/differences.json"
+        if not (self.store.dir / path).exists():
+            self.store.put_file(path, json.dumps(record, indent=1, default=str) + "\n")
 
 
 def run(spec: Campaign, entries: Mapping[str, HostEntry], raw_root: str | Path, *,
@@ -133,9 +292,11 @@ def run(spec: Campaign, entries: Mapping[str, HostEntry], raw_root: str | Path, 
     """Run (or resume) ``spec`` on the inventory ``entries``, storing raw data under ``raw_root``.
 
     ``limit`` stops after that many samples (for pilots and tests); ``on_sample`` is called
-    after each stored sample.
+    after each stored sample. A host that goes away records the failed attempt and raises
+    :class:`RunnerError` after everything started was stopped; rerunning resumes.
     """
-    missing = sorted({name for name in spec.hosts.values() if name not in entries})
+    names = spec.involved()
+    missing = [name for name in names if name not in entries]
     if missing:
         raise RunnerError(f"{spec.source}: hosts {', '.join(missing)} are not in the inventory "
                           f"(it has {', '.join(sorted(entries))})")
@@ -156,67 +317,140 @@ def run(spec: Campaign, entries: Mapping[str, HostEntry], raw_root: str | Path, 
         return summary
     if summary.already_done:
         print(f"{spec.name}: resuming, {summary.already_done} of {len(runs)} samples already stored", file=out, flush=True)
-    tool = tools.get(spec.tool)
-    ledger = Ledger(store.dir / "ledger.jsonl")
+    todo = todo[:limit]
+    last_of_block = {fingerprint_block(spec, r): r.run_id for r in runs}
     progress = Progress(len(runs), summary.already_done, stream=out)
-    with connect(entries, sorted(set(spec.hosts.values()))) as hosts:
-        services = _Services(tool, hosts)
+    with connect(entries, names) as hosts:
+        engine = _Engine(spec, hosts, store, progress)
         try:
-            for run_ in todo[:limit]:
-                ok = _run_one(spec, tool, run_, hosts, services, store, ledger, progress)
+            for run_ in todo:
+                ok = engine.sample(run_)
                 if ok:
                     summary.done += 1
                     if on_sample:
                         on_sample(run_)
                 else:
                     summary.failed.append(run_.run_id)
+                if last_of_block[fingerprint_block(spec, run_)] == run_.run_id:
+                    engine.blocks.finish()
+        except HostError as exc:
+            raise RunnerError(f"{exc}. The campaign stopped after {summary.already_done + summary.done} of "
+                              f"{len(runs)} samples; bring the host back, then rerun the same command to resume "
+                              f"(stored samples are kept)") from exc
         finally:
-            services.stop_all()
+            summary.notes += engine.close()
     return summary
 
 
-def _run_one(spec: Campaign, tool: tools.Tool, run_: design.Run, hosts: Hosts, services: _Services,
-             store: RawStore, ledger: Ledger, progress: Progress) -> bool:
-    params = {**spec.params, **run_.cell.levels}
-    addresses = {role: hosts[name].address for role, name in spec.hosts.items()}
-    commands = tool.commands(params, addresses)
-    services.ensure([(spec.hosts[c.role], c) for c in commands if c.service], params, addresses)
-    measured = [c for c in commands if not c.service]
-    label = f"{run_.cell.slug} {'warm-up' if run_.warmup else 'rep'} {run_.repetition}"
-    for attempt in range(store.attempts(run_.run_id) + 1, store.attempts(run_.run_id) + spec.retries + 2):
-        ledger.running(run_.run_id, attempt)
-        results, reason = [], ""
-        for cmd in measured:
-            host = hosts[spec.hosts[cmd.role]]
+class _Engine:
+    """One campaign session on connected hosts: cells, neighbours, services, settle, monitors, fingerprints."""
+
+    def __init__(self, spec: Campaign, hosts: Hosts, store: RawStore, progress: Progress) -> None:
+        self.spec, self.hosts, self.store, self.progress = spec, hosts, store, progress
+        self.tool = tools.get(spec.tool)
+        self.ledger = Ledger(store.dir / "ledger.jsonl")
+        self.addresses = {role: hosts[name].address for role, name in spec.hosts.items()}
+        self.cells = _Cells(spec, hosts, self.addresses)
+        self.blocks = _Blocks(spec, hosts, store, progress)
+        self.services, self.neighbours = _Background(hosts), _Background(hosts)
+
+    def prepare(self, run_: design.Run) -> list[Command]:
+        """Bring the hosts into the state of ``run_``'s block and cell; return the measured commands."""
+        params = {**self.spec.params, **run_.cell.levels}
+        self.blocks.enter(fingerprint_block(self.spec, run_))
+        self.cells.enter(run_.cell)
+        values = self.spec.values(run_.cell.levels, self.addresses)
+        self.neighbours.ensure([(self.spec.host_of(n.on), f"neighbour-{i}", fill(n.run, values), None)
+                                for i, n in enumerate(self.spec.neighbours) if n.applies(run_.cell.levels)])
+        commands = self.tool.commands(params, self.addresses)
+        self.services.ensure([(self.spec.hosts[c.role], f"{self.tool.name}-{c.role}", c.line(),
+                               self.tool.ready(params, self.addresses)) for c in commands if c.service])
+        return [c for c in commands if not c.service]
+
+    def _settle(self) -> dict[str, Any] | None:
+        cond = self.spec.settle
+        if cond is None:
+            return None
+        res = settle.wait([self.hosts[self.spec.host_of(h)] for h in cond.hosts],
+                          max_load1=cond.max_load1, timeout=cond.timeout, poll=cond.poll)
+        if not res.satisfied:
+            self.progress.note(f"settle: {res}; running the sample anyway")
+        return {"satisfied": res.satisfied, "waited": round(res.waited, 3), "loads": dict(res.loads),
+                "polls": res.polls, "max_load1": res.max_load1}
+
+    def _measure(self, run_: design.Run, measured: list[Command], params: Mapping[str, Any],
+                 files: dict[str, str]) -> tuple[list, str]:
+        """Run the measured commands under the monitors; monitor files go into ``files``."""
+        results: list = []
+        reason = ""
+        watched = [self.hosts[n] for n in self.hosts] if self.spec.monitors else []
+        try:
+            with monitors.monitoring(watched, run_.run_id) as outputs:
+                for cmd in measured:
+                    host = self.hosts[self.spec.hosts[cmd.role]]
+                    res = host.run(cmd.line(), timeout=sample_timeout(self.spec, params))
+                    results.append((cmd, host, res))
+                    if res.timed_out:
+                        reason = f"timed out after {sample_timeout(self.spec, params):g} s on {host.name}"
+                    elif not res.ok:
+                        reason = f"exit code {res.exit_code} on {host.name}: {res.stderr.strip()[:200]}"
+                    if reason:
+                        break
+        except monitors.MonitorError as exc:
+            files["monitors/errors.txt"] = f"{exc}\n"
+        for host, produced in outputs.items():
+            files.update({f"monitors/{host}/{name}": text for name, text in produced.items()})
+        return results, reason
+
+    def sample(self, run_: design.Run) -> bool:
+        """Run one planned sample with its retries; True when a sample was stored."""
+        params = {**self.spec.params, **run_.cell.levels}
+        label = f"{run_.cell.slug} {'warm-up' if run_.warmup else 'rep'} {run_.repetition}"
+        measured = self.prepare(run_)
+        first = self.store.attempts(run_.run_id) + 1
+        for attempt in range(first, first + self.spec.retries + 1):
+            files: dict[str, str] = {}
+            settled = self._settle()
+            self.ledger.running(run_.run_id, attempt)
             try:
-                res = host.run(cmd.line(), timeout=sample_timeout(spec, params))
+                results, reason = self._measure(run_, measured, params, files)
             except HostError as exc:
-                reason = str(exc)
-                break
-            results.append((cmd, host, res))
-            if res.timed_out:
-                reason = f"timed out after {sample_timeout(spec, params):g} s on {host.name}"
-            elif not res.ok:
-                reason = f"exit code {res.exit_code} on {host.name}: {res.stderr.strip()[:200]}"
+                files.update(_sample_files(self.spec, self.tool, run_, attempt, [], str(exc),
+                                           settle=settled, neighbours=self.neighbours.lines()))
+                self.store.put_sample(run_.run_id, files, failed=True)
+                self.ledger.failed(run_.run_id, attempt, str(exc))
+                self.progress.update(label, ok=False, detail=str(exc)[:160])
+                raise
+            detail = ""
+            if not reason and results:
+                try:
+                    rows = self.tool.parse(results[0][2].stdout, results[0][2].stderr, source=f"{run_.run_id}/stdout")
+                    detail = _headline(rows)
+                except ParseError as exc:
+                    reason = f"output does not parse: {exc}"
+            files.update(_sample_files(self.spec, self.tool, run_, attempt, results, reason,
+                                       settle=settled, neighbours=self.neighbours.lines()))
+            self.store.put_sample(run_.run_id, files, failed=bool(reason))
             if reason:
-                break
-        detail = ""
-        if not reason and results:
-            try:
-                rows = tool.parse(results[0][2].stdout, results[0][2].stderr, source=f"{run_.run_id}/stdout")
-                detail = _headline(rows)
-            except ParseError as exc:
-                reason = f"output does not parse: {exc}"
-        files = _sample_files(spec, tool, run_, attempt, results, reason)
-        store.put_sample(run_.run_id, files, failed=bool(reason))
-        if reason:
-            ledger.failed(run_.run_id, attempt, reason)
-            progress.update(label, ok=False, detail=reason[:160])
-            continue
-        ledger.done(run_.run_id, attempt)
-        progress.update(label, ok=True, detail=detail)
-        return True
-    return False
+                self.ledger.failed(run_.run_id, attempt, reason)
+                self.progress.update(label, ok=False, detail=reason[:160])
+                continue
+            self.ledger.done(run_.run_id, attempt)
+            self.progress.update(label, ok=True, detail=detail)
+            return True
+        return False
+
+    def close(self) -> list[str]:
+        """Tear the current cell down and stop neighbours and services, whatever happened; return notes."""
+        notes = []
+        try:
+            self.cells.leave()
+        except (RunnerError, HostError) as exc:
+            notes.append(f"teardown: {exc}")
+        notes += self.neighbours.stop_all() + self.services.stop_all()
+        for note in notes:
+            self.progress.note(note)
+        return notes
 
 
 def _headline(rows: list) -> str:
@@ -228,8 +462,8 @@ def _headline(rows: list) -> str:
     return f"{m.metric} {m.value:.4g} {m.unit}"
 
 
-def _sample_files(spec: Campaign, tool: tools.Tool, run_: design.Run, attempt: int,
-                  results: list, reason: str) -> dict[str, str]:
+def _sample_files(spec: Campaign, tool: tools.Tool, run_: design.Run, attempt: int, results: list, reason: str,
+                  *, settle: dict[str, Any] | None, neighbours: list[dict[str, str]]) -> dict[str, str]:
     files: dict[str, str] = {}
     commands = []
     for i, (cmd, host, res) in enumerate(results):
@@ -245,6 +479,7 @@ def _sample_files(spec: Campaign, tool: tools.Tool, run_: design.Run, attempt: i
             "cell": dict(run_.cell.levels), "cell_index": run_.cell.index, "repetition": run_.repetition,
             "warmup": run_.warmup, "block": run_.block, "position": run_.position, "seed": spec.seed,
             "attempt": attempt, "status": "failed" if reason else "ok", "reason": reason or None,
-            "roles": dict(spec.hosts), "commands": commands, "perflab": __version__}
+            "roles": dict(spec.hosts), "commands": commands, "settle": settle, "neighbours": neighbours,
+            "perflab": __version__}
     files["meta.json"] = json.dumps(meta, indent=1, default=str) + "\n"
     return files

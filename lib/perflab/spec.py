@@ -1,13 +1,19 @@
 """Campaign files: YAML validated against a JSON schema, errors with file, line and field.
 
 A campaign names one benchmark tool, the hosts that play its roles, the factors whose
-levels are crossed into cells, and how the cells are repeated and ordered.
+levels are crossed into cells, and how the cells are repeated and ordered; optionally a
+settle condition before each sample, setup and teardown steps per cell, background loads
+(noisy neighbours) for some cells, and whether monitors and fingerprints run. The format
+is documented field by field in ``docs/campaigns.md``.
 """
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
+import re
+import shlex
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -24,12 +30,66 @@ RESERVED = frozenset({"campaign", "run_id", "block", "position", "repetition", "
                       "unit", "tool", "host", "source", "cell"})
 
 
+#: Role names that commonly appear in campaigns; a target with such a name must be a role of ``hosts``.
+COMMON_ROLES = frozenset({"client", "server", "neighbour", "neighbor", "monitor", "load", "target"})
+#: ``{name}`` placeholders in setup, teardown and neighbour commands.
+PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+class _Loader(yaml.SafeLoader):
+    """YAML 1.2 booleans: only true/false are booleans, so ``on:``, ``off``, ``yes`` and ``no`` stay strings."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:bool"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+_Loader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
+                              list("tTfF"))
+
+
 class SpecError(ValueError):
     """A campaign file is invalid; ``str()`` is a list of ``file:line: field: problem`` lines."""
 
     def __init__(self, path: str, problems: list[str]) -> None:
         self.path, self.problems = path, problems
         super().__init__("\n".join(problems))
+
+
+@dataclass(frozen=True)
+class Settle:
+    """Wait before each sample until the 1-minute load of ``hosts`` (roles or names) is at most ``max_load1``."""
+
+    hosts: tuple[str, ...]
+    max_load1: float
+    timeout: float = 120.0
+    poll: float = 1.0
+
+
+@dataclass(frozen=True)
+class Step:
+    """A setup or teardown command run on the host of ``on`` (a role or a host name)."""
+
+    on: str
+    run: str
+    timeout: float = 60.0
+
+
+@dataclass(frozen=True)
+class Neighbour:
+    """A background load run on ``on`` during the cells that match ``cells`` (factor -> levels; empty: all)."""
+
+    on: str
+    run: str
+    cells: Mapping[str, tuple] = field(default_factory=dict)
+
+    def applies(self, levels: Mapping[str, Any]) -> bool:
+        """True when a cell with ``levels`` is one of this load's cells."""
+        return all(levels.get(k) in v for k, v in self.cells.items())
+
+
+def fill(command: str, values: Mapping[str, Any]) -> str:
+    """``command`` with each ``{name}`` replaced by the shell-quoted ``values[name]`` (others left alone)."""
+    return PLACEHOLDER.sub(lambda m: shlex.quote(str(values[m[1]])) if m[1] in values else m[0], command)
 
 
 @dataclass(frozen=True)
@@ -50,6 +110,27 @@ class Campaign:
     retries: int
     source: str
     doc: Mapping[str, Any] = field(repr=False)
+    settle: Settle | None = None
+    setup: tuple[Step, ...] = ()
+    teardown: tuple[Step, ...] = ()
+    neighbours: tuple[Neighbour, ...] = ()
+    monitors: bool = True
+    fingerprints: bool = True
+
+    def host_of(self, target: str) -> str:
+        """The inventory host name of ``target``: a role's host, or ``target`` itself (a host name)."""
+        return self.hosts.get(target, target)
+
+    def values(self, levels: Mapping[str, Any], addresses: Mapping[str, str]) -> dict[str, Any]:
+        """Placeholder values of a cell: benchmark params, the cell's ``levels`` and ``<role>_address``."""
+        return {**self.params, **levels, **{f"{role}_address": a for role, a in addresses.items()}}
+
+    def involved(self) -> list[str]:
+        """Every inventory host the campaign touches: its roles' hosts and those named by its steps."""
+        names = set(self.hosts.values())
+        names |= {self.host_of(t) for t in (self.settle.hosts if self.settle else ())}
+        names |= {self.host_of(s.on) for s in (*self.setup, *self.teardown, *self.neighbours)}
+        return sorted(names)
 
     def digest(self) -> str:
         """SHA-256 of the campaign's canonical JSON: equal digests mean the same experiment."""
@@ -98,7 +179,7 @@ def load(path: str | Path, *, text: str | None = None) -> Campaign:
             raise SpecError(path, [f"{path}: cannot read campaign file: {exc.strerror}"]) from None
     try:
         node = yaml.compose(text)
-        doc = yaml.safe_load(text)
+        doc = yaml.load(text, Loader=_Loader)
     except yaml.MarkedYAMLError as exc:
         line = exc.problem_mark.line + 1 if exc.problem_mark else 1
         raise SpecError(path, [f"{path}:{line}: not valid YAML: {exc.problem}"]) from None
@@ -115,12 +196,21 @@ def load(path: str | Path, *, text: str | None = None) -> Campaign:
     problems += _semantic_problems(doc, lines, path)
     if problems:
         raise SpecError(path, problems)
+    settle = doc.get("settle")
     return Campaign(
         name=doc["campaign"], tool=doc["benchmark"]["tool"], params=doc["benchmark"].get("params", {}),
         hosts=doc["hosts"], factors={k: tuple(v) for k, v in doc["factors"].items()},
         crossing=doc.get("crossing", "grid"), repetitions=doc.get("repetitions", 40),
         warmups=doc.get("warmups", 1), design=doc.get("design", "rmit"), seed=doc.get("seed", 0),
         timeout=doc.get("timeout"), retries=doc.get("retries", 1), source=path, doc=doc,
+        settle=None if settle is None else Settle(
+            tuple(settle.get("hosts", sorted(doc["hosts"]))), float(settle["max_load1"]),
+            float(settle.get("timeout", 120)), float(settle.get("poll", 1))),
+        setup=tuple(Step(**st) for st in doc.get("setup", [])),
+        teardown=tuple(Step(**st) for st in doc.get("teardown", [])),
+        neighbours=tuple(Neighbour(n["on"], n["run"], {k: tuple(v) for k, v in n.get("cells", {}).items()})
+                         for n in doc.get("neighbours", [])),
+        monitors=doc.get("monitors", True), fingerprints=doc.get("fingerprints", True),
     )
 
 
@@ -142,4 +232,48 @@ def _semantic_problems(doc: dict, lines: dict[tuple, int], path: str) -> list[st
     if doc.get("crossing") == "zip" and len({len(v) for v in doc["factors"].values()}) > 1:
         problems.append(f"{path}:{_where(lines, ('crossing',))}: crossing: zip needs factors with equally "
                         f"many levels; found {', '.join(f'{k}={len(v)}' for k, v in doc['factors'].items())}")
+    return problems + _reference_problems(doc, lines, path)
+
+
+def _reference_problems(doc: dict, lines: dict[tuple, int], path: str) -> list[str]:
+    """Roles, hosts, factors and placeholders named by settle, setup, teardown and neighbours."""
+    problems = []
+    roles, names = doc["hosts"], set(doc["hosts"].values())
+    known = [*doc["factors"], *doc["benchmark"].get("params", {}), *(f"{role}_address" for role in roles)]
+
+    def target(where: tuple, value: str) -> None:
+        if value in roles or value in names:
+            return
+        close = difflib.get_close_matches(value, list(roles), n=1)
+        if value in COMMON_ROLES or close:
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            problems.append(f"{path}:{_where(lines, where)}: {'.'.join(map(str, where))}: {value!r} is not a role "
+                            f"of `hosts` (roles: {', '.join(roles)}); {hint}add it under hosts or name an "
+                            f"inventory host")
+
+    def command(where: tuple, value: str) -> None:
+        for name in PLACEHOLDER.findall(value):
+            if name not in known:
+                problems.append(f"{path}:{_where(lines, where)}: {'.'.join(map(str, where))}: placeholder "
+                                f"{{{name}}} names no factor, benchmark parameter or <role>_address (known: "
+                                f"{', '.join(known) or 'none'})")
+
+    for i, host in enumerate(doc.get("settle", {}).get("hosts", [])):
+        target(("settle", "hosts", i), host)
+    for kind in ("setup", "teardown", "neighbours"):
+        for i, item in enumerate(doc.get(kind, [])):
+            target((kind, i, "on"), item["on"])
+            command((kind, i, "run"), item["run"])
+    for i, item in enumerate(doc.get("neighbours", [])):
+        for factor, levels in item.get("cells", {}).items():
+            where = ("neighbours", i, "cells", factor)
+            if factor not in doc["factors"]:
+                problems.append(f"{path}:{_where(lines, where)}: {'.'.join(map(str, where))}: unknown factor "
+                                f"{factor!r}; factors: {', '.join(doc['factors'])}")
+                continue
+            for level in levels:
+                if level not in doc["factors"][factor]:
+                    problems.append(f"{path}:{_where(lines, where)}: {'.'.join(map(str, where))}: level {level!r} "
+                                    f"is not a level of factor {factor} (levels: "
+                                    f"{', '.join(map(repr, doc['factors'][factor]))})")
     return problems

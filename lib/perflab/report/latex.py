@@ -18,6 +18,7 @@ SIGNIFICANCE_LEVELS: tuple[tuple[float, str], ...] = ((0.001, "***"), (0.01, "**
 _LATEX_SPECIALS = {
     "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
     "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+    "<": r"\textless{}", ">": r"\textgreater{}",
 }
 
 
@@ -47,10 +48,10 @@ def significance_marker(p: float, levels: Sequence[tuple[float, str]] = SIGNIFIC
 
 
 def format_p(p: float, *, digits: int = 2, floor: float = 0.001, markers: bool = False) -> str:
-    """Format a p-value as ``0.042`` or ``<0.001`` (below ``floor``), optionally with markers."""
+    """Format a p-value as ``0.042`` or ``$<$0.001`` (below ``floor``), optionally with markers."""
     if p is None or math.isnan(p):
         return "--"
-    text = f"<{floor:g}" if p < floor else f"{p:.{digits}g}" if p < 0.1 else f"{p:.{digits}f}"
+    text = f"$<${floor:g}" if p < floor else f"{p:.{digits}g}" if p < 0.1 else f"{p:.{digits}f}"
     return text + (significance_marker(p) if markers else "")
 
 

@@ -62,8 +62,10 @@ def _invert(candidates: np.ndarray, estimate: float, pvalue: Callable[[float], f
     p-value is constant between them and unimodal around ``estimate``, so each bound is
     found by bisection over the gaps. A side the test cannot reject at this n is infinite.
     """
-    if candidates.size == 1:
-        return (float(candidates[0]), float(candidates[0]))
+    step = candidates[-1] - candidates[0] + 1.0
+    if candidates.size == 1:  # every difference is equal: only the outer regions remain to test
+        c = float(candidates[0])
+        return (-np.inf if pvalue(c - step) > alpha else c, np.inf if pvalue(c + step) > alpha else c)
     mids = (candidates[:-1] + candidates[1:]) / 2
     centre = min(int(np.searchsorted(mids, estimate)), mids.size - 1)
     accept = lambda i: pvalue(mids[i]) > alpha  # noqa: E731
@@ -79,7 +81,6 @@ def _invert(candidates: np.ndarray, estimate: float, pvalue: Callable[[float], f
         mid = (lo + hi + 1) // 2
         lo, hi = (mid, hi) if accept(mid) else (lo, mid - 1)
     last = lo
-    step = candidates[-1] - candidates[0] + 1.0
     low = -np.inf if first == 0 and pvalue(candidates[0] - step) > alpha else candidates[first]
     high = np.inf if last == mids.size - 1 and pvalue(candidates[-1] + step) > alpha else candidates[last + 1]
     return (float(low), float(high))
@@ -91,7 +92,9 @@ def hodges_lehmann(a: Sequence[float], b: Sequence[float], *, paired: bool = Fal
 
     Independent: median of all differences b_j - a_i; the interval inverts
     ``scipy.stats.mannwhitneyu``. Paired: median of the Walsh averages of d = b - a;
-    the interval inverts ``scipy.stats.wilcoxon``. Unreachable bounds are ±inf.
+    the interval inverts ``scipy.stats.wilcoxon`` (its tie-free exact null distribution
+    up to 50 pairs, as in Hollander & Wolfe; the normal approximation above). Bounds
+    the test cannot reach at this n are ±inf.
     """
     x, y = as_pair(a, b, paired)
     alpha = 1 - check_level(level)

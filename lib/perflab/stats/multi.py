@@ -27,7 +27,7 @@ from ._input import StatsInputError, as_sample, plain, shapiro_p
 OMNIBUS_NAMES = {"anova": "one-way ANOVA", "welch-anova": "Welch's ANOVA", "kruskal": "Kruskal-Wallis",
                  "friedman": "Friedman"}
 POSTHOC_NAMES = {"anova": "Tukey HSD", "welch-anova": "Games-Howell", "kruskal": "Dunn (Holm-adjusted)",
-                 "friedman": "pairwise Wilcoxon signed-rank (Holm-adjusted)"}
+                 "friedman": "pairwise paired comparisons (Holm-adjusted)"}
 #: Correction methods by the key accepted in :func:`adjust_pvalues` (statsmodels names as values).
 CORRECTIONS = {"holm": "holm", "bh": "fdr_bh", "bonferroni": "bonferroni", "none": None}
 CORRECTION_NAMES = {"holm": "Holm", "bh": "Benjamini-Hochberg", "bonferroni": "Bonferroni", "none": "none"}

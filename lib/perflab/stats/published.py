@@ -67,7 +67,7 @@ def _read(path: str | Path, required: Sequence[str]) -> pd.DataFrame:
     """Read a CSV as text, check its columns, and remember the file for messages."""
     path = Path(path)
     try:
-        df = pd.read_csv(path, dtype=str, keep_default_na=False, comment=None)
+        df = pd.read_csv(path, dtype=str, keep_default_na=False)
     except (OSError, pd.errors.ParserError) as exc:
         raise StatsInputError(str(path), "a readable CSV file", f"{type(exc).__name__}: {exc}",
                               "Check the path and the CSV syntax.") from None
@@ -173,8 +173,9 @@ def recheck(df: pd.DataFrame) -> pd.DataFrame:
             raise StatsInputError(f"{source}, name {name!r}", "the same published_p on both compared rows",
                                   f"{a['published_p']!r} and {b['published_p']!r}", "Fix one of the cells.")
         where = f"{source}, name {name!r}"
-        out.update({k: (np.nan if _blank(v) else _number(v, f"{where}, {k}")) for k, v in cells.items()})
-        out["published_p"] = cells["published_p"] if not _blank(cells["published_p"]) else ""
+        out.update({k: (np.nan if _blank(v) else _number(v, f"{where}, {k}"))
+                    for k, v in cells.items() if k != "published_p"})
+        out["published_p"] = "" if _blank(cells["published_p"]) else str(cells["published_p"]).strip()
         if empty:
             out.update(status=f"not checkable: no value for {', '.join(empty)}", flag=False)
             rows.append(out)
@@ -228,15 +229,15 @@ def _share(items: Sequence[str], better: str, other: str, condition: str, publis
            values: Mapping, where: str) -> tuple[float, int]:
     """Percent of ``items`` meeting ``condition``; also the number of items that cannot be judged."""
     p_by_name = {str(n): p for n, p in zip(published["name"], published["published_p"]) if not _blank(p)}
+    needs_p, needs_direction = condition != "better", condition != "not_significant"
     hits, unknown = 0, 0
     for item in items:
         adv = _advantage_ranges(item, better, other, values, where)
         p = p_by_name.get(item)
-        needs_p = condition != "better"
-        if adv is None or (needs_p and p is None):
+        if (needs_direction and adv is None) or (needs_p and p is None):
             unknown += 1
             continue
-        favourable = adv["(a-b)/b"][0] > 0
+        favourable = needs_direction and adv["(a-b)/b"][0] > 0
         significant = needs_p and _number(p, where) < SIGNIFICANCE
         hits += {"better_significant": favourable and significant,
                  "not_significant": not significant, "better": favourable}[condition]
@@ -313,19 +314,19 @@ def recheck_table_latex(result: pd.DataFrame, *, caption: str = "Re-check of pub
     def p_cell(row: pd.Series, test: str) -> str:
         if f"p_{test}" not in row or pd.isna(row.get(f"p_{test}")):
             return "--"
-        return format_p(row[f"p_{test}"], digits=3) + (r"\,\checkmark" if row[f"{test}_reproduces"] else "")
+        return format_p(row[f"p_{test}"], digits=3) + (r"\,$\surd$" if row[f"{test}_reproduces"] else "")
 
     table = pd.DataFrame({
         "Comparison": [escape_latex(str(n)) + ("$^*$" if u else "") for n, u in zip(result["name"], result["uncertain"])],
         "Groups": [escape_latex(f"{a} vs {b}") for a, b in zip(result["group_a"], result["group_b"])],
-        "Means": [f"{format_number(a, 5)} / {format_number(b, 5)}" for a, b in zip(result["mean_a"], result["mean_b"])],
+        "Means": [f"{format_number(a, 10)} / {format_number(b, 10)}" for a, b in zip(result["mean_a"], result["mean_b"])],
         "Published $p$": [escape_latex(str(p)) or "--" for p in result["published_p"]],
         "Student $p$": [p_cell(r, "student") for _, r in result.iterrows()],
         "Welch $p$": [p_cell(r, "welch") for _, r in result.iterrows()],
         "Status": [escape_latex(s) + (r" $\dagger$" if f else "") for s, f in zip(result["status"], result["flag"])],
     })
     notes = [r"Two-sided $p$ recomputed from the printed mean, SD and $n$ with "
-             r"\texttt{scipy.stats.ttest\_ind\_from\_stats}; \checkmark: the test reproduces the "
+             r"\texttt{scipy.stats.ttest\_ind\_from\_stats}; $\surd$: the test reproduces the "
              r"printed $p$ for some values the printed digits allow. $\dagger$: neither test reproduces it. "
              r"$^*$: a value is uncertain in the text extraction."]
     return latex_table(table, caption=caption, label=label, notes=notes, escape=False,

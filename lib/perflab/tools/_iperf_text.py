@@ -165,6 +165,9 @@ def summarize(reports: list[Report], protocol: str, rows: Rows) -> None:
                              "or run the client with -R, or parse the server's output)",
                              "sender-side lines only")
         side = receivers
+        if sum(r.packets or 0 for r in receivers if not r.is_sum) <= 0:
+            raise ParseError(source, "datagrams received in the UDP receiver report",
+                             "0/0 (the sender sent nothing: check the server, e.g. for -R)")
         _udp_summary(receivers, rows)
         _total("throughput_sent", senders, rows)
     else:

@@ -161,7 +161,10 @@ def extract_json(text: str, *, source: str = "") -> Any:
     try:
         obj, _ = json.JSONDecoder().raw_decode(cleaned)
     except json.JSONDecodeError as exc:
-        raise ParseError(source, "a complete JSON object", f"{exc.msg} at line {exc.lineno}, column {exc.colno}") from None
+        truncated = exc.pos >= len(cleaned.rstrip()) or cleaned.count("{") > cleaned.count("}")
+        found = ("output that ends before the JSON object is closed (truncated?)" if truncated
+                 else f"{exc.msg} at line {exc.lineno}, column {exc.colno} of the JSON")
+        raise ParseError(source, "a complete JSON object", found) from None
     return obj
 
 

@@ -1,0 +1,66 @@
+"""The re-check of a study's published statistics, as paper tables and inline values."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from ..stats import published
+from . import lineage, macros
+from .latex import escape_latex, format_number, latex_table
+from .tables import fit
+
+
+def run(study: str, published_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFrame, list[Path]]:
+    """Re-check every ``<study>-table*.csv`` and ``<study>-claims.csv``; return (p-values, claims, inputs)."""
+    pdir = Path(published_dir)
+    tables = sorted(pdir.glob(f"{study}-table*.csv"))
+    if not tables:
+        raise FileNotFoundError(f"{pdir}: no {study}-table*.csv with published summaries")
+    loaded = [published.load_published(t) for t in tables]
+    pvals = pd.concat([published.recheck(t) for t in loaded], ignore_index=True)
+    claims_file = pdir / f"{study}-claims.csv"
+    claims = (published.recheck_claims(published.load_claims(claims_file), pd.concat(loaded, ignore_index=True))
+              if claims_file.exists() else pd.DataFrame())
+    return pvals, claims, [*tables, *([claims_file] if claims_file.exists() else [])]
+
+
+def claims_table(claims: pd.DataFrame, *, caption: str, label: str) -> str:
+    """A booktabs table of re-checked percentage claims: stated value, each formula's value, verdict."""
+    formulas = [c for c in claims.columns if c.startswith("pct_") and c != "pct_share"]
+    rows = []
+    for r in claims.to_dict("records"):
+        row = {"Claim": r["claim"], "Line": str(r["line"]), "Kind": r["kind"], "Stated (\\%)": format_number(r["stated"], 4)}
+        for f in formulas:
+            row[escape_latex(f.removeprefix("pct_"))] = format_number(r[f], 4)
+        row["Verdict"] = escape_latex(str(r["status"])) + (" $\\dagger$" if r["flag"] else "")
+        rows.append(row)
+    note = ("Each stated percentage recomputed from the published means with every formula a reader might use "
+            "(a: the group said to be better, b: the other), per item and aggregated as the text says; "
+            "$\\dagger$: no formula reproduces the stated value at its printed precision.")
+    return fit(latex_table(pd.DataFrame(rows), caption=caption, label=label, notes=[note], escape=False))
+
+
+def write(study: str, published_dir: str | Path, paper_dir: str | Path, *, generator: str) -> dict[str, Path]:
+    """Write the p-value and claims tables and the inline values of a study's re-check."""
+    pvals, claims, inputs = run(study, published_dir)
+    paper = Path(paper_dir)
+    out = {"pvalues": lineage.atomic_text(paper / "tables" / f"{study}-recheck-p.tex", fit(published.recheck_table_latex(
+        pvals, caption=f"Published $p$-values of study {study} recomputed from its summary statistics.",
+        label=f"tab:{study}-recheck-p")))}
+    if len(claims):
+        out["claims"] = lineage.atomic_text(paper / "tables" / f"{study}-recheck-claims.tex", claims_table(
+            claims, caption=f"Percentages stated in the text of study {study}, recomputed.",
+            label=f"tab:{study}-recheck-claims"))
+    for path in out.values():
+        lineage.write([path], inputs, generator=generator)
+    checkable = pvals[~pvals["status"].str.startswith("not checkable")]
+    values = {f"{study}/recheck/comparisons": str(len(pvals)), f"{study}/recheck/checkable": str(len(checkable)),
+              f"{study}/recheck/flagged": str(int(pvals["flag"].sum())),
+              f"{study}/recheck/claims": str(len(claims)),
+              f"{study}/recheck/claims-flagged": str(int(claims["flag"].sum()) if len(claims) else 0),
+              f"{study}/recheck/claims-reproduced": str(int(claims["status"].str.startswith("reproduced").sum())
+                                                       if len(claims) else 0)}
+    out["macros"] = macros.write(paper / "macros" / f"{study}-recheck.tex", values, inputs=inputs, generator=generator)
+    return out

@@ -1,0 +1,138 @@
+"""The experiment engine without the lab: campaign fields and their errors, plans, stopping, a lost host."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from perflab import cli, inventory, remote, runner, spec, tools
+from perflab.ledger import Ledger
+
+ROOT = Path(__file__).resolve().parents[1]
+
+GOOD = """\
+campaign: noisy
+benchmark:
+  tool: iperf3
+  params: {duration: 1}
+hosts: {client: h1, server: h2, neighbour: h3}
+factors:
+  parallel: [1, 4]
+  load: ["off", "on"]
+repetitions: 3
+settle:
+  hosts: [client, server]
+  max_load1: 0.5
+  timeout: 30
+setup:
+  - {on: client, run: "ip link set dev eth0 mtu 1500"}
+teardown:
+  - {on: server, run: "sync"}
+neighbours:
+  - on: neighbour
+    run: "stress-ng --cpu 1 --timeout 600"
+    cells: {load: ["on"]}
+"""
+
+
+def load(text: str) -> spec.Campaign:
+    return spec.load("c.yaml", text=text)
+
+
+def test_new_fields_load_with_their_defaults():
+    c = load(GOOD)
+    assert c.settle == spec.Settle(("client", "server"), 0.5, 30.0, 1.0)
+    assert c.setup == (spec.Step("client", "ip link set dev eth0 mtu 1500"),)
+    assert c.neighbours[0].cells == {"load": ("on",)} and c.neighbours[0].applies({"load": "on", "parallel": 1})
+    assert not c.neighbours[0].applies({"load": "off", "parallel": 1})
+    assert (c.monitors, c.fingerprints) == (True, True)
+    assert c.involved() == ["h1", "h2", "h3"]
+    plain = load(GOOD.split("settle:")[0])
+    assert (plain.settle, plain.setup, plain.neighbours) == (None, (), ())
+    assert load(GOOD.replace("hosts: [client, server]", "hosts: [h1, h9]")).involved() == ["h1", "h2", "h3", "h9"]
+
+
+@pytest.mark.parametrize("old,new,expected", [
+    ("  - {on: client, run", "  - {on: clinet, run",
+     "c.yaml:15: setup.0.on: 'clinet' is not a role of `hosts` (roles: client, server, neighbour); did you mean 'client'?"),
+    ("  hosts: [client, server]", "  hosts: [client, monitor]",
+     "c.yaml:11: settle.hosts.1: 'monitor' is not a role of `hosts`"),
+    ("cells: {load: [\"on\"]}", "cells: {lode: [\"on\"]}",
+     "c.yaml:21: neighbours.0.cells.lode: unknown factor 'lode'; factors: parallel, load"),
+    ("cells: {load: [\"on\"]}", "cells: {load: [\"high\"]}",
+     "c.yaml:21: neighbours.0.cells.load: level 'high' is not a level of factor load (levels: 'off', 'on')"),
+    ("run: \"sync\"", "run: \"echo {paralel}\"",
+     "c.yaml:17: teardown.0.run: placeholder {paralel} names no factor, benchmark parameter or <role>_address (known: parallel, load, duration, client_address, server_address, neighbour_address)"),
+    ("  max_load1: 0.5", "  max_load1: low", "c.yaml:12: settle.max_load1: 'low' is not of type 'number'"),
+    ("  timeout: 30", "  timeout: 30\n  every: 2", "c.yaml:10: settle: unknown field(s) 'every'; allowed: hosts, max_load1, poll, timeout"),
+    ("    run: \"stress-ng", "    command: \"stress-ng", "c.yaml:19: neighbours.0: 'run' is a required property"),
+    ("repetitions: 3", "repetitions: 3\nmonitors: sometimes", "c.yaml:10: monitors: 'sometimes' is not of type 'boolean'"),
+])
+def test_invalid_engine_fields_name_file_line_field_value_and_what_is_allowed(old, new, expected):
+    assert old in GOOD
+    with pytest.raises(spec.SpecError) as info:
+        load(GOOD.replace(old, new))
+    assert any(p.startswith(expected) for p in info.value.problems), info.value.problems
+
+
+def test_yaml_on_off_yes_no_stay_strings_and_placeholders_are_shell_quoted():
+    c = load(GOOD.replace('["off", "on"]', "[off, on]").replace('[\"on\"]', "[on]"))
+    assert c.factors["load"] == ("off", "on") and c.neighbours[0].on == "neighbour"
+    assert spec.fill("tc qdisc {x} {y} '{print}'", {"x": "a b", "y": 4}) == "tc qdisc 'a b' 4 '{print}'"
+
+
+def test_plan_reports_engine_settings_and_overheads(capsys):
+    c = load(GOOD)
+    info = runner.plan(c)
+    assert (info["samples"], info["blocks"], info["hosts"]) == (4 * 4, 4, ["h1", "h2", "h3"])
+    assert info["measure_seconds"] == 16 * 2.0
+    assert info["overhead_seconds"] == pytest.approx(16 * 3 * runner.MONITOR_SECONDS + 2 * 4 * 3 * runner.FINGERPRINT_SECONDS
+                                                     + 16 * 2 * runner.SETTLE_POLL_SECONDS, abs=0.1)
+    assert info["settle_max_seconds"] == 16 * 30
+    assert info["neighbours"] == [{"on": "neighbour", "run": "stress-ng --cpu 1 --timeout 600", "cells": {"load": ["on"]}}]
+    quiet = runner.plan(load(GOOD.split("settle:")[0] + "monitors: false\nfingerprints: false\n"))
+    assert quiet["overhead_seconds"] == 0 and quiet["estimated_seconds"] == quiet["measure_seconds"]
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "campaigns" / "examples").glob("*.yaml")), ids=lambda p: p.name)
+def test_example_campaigns_plan(path, capsys):
+    assert cli.main(["plan", str(path), "--head", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "settle:" in out and "monitors (sysstat):" in out and "estimated duration" in out
+
+
+def test_stop_ends_a_service_promptly_even_with_zombie_group_members(tmp_path):
+    host = remote.Host(inventory.HostEntry("local", "127.0.0.1", local=True))
+    host.workdir = str(tmp_path)
+    service = host.start("zombies", "sh -c 'sleep 303.1 & sleep 0.01 & wait; exec sleep 304.1'")
+    t0 = time.monotonic()
+    host.stop(service)
+    assert time.monotonic() - t0 < 1.5
+    assert host.run("pgrep -f 'slee[p] 30[34].1'").stdout == ""
+
+
+class Gone(remote.Host):
+    """A local host that disappears when it is asked to run the measured command."""
+
+    def run(self, command, **kwargs):
+        if "VANISH" in command:
+            raise remote.HostError(f"host {self.name} ({self.address}): lost while running {command!r}")
+        return super().run(command, **kwargs)
+
+
+def test_a_lost_host_records_the_attempt_and_stops_with_a_resume_hint(tmp_path, monkeypatch):
+    monkeypatch.setitem(tools.REGISTRY, "probe", "test_engine_lab:Probe")
+    text = ("campaign: lost\nbenchmark: {tool: probe}\nhosts: {client: h1}\nfactors: {cmd: ['echo 1', 'echo VANISH']}\n"
+            "repetitions: 2\nwarmups: 0\nseed: 1\nmonitors: false\nfingerprints: false\n")
+    c = load(text)
+    monkeypatch.setattr(runner, "connect", lambda entries, names: remote.Hosts({n: Gone(entries[n]) for n in names}))
+    with pytest.raises(runner.RunnerError, match="rerun the same command to resume"):
+        runner.run(c, inventory.localhost(), tmp_path, stream=open(os.devnull, "w"))
+    (failed,) = (tmp_path / "lost" / "failed").iterdir()
+    meta = json.loads((failed / "meta.json").read_text())
+    assert meta["status"] == "failed" and "lost while running" in meta["reason"]
+    assert list(Ledger(tmp_path / "lost" / "ledger.jsonl").failures()) == [meta["run_id"]]

@@ -1,0 +1,105 @@
+"""The shared contract: units, JSON extraction, measurements, windows, Little's law, registry."""
+
+from __future__ import annotations
+
+import pytest
+
+from perflab import tools
+from perflab.tools.base import (Measurement, ParseError, Rows, extract_json, in_windows, littles_law_flags,
+                                littles_law_ratio, number, quantity, require, seconds, unit_factor)
+
+
+@pytest.mark.parametrize(("unit", "binary", "expected"), [
+    ("Gbits/sec", False, (1e9, "bit/s")),
+    ("bits/sec", False, (1.0, "bit/s")),
+    ("GBytes", True, (2.0**30, "byte")),
+    ("KByte", True, (1024.0, "byte")),
+    ("MB/s", False, (1e6, "byte/s")),
+    ("MB/sec", True, (2.0**20, "byte/s")),
+    ("MiB/s", False, (2.0**20, "byte/s")),
+    ("kB/s", False, (1e3, "byte/s")),
+])
+def test_unit_factor_distinguishes_decimal_and_binary_prefixes(unit, binary, expected):
+    assert unit_factor(unit, binary_bytes=binary) == expected
+
+
+def test_unknown_unit_is_a_parse_error_naming_the_file():
+    with pytest.raises(ParseError, match=r"run\.txt: expected a size or rate unit.*'furlongs'"):
+        unit_factor("furlongs", source="run.txt")
+
+
+def test_quantity_reads_a_decimal_comma():
+    assert quantity("1,3", "GB/s") == (1.3e9, "byte/s")
+
+
+def test_seconds_converts_and_rejects_unknown_units():
+    assert seconds("163", "us") == pytest.approx(163e-6)
+    with pytest.raises(ParseError, match="time unit"):
+        seconds("1", "fortnights", source="x")
+
+
+def test_number_maps_nan_to_missing_and_refuses_text():
+    assert number(float("nan"), source="s", what="w") is None
+    assert number("5,4", source="s", what="w") == 5.4
+    with pytest.raises(ParseError, match="a number for end.sum.jitter_ms"):
+        number("fast", source="s", what="end.sum.jitter_ms")
+
+
+def test_extract_json_skips_text_before_and_after_and_maps_bare_nan():
+    doc = extract_json('warning: x\n{"a": nan, "b": -nan, "c": "nan"}\niperf3: error - unable to send control message\n')
+    assert doc == {"a": None, "b": None, "c": "nan"}
+
+
+def test_extract_json_says_truncated_for_an_unclosed_object():
+    with pytest.raises(ParseError, match="ends before the JSON object is closed"):
+        extract_json('{"jobs": [{"jobname": "x"', source="f.json")
+
+
+def test_require_names_the_missing_key_and_where():
+    with pytest.raises(ParseError, match=r"key 'bw_bytes' in jobs\[0\]\.read"):
+        require({"bw": 1}, "bw_bytes", source="f", where="jobs[0].read")
+
+
+def test_rows_scale_values_and_keep_missing_values_missing():
+    rows = Rows("f")
+    rows.add("jitter", "1.5", "s", "jitter_ms", scale=1e-3)
+    rows.add("loss", None, "%", "lost_percent")
+    assert [r.value for r in rows] == [pytest.approx(1.5e-3), None]
+
+
+def test_measurement_refuses_unknown_units():
+    with pytest.raises(ValueError, match="furlong"):
+        Measurement("x", 1.0, "furlong")
+
+
+def test_in_windows_keeps_aggregate_intervals_inside_each_window():
+    rows = [Measurement("jitter", float(i), "s", {"interval_start": float(i), "interval_end": float(i + 10)})
+            for i in range(0, 600, 10)]
+    rows.append(Measurement("jitter", 99.0, "s", {"interval_start": 90.0, "interval_end": 100.0, "stream": 3}))
+    picked = in_windows(rows, "jitter", [(90, 100), (190, 200), (290, 300), (390, 400), (490, 500)])
+    assert [r.value for r in picked] == [90.0, 190.0, 290.0, 390.0, 490.0]
+    assert picked[0].dims["window"] == "90-100"
+
+
+def test_littles_law_ratio_and_flags():
+    assert littles_law_ratio(1000.0, 0.016, 16) == pytest.approx(1.0)
+    assert littles_law_ratio(None, 0.1, 4) is None
+    good = Measurement("littles_law_ratio", 0.97, "ratio")
+    bad = Measurement("littles_law_ratio", 0.4, "ratio")
+    assert littles_law_flags([good, bad, Measurement("iops", 0.4, "IOPS")]) == [bad]
+
+
+def test_registry_resolves_every_tool_and_alias():
+    for name in tools.REGISTRY:
+        adapter = tools.get(name)
+        assert adapter.name == name
+        assert adapter.roles and adapter.parser_version >= 1
+    assert tools.get("iperf").name == "iperf2"
+    with pytest.raises(KeyError, match="unknown tool 'netperf'"):
+        tools.get("netperf")
+
+
+@pytest.mark.parametrize("name", ["npb", "filebench", "rados_bench", "rbd_bench", "ceph_osd_bench"])
+def test_parse_only_tools_refuse_to_build_commands(name):
+    with pytest.raises(NotImplementedError, match="only parses"):
+        tools.get(name).commands({}, {"client": "10.0.0.1"})
