@@ -1,17 +1,20 @@
 """Fixtures for the tool adapter tests: fixture files, and a host to run real tools on.
 
-``bench_host`` runs commands with subprocess on this machine for now; the lead will
-point it (and ``server_address``) at SSH hosts of the network-namespace lab, so live
-tests go only through ``bench_host.run``.
+As root, ``bench_host`` is lab host h3, reached over real SSH (the session lab of
+tests/conftest.py), and servers listen on its lab address; without root it runs commands
+with subprocess on this machine. Live tests go only through ``bench_host.run``.
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from perflab import remote
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -38,15 +41,20 @@ class LocalHost:
 
 
 @pytest.fixture(scope="session")
-def bench_host() -> LocalHost:
-    """The host live tests run tools on (this machine)."""
-    return LocalHost()
+def bench_host(request):
+    """The host live tests run tools on: lab host h3 over SSH as root, else this machine."""
+    if os.geteuid() != 0:
+        yield LocalHost()
+        return
+    entries = request.getfixturevalue("lab_inventory")
+    with remote.connect(entries, ["h3"]) as hosts:
+        yield hosts["h3"]
 
 
 @pytest.fixture(scope="session")
-def server_address() -> str:
+def server_address(request) -> str:
     """Address the host's servers listen on and clients connect to."""
-    return "127.0.0.1"
+    return request.getfixturevalue("lab_inventory")["h3"].address if os.geteuid() == 0 else "127.0.0.1"
 
 
 def fixture_text(relative: str) -> str:

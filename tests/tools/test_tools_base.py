@@ -46,7 +46,8 @@ def test_number_maps_nan_to_missing_and_refuses_text():
 
 
 def test_extract_json_skips_text_before_and_after_and_maps_bare_nan():
-    doc = extract_json('warning: x\n{"a": nan, "b": -nan, "c": "nan"}\niperf3: error - unable to send control message\n')
+    text = 'warning: x\n{"a": nan, "b": -nan, "c": "nan"}\niperf3: error - unable to send control message\n'
+    doc = extract_json(text)
     assert doc == {"a": None, "b": None, "c": "nan"}
 
 

@@ -114,3 +114,12 @@ def test_per_operation_costs_for_seed_004():
     assert (net.metric, net.value, net.unit) == ("bytes_per_op", 10.0, "byte/op")
     with pytest.raises(ValueError, match="positive"):
         per_operation(rows, 0)
+
+
+def test_procstat_reads_the_monitors_tail_layout(read_fixture):
+    text = read_fixture("procfs/tail_form_two_snapshots.txt")
+    uptimes = [float(line.split()[0]) for line in text.split("==> /proc/uptime <==\n")[1:]]
+    rows = PROCSTAT.parse(text, source="tail_form")
+    assert next(r.value for r in rows if r.metric == "elapsed") == pytest.approx(uptimes[1] - uptimes[0])
+    assert {r.dims["iface"] for r in rows if r.metric == "net_rx_bytes"} >= {"lo"}  # /proc/net/snmp lines skipped
+    assert not any(r.dims.get("iface") in ("Ip", "Tcp", "Udp") for r in rows)

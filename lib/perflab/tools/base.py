@@ -212,7 +212,8 @@ def unit_factor(unit: str, *, binary_bytes: bool = False, source: str = "", what
     return factor, f"{base}/s" if match["rate"] else base
 
 
-def quantity(value: str, unit: str, *, binary_bytes: bool = False, source: str = "", what: str = "value") -> tuple[float, str]:
+def quantity(value: str, unit: str, *, binary_bytes: bool = False, source: str = "",
+             what: str = "value") -> tuple[float, str]:
     """A textual number with a size or rate unit, as ``(value in bytes/bits, unit)``."""
     factor, normalised = unit_factor(unit, binary_bytes=binary_bytes, source=source, what=what)
     parsed = number(value, source=source, what=what)

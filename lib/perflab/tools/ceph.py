@@ -42,13 +42,16 @@ RADOS_FIELDS = {
 _MAINTAINING = re.compile(r"Maintaining (?P<n>\d+) concurrent (?:writes|reads)")
 _RADOS_TICK = re.compile(r"^\s*(?P<sec>\d+)\s+(?P<cur>\d+)\s+(?P<started>\d+)\s+(?P<finished>\d+)\s+"
                          r"(?P<avg>[\d.e-]+)\s+(?P<rate>[\d.e-]+)\s+\S+\s+\S+\s*$", re.MULTILINE)
-_RBD_HEADER = re.compile(r"^bench(?:-write)?\s+(?:type (?P<type>\S+)\s+(?:read:write=\S+\s+)?)?io_size (?P<io_size>\d+) "
+_RBD_HEADER = re.compile(r"^bench(?:-write)?\s+(?:type (?P<type>\S+)\s+(?:read:write=\S+\s+)?)?"
+                         r"io_size (?P<io_size>\d+) "
                          r"io_threads (?P<threads>\d+) bytes (?P<bytes>\d+) pattern (?P<pattern>.+?)\s*$", re.MULTILINE)
 _RBD_FINAL = re.compile(r"^elapsed:\s+(?P<elapsed>[\d.]+)\s+ops:\s+(?P<ops>\d+)\s+ops/sec:\s+(?P<rate>[\d.]+)\s+"
                         r"bytes/sec:\s+(?P<bw>[\d.]+)(?:\s*(?P<unit>[KMGT]iB/s))?\s*$", re.MULTILINE)
-_RBD_TICK = re.compile(r"^\s*(?P<sec>\d+)\s+(?P<ops>\d+)\s+(?P<rate>[\d.]+)\s+(?P<bw>[\d.]+)(?:\s*(?P<unit>[KMGT]?i?B/s))?\s*$",
+_RBD_TICK = re.compile(r"^\s*(?P<sec>\d+)\s+(?P<ops>\d+)\s+(?P<rate>[\d.]+)\s+(?P<bw>[\d.]+)"
+                       r"(?:\s*(?P<unit>[KMGT]?i?B/s))?\s*$",
                        re.MULTILINE)
-_OSD_PLAIN = re.compile(r"bench: wrote (?P<total>[\d.]+) (?P<tunit>[KMG]B) in blocks of (?P<bs>[\d.]+) (?P<bunit>[KMG]B) "
+_OSD_PLAIN = re.compile(r"bench: wrote (?P<total>[\d.]+) (?P<tunit>[KMG]B) "
+                        r"in blocks of (?P<bs>[\d.]+) (?P<bunit>[KMG]B) "
                         r"in (?P<sec>[\d.]+) sec at (?P<rate>[\d.]+) (?P<runit>[KMG]B/sec)")
 
 

@@ -21,7 +21,8 @@ from .base import Measurement, ParseError
 def register(subparsers: Any) -> None:
     """Add the ``parse`` subcommand to an argparse ``subparsers`` object."""
     parser = subparsers.add_parser("parse", help="print the tidy rows a raw tool output yields",
-                                   description=__doc__.split("\n\n")[0])
+                                   description="Print the tidy rows (metric, value, unit, dims) one raw "
+                                               "tool output yields, or the parser's error.")
     parser.add_argument("tool", help=f"tool name: {', '.join(sorted(REGISTRY))}")
     parser.add_argument("file", type=Path, help="raw output file (stdout of the tool)")
     parser.add_argument("--stderr", type=Path, default=None, help="the tool's stderr, if captured separately")

@@ -76,7 +76,8 @@ class Fio(Tool):
                 raise ParseError(source, f"error 0 in {where}", f"error {job['error']} (fio reported a failed job)")
             options = {**global_options, **(job.get("job options") or {})}
             per_entry = max(_int_option(options, "numjobs", source) / names.count(str(job.get("jobname"))), 1.0)
-            depth = 1 if str(options.get("ioengine", "psync")) in SYNC_ENGINES else _int_option(options, "iodepth", source)
+            sync = str(options.get("ioengine", "psync")) in SYNC_ENGINES
+            depth = 1 if sync else _int_option(options, "iodepth", source)
             dims = {"job": index, "job_name": job.get("jobname"), **self.job_dims(job)}
             directions = {d: _direction(rows, job, d, where, dims) for d in DIRECTIONS if _active(job, d)}
             outstanding = per_entry * depth

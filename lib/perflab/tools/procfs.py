@@ -10,7 +10,9 @@ yields their deltas: ``cpu_time`` (s, dims ``cpu`` and ``state``) and
 ``net_rx_bytes``/``net_tx_bytes`` (byte), ``net_rx_packets``/``net_tx_packets``
 (packet) with dim ``iface``; per interval (dims ``interval_start``/``interval_end``, s
 since the first snapshot) and over the whole recording (no interval dims), plus
-``elapsed`` (s). :func:`per_operation` turns the totals into seed 004's CPU time per
+``elapsed`` (s). It also reads the runner's monitor snapshots (``tail -n +1`` of
+/proc/uptime, stat, net/dev and others: ``proc-before.txt`` followed by
+``proc-after.txt``). :func:`per_operation` turns the totals into seed 004's CPU time per
 operation and bytes per operation.
 """
 
@@ -20,7 +22,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
-from .base import Command, Measurement, ParseError, Rows, Tool
+from .base import Command, Measurement, ParseError, Rows, Tool, number
 
 #: /proc/stat cpu columns (proc(5)); guest and guest_nice are already counted in user and nice.
 CPU_STATES = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal", "guest", "guest_nice")
@@ -29,6 +31,8 @@ BUSY_STATES = ("user", "nice", "system", "irq", "softirq", "steal")
 NET_FIELDS = ("rx_bytes", "rx_packets", "rx_errs", "rx_drop", "rx_fifo", "rx_frame", "rx_compressed",
               "rx_multicast", "tx_bytes", "tx_packets", "tx_errs", "tx_drop", "tx_fifo", "tx_colls",
               "tx_carrier", "tx_compressed")
+NET_DELTAS = (("rx_bytes", "net_rx_bytes", "byte"), ("tx_bytes", "net_tx_bytes", "byte"),
+              ("rx_packets", "net_rx_packets", "packet"), ("tx_packets", "net_tx_packets", "packet"))
 DEFAULT_CLK_TCK = 100
 
 _LOAD = re.compile(r"load averages?:\s*(?P<l1>\d+[.,]\d+),?\s+(?P<l5>\d+[.,]\d+),?\s+(?P<l15>\d+[.,]\d+)")
@@ -110,24 +114,37 @@ class ProcStat(Tool):
 
 
 def parse_snapshots(text: str, *, source: str = "") -> tuple[list[Snapshot], int]:
-    """The ``@timestamp``-separated snapshots in ``text``, and the clock ticks per second."""
+    """The snapshots in ``text`` and the clock ticks per second.
+
+    Two layouts are read: the ``procstat`` command's (``@timestamp <epoch>`` then
+    /proc/stat and /proc/net/dev), and ``tail -n +1`` of several /proc files as the
+    runner's monitors take them (``==> /proc/uptime <==`` starts a snapshot whose time is
+    the uptime; sections other than uptime, stat and net/dev are skipped).
+    """
     snapshots: list[Snapshot] = []
     clk_tck = DEFAULT_CLK_TCK
+    section = None
     for lineno, line in enumerate(text.splitlines(), 1):
         parts = line.split()
-        if not parts:
+        header = re.fullmatch(r"==> (\S+) <==", line.strip())
+        if header:
+            section = header[1]
+            continue
+        if not parts or section not in (None, "/proc/uptime", "/proc/stat", "/proc/net/dev"):
             continue
         if parts[0] == "@clk_tck":
             clk_tck = int(parts[1])
-        elif parts[0] == "@timestamp":
-            snapshots.append(Snapshot(time=float(parts[1])))
+        elif parts[0] == "@timestamp" or section == "/proc/uptime":
+            when = number(parts[1] if parts[0] == "@timestamp" else parts[0], source=source,
+                          what=f"snapshot time on line {lineno}")
+            snapshots.append(Snapshot(time=when or 0.0))
         elif not snapshots:
-            raise ParseError(source, "'@timestamp <epoch>' before the first /proc line", f"line {lineno}: {line[:60]!r}")
-        elif re.fullmatch(r"cpu\d*", parts[0]):
-            values = [int(v) for v in parts[1:]]
+            raise ParseError(source, "'@timestamp <epoch>' or '==> /proc/uptime <==' before the first /proc line",
+                             f"line {lineno}: {line[:60]!r}")
+        elif re.fullmatch(r"cpu\d*", parts[0]) and section in (None, "/proc/stat"):
             name = "all" if parts[0] == "cpu" else parts[0][3:]
-            snapshots[-1].cpu[name] = dict(zip(CPU_STATES, values))
-        elif ":" in line and line.split(":", 1)[1].split() and "|" not in line:
+            snapshots[-1].cpu[name] = dict(zip(CPU_STATES, (int(v) for v in parts[1:])))
+        elif ":" in line and "|" not in line and section in (None, "/proc/net/dev"):
             iface, counters = line.split(":", 1)
             values = counters.split()
             if len(values) != len(NET_FIELDS):
@@ -144,8 +161,7 @@ def _delta_rows(rows: Rows, before: Snapshot, after: Snapshot, clk_tck: int, **d
             delta = _delta(ticks, before.cpu.get(cpu, {}).get(state), rows.source, f"cpu{cpu} {state}", where)
             rows.add("cpu_time", delta / clk_tck, "s", f"/proc/stat {cpu} {state}", cpu=cpu, state=state, **dims)
     for iface, counters in after.net.items():
-        for key, metric, unit in (("rx_bytes", "net_rx_bytes", "byte"), ("tx_bytes", "net_tx_bytes", "byte"),
-                                  ("rx_packets", "net_rx_packets", "packet"), ("tx_packets", "net_tx_packets", "packet")):
+        for key, metric, unit in NET_DELTAS:
             delta = _delta(counters[key], before.net.get(iface, {}).get(key), rows.source, f"{iface} {key}", where)
             rows.add(metric, delta, unit, f"/proc/net/dev {iface} {key}", iface=iface, **dims)
 
