@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from perflab import inventory, lab as lab_mod
+from perflab import inventory, lab as lab_mod, remote
 
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="the lab needs root (network namespaces, sshd)")
 
@@ -43,3 +43,10 @@ def lab():
 def lab_inventory(lab):
     """The lab's inventory entries (h1..h3)."""
     return inventory.load(lab.inventory_path)
+
+
+@pytest.fixture(scope="session")
+def hosts(lab_inventory):
+    """Connected hosts of the session lab (h1..h3), closed at the end."""
+    with remote.connect(lab_inventory) as connected:
+        yield connected

@@ -7,12 +7,10 @@ import os
 import subprocess
 
 import pytest
-from conftest import leftovers
 
-from perflab import fingerprint, inventory, lab, remote
+from perflab import fingerprint, inventory, remote
 from perflab.fingerprint import Difference, FingerprintError
 
-LAB = "fpc"
 
 # Output of fingerprint.script() on a lab host (captured, trimmed: lscpu and the
 # vulnerabilities cut to a few lines). The governor, boost, driver, ethtool and tbf
@@ -288,18 +286,6 @@ def test_collect_on_this_machine_without_ssh():
     assert json.loads(json.dumps(fp)) == fp
 
 
-@pytest.fixture(scope="module")
-def hosts():
-    """Two lab hosts of a lab of this module's own, always taken down."""
-    if os.geteuid() != 0:
-        pytest.skip("the lab needs root")
-    created = lab.up(LAB, 2)
-    try:
-        with remote.connect(inventory.load(created.inventory_path)) as connected:
-            yield connected
-    finally:
-        lab.down(LAB)
-        assert leftovers(LAB) == [], f"lab {LAB} left things behind"
 
 
 @pytest.mark.lab

@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import shutil
 from pathlib import Path
 
 import pytest
-from conftest import leftovers
 
-from perflab import inventory, lab, monitors, remote
+from perflab import inventory, monitors, remote
 from perflab.monitors import MonitorError
 
-LAB = "fpcm"
 
 
 def _running(fragment: str) -> list[str]:
@@ -101,18 +98,6 @@ def test_monitoring_stops_started_monitors_when_a_later_start_fails(local):
     assert _running(name) == []
 
 
-@pytest.fixture(scope="module")
-def hosts():
-    """Two lab hosts of a lab of this module's own, always taken down."""
-    if os.geteuid() != 0:
-        pytest.skip("the lab needs root")
-    created = lab.up(LAB, 2)
-    try:
-        with remote.connect(inventory.load(created.inventory_path)) as connected:
-            yield connected
-    finally:
-        lab.down(LAB)
-        assert leftovers(LAB) == [], f"lab {LAB} left things behind"
 
 
 @pytest.mark.lab

@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import math
-import os
 import time
 
 import pytest
-from conftest import leftovers
 
-from perflab import inventory, lab, remote, settle
+from perflab import settle
 from perflab.remote import Result
 from perflab.settle import SettleError
 
-LAB = "fpcs"
 
 
 class ScriptedHost:
@@ -83,25 +80,13 @@ def test_unreadable_loadavg_names_the_host():
         settle.parse_loadavg("cat: /proc/loadavg: No such file", source="host h7: /proc/loadavg")
 
 
-@pytest.fixture(scope="module")
-def hosts():
-    """Two lab hosts of a lab of this module's own, always taken down."""
-    if os.geteuid() != 0:
-        pytest.skip("the lab needs root")
-    created = lab.up(LAB, 2)
-    try:
-        with remote.connect(inventory.load(created.inventory_path)) as connected:
-            yield connected
-    finally:
-        lab.down(LAB)
-        assert leftovers(LAB) == [], f"lab {LAB} left things behind"
 
 
 @pytest.mark.lab
 def test_a_threshold_that_is_met_returns_at_the_first_poll(hosts):
     result = settle.wait(list(hosts.values()), max_load1=1000, timeout=30, poll=0.5)
     assert result.satisfied and result.polls == 1
-    assert set(result.loads) == {"h1", "h2"} and all(v >= 0 for v in result.loads.values())
+    assert set(result.loads) == set(hosts) and all(v >= 0 for v in result.loads.values())
     assert result.waited < 5
 
 
