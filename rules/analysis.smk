@@ -12,6 +12,7 @@ def analysis_outputs(campaign):
         "figure_png": f"paper/figures/{stem}.png",
         "summary": f"paper/tables/{stem}-summary.tex",
         "comparison": f"paper/tables/{stem}-comparison.tex",
+        "checks": f"paper/tables/{stem}-checks.tex",
         "macros": f"paper/macros/{stem}.tex",
     }
 
@@ -24,6 +25,7 @@ for _campaign in CAMPAIGNS:
         input:
             raw=f"data/raw/{_campaign}/experiment.ipynb",
             notebook=config["campaigns"][_campaign]["analysis"]["notebook"],
+            lib=LIB,
         output:
             **analysis_outputs(_campaign),
         log:
@@ -55,6 +57,7 @@ rule recheck:
     input:
         published=lambda wc: sorted(str(p) for p in Path("data/raw/published").glob(f"{wc.study}-*.csv")),
         notebook="notebooks/{study}-recheck.ipynb",
+        lib=LIB,
     output:
         notebook="reports/notebooks/{study}-recheck.ipynb",
         pvalues="paper/tables/{study}-recheck-p.tex",

@@ -5,6 +5,8 @@ from pathlib import Path
 import yaml
 
 CAMPAIGNS = sorted(config["campaigns"])
+#: The package's code: analyses rerun when it changes (experiments never do).
+LIB = sorted(str(p) for p in Path("lib/perflab").rglob("*.py"))
 
 
 def campaign_conf(wildcards):

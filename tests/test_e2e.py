@@ -89,7 +89,8 @@ def test_tidy_table_figure_table_and_macros(ran):
     assert sidecar["inputs"][0]["sha256"] == store.sha256_file(paths["parquet"])
     assert sidecar["inputs"][0]["lineage"]["inputs"]["manifest_sha256"] == store.sha256_file(
         tmp / "raw/tiny/MANIFEST.sha256")
-    summary_tex, comparison_tex = (p.read_text() for p in out["tables"])
+    summary_tex, comparison_tex, checks_tex = (p.read_text() for p in out["tables"])
+    assert "Ljung--Box" in checks_tex and len(result.checks) == 2
     assert "\\toprule" in summary_tex and "\\bottomrule" in summary_tex
     assert result.comparisons[0].test in comparison_tex
     assert "\\plset{tiny/throughput/parallel-2/mean}" in out["macros"][0].read_text()

@@ -11,7 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
+import scipy.stats
 
 from .. import stats
 from ..stats.multi import adjust_pvalues
@@ -30,6 +32,7 @@ class LevelsResult:
     comparisons: list
     p_adjusted: list[float]
     checks: pd.DataFrame
+    block: stats.BlockEffect | None = None
     figure: plt.Figure | None = None
 
 
@@ -46,8 +49,33 @@ def analyse(df: pd.DataFrame, *, metric: str, factor: str, level: float = 0.95) 
                                  labels=(f"{factor}={lv[0]}", f"{factor}={other}")) for other in lv[1:]]
     raw_p = [c.p_value for c in comparisons]
     p_adjusted = list(adjust_pvalues(raw_p, "holm")) if len(raw_p) > 1 else raw_p
-    checks = pd.DataFrame([{"comparison": f"{c.labels[1]} vs {c.labels[0]}", **c.assumptions} for c in comparisons])
-    return LevelsResult(metric, factor, data, summary, comparisons, p_adjusted, checks)
+    return LevelsResult(metric, factor, data, summary, comparisons, p_adjusted, checks(data, factor),
+                        _block_effect(data, factor))
+
+
+def checks(data: pd.DataFrame, factor: str) -> pd.DataFrame:
+    """Per level, in run order: normality, serial dependence, trend and flagged outliers."""
+    flagged = stats.flag_outliers(data, "value", factor)
+    rows = []
+    for level_, sub in flagged.sort_values(["block", "position"]).groupby(factor, sort=True):
+        d = stats.drift(sub["value"]) if len(sub) >= 4 else None
+        rows.append({factor: level_, "n": len(sub), "shapiro_p": _shapiro(sub["value"].to_numpy()),
+                     "lag1_autocorr": d.lag1_autocorr if d else float("nan"),
+                     "ljung_box_p": d.ljung_box_p if d else float("nan"),
+                     "trend": d.trend if d else "n < 4", "mann_kendall_p": d.mann_kendall_p if d else float("nan"),
+                     "outliers": int(sub["outlier"].sum())})
+    return pd.DataFrame(rows)
+
+
+def _shapiro(x) -> float:
+    return float(scipy.stats.shapiro(x).pvalue) if len(x) >= 3 and np.ptp(x) > 0 else float("nan")
+
+
+def _block_effect(data: pd.DataFrame, factor: str) -> stats.BlockEffect | None:
+    try:
+        return stats.block_effect(data, "value", factor, "block")
+    except stats.StatsInputError:
+        return None
 
 
 def _slug(value: object) -> str:
@@ -76,8 +104,11 @@ def write(result: LevelsResult, *, campaign: str, source: str | Path, paper_dir:
         result.comparisons, caption=f"{quantity}: each level of {factor_label.lower()} against "
                                     f"{result.comparisons[0].labels[0] if result.comparisons else 'the baseline'}.",
         label=f"tab:{stem}-comparison", notes=notes) if result.comparisons else ""
+    checks_tex = tables.checks_table(result.checks, result.block, factor=result.factor, factor_label=factor_label,
+                                     caption=f"{quantity}: assumptions and run-order checks per level of "
+                                             f"{factor_label.lower()} ({campaign}).", label=f"tab:{stem}-checks")
     table_paths = []
-    for kind, text in (("summary", desc_tex), ("comparison", cmp_tex)):
+    for kind, text in (("summary", desc_tex), ("comparison", cmp_tex), ("checks", checks_tex)):
         if text:
             path = lineage.atomic_text(paper / "tables" / f"{stem}-{kind}.tex", text)
             lineage.write([path], [source], generator=generator)
@@ -96,6 +127,7 @@ def _values(result: LevelsResult, *, campaign: str, scale: float) -> dict[str, s
                        f"{lv}/sd": format_number(r["sd"] / scale, 3), f"{lv}/cv": format_number(100 * r["cv"], 2),
                        f"{lv}/ci-low": format_number(r["mean_ci_low"] / scale, 4),
                        f"{lv}/ci-high": format_number(r["mean_ci_high"] / scale, 4)})
+    values[f"{key}/checks/verdict"] = checks_sentence(result)
     for c, p_adj in zip(result.comparisons, result.p_adjusted):
         other = c.labels[1].split("=", 1)[1]
         ck = f"{key}/{_slug(result.factor)}-{_slug(other)}-vs-base"
@@ -106,6 +138,24 @@ def _values(result: LevelsResult, *, campaign: str, scale: float) -> dict[str, s
                        f"{ck}/hedges-g": format_number(c.hedges_g, 3),
                        f"{ck}/cliffs-delta": format_number(c.cliffs_delta, 3)})
     return values
+
+
+def checks_sentence(result: LevelsResult, alpha: float = 0.05) -> str:
+    """What the run-order checks say about the comparison's independence assumption, as LaTeX prose."""
+    dependent = result.checks[(result.checks["ljung_box_p"] < alpha) | (result.checks["mann_kendall_p"] < alpha)]
+    block = result.block is not None and min(result.block.anova_p, result.block.friedman_p) < alpha
+    if dependent.empty and not block:
+        return ("No level shows serial dependence or a trend, and no block effect is detected: the samples can "
+                "be treated as independent draws, as the tests assume.")
+    parts = []
+    if not dependent.empty:
+        parts.append(f"{len(dependent)} of {len(result.checks)} levels show serial dependence or a trend "
+                     f"({result.factor} = {', '.join(str(v) for v in dependent[result.factor])})")
+    if block:
+        parts.append(f"the block (round) shifts the values ({tables.p_phrase(result.block.anova_p)}, two-way ANOVA)")
+    text = "; ".join(parts)
+    return (text[0].upper() + text[1:] + ". The samples are therefore not independent draws: the comparison's "
+            "$p$-value overstates the evidence, and the conditions of the hosts drifted during the campaign.")
 
 
 def sentence(result: LevelsResult, *, quantity: str, factor_label: str, scale: float, unit: str) -> str:

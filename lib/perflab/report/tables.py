@@ -52,3 +52,27 @@ def fit(table: str) -> str:
     """Shrink a table's tabular to the text width when it is wider (adjustbox ``max width``)."""
     return (table.replace("\\begin{tabular}", "\\begin{adjustbox}{max width=\\linewidth}\n\\begin{tabular}", 1)
             .replace("\\end{tabular}", "\\end{tabular}\n\\end{adjustbox}", 1))
+
+
+def checks_table(checks: pd.DataFrame, block, *, factor: str, factor_label: str, caption: str, label: str) -> str:
+    """A booktabs table of :func:`perflab.report.levels.checks`, with the RMIT block effect in a note."""
+    rows = []
+    for r in checks.to_dict("records"):
+        rows.append({factor_label: str(r[factor]), "$n$": str(r["n"]),
+                     "Shapiro--Wilk $p$": format_p(r["shapiro_p"]),
+                     "Lag-1 autocorr.": format_number(r["lag1_autocorr"], 2),
+                     "Ljung--Box $p$": format_p(r["ljung_box_p"]),
+                     "Trend (Mann--Kendall $p$)": f"{escape_latex(r['trend'])} ({format_p(r['mann_kendall_p'])})",
+                     "Outliers": str(r["outliers"])})
+    notes = ["Values in run order per level. Outliers: robust $|z| > 3.5$ (median and MAD); flagged, never "
+             "removed. Ljung--Box and Mann--Kendall test serial dependence and a monotonic trend."]
+    if block is not None:
+        notes.append(f"Block effect under RMIT ({block.n_blocks} blocks): two-way ANOVA {p_phrase(block.anova_p)}, "
+                     f"Friedman {p_phrase(block.friedman_p)}.")
+    return fit(latex_table(pd.DataFrame(rows), caption=caption, label=label, notes=notes, escape=False))
+
+
+def p_phrase(p: float) -> str:
+    """``$p = 0.011$`` or ``$p < 0.001$``, for prose and notes."""
+    text = format_p(p)
+    return f"$p {text.replace('$<$', '< ')}$" if "<" in text else f"$p = {text}$"
