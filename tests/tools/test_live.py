@@ -134,7 +134,9 @@ def test_fio_libaio_bandwidth_and_littles_law(bench_host):
         raw = job["read"]
         parsed = next(r.value for r in rows if r.metric == "bandwidth" and r.dims.get("job_name") == job["jobname"]
                       and r.dims.get("direction") == "read")
-        assert parsed == pytest.approx(raw["io_bytes"] / (raw["runtime"] / 1000), rel=0.01)
+        # fio's bw comes from its own clock; its millisecond `runtime` field lagged it by up to ~5 % on a
+        # loaded 2-core CI machine, so the cross-check allows 10 % (a unit error would be 1000x or 1024x).
+        assert parsed == pytest.approx(raw["io_bytes"] / (raw["runtime"] / 1000), rel=0.10)
     assert littles_law_flags(rows) == []
 
 

@@ -94,6 +94,8 @@ class Tool:
 
     name: ClassVar[str]
     parser_version: ClassVar[int] = 1
+    #: The summary metric a user reports first (pilots, progress lines); None: the first one parsed.
+    primary_metric: ClassVar[str | None] = None
     #: Roles a campaign must assign to hosts for this tool, client-side role first.
     roles: ClassVar[tuple[str, ...]] = ("client",)
     #: Debian packages that provide the tool, installed on lab hosts.

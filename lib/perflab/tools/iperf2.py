@@ -24,6 +24,7 @@ class Iperf2(Tool):
 
     name = "iperf2"
     parser_version = 1
+    primary_metric = "throughput"
     roles = ("client", "server")
     packages = ("iperf",)
     version_argv = ("iperf", "-v")

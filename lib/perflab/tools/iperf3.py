@@ -28,6 +28,7 @@ class Iperf3(Tool):
 
     name = "iperf3"
     parser_version = 2
+    primary_metric = "throughput"
     roles = ("client", "server")
     packages = ("iperf3",)
     version_argv = ("iperf3", "--version")
