@@ -136,3 +136,10 @@ def test_a_lost_host_records_the_attempt_and_stops_with_a_resume_hint(tmp_path, 
     meta = json.loads((failed / "meta.json").read_text())
     assert meta["status"] == "failed" and "lost while running" in meta["reason"]
     assert list(Ledger(tmp_path / "lost" / "ledger.jsonl").failures()) == [meta["run_id"]]
+
+
+def test_a_second_run_of_the_same_campaign_is_refused_while_the_first_holds_it(tmp_path):
+    c = load(GOOD)
+    with runner._exclusive(tmp_path / c.name):
+        with pytest.raises(runner.RunnerError, match=f"another perflab run \\(pid {os.getpid()}\\) is running"):
+            runner.run(c, inventory.localhost(), tmp_path, stream=open(os.devnull, "w"))

@@ -20,14 +20,18 @@ whatever happens (failure, lost host, Ctrl-C).
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import platform
+import secrets
 import shlex
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, TextIO
+from typing import Any, Callable, Iterator, Mapping, TextIO
 
 from . import __version__, design, fingerprint, monitors, settle, tools
 from .inventory import HostEntry
@@ -156,7 +160,11 @@ class _Background:
     """
 
     def __init__(self, hosts: Mapping[str, Host]) -> None:
-        self.hosts, self.running = hosts, {}  # type: dict[tuple[str, str], Service]
+        self.hosts: Mapping[str, Host] = hosts
+        self.running: dict[tuple[str, str], Service] = {}
+        #: Suffix of pidfile and log names, so that campaigns run at the same time on hosts that
+        #: share a file system (the lab's namespaces) never stop each other's processes.
+        self.tag = secrets.token_hex(4)
 
     def ensure(self, wanted: list[tuple[str, str, str, str | None]]) -> None:
         """Make exactly ``wanted`` run: (host, name, command line, readiness shell test or None)."""
@@ -166,7 +174,7 @@ class _Background:
         for host, name, line, check in wanted:
             if (host, line) in self.running:
                 continue
-            self.running[(host, line)] = self.hosts[host].start(name, line)
+            self.running[(host, line)] = self.hosts[host].start(f"{name}-{self.tag}", line)
             if check:
                 res = self.hosts[host].run(f"until {check}; do sleep 0.05; done", timeout=15)
                 if not res.ok:
@@ -302,6 +310,30 @@ def run(spec: Campaign, entries: Mapping[str, HostEntry], raw_root: str | Path, 
                           f"(it has {', '.join(sorted(entries))})")
     runs = design.schedule(spec)
     store = RawStore(raw_root, spec.name)
+    with _exclusive(store.dir):
+        return _run(spec, entries, runs, store, stream=stream, limit=limit, on_sample=on_sample)
+
+
+@contextmanager
+def _exclusive(directory: Path) -> Iterator[None]:
+    """Hold an exclusive lock on a campaign directory, so two runs never store the same samples."""
+    directory.mkdir(parents=True, exist_ok=True)
+    with open(directory / ".lock", "a+") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.seek(0)
+            raise RunnerError(f"{directory}: another perflab run (pid {fh.read().strip() or '?'}) is running this "
+                              "campaign; wait for it to finish or stop it, then rerun to resume") from None
+        fh.truncate(0)
+        fh.write(str(os.getpid()))
+        fh.flush()
+        yield
+
+
+def _run(spec: Campaign, entries: Mapping[str, HostEntry], runs: list[design.Run], store: RawStore, *,
+         stream: TextIO | None, limit: int | None, on_sample: Callable[[design.Run], None] | None) -> Summary:
+    names = spec.involved()
     store.begin({"campaign": spec.name, "design_digest": spec.digest(), "spec": dict(spec.doc),
                  "source": spec.source, "perflab": __version__, "python": platform.python_version(),
                  "schedule": [r.run_id for r in runs],
