@@ -93,6 +93,18 @@ def _run(args: argparse.Namespace) -> int:
     return 0 if summary.complete or args.limit else 3
 
 
+def _pilot(args: argparse.Namespace) -> int:
+    from . import pilot
+
+    campaign = spec.load(args.campaign)
+    pilot.pilot_campaign(campaign, args.repetitions)
+    entries = lab.resolve_inventory(args.inventory, hosts=max(2, len(campaign.involved())))
+    table = pilot.run(campaign, entries, args.raw, repetitions=args.repetitions, metric=args.metric,
+                      halfwidth=args.halfwidth / 100)
+    print(pilot.format_table(table, list(campaign.factors)))
+    return 0
+
+
 def _tidy(args: argparse.Namespace) -> int:
     paths = tidy.write(args.raw_dir, args.out)
     for kind, path in paths.items():
@@ -158,6 +170,16 @@ def parser() -> argparse.ArgumentParser:
     rp.add_argument("--limit", type=int, help="stop after this many samples (pilot)")
     rp.set_defaults(func=_run)
 
+    pl = sub.add_parser("pilot", help="run a few repetitions and print what the planned n can detect per cell")
+    pl.add_argument("campaign", help="campaign YAML file")
+    pl.add_argument("--repetitions", type=int, default=5, help="pilot repetitions per cell (default 5)")
+    pl.add_argument("--metric", help="summary metric to plan for (default: the tool's primary metric)")
+    pl.add_argument("--halfwidth", type=float, default=1.0,
+                    help="target half-width of the mean's CI, in %% of the mean (default 1)")
+    pl.add_argument("--inventory", default="lab", help="as for `perflab run` (default: lab)")
+    pl.add_argument("--raw", default="data/pilot", help="raw root of pilot data (default data/pilot)")
+    pl.set_defaults(func=_pilot)
+
     tp = sub.add_parser("tidy", help="parse a campaign's raw data into a tidy table")
     tp.add_argument("raw_dir", help="data/raw/<campaign>")
     tp.add_argument("--out", default="data/processed", help="output directory (default data/processed)")
@@ -190,7 +212,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         return args.func(args)
-    except (spec.SpecError, lab.LabError, runner.RunnerError, InventoryError, store.StoreError, tidy.TidyError) as exc:
+    except (spec.SpecError, lab.LabError, runner.RunnerError, InventoryError, store.StoreError, tidy.TidyError,
+            ValueError) as exc:
         print(f"perflab {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
