@@ -3,7 +3,7 @@
 
 def analysis_outputs(campaign):
     """Files the analysis of `campaign` writes (the paper includes them)."""
-    stem = f"{campaign}-{config['campaigns'][campaign]['analysis']['metric']}"
+    stem = output_stem(campaign, config["campaigns"][campaign]["analysis"]["metric"])
     return {
         "notebook": f"reports/notebooks/{campaign}-analysis.ipynb",
         "parquet": f"data/processed/{campaign}.parquet",
@@ -14,6 +14,7 @@ def analysis_outputs(campaign):
         "comparison": f"paper/tables/{stem}-comparison.tex",
         "checks": f"paper/tables/{stem}-checks.tex",
         "macros": f"paper/macros/{stem}.tex",
+        "section": f"paper/sections/{stem}.tex",
     }
 
 
@@ -33,7 +34,8 @@ for _campaign in CAMPAIGNS:
         params:
             cmd=lambda wc, input, output, c=_campaign: papermill(
                 input.notebook, output.notebook,
-                {"campaign": c, **config["campaigns"][c]["analysis"].get("parameters", {})},
+                {"campaign": c, "metric": config["campaigns"][c]["analysis"]["metric"],
+                 **config["campaigns"][c]["analysis"].get("parameters", {})},
                 f"logs/analysis/{c}.log"),
         shell:
             "{params.cmd}"

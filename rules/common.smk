@@ -4,7 +4,10 @@ from pathlib import Path
 
 import yaml
 
-CAMPAIGNS = sorted(config["campaigns"])
+from perflab.report.levels import output_stem
+
+CAMPAIGNS = sorted(c for c, conf in config["campaigns"].items()
+                   if config.get("tool_demos", True) or not conf.get("demo", False))
 #: The package's code: analyses rerun when it changes (experiments never do).
 LIB = sorted(str(p) for p in Path("lib/perflab").rglob("*.py"))
 

@@ -40,7 +40,7 @@ def test_pipeline_runs_end_to_end_and_a_second_run_does_nothing(tmp_path):
     (tmp_path / "campaigns/iperf3-streams.yaml").write_text(yaml.safe_dump(campaign))
     name = f"p{os.getpid() % 100000}"
     env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"}
-    cmd = ["snakemake", "--cores", "1", "--config", f"inventory=lab:{name}"]
+    cmd = ["snakemake", "--cores", "1", "--config", f"inventory=lab:{name}", "tool_demos=False"]
     try:
         first = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
         assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]

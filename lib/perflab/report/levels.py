@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Mapping
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -16,9 +17,10 @@ import pandas as pd
 import scipy.stats
 
 from .. import stats
+from ..stats.describe import COLUMNS as DESCRIBE_COLUMNS
 from ..stats.multi import adjust_pvalues
 from . import figures, lineage, macros, tables
-from .latex import format_number, format_p
+from .latex import escape_latex, format_number, format_p
 
 
 @dataclass
@@ -36,17 +38,49 @@ class LevelsResult:
     figure: plt.Figure | None = None
 
 
-def analyse(df: pd.DataFrame, *, metric: str, factor: str, level: float = 0.95) -> LevelsResult:
-    """Describe ``metric`` (summary rows) per level of ``factor`` and compare every level with the first."""
-    data = df[(df["metric"] == metric) & df["summary"] & (~df["warmup"])].copy()
+def select_rows(df: pd.DataFrame, metric: str, select: Mapping[str, Any] | None = None) -> pd.DataFrame:
+    """The measured (non-warm-up) rows of ``metric``, one per sample.
+
+    Without ``select`` these are the summary rows; ``select`` maps dimension columns to the
+    value to keep (``None``: the dimension must be empty), e.g. ``{"direction": "read",
+    "job": None}`` for fio's per-direction totals. More than one row per sample is refused.
+    """
+    data = df[(df["metric"] == metric) & ~df["warmup"]]
+    if select is None:
+        data = data[data["summary"]]
+    else:
+        for column, value in select.items():
+            if column not in data:
+                raise ValueError(f"select: no column {column!r} in the tidy table; columns: {list(df.columns)}")
+            data = data[data[column].isna()] if value is None else data[data[column].astype(str) == str(value)]
     if data.empty:
-        raise ValueError(f"no non-warm-up rows for metric {metric!r}; metrics present: "
+        raise ValueError(f"no measured rows of metric {metric!r} with select={select}; metrics present: "
                          f"{sorted(df['metric'].dropna().unique())}")
+    repeated = data["run_id"].duplicated()
+    if repeated.any():
+        extra = [c for c in data.columns[data.columns.get_loc("unit") + 1:]
+                 if c not in ("parser_version", "source") and data[c].nunique(dropna=False) > 1]
+        raise ValueError(f"metric {metric!r}: {int(repeated.sum())} samples have several rows; choose one with "
+                         f"select on these columns: {extra}")
+    return data.copy()
+
+
+def analyse(df: pd.DataFrame, *, metric: str, factor: str, level: float = 0.95,
+            select: Mapping[str, Any] | None = None) -> LevelsResult:
+    """Describe ``metric`` per level of ``factor`` and compare every level with the first.
+
+    The rows are :func:`select_rows` of ``metric`` (summary rows unless ``select`` says).
+    """
+    data = select_rows(df, metric, select)
+    name = factor
+    if factor in DESCRIBE_COLUMNS:
+        data[f"{factor}_level"] = data[factor]
+        factor = f"{factor}_level"
     summary = stats.describe(data, "value", factor, level=level)
     lv = list(summary[factor])
     base = data.loc[data[factor] == lv[0], "value"].to_numpy()
     comparisons = [stats.compare(base, data.loc[data[factor] == other, "value"].to_numpy(), level=level,
-                                 labels=(f"{factor}={lv[0]}", f"{factor}={other}")) for other in lv[1:]]
+                                 labels=(f"{name}={lv[0]}", f"{name}={other}")) for other in lv[1:]]
     raw_p = [c.p_value for c in comparisons]
     p_adjusted = list(adjust_pvalues(raw_p, "holm")) if len(raw_p) > 1 else raw_p
     return LevelsResult(metric, factor, data, summary, comparisons, p_adjusted, checks(data, factor),
@@ -78,6 +112,11 @@ def _block_effect(data: pd.DataFrame, factor: str) -> stats.BlockEffect | None:
         return None
 
 
+def output_stem(campaign: str, metric: str) -> str:
+    """The file stem of a campaign's figure, tables and macros for ``metric``, e.g. ``tool-ping-rtt-avg``."""
+    return f"{campaign}-{_slug(metric)}"
+
+
 def _slug(value: object) -> str:
     if isinstance(value, float) and value.is_integer():
         value = int(value)
@@ -85,10 +124,10 @@ def _slug(value: object) -> str:
 
 
 def write(result: LevelsResult, *, campaign: str, source: str | Path, paper_dir: str | Path, factor_label: str,
-          quantity: str, scale: float, unit: str, generator: str) -> dict[str, list[Path]]:
-    """Write the figure (PDF+PNG), the two tables and the macro file under ``paper_dir``."""
+          quantity: str, scale: float, unit: str, generator: str, title: str | None = None) -> dict[str, list[Path]]:
+    """Write the figure (PDF+PNG), the tables, the macro file and an appendix section under ``paper_dir``."""
     paper = Path(paper_dir)
-    stem = f"{campaign}-{_slug(result.metric)}"
+    stem = output_stem(campaign, result.metric)
     fig = figures.levels(result.data, factor=result.factor, value="value", summary=result.summary,
                          ylabel=f"{quantity} ({unit})", xlabel=factor_label, scale=scale)
     result.figure = fig
@@ -102,7 +141,7 @@ def write(result: LevelsResult, *, campaign: str, source: str | Path, paper_dir:
     notes = ["Holm-adjusted $p$-values are used for the decisions in the text."] if len(result.comparisons) > 1 else []
     cmp_tex = tables.comparison_table(
         result.comparisons, caption=f"{quantity}: each level of {factor_label.lower()} against "
-                                    f"{result.comparisons[0].labels[0] if result.comparisons else 'the baseline'}.",
+                                    f"{escape_latex(result.comparisons[0].labels[0]) if result.comparisons else 'the baseline'}.",
         label=f"tab:{stem}-comparison", notes=notes) if result.comparisons else ""
     checks_tex = tables.checks_table(result.checks, result.block, factor=result.factor, factor_label=factor_label,
                                      caption=f"{quantity}: assumptions and run-order checks per level of "
@@ -115,7 +154,28 @@ def write(result: LevelsResult, *, campaign: str, source: str | Path, paper_dir:
             table_paths.append(path)
     values = _values(result, campaign=campaign, scale=scale)
     macro_path = macros.write(paper / "macros" / f"{stem}.tex", values, inputs=[source], generator=generator)
-    return {"figures": fig_paths, "tables": table_paths, "macros": [macro_path]}
+    section = lineage.atomic_text(paper / "sections" / f"{stem}.tex", section_tex(
+        result, stem=stem, title=title or f"{quantity} ({campaign})", quantity=quantity,
+        factor_label=factor_label, scale=scale, unit=unit))
+    lineage.write([section], [source], generator=generator)
+    return {"figures": fig_paths, "tables": table_paths, "macros": [macro_path], "sections": [section]}
+
+
+def section_tex(result: LevelsResult, *, stem: str, title: str, quantity: str, factor_label: str, scale: float,
+                unit: str) -> str:
+    """A LaTeX section with the figure, the tables and the reading of the result, for an appendix."""
+    reading = escape_latex(sentence(result, quantity=quantity, factor_label=factor_label, scale=scale, unit=unit))
+    return "\n".join([
+        "% Generated by perflab; do not edit.",
+        f"\\section{{{escape_latex(title)}}}",
+        f"\\label{{sec:{stem}}}",
+        reading, "", checks_sentence(result), "",
+        "\\begin{figure}[htbp]\\centering",
+        f"\\includegraphics[width=\\textwidth]{{{stem}.pdf}}",
+        f"\\caption{{{escape_latex(quantity)} per level of {escape_latex(factor_label.lower())}: (a) every sample, "
+        "the mean and its 95\\,\\% Student-$t$ CI; (b) the samples in run order.}",
+        f"\\label{{fig:{stem}}}", "\\end{figure}", "",
+        *(f"\\plinput{{tables/{stem}-{kind}.tex}}" for kind in ("summary", "comparison", "checks")), ""])
 
 
 def _values(result: LevelsResult, *, campaign: str, scale: float) -> dict[str, str]:
@@ -150,12 +210,16 @@ def checks_sentence(result: LevelsResult, alpha: float = 0.05) -> str:
     parts = []
     if not dependent.empty:
         parts.append(f"{len(dependent)} of {len(result.checks)} levels show serial dependence or a trend "
-                     f"({result.factor} = {', '.join(str(v) for v in dependent[result.factor])})")
+                     f"({escape_latex(result.factor)} = {', '.join(escape_latex(str(v)) for v in dependent[result.factor])})")
     if block:
         parts.append(f"the block (round) shifts the values ({tables.p_phrase(result.block.anova_p)}, two-way ANOVA)")
     text = "; ".join(parts)
     return (text[0].upper() + text[1:] + ". The samples are therefore not independent draws: the comparison's "
             "$p$-value overstates the evidence, and the conditions of the hosts drifted during the campaign.")
+
+
+def _p_plain(p: float) -> str:
+    return "p < 0.001" if p < 0.001 else f"p = {p:.2g}"
 
 
 def sentence(result: LevelsResult, *, quantity: str, factor_label: str, scale: float, unit: str) -> str:
@@ -164,7 +228,7 @@ def sentence(result: LevelsResult, *, quantity: str, factor_label: str, scale: f
     for c, p_adj in zip(result.comparisons, result.p_adjusted):
         verdict = "differs significantly from" if p_adj < 1 - c.level else "does not differ significantly from"
         parts.append(f"{quantity} at {c.labels[1]} ({c.mean_b / scale:.3g} {unit}, n={c.n_b}) {verdict} "
-                     f"{c.labels[0]} ({c.mean_a / scale:.3g} {unit}, n={c.n_a}): {c.test}, p={format_p(p_adj)}, "
+                     f"{c.labels[0]} ({c.mean_a / scale:.3g} {unit}, n={c.n_a}): {c.test}, {_p_plain(p_adj)}, "
                      f"relative difference {100 * c.rel_diff:+.1f} % "
                      f"(CI {100 * c.rel_diff_ci[0]:+.1f} to {100 * c.rel_diff_ci[1]:+.1f} %).")
     return " ".join(parts)

@@ -35,7 +35,7 @@ def comparison_table(comparisons: Sequence, *, caption: str, label: str, notes: 
     rows = []
     for c in comparisons:
         rows.append({
-            "Comparison": f"{c.labels[1]} vs {c.labels[0]}", "$n$": f"{c.n_b}, {c.n_a}",
+            "Comparison": escape_latex(f"{c.labels[1]} vs {c.labels[0]}"), "$n$": f"{c.n_b}, {c.n_a}",
             "Test": escape_latex(c.test), "Statistic": format_number(c.statistic, 4), "$p$": format_p(c.p_value, markers=True),
             "Rel.\\ difference [CI]": f"{format_number(100 * c.rel_diff, 3)}\\,\\% "
                                       f"{format_ci(*c.rel_diff_ci, percent=True)}",
