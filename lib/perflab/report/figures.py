@@ -57,11 +57,12 @@ def levels(df: pd.DataFrame, *, factor: str, value: str, summary: pd.DataFrame, 
     for level in levels_:
         part = data[data[factor] == level].sort_values(order_col)
         ax_seq.plot(part[order_col], part["_y"], "o-", ms=2.2, lw=0.6, alpha=0.85, color=colors[level],
-                    label=f"{xlabel or factor} = {level}")
+                    label=str(level))
     ax_seq.set_xlabel("block (run order under RMIT)")
     ax_seq.set_ylabel(ylabel)
     ax_seq.set_title("(b) samples in run order", loc="left")
-    ax_seq.legend(loc="best", ncols=len(levels_))
+    ax_seq.legend(title=xlabel or factor, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0,
+                  alignment="left")
     low = float(np.nanmin(data["_y"]))
     for a in (ax, ax_seq):
         a.set_ylim(bottom=min(0.0, low) if low < 0 else 0.0)
