@@ -2,7 +2,8 @@
 
 Under RMIT (randomized multiple interleaved trials) every block runs each cell once, in an
 order shuffled afresh per block from a generator seeded with (seed, block), so the order
-is reproducible from the recorded seed. Warm-up blocks come first and are flagged.
+is reproducible from the recorded seed. Warm-up blocks come first and are flagged. A
+campaign with host groups runs the same schedule once per group; those run ids end in ``-g<k>``.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import hashlib
 import itertools
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
 import numpy as np
@@ -43,6 +44,7 @@ class Run:
     warmup: bool
     block: int
     position: int
+    group: int | None = None
 
 
 def cells(factors: Mapping[str, tuple], crossing: str = "grid") -> list[Cell]:
@@ -60,7 +62,17 @@ def run_id(campaign: str, cell: Cell, repetition: int, warmup: bool, seed: int) 
 
 
 def schedule(spec: Campaign) -> list[Run]:
-    """Every run of the campaign in execution order, warm-ups first."""
+    """Every run of the campaign in execution order, warm-ups first; with groups, group 0's runs, then group 1's, ...
+
+    Every group gets the same order; its run ids carry the suffix ``-g<k>`` (ids without groups are unchanged).
+    """
+    runs = _schedule(spec)
+    if not spec.groups:
+        return runs
+    return [replace(r, run_id=f"{r.run_id}-g{k}", group=k) for k in range(len(spec.groups)) for r in runs]
+
+
+def _schedule(spec: Campaign) -> list[Run]:
     grid = cells(spec.factors, spec.crossing)
     runs: list[Run] = []
     if spec.design == "sequential":

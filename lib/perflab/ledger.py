@@ -3,11 +3,13 @@
 Events are appended to ``ledger.jsonl`` in the campaign's raw directory; the last event of
 a run is its state. The raw store stays the authority on what is done (a sample directory
 exists), so a resume after ``kill -9`` is the set difference planned - stored, and a run
-left "running" by a crash simply runs again.
+left "running" by a crash simply runs again. Appends hold an exclusive lock on the file, so
+the threads of parallel host groups (and other processes) never interleave their lines.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import time
@@ -26,6 +28,7 @@ class Ledger:
         event = {"t": round(time.time(), 3), "run_id": run_id, "state": state, **extra}
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.path, "a") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
             fh.write(json.dumps(event) + "\n")
             fh.flush()
             os.fsync(fh.fileno())

@@ -16,6 +16,12 @@ block ends, the hosts are fingerprinted again and the differences (before/after 
 between hosts, since the previous block) are printed and stored in
 ``blocks/<b>/differences.json``. Teardown, neighbours, services and monitors are stopped
 whatever happens (failure, lost host, Ctrl-C).
+
+A campaign with ``groups`` runs the whole schedule once per group, each group on its own
+hosts with its own connections, services, neighbours, monitors and fingerprints, in a
+thread pool of ``parallel_groups`` workers. A group whose host goes away stops (its
+processes stopped) while the others run on; the run then raises :class:`RunnerError`
+naming it, and a rerun resumes.
 """
 
 from __future__ import annotations
@@ -27,7 +33,9 @@ import platform
 import secrets
 import shlex
 import sys
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,15 +72,20 @@ class Summary:
 
 
 class Progress:
-    """Line-based progress (done/total, failures, ETA), at most one line per ``interval`` seconds."""
+    """Line-based progress (done/total, failures, ETA), at most one line per ``interval`` seconds; thread-safe."""
 
     def __init__(self, total: int, done: int, *, stream: TextIO | None = None, interval: float = 1.0) -> None:
         self.total, self.done, self.failures = total, done, 0
         self.start_done, self.t0, self.last = done, time.monotonic(), 0.0
         self.stream, self.interval = stream or sys.stdout, interval
+        self.lock = threading.Lock()
 
     def update(self, label: str, *, ok: bool, detail: str = "") -> None:
         """Count one finished attempt and print a line when due (always for the last one)."""
+        with self.lock:
+            self._update(label, ok=ok, detail=detail)
+
+    def _update(self, label: str, *, ok: bool, detail: str) -> None:
         if ok:
             self.done += 1
         else:
@@ -90,7 +103,8 @@ class Progress:
 
     def note(self, text: str) -> None:
         """Print a line that is not about one sample (fingerprint differences, cleanup)."""
-        print(f"  {text}", file=self.stream, flush=True)
+        with self.lock:
+            print(f"  {text}", file=self.stream, flush=True)
 
 
 def format_duration(seconds: float) -> str:
@@ -128,9 +142,35 @@ def plan(spec: Campaign) -> dict[str, Any]:
 
     ``estimated_seconds`` is the tools' expected measurement time plus ``overhead_seconds``
     (monitors, fingerprints and one settle poll per sample); ``settle_max_seconds`` is the
-    most the settle condition can add when the hosts never settle.
+    most the settle condition can add when the hosts never settle. With groups, samples
+    count every group's runs and the times are divided by the pool size ``parallel_groups``.
     """
     runs = design.schedule(spec)
+    parts = [spec.for_group(k) for k in range(len(spec.groups))] if spec.groups else [spec]
+    estimates = [_estimate(part, [r for r in runs if r.group == part.group]) for part in parts]
+    measure, overhead = sum(m for m, _ in estimates), sum(o for _, o in estimates)
+    settle_max = len(runs) * spec.settle.timeout if spec.settle else 0.0
+    grouped = {}
+    if spec.groups:
+        measure, overhead, settle_max = (x / spec.parallel_groups for x in (measure, overhead, settle_max))
+        grouped = {"groups": [dict(g) for g in spec.groups], "parallel_groups": spec.parallel_groups}
+    hosts = spec.involved()
+    blocks = len({fingerprint_block(spec, r) for r in runs})
+    return {"campaign": spec.name, "tool": spec.tool, "design": spec.design, "seed": spec.seed,
+            "cells": len(design.cells(spec.factors, spec.crossing)), "repetitions": spec.repetitions,
+            "warmups": spec.warmups, "samples": len(runs), "blocks": blocks, "hosts": hosts,
+            "measure_seconds": round(measure, 1), "overhead_seconds": round(overhead, 1),
+            "estimated_seconds": round(measure + overhead, 1),
+            "settle_max_seconds": round(settle_max, 1),
+            "settle": None if spec.settle is None else vars(spec.settle) | {"hosts": list(spec.settle.hosts)},
+            "setup": [vars(st) for st in spec.setup], "teardown": [vars(st) for st in spec.teardown],
+            "neighbours": [{"on": n.on, "run": n.run, "cells": {k: list(v) for k, v in n.cells.items()}}
+                           for n in spec.neighbours],
+            "monitors": spec.monitors, "fingerprints": spec.fingerprints, **grouped, "runs": runs}
+
+
+def _estimate(spec: Campaign, runs: list[design.Run]) -> tuple[float, float]:
+    """Expected measurement seconds and overhead seconds of ``runs`` on the hosts of ``spec`` (no groups)."""
     tool = tools.get(spec.tool)
     measure = sum(tool.expected_duration({**spec.params, **r.cell.levels}) for r in runs)
     hosts = spec.involved()
@@ -139,17 +179,7 @@ def plan(spec: Campaign) -> dict[str, Any]:
     overhead += 2 * blocks * len(hosts) * (FINGERPRINT_SECONDS if spec.fingerprints else 0)
     if spec.settle:
         overhead += len(runs) * len(spec.settle.hosts) * SETTLE_POLL_SECONDS
-    return {"campaign": spec.name, "tool": spec.tool, "design": spec.design, "seed": spec.seed,
-            "cells": len(design.cells(spec.factors, spec.crossing)), "repetitions": spec.repetitions,
-            "warmups": spec.warmups, "samples": len(runs), "blocks": blocks, "hosts": hosts,
-            "measure_seconds": round(measure, 1), "overhead_seconds": round(overhead, 1),
-            "estimated_seconds": round(measure + overhead, 1),
-            "settle_max_seconds": round(len(runs) * spec.settle.timeout, 1) if spec.settle else 0.0,
-            "settle": None if spec.settle is None else vars(spec.settle) | {"hosts": list(spec.settle.hosts)},
-            "setup": [vars(st) for st in spec.setup], "teardown": [vars(st) for st in spec.teardown],
-            "neighbours": [{"on": n.on, "run": n.run, "cells": {k: list(v) for k, v in n.cells.items()}}
-                           for n in spec.neighbours],
-            "monitors": spec.monitors, "fingerprints": spec.fingerprints, "runs": runs}
+    return measure, overhead
 
 
 class _Background:
@@ -236,9 +266,11 @@ class _Blocks:
         self.spec, self.hosts, self.store, self.progress = spec, hosts, store, progress
         self.current: int | None = None
         self.reported: set[str] = set()
+        #: Groups fingerprint (and compare) their own hosts, each into its own files.
+        self.suffix = "" if spec.group is None else f"-g{spec.group}"
 
     def _path(self, block: int, when: str, host: str) -> str:
-        return f"blocks/{block}/fingerprint-{when}-{host}.json"
+        return f"blocks/{block}/fingerprint-{when}-{host}{self.suffix}.json"
 
     def _load(self, block: int, when: str) -> dict[str, dict]:
         out = {}
@@ -289,7 +321,7 @@ class _Blocks:
                 self.progress.note(f"fingerprint: {text}")
         record = {k: [vars(d) | {"hosts": list(d.hosts)} for d in v] if isinstance(v, list) else v
                   for k, v in found.items()}
-        path = f"blocks/{block}/differences.json"
+        path = f"blocks/{block}/differences{self.suffix}.json"
         if not (self.store.dir / path).exists():
             self.store.put_file(path, json.dumps(record, indent=1, default=str) + "\n")
 
@@ -299,9 +331,10 @@ def run(spec: Campaign, entries: Mapping[str, HostEntry], raw_root: str | Path, 
         on_sample: Callable[[design.Run], None] | None = None) -> Summary:
     """Run (or resume) ``spec`` on the inventory ``entries``, storing raw data under ``raw_root``.
 
-    ``limit`` stops after that many samples (for pilots and tests); ``on_sample`` is called
-    after each stored sample. A host that goes away records the failed attempt and raises
-    :class:`RunnerError` after everything started was stopped; rerunning resumes.
+    ``limit`` stops after that many samples (for pilots and tests; with groups, per group);
+    ``on_sample`` is called after each stored sample (with groups, from the groups' threads).
+    A host that goes away records the failed attempt and raises :class:`RunnerError` after
+    everything started was stopped (with groups, after the other groups finished); rerunning resumes.
     """
     names = spec.involved()
     missing = [name for name in names if name not in entries]
@@ -333,7 +366,6 @@ def _exclusive(directory: Path) -> Iterator[None]:
 
 def _run(spec: Campaign, entries: Mapping[str, HostEntry], runs: list[design.Run], store: RawStore, *,
          stream: TextIO | None, limit: int | None, on_sample: Callable[[design.Run], None] | None) -> Summary:
-    names = spec.involved()
     store.begin({"campaign": spec.name, "design_digest": spec.digest(), "spec": dict(spec.doc),
                  "source": spec.source, "perflab": __version__, "python": platform.python_version(),
                  "schedule": [r.run_id for r in runs],
@@ -349,15 +381,34 @@ def _run(spec: Campaign, entries: Mapping[str, HostEntry], runs: list[design.Run
         return summary
     if summary.already_done:
         print(f"{spec.name}: resuming, {summary.already_done} of {len(runs)} samples already stored", file=out, flush=True)
-    todo = todo[:limit]
-    last_of_block = {fingerprint_block(spec, r): r.run_id for r in runs}
     progress = Progress(len(runs), summary.already_done, stream=out)
-    with connect(entries, names) as hosts:
+    if spec.groups:
+        return _run_groups(spec, entries, runs, todo, store, progress, limit=limit, on_sample=on_sample,
+                           summary=summary)
+    try:
+        _session(spec, entries, runs, todo[:limit], store, progress, on_sample=on_sample, summary=summary)
+    except HostError as exc:
+        raise RunnerError(f"{exc}. The campaign stopped after {summary.already_done + summary.done} of "
+                          f"{len(runs)} samples; bring the host back, then rerun the same command to resume "
+                          f"(stored samples are kept)") from exc
+    return summary
+
+
+def _session(spec: Campaign, entries: Mapping[str, HostEntry], runs: list[design.Run], todo: list[design.Run],
+             store: RawStore, progress: Progress, *, on_sample: Callable[[design.Run], None] | None,
+             summary: Summary, stop: threading.Event | None = None) -> None:
+    """Run ``todo`` (part of ``runs``) on one connection per host of ``spec``, counting into ``summary``.
+
+    Stops early when ``stop`` is set; cells, neighbours and services are stopped whatever happens.
+    """
+    last_of_block = {fingerprint_block(spec, r): r.run_id for r in runs}
+    with connect(entries, spec.involved()) as hosts:
         engine = _Engine(spec, hosts, store, progress)
         try:
             for run_ in todo:
-                ok = engine.sample(run_)
-                if ok:
+                if stop is not None and stop.is_set():
+                    break
+                if engine.sample(run_):
                     summary.done += 1
                     if on_sample:
                         on_sample(run_)
@@ -365,12 +416,45 @@ def _run(spec: Campaign, entries: Mapping[str, HostEntry], runs: list[design.Run
                     summary.failed.append(run_.run_id)
                 if last_of_block[fingerprint_block(spec, run_)] == run_.run_id:
                     engine.blocks.finish()
-        except HostError as exc:
-            raise RunnerError(f"{exc}. The campaign stopped after {summary.already_done + summary.done} of "
-                              f"{len(runs)} samples; bring the host back, then rerun the same command to resume "
-                              f"(stored samples are kept)") from exc
         finally:
             summary.notes += engine.close()
+
+
+def _run_groups(spec: Campaign, entries: Mapping[str, HostEntry], runs: list[design.Run], todo: list[design.Run],
+                store: RawStore, progress: Progress, *, limit: int | None,
+                on_sample: Callable[[design.Run], None] | None, summary: Summary) -> Summary:
+    """Run every group's part of ``todo`` in a pool of ``parallel_groups`` threads; merge into ``summary``."""
+    stop = threading.Event()
+
+    def one(k: int) -> tuple[Summary, str | None]:
+        part = Summary(planned=0, already_done=0)
+        mine = [r for r in runs if r.group == k]
+        try:
+            _session(spec.for_group(k), entries, mine, [r for r in todo if r.group == k][:limit], store, progress,
+                     on_sample=on_sample, summary=part, stop=stop)
+        except (HostError, RunnerError) as exc:
+            progress.note(f"group {k} stopped: {exc}")
+            return part, str(exc)
+        return part, None
+
+    with ThreadPoolExecutor(max_workers=spec.parallel_groups, thread_name_prefix="perflab-group") as pool:
+        futures = [pool.submit(one, k) for k in range(len(spec.groups))]
+        try:
+            results = [f.result() for f in futures]
+        except BaseException:
+            stop.set()
+            raise
+    errors = []
+    for k, (part, error) in enumerate(results):
+        summary.done += part.done
+        summary.failed += part.failed
+        summary.notes += part.notes
+        if error:
+            errors.append(f"group {k}: {error}")
+    if errors:
+        raise RunnerError(f"{'; '.join(errors)}. The other groups ran on; {summary.already_done + summary.done} of "
+                          f"{len(runs)} samples are stored; bring the host back, then rerun the same command to "
+                          f"resume (stored samples are kept)")
     return summary
 
 
@@ -437,7 +521,8 @@ class _Engine:
     def sample(self, run_: design.Run) -> bool:
         """Run one planned sample with its retries; True when a sample was stored."""
         params = {**self.spec.params, **run_.cell.levels}
-        label = f"{run_.cell.slug} {'warm-up' if run_.warmup else 'rep'} {run_.repetition}"
+        group = "" if run_.group is None else f"g{run_.group} "
+        label = f"{group}{run_.cell.slug} {'warm-up' if run_.warmup else 'rep'} {run_.repetition}"
         measured = self.prepare(run_)
         first = self.store.attempts(run_.run_id) + 1
         for attempt in range(first, first + self.spec.retries + 1):
@@ -513,5 +598,7 @@ def _sample_files(spec: Campaign, tool: tools.Tool, run_: design.Run, attempt: i
             "attempt": attempt, "status": "failed" if reason else "ok", "reason": reason or None,
             "roles": dict(spec.hosts), "commands": commands, "settle": settle, "neighbours": neighbours,
             "perflab": __version__}
+    if spec.group is not None:
+        meta |= {"group": spec.group, "group_hosts": dict(spec.doc["groups"][spec.group])}
     files["meta.json"] = json.dumps(meta, indent=1, default=str) + "\n"
     return files

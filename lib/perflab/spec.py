@@ -1,7 +1,8 @@
 """Campaign files: YAML validated against a JSON schema, errors with file, line and field.
 
 A campaign names one benchmark tool, the hosts that play its roles, the factors whose
-levels are crossed into cells, and how the cells are repeated and ordered; optionally a
+levels are crossed into cells, and how the cells are repeated and ordered; optionally
+independent host groups that each run the whole schedule in parallel, a
 settle condition before each sample, setup and teardown steps per cell, background loads
 (noisy neighbours) for some cells, and whether monitors and fingerprints run. The format
 is documented field by field in ``docs/campaigns.md``.
@@ -14,7 +15,7 @@ import hashlib
 import json
 import re
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping
@@ -27,7 +28,7 @@ from . import tools
 SCHEMA = json.loads(resources.files("perflab").joinpath("schemas/campaign.schema.json").read_text())
 #: Columns of the tidy table that a factor must not shadow.
 RESERVED = frozenset({"campaign", "run_id", "block", "position", "repetition", "warmup", "metric", "value",
-                      "unit", "tool", "host", "source", "cell"})
+                      "unit", "tool", "host", "group", "source", "cell"})
 
 
 #: Role names that commonly appear in campaigns; a target with such a name must be a role of ``hosts``.
@@ -116,6 +117,16 @@ class Campaign:
     neighbours: tuple[Neighbour, ...] = ()
     monitors: bool = True
     fingerprints: bool = True
+    #: Independent role -> host mappings, each running the whole schedule (empty: no groups).
+    groups: tuple[Mapping[str, str], ...] = ()
+    #: How many groups run at the same time (the size of the thread pool).
+    parallel_groups: int = 1
+    #: The index of the group this campaign is restricted to (see :meth:`for_group`), else None.
+    group: int | None = None
+
+    def for_group(self, index: int) -> Campaign:
+        """This campaign restricted to group ``index``: its roles on the group's hosts, without other groups."""
+        return replace(self, hosts={**self.hosts, **self.groups[index]}, groups=(), parallel_groups=1, group=index)
 
     def host_of(self, target: str) -> str:
         """The inventory host name of ``target``: a role's host, or ``target`` itself (a host name)."""
@@ -127,7 +138,7 @@ class Campaign:
 
     def involved(self) -> list[str]:
         """Every inventory host the campaign touches: its roles' hosts and those named by its steps."""
-        names = set(self.hosts.values())
+        names = set(self.hosts.values()) | {name for group in self.groups for name in group.values()}
         names |= {self.host_of(t) for t in (self.settle.hosts if self.settle else ())}
         names |= {self.host_of(s.on) for s in (*self.setup, *self.teardown, *self.neighbours)}
         return sorted(names)
@@ -197,21 +208,28 @@ def load(path: str | Path, *, text: str | None = None) -> Campaign:
     if problems:
         raise SpecError(path, problems)
     settle = doc.get("settle")
+    groups = tuple(dict(g) for g in doc.get("groups", []))
     return Campaign(
         name=doc["campaign"], tool=doc["benchmark"]["tool"], params=doc["benchmark"].get("params", {}),
-        hosts=doc["hosts"], factors={k: tuple(v) for k, v in doc["factors"].items()},
+        hosts=doc.get("hosts", {}), factors={k: tuple(v) for k, v in doc["factors"].items()},
         crossing=doc.get("crossing", "grid"), repetitions=doc.get("repetitions", 40),
         warmups=doc.get("warmups", 1), design=doc.get("design", "rmit"), seed=doc.get("seed", 0),
         timeout=doc.get("timeout"), retries=doc.get("retries", 1), source=path, doc=doc,
         settle=None if settle is None else Settle(
-            tuple(settle.get("hosts", sorted(doc["hosts"]))), float(settle["max_load1"]),
+            tuple(settle.get("hosts", sorted(_roles(doc)))), float(settle["max_load1"]),
             float(settle.get("timeout", 120)), float(settle.get("poll", 1))),
         setup=tuple(Step(**st) for st in doc.get("setup", [])),
         teardown=tuple(Step(**st) for st in doc.get("teardown", [])),
         neighbours=tuple(Neighbour(n["on"], n["run"], {k: tuple(v) for k, v in n.get("cells", {}).items()})
                          for n in doc.get("neighbours", [])),
         monitors=doc.get("monitors", True), fingerprints=doc.get("fingerprints", True),
+        groups=groups, parallel_groups=doc.get("parallel_groups", len(groups) or 1),
     )
+
+
+def _roles(doc: Mapping[str, Any]) -> dict[str, str]:
+    """Every role of a campaign document: those of ``hosts`` and of the first group (groups share roles)."""
+    return {**doc.get("hosts", {}), **(doc.get("groups") or [{}])[0]}
 
 
 def _semantic_problems(doc: dict, lines: dict[tuple, int], path: str) -> list[str]:
@@ -221,10 +239,16 @@ def _semantic_problems(doc: dict, lines: dict[tuple, int], path: str) -> list[st
         tool = tools.get(tool_name)
     except KeyError as exc:
         return [f"{path}:{_where(lines, ('benchmark', 'tool'))}: benchmark.tool: {exc.args[0]}"]
-    missing = [r for r in tool.roles if r not in doc["hosts"]]
-    if missing:
-        problems.append(f"{path}:{_where(lines, ('hosts',))}: hosts: tool {tool_name} needs role(s) "
-                        f"{', '.join(missing)}; add e.g. `{missing[0]}: h1` under hosts")
+    if "groups" in doc:
+        problems += _group_problems(doc, tool.roles, lines, path)
+    else:
+        missing = [r for r in tool.roles if r not in doc.get("hosts", {})]
+        if missing:
+            problems.append(f"{path}:{_where(lines, ('hosts',))}: hosts: tool {tool_name} needs role(s) "
+                            f"{', '.join(missing)}; add e.g. `{missing[0]}: h1` under hosts (or use groups)")
+        if "parallel_groups" in doc:
+            problems.append(f"{path}:{_where(lines, ('parallel_groups',))}: parallel_groups: only applies with "
+                            f"groups; add groups or remove parallel_groups")
     for name in doc["factors"]:
         if name in RESERVED:
             problems.append(f"{path}:{_where(lines, ('factors', name))}: factors.{name}: {name!r} is a reserved "
@@ -235,10 +259,30 @@ def _semantic_problems(doc: dict, lines: dict[tuple, int], path: str) -> list[st
     return problems + _reference_problems(doc, lines, path)
 
 
+def _group_problems(doc: dict, tool_roles: tuple[str, ...], lines: dict[tuple, int], path: str) -> list[str]:
+    """Every group names the tool's roles and the same roles as the others; no host is in two groups."""
+    problems = []
+    groups = doc["groups"]
+    roles = sorted(set(tool_roles) | {role for group in groups for role in group})
+    owner: dict[str, int] = {}
+    for k, group in enumerate(groups):
+        missing = [r for r in roles if r not in group]
+        if missing:
+            problems.append(f"{path}:{_where(lines, ('groups', k))}: groups.{k}: incomplete group: expected roles "
+                            f"{', '.join(roles)}; missing {', '.join(missing)}; add e.g. `{missing[0]}: h1` to it")
+        for role, host in group.items():
+            if owner.setdefault(host, k) != k:
+                problems.append(f"{path}:{_where(lines, ('groups', k, role))}: groups.{k}.{role}: host {host!r} is "
+                                f"already in group {owner[host]}; groups must use disjoint hosts (independent "
+                                f"groups), so give each group its own hosts")
+    return problems
+
+
 def _reference_problems(doc: dict, lines: dict[tuple, int], path: str) -> list[str]:
     """Roles, hosts, factors and placeholders named by settle, setup, teardown and neighbours."""
     problems = []
-    roles, names = doc["hosts"], set(doc["hosts"].values())
+    roles = _roles(doc)
+    names = set(roles.values()) | {name for group in doc.get("groups", []) for name in group.values()}
     known = [*doc["factors"], *doc["benchmark"].get("params", {}), *(f"{role}_address" for role in roles)]
 
     def target(where: tuple, value: str) -> None:

@@ -2,7 +2,8 @@
 
 The boolean ``summary`` column tells a sample's summary values (what a user reports; rows
 without extra dimensions, unless a parser says otherwise with a ``summary`` dimension)
-from detail rows such as per-stream or per-interval values.
+from detail rows such as per-stream or per-interval values. The ``group`` column is the
+sample's host group (an integer; missing for campaigns without groups).
 
 The raw directory is verified against its manifest first; a sample whose output does not
 parse is quarantined with the reason, never turned into a number. Outputs are written
@@ -25,7 +26,7 @@ from .tools.base import ParseError
 
 #: Columns every tidy table starts with, in this order; factor and dimension columns follow.
 BASE_COLUMNS = ["campaign", "run_id", "block", "position", "repetition", "warmup", "tool", "host",
-                "started_utc", "metric", "summary", "value", "unit"]
+                "group", "started_utc", "metric", "summary", "value", "unit"]
 
 
 class TidyError(RuntimeError):
@@ -56,7 +57,8 @@ def frame(raw_dir: str | Path, *, verify: bool = True) -> tuple[pd.DataFrame, pd
         first = meta["commands"][0] if meta["commands"] else {}
         common = {"campaign": meta["campaign"], "run_id": meta["run_id"], "block": meta["block"],
                   "position": meta["position"], "repetition": meta["repetition"], "warmup": meta["warmup"],
-                  "tool": meta["tool"], "host": first.get("host"), "started_utc": first.get("started_utc"),
+                  "tool": meta["tool"], "host": first.get("host"), "group": meta.get("group"),
+                  "started_utc": first.get("started_utc"),
                   **{f: meta["cell"].get(f) for f in factors}}
         try:
             measurements = tool.parse(_read(sdir / "stdout"), _read(sdir / "stderr"), source=source)
@@ -71,9 +73,9 @@ def frame(raw_dir: str | Path, *, verify: bool = True) -> tuple[pd.DataFrame, pd
     if df.empty:
         df = pd.DataFrame(columns=BASE_COLUMNS + factors)
     extra = [c for c in df.columns if c not in BASE_COLUMNS and c not in factors]
-    df = df[BASE_COLUMNS[:9] + factors + BASE_COLUMNS[9:] + extra]
+    df = df[BASE_COLUMNS[:10] + factors + BASE_COLUMNS[10:] + extra]
     df = df.astype({"block": "int64", "position": "int64", "repetition": "int64", "warmup": "bool", "summary": "bool",
-                    "value": "float64"})
+                    "value": "float64", "group": "Int64"})
     df["started_utc"] = pd.to_datetime(df["started_utc"], utc=True)
     for col in ("campaign", "run_id", "tool", "host", "metric", "unit", "source"):
         if col in df:
