@@ -37,3 +37,11 @@ def test_pilot_refuses_a_single_repetition(capsys):
     assert cli.main(["pilot", str(ROOT / "campaigns/iperf3-streams.yaml"), "--repetitions", "1",
                      "--inventory", "localhost", "--raw", "/nonexistent"]) == 2
     assert "at least 2 repetitions" in capsys.readouterr().err
+
+
+def test_plan_shows_parallel_host_groups(tmp_path, capsys):
+    path = tmp_path / "g.yaml"
+    path.write_text("campaign: g\nbenchmark: {tool: iperf3}\ngroups: [{client: h1, server: h2}, {client: h3, server: h4}]\n"
+                    "parallel_groups: 1\nfactors: {parallel: [1]}\nrepetitions: 2\n")
+    assert cli.main(["plan", str(path), "--head", "0"]) == 0
+    assert "2 independent host groups, 1 at a time: client=h1, server=h2; client=h3, server=h4" in capsys.readouterr().out

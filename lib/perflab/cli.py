@@ -55,6 +55,9 @@ def _plan(args: argparse.Namespace) -> int:
     print(f"campaign {info['campaign']}: tool {info['tool']}, design {info['design']} (seed {info['seed']})")
     print(f"  {info['cells']} cells x ({info['warmups']} warm-up + {info['repetitions']} repetitions) "
           f"= {info['samples']} samples; {info['blocks']} fingerprinted block(s) on hosts {', '.join(info['hosts'])}")
+    if info.get("groups"):
+        groups = "; ".join(", ".join(f"{role}={host}" for role, host in g.items()) for g in info["groups"])
+        print(f"  {len(info['groups'])} independent host groups, {info['parallel_groups']} at a time: {groups}")
     print(f"  estimated duration {runner.format_duration(info['estimated_seconds'])}: "
           f"{runner.format_duration(info['measure_seconds'])} of measurement + "
           f"{runner.format_duration(info['overhead_seconds'])} of monitors, fingerprints and settle polls")
