@@ -39,7 +39,7 @@ def ran(lab_inventory, tmp_path_factory):
 def test_every_planned_sample_is_stored_verbatim_with_its_metadata(ran, lab_inventory):
     tmp, campaign, summary, progress = ran
     assert summary.complete and summary.done == 8 and not summary.failed
-    assert "[8/8]" in progress and "ETA" in progress
+    assert "[8/8]" in progress and "ETA" in progress and "throughput" in progress and "Gbit/s" in progress
     samples = sorted((tmp / "raw/tiny/samples").iterdir())
     assert len(samples) == 8
     for sdir in samples:

@@ -542,7 +542,7 @@ class _Engine:
             if not reason and results:
                 try:
                     rows = self.tool.parse(results[0][2].stdout, results[0][2].stderr, source=f"{run_.run_id}/stdout")
-                    detail = _headline(rows)
+                    detail = _headline(rows, self.tool.primary_metric)
                 except ParseError as exc:
                     reason = f"output does not parse: {exc}"
             files.update(_sample_files(self.spec, self.tool, run_, attempt, results, reason,
@@ -570,10 +570,12 @@ class _Engine:
         return notes
 
 
-def _headline(rows: list) -> str:
-    if not rows or rows[0].value is None:
+def _headline(rows: list, primary: str | None) -> str:
+    """The value a progress line shows: the tool's primary summary metric, else its first summary row."""
+    summary = [m for m in rows if not m.dims and m.value is not None]
+    m = next((m for m in summary if m.metric == primary), summary[0] if summary else None)
+    if m is None:
         return ""
-    m = rows[0]
     if m.unit == "bit/s":
         return f"{m.metric} {m.value / 1e9:.3g} Gbit/s"
     return f"{m.metric} {m.value:.4g} {m.unit}"

@@ -28,6 +28,7 @@ class Dd(Tool):
 
     name = "dd"
     parser_version = 1
+    primary_metric = "throughput_computed"
     packages = ("coreutils",)
     version_argv = ("dd", "--version")
 

@@ -100,6 +100,7 @@ class Hpcc(Tool):
 
     name = "hpcc"
     parser_version = 1
+    primary_metric = "hpl_rate"
     roles = ("client",)
     packages = ("hpcc", "openmpi-bin")
     version_argv = ("sh", "-c", "dpkg-query -W -f '${Version}' hpcc")

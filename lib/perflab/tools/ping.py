@@ -28,6 +28,7 @@ class Ping(Tool):
 
     name = "ping"
     parser_version = 1
+    primary_metric = "rtt_avg"
     roles = ("client", "server")
     packages = ("iputils-ping",)
     version_argv = ("ping", "-V")

@@ -30,6 +30,7 @@ class Sysbench(Tool):
 
     name = "sysbench"
     parser_version = 1
+    primary_metric = "events_per_second"
     packages = ("sysbench",)
     version_argv = ("sysbench", "--version")
 
