@@ -2,7 +2,7 @@
 # Install the Debian packages perflab needs (benchmarks, sshd, namespaces, TeX), only if missing.
 set -euo pipefail
 packages=(
-  openssh-server openssh-client iproute2 procps psmisc iputils-ping util-linux coreutils
+  python3 python3-venv openssh-server openssh-client iproute2 procps psmisc iputils-ping util-linux coreutils
   iperf3 iperf fio sysstat sysbench stress-ng hpcc
   latexmk texlive-latex-base texlive-latex-recommended texlive-latex-extra texlive-fonts-recommended
   lmodern fonts-lmodern poppler-utils
