@@ -1,4 +1,8 @@
-"""Per-command dispatch cost: persistent SSH connection to a lab host vs local fork/exec."""
+"""Per-command dispatch cost on a lab host: perflab's persistent shell vs one SSH exec per command.
+
+Both go over the same Fabric connection; the exec path is what Fabric's ``Connection.run``
+does (a new SSH session per command). A local fork/exec is the floor.
+"""
 
 from __future__ import annotations
 
@@ -25,15 +29,17 @@ def main() -> None:
         with remote.connect(inventory.load(created.inventory_path)) as hosts:
             host = hosts["h1"]
             host.run("true")
-            ssh = per_call(lambda: host.run("true"))
-            ssh_timeout = per_call(lambda: host.run("true", timeout=10))
+            shell = per_call(lambda: host.run("true", timeout=10))
+            conn = host.connection()
+            exec_ = per_call(lambda: conn.run("true", hide=True, in_stream=False))
         local = per_call(lambda: subprocess.run(["true"], check=True))
     finally:
         lab.down("bench")
-    print(f"local fork/exec      {local * 1e3:8.2f} ms per command")
-    print(f"SSH exec             {ssh * 1e3:8.2f} ms per command  ({ssh / local:.0f}x local)")
-    print(f"SSH exec + timeout   {ssh_timeout * 1e3:8.2f} ms per command  ({ssh_timeout / local:.0f}x local)")
-    print(f"overhead on a 1 s sample: {ssh_timeout * 100:.1f} %")
+    print(f"local fork/exec               {local * 1e3:8.2f} ms per command")
+    print(f"SSH exec per command (Fabric) {exec_ * 1e3:8.2f} ms per command  ({exec_ / local:.0f}x local)")
+    print(f"perflab persistent shell      {shell * 1e3:8.2f} ms per command  ({shell / local:.0f}x local)")
+    print(f"exec / persistent shell: {exec_ / shell:.0f}x; overhead on a 1 s sample: "
+          f"{exec_ * 100:.1f} % vs {shell * 100:.2f} %")
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from conftest import ROOT_ONLY
+from helpers import ROOT_ONLY
 from perflab import runner, spec, store, tidy
 from perflab.report import levels
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT_ONLY
+from helpers import ROOT_ONLY
 from perflab import design, runner, spec, store, tidy, tools
 from perflab.ledger import Ledger
 

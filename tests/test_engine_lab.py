@@ -14,7 +14,7 @@ from typing import Any, Mapping
 
 import pytest
 
-from conftest import ROOT_ONLY
+from helpers import ROOT_ONLY
 from perflab import design, remote, runner, spec, store, tools
 from perflab.ledger import Ledger
 from perflab.tools.base import Command, Measurement, Rows, Tool

@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from conftest import ROOT_ONLY, leftovers
+from helpers import ROOT_ONLY, leftovers
 from perflab import inventory, lab as lab_mod, remote
 
 pytestmark = [ROOT_ONLY, pytest.mark.lab]
@@ -73,3 +73,13 @@ def test_mtu_and_rate_limit_are_applied_and_down_removes_everything():
 def test_layout_rejects_bad_names():
     with pytest.raises(lab_mod.LabError, match="lowercase"):
         lab_mod.layout("Bad-Name")
+
+
+def test_persistent_shell_frames_output_exactly(hosts):
+    host = hosts["h1"]
+    res = host.run("printf 'x\\n__PERFLAB_REPLY__ 9 9 9\\n'; echo err >&2; exit 7")
+    assert (res.stdout, res.stderr, res.exit_code) == ("x\n__PERFLAB_REPLY__ 9 9 9\n", "err\n", 7)
+    big = host.run("head -c 300000 /dev/zero | tr '\\0' a")
+    assert big.stdout == "a" * 300000
+    assert host.run("cat").stdout == "", "a command must not read the shell's own stdin"
+    assert host.run("hostname").stdout.strip() == "h1"

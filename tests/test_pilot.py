@@ -5,7 +5,7 @@ import io
 import pandas as pd
 import pytest
 
-from conftest import ROOT_ONLY
+from helpers import ROOT_ONLY
 from perflab import pilot, spec, stats
 
 TEXT = """\

@@ -9,7 +9,7 @@ import nbformat
 import pytest
 import yaml
 
-from conftest import ROOT_ONLY, leftovers
+from helpers import ROOT_ONLY, leftovers
 from perflab import lab as lab_mod, store
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import ROOT_ONLY
+from helpers import ROOT_ONLY
 from perflab import runner, spec, store, tidy
 from perflab.report import levels
 

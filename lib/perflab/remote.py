@@ -9,6 +9,7 @@ are stopped by process group.
 from __future__ import annotations
 
 import shlex
+import socket
 import threading
 import time
 from dataclasses import dataclass, field
@@ -79,6 +80,56 @@ class Service:
     stopped: bool = field(default=False)
 
 
+class _Shell:
+    """One long-lived ``sh`` on a channel of the host's connection, running commands one at a time.
+
+    An SSH exec request costs ~170 ms on a lab host (sshd sets up a session per request);
+    a command written to a shell that is already running costs about a millisecond. Each
+    command runs in a subshell with stdin from /dev/null and its stdout and stderr captured
+    to files, so the reply is framed exactly: a header line with the exit status and the two
+    byte counts, then the bytes.
+    """
+
+    MARK = b"__PERFLAB_REPLY__"
+    PRELUDE = (b"__pl() { d=$(mktemp -d) || exit 1; (eval \"$1\") >\"$d/o\" 2>\"$d/e\" </dev/null; r=$?; "
+               b"printf '\\n__PERFLAB_REPLY__ %s %s %s\\n' \"$r\" \"$(wc -c <\"$d/o\")\" \"$(wc -c <\"$d/e\")\"; "
+               b"cat \"$d/o\" \"$d/e\"; rm -rf \"$d\"; }\n")
+
+    def __init__(self, conn: Connection) -> None:
+        self.chan = conn.transport.open_session(timeout=30)
+        self.chan.exec_command("exec sh")
+        self.chan.sendall(self.PRELUDE)
+        self.buf = b""
+
+    def _fill(self, deadline: float | None) -> None:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(round(left, 1))
+            self.chan.settimeout(left)
+        try:
+            data = self.chan.recv(1 << 16)
+        except socket.timeout:
+            raise TimeoutError("the reply deadline") from None
+        if not data:
+            raise EOFError("the shell's channel closed")
+        self.buf += data
+
+    def run(self, line: str, timeout: float | None) -> tuple[str, str, int]:
+        """Run ``line`` in the shell; return (stdout, stderr, exit status)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        self.chan.sendall(f"__pl {shlex.quote(line)}\n".encode())
+        while (at := self.buf.find(self.MARK)) < 0 or self.buf.find(b"\n", at) < 0:
+            self._fill(deadline)
+        end = self.buf.index(b"\n", at)
+        code, n_out, n_err = (int(x) for x in self.buf[at + len(self.MARK):end].split())
+        while len(self.buf) < end + 1 + n_out + n_err:
+            self._fill(deadline)
+        body = self.buf[end + 1:end + 1 + n_out + n_err]
+        self.buf = self.buf[end + 1 + n_out + n_err:]
+        return (body[:n_out].decode("utf-8", "replace"), body[n_out:].decode("utf-8", "replace"), code)
+
+
 class Host:
     """A host of the inventory, reached over one persistent Fabric connection (or locally)."""
 
@@ -88,6 +139,7 @@ class Host:
         self.address = entry.address
         self._lock = threading.Lock()
         self._conn: Connection | None = None
+        self._shell: _Shell | None = None
         self._connect_timeout = connect_timeout
         self.workdir = f"/tmp/perflab-{entry.name}"
 
@@ -132,20 +184,21 @@ class Host:
             line = f"timeout --kill-after={KILL_AFTER} {timeout:g} sh -c {shlex.quote(line)}"
         started = time.time()
         with self._lock:
+            if self.is_local:
+                res = invoke.run(line, hide=True, warn=True, in_stream=False)
+                return Result(self.name, command, res.stdout, res.stderr, res.exited, started, time.time())
             try:
-                if self.is_local:
-                    res = invoke.run(line, hide=True, warn=True, in_stream=False)
-                else:
-                    res = self.connection().run(line, hide=True, warn=True, in_stream=False,
-                                                timeout=None if timeout is None else timeout + KILL_AFTER + 30)
+                if self._shell is None:
+                    self._shell = _Shell(self.connection())
+                stdout, stderr, code = self._shell.run(line, None if timeout is None else timeout + KILL_AFTER + 30)
             except (OSError, paramiko.SSHException, EOFError) as exc:
                 self.close()
                 raise HostError(f"host {self.name} ({self.address}): lost while running {command!r}: {exc}") from exc
-            except invoke.exceptions.CommandTimedOut as exc:
+            except TimeoutError as exc:
                 self.close()
                 raise HostError(f"host {self.name} ({self.address}): no answer for {command!r} "
-                                f"within {exc.timeout}s although the remote side had a timeout") from exc
-        return Result(self.name, command, res.stdout, res.stderr, res.exited, started, time.time())
+                                f"within {exc} s although the remote side had a timeout") from exc
+        return Result(self.name, command, stdout, stderr, code, started, time.time())
 
     def check(self, command: str, *, timeout: float | None = 60) -> str:
         """Run ``command`` and return its stdout; raise :class:`HostError` on a non-zero exit."""
@@ -175,6 +228,7 @@ class Host:
 
     def close(self) -> None:
         """Close the connection (a later command reconnects)."""
+        self._shell = None
         if self._conn is not None:
             try:
                 self._conn.close()
