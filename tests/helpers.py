@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from perflab import lab as lab_mod
+from perflab import lab as lab_mod, records
 
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="the lab needs root (network namespaces, sshd)")
 
@@ -23,3 +23,18 @@ def leftovers(name: str) -> list[str]:
     found += [layout.bridge] if f" {layout.bridge}:" in links else []
     found += procs.splitlines()
     return found
+
+
+def campaign_record(name: str = "c", factors: dict | None = None, digest: str = "d") -> records.CampaignRecord:
+    """A minimal campaign record for a store made by hand in a test."""
+    return records.CampaignRecord(campaign=name, design_digest=digest, spec={"factors": factors or {}},
+                                  source=f"{name}.yaml", perflab="test", python="3", schedule=[], inventory={})
+
+
+def sample_meta(run_id: str, cell: dict, block: int, *, campaign: str = "c", tool: str = "iperf3",
+                warmup: bool = False, host: str = "h1", started_utc: str = "2026-11-22T19:42:11.876Z") -> str:
+    """A sample's meta.json text for a store made by hand in a test."""
+    return records.SampleMeta(
+        campaign=campaign, run_id=run_id, tool=tool, cell=cell, cell_index=0, repetition=block, warmup=warmup,
+        block=block, position=0, seed=None, attempt=1, status="ok", reason=None, roles={}, settle=None,
+        neighbours=[], perflab="test", commands=[{"host": host, "started_utc": started_utc}]).to_json()

@@ -2,6 +2,7 @@
 
 from pathlib import Path
 
+from helpers import campaign_record
 from perflab import cli, store
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -25,7 +26,7 @@ def test_invalid_campaign_exits_2_with_file_line_field(tmp_path, capsys):
 
 def test_verify_exit_code_follows_the_manifest(tmp_path, capsys):
     raw = store.RawStore(tmp_path, "c")
-    raw.begin({"design_digest": "d"})
+    raw.begin(campaign_record())
     raw.put_sample("r", {"stdout": "x"})
     assert cli.main(["verify", str(raw.dir)]) == 0
     (raw.dir / "samples/r/stdout").write_text("y")

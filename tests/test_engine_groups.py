@@ -128,7 +128,7 @@ def test_groups_run_concurrently_store_every_run_once_and_resume_exactly(probe, 
         assert m["run_id"].endswith(f"-g{m['group']}")
         assert m["group_hosts"] == {"client": f"h{m['group'] + 1}"} == m["roles"]
         assert m["commands"][0]["host"] == f"h{m['group'] + 1}"
-    done = Counter(e["run_id"] for e in Ledger(summary.raw_dir / "ledger.jsonl").events() if e["state"] == "done")
+    done = Counter(e.run_id for e in Ledger(summary.raw_dir / "ledger.jsonl").events() if e.state == "done")
     assert done == Counter(planned)
     assert store.verify(summary.raw_dir) == []
     spans = {k: [(m["commands"][0]["started"], m["commands"][0]["ended"]) for m in found

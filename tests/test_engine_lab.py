@@ -192,7 +192,7 @@ def test_kill_9_at_arbitrary_points_then_resume_yields_exactly_the_planned_runs(
     planned = [r.run_id for r in design.schedule(c)]
     assert summary.complete and summary.already_done + summary.done == 12
     assert sorted(p.name for p in samples.iterdir()) == sorted(planned)
-    done_events = Counter(e["run_id"] for e in Ledger(raw / "killed" / "ledger.jsonl").events() if e["state"] == "done")
+    done_events = Counter(e.run_id for e in Ledger(raw / "killed" / "ledger.jsonl").events() if e.state == "done")
     assert set(done_events) <= set(planned) and max(done_events.values()) == 1
     assert store.verify(raw / "killed") == []
     assert sorted(p.name for p in (raw / "killed" / "blocks").iterdir()) == [str(b) for b in range(6)]

@@ -129,7 +129,7 @@ def test_a_lost_host_records_the_attempt_and_stops_with_a_resume_hint(tmp_path, 
     text = ("campaign: lost\nbenchmark: {tool: probe}\nhosts: {client: h1}\nfactors: {cmd: ['echo 1', 'echo VANISH']}\n"
             "repetitions: 2\nwarmups: 0\nseed: 1\nmonitors: false\nfingerprints: false\n")
     c = load(text)
-    monkeypatch.setattr(runner, "connect", lambda entries, names: remote.Hosts({n: Gone(entries[n]) for n in names}))
+    monkeypatch.setattr(runner.samples, "connect", lambda entries, names: remote.Hosts({n: Gone(entries[n]) for n in names}))
     with pytest.raises(runner.RunnerError, match="rerun the same command to resume"):
         runner.run(c, inventory.localhost(), tmp_path, stream=open(os.devnull, "w"))
     (failed,) = (tmp_path / "lost" / "failed").iterdir()

@@ -6,21 +6,20 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from helpers import campaign_record, sample_meta
 from perflab import store, tidy
 
 FIXTURE = Path(__file__).parent / "fixtures/lab/iperf3-tcp-P4.json"
 
 
 def meta(run_id, parallel, block, warmup=False):
-    return json.dumps({"campaign": "c", "run_id": run_id, "tool": "iperf3", "cell": {"parallel": parallel},
-                       "repetition": block, "warmup": warmup, "block": block, "position": 0,
-                       "commands": [{"host": "h1", "started_utc": "2026-11-22T19:42:11.876Z"}]})
+    return sample_meta(run_id, {"parallel": parallel}, block, warmup=warmup)
 
 
 @pytest.fixture
 def raw(tmp_path):
     s = store.RawStore(tmp_path / "raw", "c")
-    s.begin({"campaign": "c", "design_digest": "d", "spec": {"factors": {"parallel": [1, 4]}}})
+    s.begin(campaign_record("c", {"parallel": [1, 4]}))
     s.put_sample("good", {"stdout": FIXTURE.read_text(), "stderr": "", "meta.json": meta("good", 4, 1)})
     s.put_sample("warm", {"stdout": FIXTURE.read_text(), "stderr": "", "meta.json": meta("warm", 4, 0, True)})
     s.put_sample("bad", {"stdout": '{"start": {}, "error": "unable to connect to server"}', "stderr": "",

@@ -17,14 +17,14 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
-import json
 import os
 import shutil
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Iterable, Mapping
+
+from . import records
 
 MANIFEST = "MANIFEST.sha256"
-FORMAT_VERSION = 1
 
 
 class StoreError(RuntimeError):
@@ -77,19 +77,19 @@ class RawStore:
         """The append-only checksum manifest."""
         return self.dir / MANIFEST
 
-    def begin(self, record: Mapping[str, Any]) -> None:
+    def begin(self, record: records.CampaignRecord) -> None:
         """Record the campaign once; refuse to continue a directory made by a different design."""
         path = self.dir / "campaign.json"
         if path.exists():
-            old = json.loads(path.read_text())
-            if old.get("design_digest") != record.get("design_digest"):
+            old = records.read_campaign(path)
+            if old.design_digest != record.design_digest:
                 raise StoreError(
                     f"{self.dir}: holds raw data of a different design of campaign {self.campaign!r} "
-                    f"(digest {str(old.get('design_digest'))[:12]} != {str(record.get('design_digest'))[:12]}). "
+                    f"(digest {old.design_digest[:12]} != {record.design_digest[:12]}). "
                     "Rename the campaign, choose another output directory, or move the old data away.")
             return
         self.dir.mkdir(parents=True, exist_ok=True)
-        write_once(path, json.dumps({"format": FORMAT_VERSION, **record}, indent=1, default=str) + "\n")
+        write_once(path, record.to_json())
         self._append_manifest([path])
 
     def done_ids(self) -> set[str]:

@@ -21,7 +21,7 @@ from typing import Any
 
 import pandas as pd
 
-from . import __version__, store, tools
+from . import __version__, records, store, tools
 from .tools.base import ParseError
 
 #: Columns every tidy table starts with, in this order; factor and dimension columns follow.
@@ -44,22 +44,22 @@ def frame(raw_dir: str | Path, *, verify: bool = True) -> tuple[pd.DataFrame, pd
         if problems:
             raise TidyError(f"{raw_dir}: raw data does not match {store.MANIFEST}:\n  " + "\n  ".join(problems[:20])
                             + "\nRestore the original files (raw data is never edited) before analysing.")
-    campaign = json.loads((raw_dir / "campaign.json").read_text())
-    factors = list(campaign["spec"]["factors"])
+    campaign = records.read_campaign(raw_dir / "campaign.json")
+    factors = list(campaign.spec["factors"])
     rows: list[dict[str, Any]] = []
     quarantine: list[dict[str, Any]] = []
     sample_dirs = sorted(p for p in (raw_dir / "samples").iterdir() if not p.name.startswith(".")) \
         if (raw_dir / "samples").is_dir() else []
     for sdir in sample_dirs:
-        meta = json.loads((sdir / "meta.json").read_text())
-        tool = tools.get(meta["tool"])
+        meta = records.read_sample(sdir / "meta.json")
+        tool = tools.get(meta.tool)
         source = sdir.relative_to(raw_dir.parent).as_posix() + "/stdout"
-        first = meta["commands"][0] if meta["commands"] else {}
-        common = {"campaign": meta["campaign"], "run_id": meta["run_id"], "block": meta["block"],
-                  "position": meta["position"], "repetition": meta["repetition"], "warmup": meta["warmup"],
-                  "tool": meta["tool"], "host": first.get("host"), "group": meta.get("group"),
+        first = meta.commands[0] if meta.commands else {}
+        common = {"campaign": meta.campaign, "run_id": meta.run_id, "block": meta.block,
+                  "position": meta.position, "repetition": meta.repetition, "warmup": meta.warmup,
+                  "tool": meta.tool, "host": first.get("host"), "group": meta.group,
                   "started_utc": first.get("started_utc"),
-                  **{f: meta["cell"].get(f) for f in factors}}
+                  **{f: meta.cell.get(f) for f in factors}}
         try:
             measurements = tool.parse(_read(sdir / "stdout"), _read(sdir / "stderr"), source=source)
         except (ParseError, FileNotFoundError) as exc:

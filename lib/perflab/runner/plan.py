@@ -1,0 +1,77 @@
+"""Planning: what a campaign will run, for how long, and at what overhead (``perflab plan``)."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from .. import design, tools
+from ..spec import Campaign
+
+
+def sample_timeout(spec: Campaign, params: Mapping[str, Any]) -> float:
+    """Seconds a sample may take: the campaign's ``timeout`` or twice the expected time plus 15 s."""
+    return spec.timeout or 2 * tools.get(spec.tool).expected_duration(params) + 15
+
+
+#: Seconds the monitors add per sample and host (start and stop, measured over SSH in the lab).
+MONITOR_SECONDS = 0.55
+#: Seconds one fingerprint takes per host (one round trip, measured over SSH in the lab).
+FINGERPRINT_SECONDS = 0.2
+#: Seconds one settle poll of one host takes when the hosts are already quiet.
+SETTLE_POLL_SECONDS = 0.01
+
+
+def fingerprint_block(spec: Campaign, run_: design.Run) -> int:
+    """The block a run's fingerprints belong to: its RMIT block, or its cell under a sequential design.
+
+    A sequential schedule gives every sample its own block; fingerprinting around each
+    would double the round trips, so there a block of fingerprints is a cell's run of samples.
+    """
+    return run_.cell.index if spec.design == "sequential" else run_.block
+
+
+def plan(spec: Campaign) -> dict[str, Any]:
+    """The schedule summary ``perflab plan`` prints: cells, samples, estimated duration and overheads.
+
+    ``estimated_seconds`` is the tools' expected measurement time plus ``overhead_seconds``
+    (monitors, fingerprints and one settle poll per sample); ``settle_max_seconds`` is the
+    most the settle condition can add when the hosts never settle. With groups, samples
+    count every group's runs and the times are divided by the pool size ``parallel_groups``.
+    """
+    runs = design.schedule(spec)
+    parts = [spec.for_group(k) for k in range(len(spec.groups))] if spec.groups else [spec]
+    estimates = [_estimate(part, [r for r in runs if r.group == part.group]) for part in parts]
+    measure, overhead = sum(m for m, _ in estimates), sum(o for _, o in estimates)
+    settle_max = len(runs) * spec.settle.timeout if spec.settle else 0.0
+    grouped = {}
+    if spec.groups:
+        measure, overhead, settle_max = (x / spec.parallel_groups for x in (measure, overhead, settle_max))
+        grouped = {"groups": [dict(g) for g in spec.groups], "parallel_groups": spec.parallel_groups}
+    hosts = spec.involved()
+    blocks = len({fingerprint_block(spec, r) for r in runs})
+    return {"campaign": spec.name, "tool": spec.tool, "design": spec.design, "seed": spec.seed,
+            "cells": len(design.cells(spec.factors, spec.crossing)), "repetitions": spec.repetitions,
+            "warmups": spec.warmups, "samples": len(runs), "blocks": blocks, "hosts": hosts,
+            "measure_seconds": round(measure, 1), "overhead_seconds": round(overhead, 1),
+            "estimated_seconds": round(measure + overhead, 1),
+            "settle_max_seconds": round(settle_max, 1),
+            "settle": None if spec.settle is None else vars(spec.settle) | {"hosts": list(spec.settle.hosts)},
+            "setup": [vars(st) for st in spec.setup], "teardown": [vars(st) for st in spec.teardown],
+            "neighbours": [{"on": n.on, "run": n.run, "cells": {k: list(v) for k, v in n.cells.items()}}
+                           for n in spec.neighbours],
+            "monitors": spec.monitors, "fingerprints": spec.fingerprints, **grouped, "runs": runs}
+
+
+def _estimate(spec: Campaign, runs: list[design.Run]) -> tuple[float, float]:
+    """Expected measurement seconds and overhead seconds of ``runs`` on the hosts of ``spec`` (no groups)."""
+    tool = tools.get(spec.tool)
+    measure = sum(tool.expected_duration({**spec.params, **r.cell.levels}) for r in runs)
+    hosts = spec.involved()
+    blocks = len({fingerprint_block(spec, r) for r in runs})
+    overhead = len(runs) * len(hosts) * (MONITOR_SECONDS if spec.monitors else 0)
+    overhead += 2 * blocks * len(hosts) * (FINGERPRINT_SECONDS if spec.fingerprints else 0)
+    if spec.settle:
+        overhead += len(runs) * len(spec.settle.hosts) * SETTLE_POLL_SECONDS
+    return measure, overhead
+
+
