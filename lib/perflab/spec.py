@@ -180,14 +180,19 @@ def _explain(err: jsonschema.ValidationError) -> str:
     return err.message + hint
 
 
-def load(path: str | Path, *, text: str | None = None) -> Campaign:
-    """Load and validate a campaign file; raise :class:`SpecError` listing every problem."""
+def read_yaml(path: str | Path, schema: Mapping[str, Any], kind: str, *,
+              text: str | None = None) -> tuple[dict[str, Any], dict[tuple, int]]:
+    """Read a YAML ``kind`` file (campaign, study, lab ...) and check it against ``schema``.
+
+    Returns the document and a map from field paths to line numbers; raises
+    :class:`SpecError` with one ``file:line: field: problem`` line per schema violation.
+    """
     path = str(path)
     if text is None:
         try:
             text = Path(path).read_text()
         except OSError as exc:
-            raise SpecError(path, [f"{path}: cannot read campaign file: {exc.strerror}"]) from None
+            raise SpecError(path, [f"{path}: cannot read {kind} file: {exc.strerror}"]) from None
     try:
         node = yaml.compose(text)
         doc = yaml.load(text, Loader=_Loader)
@@ -195,16 +200,23 @@ def load(path: str | Path, *, text: str | None = None) -> Campaign:
         line = exc.problem_mark.line + 1 if exc.problem_mark else 1
         raise SpecError(path, [f"{path}:{line}: not valid YAML: {exc.problem}"]) from None
     if not isinstance(doc, dict):
-        raise SpecError(path, [f"{path}:1: expected a mapping of campaign fields; found {type(doc).__name__}"])
+        raise SpecError(path, [f"{path}:1: expected a mapping of {kind} fields; found {type(doc).__name__}"])
     lines = _line_map(node)
+    validator = jsonschema.Draft202012Validator(schema)
     problems = []
-    validator = jsonschema.Draft202012Validator(SCHEMA)
     for err in sorted(validator.iter_errors(doc), key=lambda e: _where(lines, tuple(e.absolute_path))):
         where = ".".join(map(str, err.absolute_path)) or "(top level)"
         problems.append(f"{path}:{_where(lines, tuple(err.absolute_path))}: {where}: {_explain(err)}")
     if problems:
         raise SpecError(path, problems)
-    problems += _semantic_problems(doc, lines, path)
+    return doc, lines
+
+
+def load(path: str | Path, *, text: str | None = None) -> Campaign:
+    """Load and validate a campaign file; raise :class:`SpecError` listing every problem."""
+    path = str(path)
+    doc, lines = read_yaml(path, SCHEMA, "campaign", text=text)
+    problems = _semantic_problems(doc, lines, path)
     if problems:
         raise SpecError(path, problems)
     settle = doc.get("settle")

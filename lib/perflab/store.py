@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Iterable, Mapping
 
 from . import records
+from .files import atomic_write, fsync
 
 MANIFEST = "MANIFEST.sha256"
 
@@ -40,29 +41,12 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def write_once(path: Path, data: bytes | str) -> None:
     """Create ``path`` atomically with ``data``; refuse if it exists (raw data is never rewritten)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data.encode() if isinstance(data, str) else data)
-        fh.flush()
-        os.fsync(fh.fileno())
     try:
-        os.link(tmp, path)
+        atomic_write(path, data, exclusive=True)
     except FileExistsError:
         raise StoreError(f"{path}: already exists; raw files are written once") from None
-    finally:
-        tmp.unlink()
-    _fsync_dir(path.parent)
 
 
 class RawStore:
@@ -119,9 +103,9 @@ class RawStore:
                 fh.write(data.encode() if isinstance(data, str) else data)
                 fh.flush()
                 os.fsync(fh.fileno())
-        _fsync_dir(tmp)
+        fsync(tmp)
         os.rename(tmp, final)
-        _fsync_dir(final.parent)
+        fsync(final.parent)
         self._append_manifest(sorted(p for p in final.rglob("*") if p.is_file()))
         return final
 

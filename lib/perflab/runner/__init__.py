@@ -44,14 +44,14 @@ from ..inventory import HostEntry
 from ..remote import HostError
 from ..spec import Campaign
 from ..store import RawStore
-from .plan import FINGERPRINT_SECONDS, MONITOR_SECONDS, SETTLE_POLL_SECONDS, plan, sample_timeout
+from .plan import FINGERPRINT_SECONDS, MONITOR_SECONDS, SETTLE_POLL_SECONDS, plan, planned_values, sample_timeout
 from .pool import run_groups
 from .progress import Progress, format_duration
 from .samples import session
 from .session import RunnerError, Summary
 
 __all__ = ["FINGERPRINT_SECONDS", "MONITOR_SECONDS", "SETTLE_POLL_SECONDS", "RunnerError", "Summary",
-           "format_duration", "plan", "run", "sample_timeout"]
+           "format_duration", "plan", "planned_values", "run", "sample_timeout"]
 
 
 def run(spec: Campaign, entries: Mapping[str, HostEntry], raw_root: str | Path, *,

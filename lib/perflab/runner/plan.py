@@ -75,3 +75,37 @@ def _estimate(spec: Campaign, runs: list[design.Run]) -> tuple[float, float]:
     return measure, overhead
 
 
+
+
+def planned_values(spec: Campaign) -> dict[str, str]:
+    """The campaign's planned values as inline-value keys for the paper (``<campaign>/plan/...``).
+
+    Prose never types a repetition count, a duration or a seed: it cites these, taken from the
+    campaign file (``repetitions``, ``warmups``, ``seed``, ``design``, ``cells``, ``samples``,
+    ``estimated-minutes``, every fixed tool parameter as ``params/<name>`` and every factor's
+    levels as ``levels/<factor>``).
+    """
+    info = plan(spec)
+    key = f"{spec.name}/plan"
+    values = {f"{key}/repetitions": str(spec.repetitions), f"{key}/warmups": str(spec.warmups),
+              f"{key}/seed": str(spec.seed), f"{key}/design": "RMIT" if spec.design == "rmit" else spec.design,
+              f"{key}/cells": str(info["cells"]), f"{key}/samples": str(info["samples"]),
+              f"{key}/estimated-minutes": f"{info['estimated_seconds'] / 60:.0f}"}
+    for name, value in spec.params.items():
+        if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+            values[f"{key}/params/{_slug(name)}"] = _latex(str(value))
+    for factor, levels in spec.factors.items():
+        values[f"{key}/levels/{_slug(factor)}"] = ", ".join(_latex(str(v)) for v in levels)
+    return values
+
+
+def _slug(name: str) -> str:
+    return "".join(ch if ch.isalnum() else "-" for ch in name.lower()).strip("-")
+
+
+def _latex(text: str) -> str:
+    """Plain text made safe inside a LaTeX macro argument."""
+    for ch, rep in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("$", r"\$"), ("#", r"\#"),
+                    ("_", r"\_"), ("{", r"\{"), ("}", r"\}"), ("~", r"\textasciitilde{}"), ("^", r"\^{}")):
+        text = text.replace(ch, rep)
+    return text

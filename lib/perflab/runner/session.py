@@ -7,7 +7,7 @@ import json
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Mapping
 
 from .. import design, fingerprint
 from ..remote import Host, HostError, Service
