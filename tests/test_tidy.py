@@ -88,5 +88,5 @@ def test_a_host_fact_that_changed_between_blocks_is_refused_by_name(raw):
 def test_an_unknown_record_format_is_refused_with_the_file(raw):
     raw.put_sample("future", {"stdout": "", "stderr": "", "meta.json": json.dumps({"format": 99})})
     with pytest.raises(ValueError, match=r"samples/future/meta.json: sample record of format 99; this perflab reads "
-                                         r"format 1"):
+                                         r"format 1 or 2"):
         tidy.frame(raw.dir)

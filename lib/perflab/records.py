@@ -15,6 +15,9 @@ Format history (add a line for every change, and bump the version of that record
   (``status`` ok/failed, ``reason``), ``roles``, the measured ``commands`` (argv, host,
   exit code, start and end), ``settle``, ``neighbours`` running, ``perflab``; with host
   groups also ``group`` and ``group_hosts``.
+- ``meta.json`` format 2 (perflab 0.1, campaign ``services``): adds ``services``, the declared
+  services running during the sample (host, command, name, scope). Format 1 is still read
+  (as ``services: []``).
 - ledger event format 1 (perflab 0.1): one JSON object per line of ``ledger.jsonl`` with
   ``t``, ``run_id``, ``state`` (running/done/failed), ``attempt`` and, for failures,
   ``reason``. Lines written before the field existed carry no ``format``; they are format 1.
@@ -24,25 +27,29 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import MISSING, asdict, dataclass, fields
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Mapping
 
 #: Format versions this perflab writes (and the only ones it reads).
 CAMPAIGN_FORMAT = 1
-SAMPLE_FORMAT = 1
+SAMPLE_FORMAT = 2
 LEDGER_FORMAT = 1
+#: Older formats a reader still accepts, per record.
+_READS = {"campaign record": {1}, "sample record": {1, 2}, "ledger event": {1}}
 
 
 class RecordError(ValueError):
     """A raw record is of an unknown format or misses a field; the message names the file."""
 
 
-def _check(kind: str, data: Mapping[str, Any], where: str, known: int) -> None:
+def _check(kind: str, data: Mapping[str, Any], where: str) -> None:
     version = data.get("format", 1 if kind == "ledger event" else None)
-    if version != known:
-        raise RecordError(f"{where}: {kind} of format {version!r}; this perflab reads format {known}. "
-                          "Use the perflab version that wrote it (see its 'perflab' field), or upgrade perflab.")
+    known = _READS[kind]
+    if version not in known:
+        raise RecordError(f"{where}: {kind} of format {version!r}; this perflab reads format "
+                          f"{' or '.join(map(str, sorted(known)))}. Use the perflab version that wrote it "
+                          "(see its 'perflab' field), or upgrade perflab.")
 
 
 def _build(cls: type, data: Mapping[str, Any], where: str, kind: str) -> Any:
@@ -111,6 +118,7 @@ class SampleMeta:
     perflab: str
     group: int | None = None
     group_hosts: dict[str, str] | None = None
+    services: list[dict[str, str]] = field(default_factory=list)
     format: int = SAMPLE_FORMAT
 
     def to_json(self) -> str:
@@ -144,7 +152,7 @@ def read_campaign(path: str | Path) -> CampaignRecord:
     """Read and check a ``campaign.json``."""
     where = str(path)
     data = _load(path)
-    _check("campaign record", data, where, CAMPAIGN_FORMAT)
+    _check("campaign record", data, where)
     return _build(CampaignRecord, data, where, "campaign record")
 
 
@@ -152,7 +160,7 @@ def read_sample(path: str | Path) -> SampleMeta:
     """Read and check a sample's ``meta.json``."""
     where = str(path)
     data = _load(path)
-    _check("sample record", data, where, SAMPLE_FORMAT)
+    _check("sample record", data, where)
     return _build(SampleMeta, data, where, "sample record")
 
 
@@ -161,7 +169,7 @@ def parse_event(line: str, where: str) -> LedgerEvent:
     data = json.loads(line)
     if not isinstance(data, dict):
         raise RecordError(f"{where}: a ledger line must be a JSON object")
-    _check("ledger event", data, where, LEDGER_FORMAT)
+    _check("ledger event", data, where)
     return _build(LedgerEvent, data, where, "ledger event")
 
 

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import itertools
 import json
+import math
 import re
 import shlex
 from dataclasses import dataclass, field, replace
@@ -88,6 +90,30 @@ class Neighbour:
         return all(levels.get(k) in v for k, v in self.cells.items())
 
 
+@dataclass(frozen=True)
+class ServiceDef:
+    """A declared fixture: started on ``on`` once per ``scope`` for the cells it applies to, checked, stopped."""
+
+    name: str
+    on: str
+    start: str
+    ready: str | None = None
+    stop: str | None = None
+    scope: str = "campaign"
+    order: int = 0
+    timeout: float = 30.0
+    cells: Mapping[str, tuple] = field(default_factory=dict)
+
+    def applies(self, levels: Mapping[str, Any]) -> bool:
+        """True when a cell with ``levels`` needs this service."""
+        return all(levels.get(k) in v for k, v in self.cells.items())
+
+
+def label(level: Any) -> Any:
+    """The name of a factor level: itself, or the ``label`` of a level that sets several parameters."""
+    return level["label"] if isinstance(level, Mapping) else level
+
+
 def fill(command: str, values: Mapping[str, Any]) -> str:
     """``command`` with each ``{name}`` replaced by the shell-quoted ``values[name]`` (others left alone)."""
     return PLACEHOLDER.sub(lambda m: shlex.quote(str(values[m[1]])) if m[1] in values else m[0], command)
@@ -123,6 +149,11 @@ class Campaign:
     parallel_groups: int = 1
     #: The index of the group this campaign is restricted to (see :meth:`for_group`), else None.
     group: int | None = None
+    #: Factor -> level label -> the tool parameters that level sets (only levels given as {label, set}).
+    level_sets: Mapping[str, Mapping[Any, Mapping[str, Any]]] = field(default_factory=dict)
+    #: Cells left out of the grid: factor -> level label, all pairs matching.
+    exclude: tuple[Mapping[str, Any], ...] = ()
+    services: tuple[ServiceDef, ...] = ()
 
     def for_group(self, index: int) -> Campaign:
         """This campaign restricted to group ``index``: its roles on the group's hosts, without other groups."""
@@ -132,15 +163,26 @@ class Campaign:
         """The inventory host name of ``target``: a role's host, or ``target`` itself (a host name)."""
         return self.hosts.get(target, target)
 
+    def cell_params(self, levels: Mapping[str, Any]) -> dict[str, Any]:
+        """The tool parameters of a cell: fixed params, plain levels, and what labelled levels set."""
+        out = dict(self.params)
+        for factor, level in levels.items():
+            sets = self.level_sets.get(factor)
+            if sets is None:
+                out[factor] = level
+            else:
+                out.update(sets[level])
+        return out
+
     def values(self, levels: Mapping[str, Any], addresses: Mapping[str, str]) -> dict[str, Any]:
-        """Placeholder values of a cell: benchmark params, the cell's ``levels`` and ``<role>_address``."""
-        return {**self.params, **levels, **{f"{role}_address": a for role, a in addresses.items()}}
+        """Placeholder values of a cell: its tool parameters, its level labels and ``<role>_address``."""
+        return {**self.cell_params(levels), **levels, **{f"{role}_address": a for role, a in addresses.items()}}
 
     def involved(self) -> list[str]:
         """Every inventory host the campaign touches: its roles' hosts and those named by its steps."""
         names = set(self.hosts.values()) | {name for group in self.groups for name in group.values()}
         names |= {self.host_of(t) for t in (self.settle.hosts if self.settle else ())}
-        names |= {self.host_of(s.on) for s in (*self.setup, *self.teardown, *self.neighbours)}
+        names |= {self.host_of(s.on) for s in (*self.setup, *self.teardown, *self.neighbours, *self.services)}
         return sorted(names)
 
     def digest(self) -> str:
@@ -223,7 +265,14 @@ def load(path: str | Path, *, text: str | None = None) -> Campaign:
     groups = tuple(dict(g) for g in doc.get("groups", []))
     return Campaign(
         name=doc["campaign"], tool=doc["benchmark"]["tool"], params=doc["benchmark"].get("params", {}),
-        hosts=doc.get("hosts", {}), factors={k: tuple(v) for k, v in doc["factors"].items()},
+        hosts=doc.get("hosts", {}), factors={k: tuple(label(x) for x in v) for k, v in doc["factors"].items()},
+        level_sets={k: {x["label"]: dict(x["set"]) for x in v} for k, v in doc["factors"].items()
+                    if any(isinstance(x, Mapping) for x in v)},
+        exclude=tuple(dict(e) for e in doc.get("exclude", [])),
+        services=tuple(ServiceDef(
+            name=d["name"], on=d["on"], start=d["start"], ready=d.get("ready"), stop=d.get("stop"),
+            scope=d.get("scope", "campaign"), order=d.get("order", 0), timeout=float(d.get("timeout", 30)),
+            cells={k: tuple(v) for k, v in d.get("cells", {}).items()}) for d in doc.get("services", [])),
         crossing=doc.get("crossing", "grid"), repetitions=doc.get("repetitions", 40),
         warmups=doc.get("warmups", 1), design=doc.get("design", "rmit"), seed=doc.get("seed", 0),
         timeout=doc.get("timeout"), retries=doc.get("retries", 1), source=path, doc=doc,
@@ -295,7 +344,9 @@ def _reference_problems(doc: dict, lines: dict[tuple, int], path: str) -> list[s
     problems = []
     roles = _roles(doc)
     names = set(roles.values()) | {name for group in doc.get("groups", []) for name in group.values()}
-    known = [*doc["factors"], *doc["benchmark"].get("params", {}), *(f"{role}_address" for role in roles)]
+    sets = [k for levels in doc["factors"].values() for x in levels if isinstance(x, Mapping) for k in x["set"]]
+    known = list(dict.fromkeys([*doc["factors"], *doc["benchmark"].get("params", {}), *sets,
+                                *(f"{role}_address" for role in roles)]))
 
     def target(where: tuple, value: str) -> None:
         if value in roles or value in names:
@@ -320,16 +371,52 @@ def _reference_problems(doc: dict, lines: dict[tuple, int], path: str) -> list[s
         for i, item in enumerate(doc.get(kind, [])):
             target((kind, i, "on"), item["on"])
             command((kind, i, "run"), item["run"])
-    for i, item in enumerate(doc.get("neighbours", [])):
+    for i, item in enumerate(doc.get("services", [])):
+        target(("services", i, "on"), item["on"])
+        for field_ in ("start", "ready", "stop"):
+            if field_ in item:
+                command(("services", i, field_), item[field_])
+    for kind, i, item in [*(("neighbours", i, n) for i, n in enumerate(doc.get("neighbours", []))),
+                          *(("services", i, n) for i, n in enumerate(doc.get("services", [])))]:
         for factor, levels in item.get("cells", {}).items():
-            where = ("neighbours", i, "cells", factor)
+            where = (kind, i, "cells", factor)
             if factor not in doc["factors"]:
                 problems.append(f"{path}:{_where(lines, where)}: {'.'.join(map(str, where))}: unknown factor "
                                 f"{factor!r}; factors: {', '.join(doc['factors'])}")
                 continue
+            labels = [label(x) for x in doc["factors"][factor]]
             for level in levels:
-                if level not in doc["factors"][factor]:
+                if level not in labels:
                     problems.append(f"{path}:{_where(lines, where)}: {'.'.join(map(str, where))}: level {level!r} "
-                                    f"is not a level of factor {factor} (levels: "
-                                    f"{', '.join(map(repr, doc['factors'][factor]))})")
+                                    f"is not a level of factor {factor} (levels: {', '.join(map(repr, labels))})")
+    return problems + _design_problems(doc, lines, path)
+
+
+def _design_problems(doc: dict, lines: dict[tuple, int], path: str) -> list[str]:
+    """Labelled levels, excluded cells and service names that do not fit the factors."""
+    problems = []
+    for factor, levels in doc["factors"].items():
+        labels = [label(x) for x in levels]
+        for dup in sorted({str(x) for x in labels if labels.count(x) > 1}):
+            problems.append(f"{path}:{_where(lines, ('factors', factor))}: factors.{factor}: level label {dup!r} "
+                            "is used twice; give every level its own label")
+    for i, item in enumerate(doc.get("exclude", [])):
+        for factor, level in item.items():
+            where = ("exclude", i, factor)
+            if factor not in doc["factors"]:
+                problems.append(f"{path}:{_where(lines, where)}: exclude.{i}.{factor}: unknown factor {factor!r}; "
+                                f"factors: {', '.join(doc['factors'])}")
+            elif level not in [label(x) for x in doc["factors"][factor]]:
+                problems.append(f"{path}:{_where(lines, where)}: exclude.{i}.{factor}: {level!r} is not a level of "
+                                f"factor {factor} (levels: {', '.join(repr(label(x)) for x in doc['factors'][factor])})")
+    if doc.get("exclude") and not problems and doc.get("crossing", "grid") == "grid":
+        labels = [[label(x) for x in v] for v in doc["factors"].values()]
+        if math.prod(map(len, labels)) <= 100_000 and all(
+                any(all(dict(zip(doc["factors"], combo))[k] == v for k, v in e.items()) for e in doc["exclude"])
+                for combo in itertools.product(*labels)):
+            problems.append(f"{path}:{_where(lines, ('exclude',))}: exclude: leaves no cell to measure; "
+                            "remove an item")
+    names = [d["name"] for d in doc.get("services", [])]
+    for dup in sorted({n for n in names if names.count(n) > 1}):
+        problems.append(f"{path}:{_where(lines, ('services',))}: services: two services named {dup!r}; rename one")
     return problems

@@ -50,7 +50,7 @@ def plan(spec: Campaign) -> dict[str, Any]:
     hosts = spec.involved()
     blocks = len({fingerprint_block(spec, r) for r in runs})
     return {"campaign": spec.name, "tool": spec.tool, "design": spec.design, "seed": spec.seed,
-            "cells": len(design.cells(spec.factors, spec.crossing)), "repetitions": spec.repetitions,
+            "cells": len(design.cells(spec.factors, spec.crossing, spec.exclude)), "repetitions": spec.repetitions,
             "warmups": spec.warmups, "samples": len(runs), "blocks": blocks, "hosts": hosts,
             "measure_seconds": round(measure, 1), "overhead_seconds": round(overhead, 1),
             "estimated_seconds": round(measure + overhead, 1),
@@ -59,13 +59,15 @@ def plan(spec: Campaign) -> dict[str, Any]:
             "setup": [vars(st) for st in spec.setup], "teardown": [vars(st) for st in spec.teardown],
             "neighbours": [{"on": n.on, "run": n.run, "cells": {k: list(v) for k, v in n.cells.items()}}
                            for n in spec.neighbours],
+            "services": [{"name": d.name, "on": d.on, "start": d.start, "scope": d.scope, "order": d.order,
+                          "cells": {k: list(v) for k, v in d.cells.items()}} for d in spec.services],
             "monitors": spec.monitors, "fingerprints": spec.fingerprints, **grouped, "runs": runs}
 
 
 def _estimate(spec: Campaign, runs: list[design.Run]) -> tuple[float, float]:
     """Expected measurement seconds and overhead seconds of ``runs`` on the hosts of ``spec`` (no groups)."""
     tool = tools.get(spec.tool)
-    measure = sum(tool.expected_duration({**spec.params, **r.cell.levels}) for r in runs)
+    measure = sum(tool.expected_duration(spec.cell_params(r.cell.levels)) for r in runs)
     hosts = spec.involved()
     blocks = len({fingerprint_block(spec, r) for r in runs})
     overhead = len(runs) * len(hosts) * (MONITOR_SECONDS if spec.monitors else 0)

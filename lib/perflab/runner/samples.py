@@ -16,7 +16,7 @@ from ..store import RawStore
 from ..tools.base import Command, ParseError
 from .plan import fingerprint_block, sample_timeout
 from .progress import Progress
-from .session import Background, Blocks, Cells, RunnerError, Summary
+from .session import Background, Blocks, Cells, RunnerError, Summary, Want
 
 
 def session(spec: Campaign, entries: Mapping[str, HostEntry], runs: list[design.Run], todo: list[design.Run],
@@ -56,20 +56,34 @@ class Engine:
         self.addresses = {role: hosts[name].address for role, name in spec.hosts.items()}
         self.cells = Cells(spec, hosts, self.addresses)
         self.blocks = Blocks(spec, hosts, store, progress)
-        self.services, self.neighbours = Background(hosts), Background(hosts)
+        self.services, self.neighbours, self.fixtures = Background(hosts), Background(hosts), Background(hosts)
 
     def prepare(self, run_: design.Run) -> list[Command]:
         """Bring the hosts into the state of ``run_``'s block and cell; return the measured commands."""
-        params = {**self.spec.params, **run_.cell.levels}
+        params = self.spec.cell_params(run_.cell.levels)
         self.blocks.enter(fingerprint_block(self.spec, run_))
         self.cells.enter(run_.cell)
         values = self.spec.values(run_.cell.levels, self.addresses)
-        self.neighbours.ensure([(self.spec.host_of(n.on), f"neighbour-{i}", fill(n.run, values), None)
+        self.fixtures.ensure(self._fixtures(run_, values))
+        self.neighbours.ensure([Want(self.spec.host_of(n.on), f"neighbour-{i}", fill(n.run, values))
                                 for i, n in enumerate(self.spec.neighbours) if n.applies(run_.cell.levels)])
         commands = self.tool.commands(params, self.addresses)
-        self.services.ensure([(self.spec.hosts[c.role], f"{self.tool.name}-{c.role}", c.line(),
-                               self.tool.ready(params, self.addresses)) for c in commands if c.service])
+        self.services.ensure([Want(self.spec.hosts[c.role], f"{self.tool.name}-{c.role}", c.line(),
+                                   self.tool.ready(params, self.addresses)) for c in commands if c.service])
         return [c for c in commands if not c.service]
+
+    def _fixtures(self, run_: design.Run, values: Mapping[str, Any]) -> list[Want]:
+        """The declared services ``run_`` needs, in start order, each keyed by its scope."""
+        wanted = []
+        for d in sorted(self.spec.services, key=lambda d: d.order):
+            if not d.applies(run_.cell.levels):
+                continue
+            scope = {"campaign": "campaign", "cell": f"cell {run_.cell.index}",
+                     "block": f"block {fingerprint_block(self.spec, run_)}"}[d.scope]
+            wanted.append(Want(self.spec.host_of(d.on), f"service-{d.name}", fill(d.start, values),
+                               fill(d.ready, values) if d.ready else None, scope,
+                               fill(d.stop, values) if d.stop else None, d.timeout))
+        return wanted
 
     def _settle(self) -> dict[str, Any] | None:
         cond = self.spec.settle
@@ -108,7 +122,7 @@ class Engine:
 
     def sample(self, run_: design.Run) -> bool:
         """Run one planned sample with its retries; True when a sample was stored."""
-        params = {**self.spec.params, **run_.cell.levels}
+        params = self.spec.cell_params(run_.cell.levels)
         group = "" if run_.group is None else f"g{run_.group} "
         label = f"{group}{run_.cell.slug} {'warm-up' if run_.warmup else 'rep'} {run_.repetition}"
         measured = self.prepare(run_)
@@ -121,7 +135,8 @@ class Engine:
                 results, reason = self._measure(run_, measured, params, files)
             except HostError as exc:
                 files.update(_sample_files(self.spec, self.tool, run_, attempt, [], str(exc),
-                                           settle=settled, neighbours=self.neighbours.lines()))
+                                           settle=settled, neighbours=self.neighbours.lines(),
+                                       services=self.fixtures.lines()))
                 self.store.put_sample(run_.run_id, files, failed=True)
                 self.ledger.failed(run_.run_id, attempt, str(exc))
                 self.progress.update(label, ok=False, detail=str(exc)[:160])
@@ -134,7 +149,8 @@ class Engine:
                 except ParseError as exc:
                     reason = f"output does not parse: {exc}"
             files.update(_sample_files(self.spec, self.tool, run_, attempt, results, reason,
-                                       settle=settled, neighbours=self.neighbours.lines()))
+                                       settle=settled, neighbours=self.neighbours.lines(),
+                                       services=self.fixtures.lines()))
             self.store.put_sample(run_.run_id, files, failed=bool(reason))
             if reason:
                 self.ledger.failed(run_.run_id, attempt, reason)
@@ -152,7 +168,7 @@ class Engine:
             self.cells.leave()
         except (RunnerError, HostError) as exc:
             notes.append(f"teardown: {exc}")
-        notes += self.neighbours.stop_all() + self.services.stop_all()
+        notes += self.neighbours.stop_all() + self.services.stop_all() + self.fixtures.stop_all()
         for note in notes:
             self.progress.note(note)
         return notes
@@ -170,7 +186,8 @@ def _headline(rows: list, primary: str | None) -> str:
 
 
 def _sample_files(spec: Campaign, tool: tools.Tool, run_: design.Run, attempt: int, results: list, reason: str,
-                  *, settle: dict[str, Any] | None, neighbours: list[dict[str, str]]) -> dict[str, str]:
+                  *, settle: dict[str, Any] | None, neighbours: list[dict[str, str]],
+                  services: list[dict[str, str]]) -> dict[str, str]:
     files: dict[str, str] = {}
     commands = []
     for i, (cmd, host, res) in enumerate(results):
@@ -186,7 +203,7 @@ def _sample_files(spec: Campaign, tool: tools.Tool, run_: design.Run, attempt: i
         campaign=spec.name, run_id=run_.run_id, tool=tool.name, cell=dict(run_.cell.levels),
         cell_index=run_.cell.index, repetition=run_.repetition, warmup=run_.warmup, block=run_.block,
         position=run_.position, seed=spec.seed, attempt=attempt, status="failed" if reason else "ok",
-        reason=reason or None, roles=dict(spec.hosts), commands=commands, settle=settle, neighbours=neighbours,
+        reason=reason or None, roles=dict(spec.hosts), commands=commands, settle=settle, neighbours=neighbours, services=services,
         perflab=__version__, group=spec.group,
         group_hosts=None if spec.group is None else dict(spec.doc["groups"][spec.group]))
     files["meta.json"] = meta.to_json()

@@ -37,8 +37,30 @@ class Summary:
         return self.already_done + self.done == self.planned
 
 
+@dataclass(frozen=True)
+class Want:
+    """A background process wanted on a host: a tool's server, a neighbour load or a declared service.
+
+    ``scope_key`` makes a process restart when it changes (a service of scope ``cell`` or
+    ``block`` carries the cell or block); ``stop`` runs before the process group is stopped.
+    """
+
+    host: str
+    name: str
+    line: str
+    ready: str | None = None
+    scope_key: str = ""
+    stop: str | None = None
+    timeout: float = 15.0
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        """What identifies the process: host, command line and scope key."""
+        return (self.host, self.line, self.scope_key)
+
+
 class Background:
-    """Background processes (tool services or neighbour loads) keyed by (host, command line).
+    """Background processes on the hosts, started in the order wanted and stopped in reverse.
 
     :meth:`ensure` stops those no longer wanted and starts the missing ones, so a process
     shared by consecutive cells keeps running; :meth:`stop_all` ends every one of them.
@@ -46,38 +68,51 @@ class Background:
 
     def __init__(self, hosts: Mapping[str, Host]) -> None:
         self.hosts: Mapping[str, Host] = hosts
-        self.running: dict[tuple[str, str], Service] = {}
+        self.running: dict[tuple[str, str, str], tuple[Want, Service]] = {}
         #: Suffix of pidfile and log names, so that campaigns run at the same time on hosts that
         #: share a file system (the lab's namespaces) never stop each other's processes.
         self.tag = secrets.token_hex(4)
 
-    def ensure(self, wanted: list[tuple[str, str, str, str | None]]) -> None:
-        """Make exactly ``wanted`` run: (host, name, command line, readiness shell test or None)."""
-        keys = {(host, line) for host, _, line, _ in wanted}
-        for key in [k for k in self.running if k not in keys]:
-            self.hosts[key[0]].stop(self.running.pop(key))
-        for host, name, line, check in wanted:
-            if (host, line) in self.running:
+    def _stop(self, key: tuple[str, str, str]) -> str:
+        want, service = self.running.pop(key)
+        host = self.hosts[want.host]
+        if want.stop:
+            res = host.run(want.stop, timeout=60)
+            if not res.ok:
+                host.stop(service)
+                raise RunnerError(f"host {want.host}: stop command of {want.name} `{want.stop}` exited "
+                                  f"{res.exit_code}: {res.stderr.strip()[:300] or 'no error output'}")
+        return host.stop(service)
+
+    def ensure(self, wanted: list[Want]) -> None:
+        """Make exactly ``wanted`` run, starting the missing ones in order and checking each is ready."""
+        keys = {w.key for w in wanted}
+        for key in [k for k in reversed(self.running) if k not in keys]:
+            self._stop(key)
+        for want in wanted:
+            if want.key in self.running:
                 continue
-            self.running[(host, line)] = self.hosts[host].start(f"{name}-{self.tag}", line)
-            if check:
-                res = self.hosts[host].run(f"until {check}; do sleep 0.05; done", timeout=15)
+            host = self.hosts[want.host]
+            self.running[want.key] = (want, host.start(f"{want.name}-{self.tag}", want.line))
+            if want.ready:
+                res = host.run(f"until {want.ready}; do sleep 0.05; done", timeout=want.timeout)
                 if not res.ok:
-                    log = self.hosts[host].stop(self.running.pop((host, line)))
-                    raise RunnerError(f"host {host}: `{line}` did not become ready in 15 s; "
-                                      f"its output: {log.strip()[:400] or '(none)'}")
+                    log = self._stop(want.key)
+                    raise RunnerError(f"host {want.host}: {want.name} `{want.line}` did not become ready in "
+                                      f"{want.timeout:g} s; its output: {log.strip()[:400] or '(none)'}")
 
     def lines(self) -> list[dict[str, str]]:
         """What runs now, for a sample's metadata."""
-        return [{"host": host, "command": line} for host, line in self.running]
+        return [{"host": w.host, "command": w.line} | ({"name": w.name, "scope": w.scope_key} if w.scope_key else {})
+                for w, _ in self.running.values()]
 
     def stop_all(self) -> list[str]:
-        """Stop everything; return a note per process that could not be stopped (its host is gone)."""
+        """Stop everything, last started first; return a note per process that could not be stopped."""
         notes = []
-        for key in list(self.running):
+        for key in list(reversed(self.running)):
             try:
-                self.hosts[key[0]].stop(self.running.pop(key))
-            except HostError as exc:
+                self._stop(key)
+            except (HostError, RunnerError) as exc:
                 notes.append(f"could not stop `{key[1]}`: {exc}")
         return notes
 
