@@ -59,7 +59,8 @@ def _plan(args: argparse.Namespace) -> int:
                              "warmup": r.warmup, "cell": dict(r.cell.levels)} for r in runs]
         print(json.dumps(info, indent=1, default=str))
         return 0
-    print(f"campaign {info['campaign']}: tool {info['tool']}, design {info['design']} (seed {info['seed']})")
+    seed = "seed drawn at the first run" if info["seed"] is None else f"seed {info['seed']}"
+    print(f"campaign {info['campaign']}: tool {info['tool']}, design {info['design']} ({seed})")
     print(f"  {info['cells']} cells x ({info['warmups']} warm-up + {info['repetitions']} repetitions) "
           f"= {info['samples']} samples; {info['blocks']} fingerprinted block(s) on hosts {', '.join(info['hosts'])}")
     if info.get("groups"):
@@ -83,6 +84,18 @@ def _plan(args: argparse.Namespace) -> int:
         print(f"  neighbour on {n['on']} ({where}): {n['run']}")
     print(f"  monitors (sysstat): {'on' if info['monitors'] else 'off'}; "
           f"fingerprints per block: {'on' if info['fingerprints'] else 'off'}")
+    if args.check:
+        from . import preflight, remote
+
+        entries = lab.resolve_inventory(args.inventory, hosts=max(2, len(campaign.involved())))
+        with remote.connect(entries, campaign.involved()) as hosts:
+            problems = preflight.check(campaign, hosts)
+        for p in problems:
+            print(f"  preflight: {p}")
+        print(f"  preflight on {', '.join(campaign.involved())}: "
+              + (f"{len(problems)} problem(s); fix them before `perflab run`" if problems else "ready"))
+        if problems:
+            return 1
     shown = runs if args.all else runs[: args.head]
     for r in shown:
         print(f"  block {r.block:>3} pos {r.position:>2}  {'warm-up' if r.warmup else 'sample '}  {r.run_id}")
@@ -191,6 +204,9 @@ def parser() -> argparse.ArgumentParser:
     pp.add_argument("--head", type=int, default=12, help="runs to list (default 12)")
     pp.add_argument("--all", action="store_true", help="list every run")
     pp.add_argument("--json", action="store_true")
+    pp.add_argument("--check", action="store_true", help="also check on the hosts what the campaign requires "
+                    "(commands, packages, file systems, modules, free space); exit 1 if anything is missing")
+    pp.add_argument("--inventory", default="lab", help="hosts for --check, as for `perflab run` (default: lab)")
     pp.add_argument("--macros", metavar="FILE", help="write the planned values as inline values for the paper "
                     "(\\plset{<campaign>/plan/...}) to FILE instead of printing the plan")
     pp.set_defaults(func=_plan)

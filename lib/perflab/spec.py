@@ -132,7 +132,8 @@ class Campaign:
     repetitions: int
     warmups: int
     design: str
-    seed: int
+    #: The RMIT seed; None until the runner draws one (campaign files without ``seed``).
+    seed: int | None
     timeout: float | None
     retries: int
     source: str
@@ -181,6 +182,7 @@ class Campaign:
     def involved(self) -> list[str]:
         """Every inventory host the campaign touches: its roles' hosts and those named by its steps."""
         names = set(self.hosts.values()) | {name for group in self.groups for name in group.values()}
+        names |= {self.host_of(r["on"]) for r in self.doc.get("requires", []) if r["on"] != "all"}
         names |= {self.host_of(t) for t in (self.settle.hosts if self.settle else ())}
         names |= {self.host_of(s.on) for s in (*self.setup, *self.teardown, *self.neighbours, *self.services)}
         return sorted(names)
@@ -274,7 +276,8 @@ def load(path: str | Path, *, text: str | None = None) -> Campaign:
             scope=d.get("scope", "campaign"), order=d.get("order", 0), timeout=float(d.get("timeout", 30)),
             cells={k: tuple(v) for k, v in d.get("cells", {}).items()}) for d in doc.get("services", [])),
         crossing=doc.get("crossing", "grid"), repetitions=doc.get("repetitions", 40),
-        warmups=doc.get("warmups", 1), design=doc.get("design", "rmit"), seed=doc.get("seed", 0),
+        warmups=doc.get("warmups", 1), design=doc.get("design", "rmit"),
+        seed=doc.get("seed", None if doc.get("design", "rmit") == "rmit" else 0),
         timeout=doc.get("timeout"), retries=doc.get("retries", 1), source=path, doc=doc,
         settle=None if settle is None else Settle(
             tuple(settle.get("hosts", sorted(_roles(doc)))), float(settle["max_load1"]),
@@ -300,6 +303,9 @@ def _semantic_problems(doc: dict, lines: dict[tuple, int], path: str) -> list[st
         tool = tools.get(tool_name)
     except KeyError as exc:
         return [f"{path}:{_where(lines, ('benchmark', 'tool'))}: benchmark.tool: {exc.args[0]}"]
+    if isinstance(tool, tools.base.ParseOnly):
+        return [f"{path}:{_where(lines, ('benchmark', 'tool'))}: benchmark.tool: perflab only parses {tool_name}'s "
+                f"output (it cannot run it here); run it outside perflab and use `perflab parse {tool_name} FILE`"]
     if "groups" in doc:
         problems += _group_problems(doc, tool.roles, lines, path)
     else:
@@ -371,6 +377,9 @@ def _reference_problems(doc: dict, lines: dict[tuple, int], path: str) -> list[s
         for i, item in enumerate(doc.get(kind, [])):
             target((kind, i, "on"), item["on"])
             command((kind, i, "run"), item["run"])
+    for i, item in enumerate(doc.get("requires", [])):
+        if item["on"] != "all":
+            target(("requires", i, "on"), item["on"])
     for i, item in enumerate(doc.get("services", [])):
         target(("services", i, "on"), item["on"])
         for field_ in ("start", "ready", "stop"):

@@ -31,9 +31,11 @@ and block fingerprints on the connected hosts), :mod:`.samples` (the sample loop
 
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import os
 import platform
+import secrets
 import sys
 from contextlib import contextmanager
 from pathlib import Path
@@ -69,10 +71,25 @@ def run(spec: Campaign, entries: Mapping[str, HostEntry], raw_root: str | Path, 
     if missing:
         raise RunnerError(f"{spec.source}: hosts {', '.join(missing)} are not in the inventory "
                           f"(it has {', '.join(sorted(entries))})")
-    runs = design.schedule(spec)
     store = RawStore(raw_root, spec.name)
     with _exclusive(store.dir):
-        return _run(spec, entries, runs, store, stream=stream, limit=limit, on_sample=on_sample)
+        spec = _seeded(spec, store, stream or sys.stdout)
+        return _run(spec, entries, design.schedule(spec), store, stream=stream, limit=limit, on_sample=on_sample)
+
+
+def _seeded(spec: Campaign, store: RawStore, out: TextIO) -> Campaign:
+    """``spec`` with its RMIT seed: its own, the one an earlier run of it drew, or a new one (printed)."""
+    if spec.seed is not None:
+        return spec
+    path = store.dir / "campaign.json"
+    if path.exists():
+        seed = records.read_campaign(path).spec.get("seed")
+        print(f"{spec.name}: using the seed {seed} drawn by its first run (stored in {path})", file=out, flush=True)
+    else:
+        seed = secrets.randbelow(2**31)
+        print(f"{spec.name}: drew the RMIT seed {seed}; it is stored in {path}. Write `seed: {seed}` in "
+              f"{spec.source} to fix it", file=out, flush=True)
+    return dataclasses.replace(spec, seed=seed, doc={**spec.doc, "seed": seed})
 
 
 @contextmanager

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Mapping
 
 from .. import design, tools
@@ -38,6 +39,9 @@ def plan(spec: Campaign) -> dict[str, Any]:
     most the settle condition can add when the hosts never settle. With groups, samples
     count every group's runs and the times are divided by the pool size ``parallel_groups``.
     """
+    drawn = spec.seed is None
+    if drawn:  # the order is drawn at run time; any seed gives the same counts and estimates
+        spec = replace(spec, seed=0)
     runs = design.schedule(spec)
     parts = [spec.for_group(k) for k in range(len(spec.groups))] if spec.groups else [spec]
     estimates = [_estimate(part, [r for r in runs if r.group == part.group]) for part in parts]
@@ -49,7 +53,7 @@ def plan(spec: Campaign) -> dict[str, Any]:
         grouped = {"groups": [dict(g) for g in spec.groups], "parallel_groups": spec.parallel_groups}
     hosts = spec.involved()
     blocks = len({fingerprint_block(spec, r) for r in runs})
-    return {"campaign": spec.name, "tool": spec.tool, "design": spec.design, "seed": spec.seed,
+    return {"campaign": spec.name, "tool": spec.tool, "design": spec.design, "seed": None if drawn else spec.seed,
             "cells": len(design.cells(spec.factors, spec.crossing, spec.exclude)), "repetitions": spec.repetitions,
             "warmups": spec.warmups, "samples": len(runs), "blocks": blocks, "hosts": hosts,
             "measure_seconds": round(measure, 1), "overhead_seconds": round(overhead, 1),
@@ -90,7 +94,7 @@ def planned_values(spec: Campaign) -> dict[str, str]:
     info = plan(spec)
     key = f"{spec.name}/plan"
     values = {f"{key}/repetitions": str(spec.repetitions), f"{key}/warmups": str(spec.warmups),
-              f"{key}/seed": str(spec.seed), f"{key}/design": "RMIT" if spec.design == "rmit" else spec.design,
+              f"{key}/seed": "drawn at run time" if spec.seed is None else str(spec.seed), f"{key}/design": "RMIT" if spec.design == "rmit" else spec.design,
               f"{key}/cells": str(info["cells"]), f"{key}/samples": str(info["samples"]),
               f"{key}/estimated-minutes": f"{info['estimated_seconds'] / 60:.0f}"}
     for name, value in spec.params.items():

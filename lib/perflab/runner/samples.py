@@ -7,7 +7,7 @@ import threading
 import time
 from typing import Any, Callable, Mapping
 
-from .. import __version__, design, monitors, records, settle, tools
+from .. import __version__, design, monitors, preflight, records, settle, tools
 from ..inventory import HostEntry
 from ..ledger import Ledger
 from ..remote import HostError, Hosts, connect
@@ -28,6 +28,10 @@ def session(spec: Campaign, entries: Mapping[str, HostEntry], runs: list[design.
     """
     last_of_block = {fingerprint_block(spec, r): r.run_id for r in runs}
     with connect(entries, spec.involved()) as hosts:
+        problems = preflight.check(spec, hosts)
+        if problems:
+            raise RunnerError(f"{spec.source}: the hosts are not ready for this campaign (nothing was run):\n  "
+                              + "\n  ".join(problems))
         engine = Engine(spec, hosts, store, progress)
         try:
             for run_ in todo:
