@@ -140,3 +140,32 @@ def test_an_rmit_campaign_without_a_seed_draws_one_stores_it_and_a_resume_reuses
 def test_a_parse_only_tool_is_refused_for_running():
     with pytest.raises(spec.SpecError, match=r"c.yaml:2: benchmark.tool: perflab only parses npb's output"):
         load_campaign(LEVELS.replace("tool: probe", "tool: npb"))
+
+
+MONITORED = """\
+campaign: monitored
+benchmark: {tool: ping, params: {count: 8, interval: 0.3}}
+hosts: {client: h1, server: h2}
+factors: {size: [56]}
+repetitions: 2
+warmups: 0
+seed: 1
+fingerprints: false
+"""
+
+
+@ROOT_ONLY
+@pytest.mark.lab
+def test_monitors_reach_the_tidy_table_per_host_and_never_as_summary_rows(lab_inventory, tmp_path):
+    c = load_campaign(MONITORED, tmp_path)
+    assert runner.run(c, lab_inventory, tmp_path / "raw", stream=open(os.devnull, "w")).complete
+    df, quarantine = tidy.frame(tmp_path / "raw/monitored")
+    assert quarantine.empty, list(quarantine["reason"])
+    mon = df[df["tool"].isin(["sadf", "procstat"])]
+    assert set(mon["host"]) == {"h1", "h2"} and not mon["summary"].any()
+    cpu = mon[(mon["tool"] == "sadf") & (mon["metric"] == "cpu_usr") & (mon["cpu"] == "all")]
+    assert len(cpu) == 4 and cpu["value"].between(0, 100).all()  # 2 samples x 2 hosts, a percentage
+    elapsed = mon[(mon["tool"] == "procstat") & (mon["metric"] == "elapsed")]
+    assert len(elapsed) == 4 and (elapsed["value"] > 0).all()
+    ping = df[df["summary"]]
+    assert set(ping["tool"]) == {"ping"} and set(ping["host"]) == {"h1"}

@@ -70,6 +70,7 @@ def frame(raw_dir: str | Path, *, verify: bool = True) -> tuple[pd.DataFrame, pd
             summary = bool(m.dims.get("summary", not m.dims))
             rows.append({**common, **m.as_row(), "summary": summary, "parser_version": tool.parser_version,
                          "source": source})
+        rows += monitor_rows(sdir, raw_dir.parent, common, quarantine)
     df = pd.DataFrame(rows)
     if df.empty:
         df = pd.DataFrame(columns=BASE_COLUMNS + factors)
@@ -82,6 +83,43 @@ def frame(raw_dir: str | Path, *, verify: bool = True) -> tuple[pd.DataFrame, pd
         if col in df:
             df[col] = df[col].astype("string")
     return df.sort_values(["block", "position", "metric"], kind="stable").reset_index(drop=True), pd.DataFrame(quarantine)
+
+
+def monitor_rows(sample_dir: Path, base: Path, common: dict[str, Any], quarantine: list[dict[str, Any]]) -> list[dict]:
+    """Rows of a sample's monitors: per host, sysstat's means over the sample and /proc deltas.
+
+    They carry the host monitored in ``host``, the monitor's parser in ``tool`` (``sadf``,
+    ``procstat``) and are never summary rows, so an analysis of the benchmark's metrics
+    never picks them up by accident. A monitor file that does not parse is quarantined.
+    """
+    rows = []
+    for hdir in sorted(p for p in (sample_dir / "monitors").glob("*") if p.is_dir()):
+        inputs = {"sadf": [hdir / "sar.json"], "procstat": [hdir / "proc-before.txt", hdir / "proc-after.txt"]}
+        for name, files in inputs.items():
+            if not all(f.is_file() for f in files) or (name == "sadf" and _no_intervals(files[0])):
+                continue
+            source = files[0].relative_to(base).as_posix()
+            parser = tools.get(name)
+            try:
+                found = parser.parse("".join(_read(f) for f in files), source=source)
+            except ParseError as exc:
+                quarantine.append({**common, "host": hdir.name, "source": source, "reason": str(exc)})
+                continue
+            for m in found:
+                if "timestamp" in m.dims or "interval_start" in m.dims:
+                    continue
+                rows.append({**common, **m.as_row(), "tool": name, "host": hdir.name, "summary": False,
+                             "parser_version": parser.parser_version, "source": source})
+    return rows
+
+
+def _no_intervals(sar_json: Path) -> bool:
+    """True for a sysstat recording shorter than its one-second interval: it holds no statistics."""
+    try:
+        hosts = json.loads(_read(sar_json))["sysstat"]["hosts"]
+    except (ValueError, KeyError, TypeError):
+        return False  # not what sadf writes: the parser says what is wrong
+    return all(not h.get("statistics") for h in hosts) if isinstance(hosts, list) else False
 
 
 def _read(path: Path) -> str:
