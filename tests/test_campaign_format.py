@@ -169,3 +169,19 @@ def test_monitors_reach_the_tidy_table_per_host_and_never_as_summary_rows(lab_in
     assert len(elapsed) == 4 and (elapsed["value"] > 0).all()
     ping = df[df["summary"]]
     assert set(ping["tool"]) == {"ping"} and set(ping["host"]) == {"h1"}
+
+
+@ROOT_ONLY
+@pytest.mark.lab
+def test_the_services_example_runs_on_the_lab_and_records_its_flow(lab_inventory, tmp_path):
+    import dataclasses
+
+    full = spec.load(Path(__file__).resolve().parents[1] / "campaigns/examples/services-and-levels.yaml")
+    short = dataclasses.replace(full, repetitions=1, warmups=0, doc={**full.doc, "repetitions": 1, "warmups": 0})
+    assert runner.plan(short)["cells"] == 5
+    assert runner.run(short, lab_inventory, tmp_path, stream=open(os.devnull, "w")).complete
+    for p in (tmp_path / "services-and-levels/samples").glob("*/meta.json"):
+        m = json.loads(p.read_text())
+        names = [s["name"] for s in m["services"]]
+        assert names == (["service-flow-server", "service-flow-client"] if m["cell"]["load"] == "flow" else [])
+    assert count("iperf3 -s -p 5299") == 0 and count("-p 5299 -t 3600") == 0
