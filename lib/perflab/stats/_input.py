@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any, Iterable, Sequence
 
 import numpy as np
@@ -79,3 +80,40 @@ def shapiro_p(x: np.ndarray) -> float:
     if x.size < 3 or np.ptp(x) == 0:
         return np.nan
     return float(stats.shapiro(x).pvalue)
+
+
+def scale_of(*samples: np.ndarray) -> float:
+    """A power of two near the largest magnitude in ``samples`` (1 when all are zero).
+
+    Dividing by it is exact in floating point and brings values near 1e300 or 1e-300
+    to order 1, so that sums of squares neither overflow nor underflow. Every
+    statistic perflab reports is either scale-free (tests, ratios, standardized
+    effects) or multiplied back by this factor.
+    """
+    peak = max((float(np.max(np.abs(s))) for s in samples if s.size), default=0.0)
+    return 1.0 if peak == 0.0 or not math.isfinite(peak) else math.ldexp(1.0, math.frexp(peak)[1] - 1)
+
+
+def check_labels(labels: Iterable[Any], column: str, where: str) -> None:
+    """Refuse missing or blank group labels in ``column``: such rows would silently vanish or merge."""
+    blank = [repr(v) for v in labels if v is None or (isinstance(v, float) and math.isnan(v))
+             or str(v).strip() == ""]
+    if blank:
+        raise StatsInputError(f"{where}, column {column!r}", "a non-blank group label on every row",
+                              f"{len(blank)} row(s) with label {sorted(set(blank))[0]}",
+                              "Fill the label (or drop those rows explicitly) before comparing.")
+
+
+def json_value(value: Any) -> Any:
+    """A value for strict JSON: NaN (undefined) becomes null, ±inf (unbounded) the strings "inf"/"-inf"."""
+    if isinstance(value, dict):
+        return {k: json_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_value(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, float) and math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return value
