@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from ._input import StatsInputError, json_value, plain
-from .compare import DEFAULT_TESTS, TEST_NAMES, Comparison, compare
+from .compare import TEST_NAMES, Comparison, compare
 from .describe import describe
 from .levels import PER_RUN, select_rows
 from .multi import OMNIBUS_FOR_TEST, Omnibus, omnibus
@@ -137,7 +137,6 @@ def _compare_cmd(args: argparse.Namespace) -> int:
     matching omnibus test and its post-hoc."""
     source = str(args.data)
     paired = bool(args.paired_by)
-    key = args.test or DEFAULT_TESTS[paired]
     try:
         sel = select_rows(read_table(args.data), args.metric, _where(args.where, source),
                           per_run=args.per_run, source=source)
@@ -157,9 +156,10 @@ def _compare_cmd(args: argparse.Namespace) -> int:
         overall: Omnibus | None = None
         if len(groups) == 2:
             (a, xa), (b, xb) = groups.items()
-            result = compare(xa, xb, test=key, paired=paired, level=args.level, labels=(a, b))
+            result = compare(xa, xb, test=args.test, paired=paired, level=args.level, labels=(a, b))
         else:
-            overall = omnibus(groups, test=OMNIBUS_FOR_TEST[key], paired=paired, level=args.level)
+            overall = omnibus(groups, test=OMNIBUS_FOR_TEST[args.test] if args.test else None, paired=paired,
+                              level=args.level)
     except StatsInputError as exc:
         print(f"perflab compare: error: {exc}", file=sys.stderr)
         return 2

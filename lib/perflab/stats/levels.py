@@ -65,13 +65,19 @@ def _dimensions(df: pd.DataFrame) -> list[str]:
 
 
 def _keep(data: pd.DataFrame, column: str, value: Any) -> pd.DataFrame:
-    """Rows whose ``column`` matches ``value``: None or "" for empty, :data:`ANY` for non-empty."""
+    """Rows whose ``column`` matches ``value`` (as text, or as a number: "2" matches 2.0);
+    None or "" for empty, :data:`ANY` for non-empty."""
     text = data[column].astype(str).str.strip().where(data[column].notna(), "")
     if value is None or str(value) == "":
         return data[text == ""]
     if str(value) == ANY:
         return data[text != ""]
-    return data[text == str(value)]
+    same = text == str(value).strip()
+    try:
+        same |= pd.to_numeric(data[column], errors="coerce") == float(value)
+    except (TypeError, ValueError):
+        pass
+    return data[same]
 
 
 def select_rows(df: pd.DataFrame, metric: str, select: Mapping[str, Any] | None = None, *,
@@ -89,7 +95,7 @@ def select_rows(df: pd.DataFrame, metric: str, select: Mapping[str, Any] | None 
     """
     if "metric" in df.columns and "value" in df.columns and (df["metric"] == metric).any():
         data, value = df[df["metric"] == metric], "value"
-    elif metric in df.columns and metric not in ("metric", "value"):
+    elif metric in df.columns and metric != "metric":
         data, value = df, metric
     else:
         known = sorted(df["metric"].dropna().astype(str).unique()) if "metric" in df.columns else []
