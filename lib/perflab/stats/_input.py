@@ -117,3 +117,12 @@ def json_value(value: Any) -> Any:
     if isinstance(value, float) and math.isinf(value):
         return "inf" if value > 0 else "-inf"
     return value
+
+
+def p_text(p: float) -> str:
+    """A p-value for sentences: "p < 0.001", "p = 0.012", "p = 0.35" (no e-notation), "p = n/a" for nan."""
+    if p is None or math.isnan(p):
+        return "p = n/a"
+    if p < 0.001:
+        return "p < 0.001"
+    return f"p = {p:.2g}" if p < 0.01 else f"p = {p:.2f}"

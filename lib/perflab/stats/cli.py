@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from ._input import StatsInputError, json_value, plain
+from ._input import StatsInputError, json_value, p_text, plain
 from .compare import TEST_NAMES, Comparison, compare
 from .describe import describe
 from .levels import PER_RUN, select_rows
@@ -58,11 +58,6 @@ def number(value: float, digits: int = 4) -> str:
     if magnitude >= 15 or magnitude < -6:
         return f"{value:.{digits - 1}e}"
     return f"{value:.{max(0, digits - 1 - magnitude)}f}"
-
-
-def p_text(p: float) -> str:
-    """A p-value as "p = 0.0123" or "p < 0.001"."""
-    return "p = n/a" if math.isnan(p) else "p < 0.001" if p < 0.001 else f"p = {number(p, 2)}"
 
 
 def display_unit(values: pd.Series, unit: str | None) -> tuple[float, str]:

@@ -23,8 +23,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 from scipy import stats
 
-from ._input import (DEFAULT_SEED, StatsInputError, as_pair, check_labels, check_level, plain, scale_of,
-                     shapiro_p)
+from ._input import (DEFAULT_SEED, StatsInputError, as_pair, check_labels, check_level, p_text, plain,
+                     scale_of, shapiro_p)
 from .effect import (BOOTSTRAP_MIN_N, Interval, cliffs_delta, hedges_g, hodges_lehmann, rel_diff,
                      rel_diff_bootstrap, rel_diff_fieller)
 
@@ -131,7 +131,7 @@ def diagnostics(a: Sequence[float], b: Sequence[float], *, test: str, paired: bo
         if d.size < 3 or np.ptp(d) == 0:
             notes.append("normality of the differences cannot be checked (fewer than 3 pairs or all equal)")
         elif checks["shapiro_p_diff"] < alpha:
-            notes.append(_normality_note(f"the paired differences (Shapiro-Wilk p = {checks['shapiro_p_diff']:.2g})",
+            notes.append(_normality_note(f"the paired differences (Shapiro-Wilk {p_text(checks['shapiro_p_diff'])})",
                                          test, d.size))
         return checks, notes
     checks = {f"shapiro_p_{labels[0]}": shapiro_p(x), f"shapiro_p_{labels[1]}": shapiro_p(y)}
@@ -141,12 +141,12 @@ def diagnostics(a: Sequence[float], b: Sequence[float], *, test: str, paired: bo
     unchecked = [lab for lab, s in zip(labels, (x, y)) if s.size < 3 or np.ptp(s) == 0]
     if unchecked:
         notes.append(f"normality of {', '.join(unchecked)} cannot be checked (n < 3 or constant)")
-    rejected = [f"{lab} (Shapiro-Wilk p = {checks[f'shapiro_p_{lab}']:.2g})" for lab in labels
+    rejected = [f"{lab} (Shapiro-Wilk {p_text(checks[f'shapiro_p_{lab}'])})" for lab in labels
                 if checks[f"shapiro_p_{lab}"] < alpha]
     if rejected:
         notes.append(_normality_note(" and ".join(rejected), test, min(x.size, y.size)))
     if checks["levene_p"] < alpha:
-        spread = f"the spreads differ (Brown-Forsythe p = {checks['levene_p']:.2g})"
+        spread = f"the spreads differ (Brown-Forsythe {p_text(checks['levene_p'])})"
         notes.append({
             "welch": f"{spread}; Welch's t does not assume equal variances",
             "student": f"{spread}; Student's t assumes equal variances and its p-value is then unreliable, "
@@ -189,7 +189,7 @@ def compare(a: Sequence[float], b: Sequence[float], *, test: str | None = None, 
                               f"paired={paired}", "Pass a matching test or paired flag.")
     reason = ("requested by the caller" if test is not None else
               "default for paired samples" if paired else
-              "default for independent groups: no equal-variance assumption (Delacre et al. 2017)")
+              "default for independent groups: it does not assume equal variances (Delacre et al. 2017)")
     checks, notes = diagnostics(x, y, test=key, paired=paired, labels=labels)
     k = scale_of(x, y)
     xs, ys = x / k, y / k

@@ -32,7 +32,7 @@ from statsmodels.stats.anova import anova_lm
 from statsmodels.stats.diagnostic import acorr_ljungbox, breaks_cusumolsresid
 from statsmodels.tsa.stattools import acf
 
-from ._input import StatsInputError, as_sample, plain, scale_of
+from ._input import StatsInputError, as_sample, p_text, plain, scale_of
 
 #: Robust-z threshold beyond which a value is flagged (Iglewicz & Hoaglin's 3.5).
 OUTLIER_THRESHOLD = 3.5
@@ -65,13 +65,13 @@ class Drift:
 
     def flags(self, alpha: float = 0.05) -> list[str]:
         """The checks that reject at ``alpha``, named in words (empty when none does)."""
-        named = (("serial dependence (Ljung-Box at lag " f"{self.ljung_box_lags}, p = {self.ljung_box_p:.2g})",
+        named = ((f"serial dependence (Ljung-Box up to lag {self.ljung_box_lags}, {p_text(self.ljung_box_p)})",
                   self.ljung_box_p),
-                 (f"a monotonic trend (Mann-Kendall p = {self.mann_kendall_p:.2g})", self.mann_kendall_p),
-                 (f"a change in level after run {self.change_at + 1} (CUSUM p = {self.level_change_p:.2g})",
-                  self.level_change_p),
+                 (f"a monotonic trend (Mann-Kendall {p_text(self.mann_kendall_p)})", self.mann_kendall_p),
+                 (f"a change in level after run {self.change_at + 1} of {self.n} "
+                  f"(CUSUM {p_text(self.level_change_p)})", self.level_change_p),
                  (f"a change in spread across {self.variance_windows} windows of the run "
-                  f"(Brown-Forsythe p = {self.variance_change_p:.2g})", self.variance_change_p))
+                  f"(Brown-Forsythe {p_text(self.variance_change_p)})", self.variance_change_p))
         return [text for text, p in named if p < alpha]
 
 

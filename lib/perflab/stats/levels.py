@@ -17,7 +17,7 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from ._input import StatsInputError, check_labels, shapiro_p
+from ._input import StatsInputError, check_labels, p_text, shapiro_p
 from .compare import Comparison, compare
 from .describe import COLUMNS as DESCRIBE_COLUMNS, describe
 from .drift import BlockEffect, block_effect, drift, flag_outliers
@@ -218,8 +218,8 @@ def verdict(table: pd.DataFrame, block: BlockEffect | None, *, factor: str, alph
     """
     parts = [f"{factor} = {r[factor]}: " + ", ".join(r["flags"]) for r in table.to_dict("records") if r["flags"]]
     if block is not None and min(block.anova_p, block.friedman_p) < alpha:
-        parts.append(f"the block (round) shifts the values (two-way ANOVA p = {block.anova_p:.2g}, "
-                     f"Friedman p = {block.friedman_p:.2g})")
+        parts.append(f"the block (round) shifts the values (two-way ANOVA {p_text(block.anova_p)}, "
+                     f"Friedman {p_text(block.friedman_p)})")
     short = [str(r[factor]) for r in table.to_dict("records") if r["n"] < 4]
     if not parts:
         return ("No run-order check flags serial dependence, a trend, a change in level or in spread"
