@@ -7,6 +7,7 @@ paper (that is :mod:`perflab.report`). ``docs/statistics.md`` documents every me
 """
 
 from ._input import DEFAULT_SEED, StatsInputError, json_value
+from .anova import aligned_rank_anova, cell_means, factorial_anova
 from .compare import DEFAULT_TESTS, TEST_NAMES, Comparison, compare, diagnostics
 from .describe import describe, mean_ci, median_ci, summarize
 from .drift import BlockEffect, Drift, block_effect, drift, drift_table, flag_outliers, robust_z
@@ -17,10 +18,12 @@ from .levels import LevelsResult, Selection, analyse, select_rows, verdict
 from .multi import Omnibus, adjust_pvalues, omnibus, posthoc
 from .power import min_detectable_effect, n_for_effect, n_for_halfwidth, plan
 from .published import load_claims, load_published, recheck, recheck_claims
+from .summaries import per_row, published_vs_rerun, welch_from_stats
 from .table import comparison_table
 
 __all__ = [
     "DEFAULT_SEED", "StatsInputError", "json_value",
+    "aligned_rank_anova", "cell_means", "factorial_anova",
     "DEFAULT_TESTS", "TEST_NAMES", "Comparison", "compare", "diagnostics",
     "describe", "mean_ci", "median_ci", "summarize",
     "BlockEffect", "Drift", "block_effect", "drift", "drift_table", "flag_outliers", "robust_z",
@@ -31,5 +34,6 @@ __all__ = [
     "Omnibus", "adjust_pvalues", "omnibus", "posthoc",
     "min_detectable_effect", "n_for_effect", "n_for_halfwidth", "plan",
     "load_claims", "load_published", "recheck", "recheck_claims",
+    "per_row", "published_vs_rerun", "welch_from_stats",
     "comparison_table",
 ]
