@@ -11,7 +11,7 @@ from .anova import aligned_rank_anova, cell_means, factorial_anova
 from .compare import DEFAULT_TESTS, TEST_NAMES, Comparison, compare, diagnostics
 from .describe import describe, mean_ci, median_ci, summarize
 from .drift import BlockEffect, Drift, block_effect, drift, drift_table, flag_outliers, robust_z
-from .effect import (BOOTSTRAP_MIN_N, cliffs_delta, hedges_g, hodges_lehmann, mean_diff, rel_diff,
+from .effect import (BOOTSTRAP_MIN_N, cliffs_delta, hedges_g, hodges_lehmann, rel_diff,
                      rel_diff_bootstrap, rel_diff_fieller)
 from .equivalence import Equivalence, tost
 from .levels import LevelsResult, Selection, analyse, select_rows, verdict
@@ -27,7 +27,7 @@ __all__ = [
     "DEFAULT_TESTS", "TEST_NAMES", "Comparison", "compare", "diagnostics",
     "describe", "mean_ci", "median_ci", "summarize",
     "BlockEffect", "Drift", "block_effect", "drift", "drift_table", "flag_outliers", "robust_z",
-    "BOOTSTRAP_MIN_N", "cliffs_delta", "hedges_g", "hodges_lehmann", "mean_diff", "rel_diff",
+    "BOOTSTRAP_MIN_N", "cliffs_delta", "hedges_g", "hodges_lehmann", "rel_diff",
     "rel_diff_bootstrap", "rel_diff_fieller",
     "Equivalence", "tost",
     "LevelsResult", "Selection", "analyse", "select_rows", "verdict",

@@ -1,12 +1,10 @@
 """Effect sizes of a two-group comparison, each oriented as "b relative to a".
 
-- difference of means with the interval of the matching t test (``scipy.stats``'s
-  ``TtestResult.confidence_interval``);
 - relative difference of means, ``(mean_b - mean_a) / |mean_a|``, with a Fieller (t-based)
   interval and, from :data:`BOOTSTRAP_MIN_N` values per group, a BCa bootstrap interval
   (``scipy.stats.bootstrap``);
 - Hedges' g (pooled SD for independent groups, average SD for paired ones, Lakens 2013);
-- Cliff's delta, from the Mann-Whitney U statistic (``scipy.stats.mannwhitneyu``);
+- Cliff's delta, from the Mann-Whitney U statistic (mid-ranks, ``scipy.stats.rankdata``);
 - the Hodges-Lehmann shift with the distribution-free interval obtained by inverting
   scipy's Mann-Whitney U (independent) or Wilcoxon signed-rank (paired) test.
 """
@@ -16,9 +14,8 @@ from __future__ import annotations
 import warnings
 from typing import Callable, Sequence
 
-from numpy.typing import ArrayLike
-
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import stats
 from scipy.special import gammaln
 
@@ -66,29 +63,6 @@ def cliffs_delta(a: Sequence[float], b: Sequence[float]) -> float:
     ranks = stats.rankdata(np.concatenate([y, x]))
     u = ranks[:y.size].sum() - y.size * (y.size + 1) / 2
     return float(2 * u / (x.size * y.size) - 1)
-
-
-def mean_diff(a: Sequence[float], b: Sequence[float], *, paired: bool = False, equal_var: bool = False,
-              level: float = 0.95) -> tuple[float, Interval]:
-    """Difference of means ``mean_b - mean_a`` and the interval of the matching t test.
-
-    Welch's interval by default (Welch-Satterthwaite df), Student's with ``equal_var``,
-    the paired t interval of b - a with ``paired``. Values are rescaled by a power of
-    two before computing (:func:`~perflab.stats._input.scale_of`), so magnitudes near
-    1e300 or 1e-300 neither overflow nor underflow.
-    """
-    x, y = as_pair(a, b, paired)
-    level = check_level(level)
-    k = scale_of(x, y)
-    xs, ys = x / k, y / k
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        res = stats.ttest_rel(ys, xs) if paired else stats.ttest_ind(ys, xs, equal_var=equal_var)
-        ci = res.confidence_interval(level)
-    diff = float(np.mean(ys - xs) if paired else np.mean(ys) - np.mean(xs))
-    if not np.isfinite(ci.low):  # zero spread: the interval is the point
-        return diff * k, (diff * k, diff * k)
-    return diff * k, (float(ci.low) * k, float(ci.high) * k)
 
 
 def _invert(candidates: np.ndarray, estimate: float, pvalue: Callable[[float], float],
