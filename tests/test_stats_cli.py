@@ -47,7 +47,7 @@ def test_compare_prints_description_and_comparison(tidy, capsys):
     code, out, _ = run(["compare", str(tidy), "--metric", "throughput", "--by", "cell"], capsys)
     assert code == 0
     assert "excluded 12 warm-up row(s)" in out and "values in bit/s" in out
-    assert "Description" in out and "y vs x: Welch's t (default for independent groups" in out
+    assert "Description" in out and "cell=y vs cell=x: Welch's t; default for independent groups" in out
     assert "difference of means: " in out and " bit/s, 95 % CI [" in out and "relative: " in out and " %, 95 % CI [" in out
     assert "e+" not in out and "e-" not in out  # ordinary magnitudes in fixed notation
 
@@ -60,7 +60,7 @@ def test_compare_json_matches_the_library(tidy, capsys):
     df = pd.read_csv(tidy)
     df = df[~df["warmup"]].sort_values("block")
     expected = compare(df[df.cell == "x"]["value"], df[df.cell == "y"]["value"], paired=True,
-                       labels=("x", "y"))
+                       labels=("cell=x", "cell=y"))
     got = payload["comparison"]
     assert got["test"] == expected.test == "paired t" and got["p_value"] == pytest.approx(expected.p_value)
     assert got["rel_diff_ci"] == pytest.approx(list(expected.rel_diff_ci))
@@ -108,7 +108,7 @@ def iperf_tidy(tmp_path: Path) -> Path:
 def test_compare_on_a_tidy_table_uses_summary_rows_and_prints_units(iperf_tidy, capsys):
     code, out, err = run(["compare", str(iperf_tidy), "--metric", "throughput", "--by", "parallel"], capsys)
     assert code == 0, err
-    assert "values in Gbit/s" in out and "4 vs 1: Welch's t" in out and " Gbit/s, 95 % CI" in out
+    assert "values in Gbit/s" in out and "parallel=4 vs parallel=1: Welch's t" in out and " Gbit/s, 95 % CI" in out
     assert "e+09" not in out
 
 
@@ -140,13 +140,13 @@ def test_compare_refuses_to_pool_units_and_blank_labels(iperf_tidy, tmp_path, ca
 def test_compare_names_the_test_and_runs_the_post_hoc_it_names(tidy, capsys):
     code, out, _ = run(["compare", str(tidy), "--metric", "throughput", "--by", "cell", "--test", "mannwhitney"],
                        capsys)
-    assert code == 0 and "Mann-Whitney U (requested by the caller)" in out and "Hodges-Lehmann shift" in out
+    assert code == 0 and "Mann-Whitney U; requested by the caller" in out and "Hodges-Lehmann shift" in out
     df = pd.read_csv(tidy)
     df.loc[df["block"] % 3 == 0, "cell"] = "z"
     df.to_csv(tidy, index=False)
     code, out, _ = run(["compare", str(tidy), "--metric", "throughput", "--by", "cell"], capsys)
-    assert code == 0 and "Omnibus: Welch's ANOVA" in out and "Post-hoc: Games-Howell" in out
-    assert "y vs x:" in out and "z vs y:" in out
+    assert code == 0 and "Omnibus: Welch's ANOVA; default" in out and "Post-hoc: Games-Howell" in out
+    assert "cell=y vs cell=x:" in out and "cell=z vs cell=y:" in out
     code, out, _ = run(["compare", str(tidy), "--metric", "throughput", "--by", "cell", "--test", "mannwhitney"],
                        capsys)
     assert "Omnibus: Kruskal-Wallis" in out and "Post-hoc: Dunn (Holm-adjusted)" in out

@@ -103,7 +103,7 @@ def _print_comparison(c: Comparison, factor: float, unit: str) -> None:
     """The comparison in words: test, effect with its interval in the unit and in %, p, effect sizes, diagnostics."""
     u = f" {unit}" if unit else ""
     pct = f"{100 * c.level:g} %"
-    print(f"\n{c.labels[1]} vs {c.labels[0]}: {c.test} ({c.reason})")
+    print(f"\n{c.labels[1]} vs {c.labels[0]}: {c.test}; {c.reason}")
     print(f"  {c.effect}: {number(c.estimate / factor)}{u}, {pct} CI [{number(c.estimate_ci[0] / factor)}, "
           f"{number(c.estimate_ci[1] / factor)}]{u}")
     print(f"  relative: {number(100 * c.rel_diff, 3)} %, {pct} CI [{number(100 * c.rel_diff_ci[0], 3)} %, "
@@ -115,16 +115,16 @@ def _print_comparison(c: Comparison, factor: float, unit: str) -> None:
         print(f"  note: {note}")
 
 
-def _print_omnibus(o: Omnibus, factor: float, unit: str, level: float) -> None:
+def _print_omnibus(o: Omnibus, by: str, factor: float, unit: str, level: float) -> None:
     """The omnibus test and the rows of the post-hoc it ran."""
     u = f" ({unit})" if unit else ""
     df = f"df = {number(o.df_num, 3)}" + ("" if math.isnan(o.df_denom) else f", {number(o.df_denom, 3)}")
-    print(f"\nOmnibus: {o.test} ({o.reason}), statistic = {number(o.statistic)}, {df}, {p_text(o.p_value)}")
+    print(f"\nOmnibus: {o.test}; {o.reason}; statistic = {number(o.statistic)}, {df}, {p_text(o.p_value)}")
     print(f"Post-hoc: {o.posthoc}; difference b - a{u} with {100 * level:g} % CI, adjusted p")
     for r in o.pairs:
         ci = "" if math.isnan(r["ci_low"]) else f" [{number(r['ci_low'] / factor)}, {number(r['ci_high'] / factor)}]"
         diff = "" if math.isnan(r["diff"]) else f"{number(r['diff'] / factor)}{ci}, "
-        print(f"  {r['group_b']} vs {r['group_a']}: {diff}{p_text(r['p_adjusted'])}")
+        print(f"  {by}={r['group_b']} vs {by}={r['group_a']}: {diff}{p_text(r['p_adjusted'])}")
 
 
 def _compare_cmd(args: argparse.Namespace) -> int:
@@ -151,7 +151,8 @@ def _compare_cmd(args: argparse.Namespace) -> int:
         overall: Omnibus | None = None
         if len(groups) == 2:
             (a, xa), (b, xb) = groups.items()
-            result = compare(xa, xb, test=args.test, paired=paired, level=args.level, labels=(a, b))
+            result = compare(xa, xb, test=args.test, paired=paired, level=args.level,
+                             labels=(f"{args.by}={a}", f"{args.by}={b}"))
         else:
             overall = omnibus(groups, test=OMNIBUS_FOR_TEST[args.test] if args.test else None, paired=paired,
                               level=args.level)
@@ -181,7 +182,7 @@ def _compare_cmd(args: argparse.Namespace) -> int:
     if result:
         _print_comparison(result, factor, unit)
     if overall:
-        _print_omnibus(overall, factor, unit, args.level)
+        _print_omnibus(overall, args.by, factor, unit, args.level)
     return 0
 
 
