@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 import statsmodels.formula.api as smf
 from scipy import stats
-from statsmodels.stats.anova import anova_lm
+from statsmodels.stats.anova import AnovaRM, anova_lm
 
-from perflab.stats import StatsInputError, compare, load_published
+from perflab.stats import StatsInputError, compare, load_published, omnibus
 from perflab.stats import aligned_rank_anova, cell_means, factorial_anova
 from perflab.stats import per_row, published_vs_rerun, welch_from_stats
 from perflab.stats.summaries import IN_KIND_NOTE
@@ -99,3 +99,21 @@ def test_published_vs_rerun_gives_the_ratio_and_says_in_kind():
     assert row["ratio_ci_low"] < row["ratio"] < row["ratio_ci_high"] and row["p"] < 0.001
     assert row["note"] == IN_KIND_NOTE and "in kind only" in row["note"]
     assert published_vs_rerun({"mean": 1.0, "sd": 0.1, "n": 5}, [1.0, 1.1], same_setup=True)["note"].startswith("same")
+
+
+def test_paired_omnibus_defaults_to_repeated_measures_anova_and_runs_its_post_hoc():
+    rng = np.random.default_rng(6)
+    block = rng.normal(0, 2, 12)
+    groups = {g: 50 + shift + block + rng.normal(0, 0.5, 12) for g, shift in (("x", 0.0), ("y", 0.3), ("z", 1.5))}
+    result = omnibus(groups, paired=True)
+    long = pd.DataFrame([(g, i, v) for g, vals in groups.items() for i, v in enumerate(vals)],
+                        columns=["group", "block", "value"])
+    ref = AnovaRM(long, "value", "block", within=["group"]).fit().anova_table.iloc[0]
+    assert result.test == "repeated-measures ANOVA" and result.statistic == pytest.approx(ref["F Value"])
+    assert result.posthoc == "pairwise paired t (Holm-adjusted)" and len(result.pairs) == 3
+    pair = next(p for p in result.pairs if (p["group_a"], p["group_b"]) == ("x", "z"))
+    raw = stats.ttest_rel(groups["z"], groups["x"])
+    assert pair["diff"] == pytest.approx(np.mean(groups["z"] - groups["x"])) and pair["p_adjusted"] >= raw.pvalue
+    friedman = omnibus(groups, paired=True, test="friedman")
+    assert friedman.p_value == pytest.approx(stats.friedmanchisquare(*groups.values()).pvalue)
+    assert {p["method"] for p in friedman.pairs} == {"pairwise Wilcoxon signed-rank (Holm-adjusted)"}

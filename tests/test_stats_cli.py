@@ -185,3 +185,11 @@ def test_module_entry_point_runs_recheck():
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "2 of 10 comparison(s) flagged" in done.stdout
+
+
+def test_a_group_too_small_is_named_with_file_metric_and_group(tidy, capsys):
+    df = pd.read_csv(tidy)
+    df.loc[(df["cell"] == "y") & (df["block"] > 0), "cell"] = "x"
+    df.to_csv(tidy, index=False)
+    code, _, err = run(["compare", str(tidy), "--metric", "throughput", "--by", "cell"], capsys)
+    assert code == 2 and f"{tidy}, --metric throughput, group 'cell=y': expected at least 2 values" in err

@@ -54,9 +54,13 @@ def check_level(level: float) -> float:
     return float(level)
 
 
-def as_pair(a: Sequence[float], b: Sequence[float], paired: bool, min_n: int = 2) -> tuple[np.ndarray, np.ndarray]:
-    """Return samples a and b as float arrays of at least ``min_n`` values, equally long when paired."""
-    x, y = as_sample(a, "sample a", min_n=min_n), as_sample(b, "sample b", min_n=min_n)
+def as_pair(a: Sequence[float], b: Sequence[float], paired: bool, min_n: int = 2,
+            labels: tuple[str, str] = ("a", "b")) -> tuple[np.ndarray, np.ndarray]:
+    """Return samples a and b as float arrays of at least ``min_n`` values, equally long when paired.
+
+    ``labels`` name the two groups in error messages."""
+    x = as_sample(a, f"group {labels[0]!r}" if labels[0] != "a" else "sample a", min_n=min_n)
+    y = as_sample(b, f"group {labels[1]!r}" if labels[1] != "b" else "sample b", min_n=min_n)
     if paired and x.size != y.size:
         raise StatsInputError("paired samples", "samples of equal length (one value per block)",
                               f"{x.size} values in a and {y.size} in b",

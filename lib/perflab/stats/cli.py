@@ -157,7 +157,8 @@ def _compare_cmd(args: argparse.Namespace) -> int:
             overall = omnibus(groups, test=OMNIBUS_FOR_TEST[args.test] if args.test else None, paired=paired,
                               level=args.level)
     except StatsInputError as exc:
-        print(f"perflab compare: error: {exc}", file=sys.stderr)
+        where = "" if str(exc).startswith(source) else f"{source}, --metric {args.metric}, "
+        print(f"perflab compare: error: {where}{exc}", file=sys.stderr)
         return 2
     if args.json:
         print(_dump({"data": source, "metric": args.metric, "unit": sel.unit, "by": args.by,

@@ -178,7 +178,7 @@ def compare(a: Sequence[float], b: Sequence[float], *, test: str | None = None, 
     """
     level = check_level(level)
     check_labels(labels, "labels", "compare")
-    x, y = as_pair(a, b, paired)
+    x, y = as_pair(a, b, paired, labels=labels)
     key = DEFAULT_TESTS[paired] if test is None else test
     if key not in TEST_NAMES:
         raise StatsInputError("compare(test=...)", f"one of {sorted(TEST_NAMES)}", repr(test),

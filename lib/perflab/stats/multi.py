@@ -173,7 +173,7 @@ def posthoc(groups: Mapping[str, Sequence[float]], *, method: str = "games-howel
                             "p_adjusted": [float(matrix.loc[a, b]) for a, b in pairs]})
     else:
         results = [compare(data[a], data[b], test=method, paired=True, level=level, labels=(a, b))
-                   for a, b in combinations(raw, 2)]
+                   for a, b in combinations(data, 2)]
         out = pd.DataFrame({"group_a": [r.labels[0] for r in results], "group_b": [r.labels[1] for r in results],
                             "diff": [r.estimate * k for r in results],
                             "ci_low": [r.estimate_ci[0] * k for r in results],
