@@ -41,6 +41,7 @@ def test_select_rows_keeps_summary_rows_and_refuses_what_cannot_be_compared():
         select_rows(df, "throughput", {"interval_start": "*"}, source="t.parquet")
     per_run = select_rows(df, "throughput", {"interval_start": "*"}, per_run="median")
     assert len(per_run.data) == 12 and "median of 2-2 rows per run" in per_run.notes
+    assert per_run.data["interval_start"].isna().all()  # an aggregated dimension no longer applies
     with pytest.raises(StatsInputError, match=r"t.parquet, select: .*no column 'stream'"):
         select_rows(df, "throughput", {"stream": None}, source="t.parquet")
 

@@ -57,8 +57,8 @@ class Comparison:
     location: ``(mean_b - mean_a) / |mean_a|`` after a t test (Fieller's interval),
     ``shift / |median_a|`` after a rank test (the shift's interval divided by |median_a|,
     taken as fixed). ``rel_diff_ci_bootstrap`` is the BCa interval of the relative
-    difference of means, computed only from :data:`~perflab.stats.effect.BOOTSTRAP_MIN_N`
-    values per group (else nan). ``assumptions`` holds the diagnostic p-values and
+    difference of means after a t test, computed only from
+    :data:`~perflab.stats.effect.BOOTSTRAP_MIN_N` values per group (else nan). ``assumptions`` holds the diagnostic p-values and
     ``notes`` says what they mean.
     """
 
@@ -197,7 +197,7 @@ def compare(a: Sequence[float], b: Sequence[float], *, test: str | None = None, 
     mean_a, mean_b = float(np.mean(xs)) * k, float(np.mean(ys)) * k
     median_a, median_b = float(np.median(xs)) * k, float(np.median(ys)) * k
     boot: Interval = (np.nan, np.nan)
-    if min(x.size, y.size) >= BOOTSTRAP_MIN_N:
+    if key not in RANK_TESTS and min(x.size, y.size) >= BOOTSTRAP_MIN_N:
         boot = rel_diff_bootstrap(x, y, paired=paired, level=level, n_resamples=n_resamples, seed=seed)
     if key in RANK_TESTS:
         estimate, estimate_ci = hodges_lehmann(x, y, paired=paired, level=level)
@@ -217,9 +217,9 @@ def compare(a: Sequence[float], b: Sequence[float], *, test: str | None = None, 
         elif np.isinf(rel_ci[0]) or np.isinf(rel_ci[1]):
             notes.append(f"the mean of {labels[0]} is not significantly different from 0: the relative "
                          "difference is unbounded; read the difference of means instead")
-    if min(x.size, y.size) < BOOTSTRAP_MIN_N:
+    if key not in RANK_TESTS and min(x.size, y.size) < BOOTSTRAP_MIN_N:
         notes.append(f"no bootstrap interval: n < {BOOTSTRAP_MIN_N} per group, where resampling intervals "
-                     "are too narrow; the interval is t-based (Fieller) or rank-based")
+                     "are too narrow; the relative interval is Fieller's (t-based)")
     return Comparison(
         test=TEST_NAMES[key], reason=reason, statistic=statistic, p_value=p_value, df=df,
         n_a=int(x.size), n_b=int(y.size), mean_a=mean_a, mean_b=mean_b, median_a=median_a, median_b=median_b,

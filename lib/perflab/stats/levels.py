@@ -138,8 +138,10 @@ def select_rows(df: pd.DataFrame, metric: str, select: Mapping[str, Any] | None 
             raise StatsInputError(f"{source}, per_run", f"one of {sorted(PER_RUN)}", repr(per_run),
                                   "Use one of the listed aggregations.")
         counts = data.groupby("run_id", sort=False)[value].size()
+        varying = [c for c in _dimensions(data) if data.groupby("run_id")[c].nunique(dropna=False).max() > 1]
         firsts = data.drop_duplicates("run_id").set_index("run_id")
         firsts[value] = data.groupby("run_id", sort=False)[value].agg(PER_RUN[per_run])
+        firsts[varying] = None  # the aggregated dimensions (e.g. interval_start) no longer apply
         notes.append(f"{per_run} of {int(counts.min())}-{int(counts.max())} rows per run")
         data = firsts.reset_index()
     return Selection(data.copy(), value, unit, notes)
