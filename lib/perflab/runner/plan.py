@@ -6,6 +6,7 @@ from dataclasses import replace
 from typing import Any, Mapping
 
 from .. import design, tools
+from ..files import slug
 from ..spec import Campaign
 
 
@@ -99,14 +100,10 @@ def planned_values(spec: Campaign) -> dict[str, str]:
               f"{key}/estimated-minutes": f"{info['estimated_seconds'] / 60:.0f}"}
     for name, value in spec.params.items():
         if isinstance(value, (str, int, float)) and not isinstance(value, bool):
-            values[f"{key}/params/{_slug(name)}"] = _latex(str(value))
+            values[f"{key}/params/{slug(name)}"] = _latex(str(value))
     for factor, levels in spec.factors.items():
-        values[f"{key}/levels/{_slug(factor)}"] = ", ".join(_latex(str(v)) for v in levels)
+        values[f"{key}/levels/{slug(factor)}"] = ", ".join(_latex(str(v)) for v in levels)
     return values
-
-
-def _slug(name: str) -> str:
-    return "".join(ch if ch.isalnum() else "-" for ch in name.lower()).strip("-")
 
 
 def _latex(text: str) -> str:
