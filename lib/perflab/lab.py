@@ -548,7 +548,7 @@ def bring_up(spec: LabSpec) -> Lab:
     with open(STATE_ROOT / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         state = _read_state(spec.name)
-        if state and state["spec"] != spec.to_json():
+        if state and state["spec"] != json.loads(json.dumps(spec.to_json())):
             flat = state["spec"]["source"] is None and spec.source is None
             if not flat or len(spec.hosts) < len(state["spec"]["hosts"]):
                 raise LabError(f"lab {spec.name} is up from another description "
