@@ -33,9 +33,9 @@ from .labspec import LabSpec
 STATE_ROOT = Path(os.environ.get("PERFLAB_LAB_DIR", "/run/perflab"))
 STATE_VERSION = 2
 SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
-#: Debian packages the lab needs (collected by the install script).
-DEBIAN_PACKAGES: tuple[str, ...] = ("iproute2", "openssh-server", "openssh-client", "util-linux", "nftables",
-                                    "e2fsprogs", "xfsprogs", "btrfs-progs")
+#: Debian packages the lab needs beyond the base ones (collected by the install script): router
+#: rules, and mkfs for scratch devices.
+DEBIAN_PACKAGES: tuple[str, ...] = ("nftables", "e2fsprogs", "xfsprogs", "btrfs-progs")
 #: Slots of 198.18.0.0/15: 512 /24s, slot s is 198.(18 + s // 256).(s % 256).0/24.
 SLOTS = 512
 #: Where each host's cgroup lives under a hierarchy's root: perflab/<lab>/<host>.
@@ -339,11 +339,8 @@ class HostUsage:
 
 
 def _keyed(path: Path) -> dict[str, float]:
-    out = {}
-    for line in path.read_text().splitlines():
-        key, _, value = line.partition(" ")
-        out[key] = float(value) if re.fullmatch(r"[0-9.]+", value) else value
-    return out
+    """A cgroup file of ``key value`` lines (cpu.stat, cpuacct.stat) as a dict."""
+    return {key: float(value) for key, value in (line.split() for line in path.read_text().splitlines())}
 
 
 def usage(name: str, host: str) -> HostUsage:
@@ -561,6 +558,16 @@ def bring_up(spec: LabSpec) -> Lab:
                  "cgroups": _cgroup_dirs(lab, hierarchies), "loops": state["loops"] if state else {}}
         lab_dir.mkdir(exist_ok=True)
         _write_state(lab_dir, state)
+    try:
+        _make(lab, state, hierarchies)
+    except LabError as exc:
+        raise LabError(f"{exc}; what was made so far is recorded: `perflab lab down --name {lab.name}` removes it") from None
+    return lab
+
+
+def _make(lab: Lab, state: dict, hierarchies: dict[str, Path]) -> None:
+    """Create (or complete) every resource of ``lab``, whose state file already names them."""
+    spec = lab.spec
     for h in lab.hosts:
         (lab.state_dir / h.name).mkdir(exist_ok=True)
     Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
@@ -590,7 +597,6 @@ def bring_up(spec: LabSpec) -> Lab:
     for host in lab.hosts:
         _wait_port(host.address)
     _write_inventory(lab, state)
-    return lab
 
 
 def _link_up(link: LabLink) -> None:
