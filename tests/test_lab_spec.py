@@ -1,11 +1,14 @@
-"""Lab descriptions: schema and reference errors with file:line, the shipped examples, routes, subnets."""
+"""Lab descriptions: errors with file:line, routes, subnets, and every shipped example brought up for real."""
 
+import dataclasses
 import json
+import os
 from pathlib import Path
 
 import pytest
 
-from perflab import lab as lab_mod, labspec
+from helpers import ROOT_ONLY, leftovers
+from perflab import inventory, lab as lab_mod, labspec, remote
 
 ROOT = Path(__file__).resolve().parent.parent
 GOOD = """\
@@ -111,3 +114,26 @@ def test_subnets_avoid_other_labs_and_keep_their_slot(tmp_path, monkeypatch):
     moved = lab_mod._allocate(spec, {})
     assert moved["lan"] != first["lan"]
     assert lab_mod._allocate(spec, {"lan": 7}) == {"lan": 7}
+
+
+@ROOT_ONLY
+@pytest.mark.lab
+@pytest.mark.slow
+@pytest.mark.parametrize("path", sorted((ROOT / "labs").glob("*.yaml")), ids=lambda p: p.name)
+def test_shipped_lab_files_come_up_answer_ssh_and_go_down(path):
+    spec = dataclasses.replace(labspec.load(path), name=f"e{os.getpid() % 100000}")
+    lab = lab_mod.bring_up(spec)
+    try:
+        entries = inventory.load(lab.inventory_path)
+        routes = lab_mod._routes(lab)
+        with remote.connect(entries) as hosts:
+            for name, host in hosts.items():
+                assert host.check("hostname").strip() == name
+                reachable = {lab.link(p.link).network for p in lab.host(name).ports} | {r[0] for r in routes[name]}
+                for other in lab.hosts:
+                    for port in other.ports:
+                        if lab.link(port.link).network in reachable:
+                            assert host.run(f"ping -c 1 -W 5 {port.address}").ok, f"{name} cannot reach {port}"
+    finally:
+        lab_mod.down(spec.name)
+    assert leftovers(spec.name) == []
