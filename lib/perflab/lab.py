@@ -795,10 +795,18 @@ def _rmdir_cgroup(d: Path, timeout: float = 5.0) -> None:
         time.sleep(0.05)
 
 
+def _dead(pid: str) -> bool:
+    """True once ``pid`` has exited: gone, or a zombie (its namespaces and cgroups are already released)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] in "ZX"
+    except (OSError, IndexError):
+        return True
+
+
 def _wait_gone(pids: set[str], timeout: float = 5.0) -> None:
     deadline = time.monotonic() + timeout
     for pid in pids:
-        while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+        while not _dead(pid) and time.monotonic() < deadline:
             time.sleep(0.01)
 
 
