@@ -40,6 +40,8 @@ class HostEntry:
     addresses: dict[str, str] | None = None
     #: Lab hosts: scratch devices, name -> {device, and when formatted: mount, fs}.
     devices: dict[str, dict[str, str]] | None = None
+    #: Virtual lab hosts: the QEMU configuration, with ``emulated: true`` under TCG.
+    vm: dict | None = None
 
 
 def localhost(names: tuple[str, ...] = ("h1", "h2", "h3", "h4")) -> dict[str, HostEntry]:

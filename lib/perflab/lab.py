@@ -19,6 +19,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import shutil
 import socket
 import subprocess
@@ -28,14 +29,30 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import inventory, labspec
-from .labspec import LabSpec
+from .labspec import HostSpec, LabSpec, Vm
 
 STATE_ROOT = Path(os.environ.get("PERFLAB_LAB_DIR", "/run/perflab"))
 STATE_VERSION = 2
 SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
 #: Debian packages the lab needs beyond the base ones (collected by the install script): router
-#: rules, and mkfs for scratch devices.
-DEBIAN_PACKAGES: tuple[str, ...] = ("nftables", "e2fsprogs", "xfsprogs", "btrfs-progs")
+#: rules, mkfs for scratch devices, and QEMU, a kernel and a static busybox for virtual hosts.
+DEBIAN_PACKAGES: tuple[str, ...] = ("nftables", "e2fsprogs", "xfsprogs", "btrfs-progs", "qemu-system-x86",
+                                    "linux-image-amd64", "busybox-static", "cpio", "kmod")
+QEMU = "qemu-system-x86_64"
+#: Modules the guest's initramfs loads to mount the machine's root file system over virtio 9p.
+VM_ROOT_MODULES = ("kernel/fs/9p/9p.ko", "kernel/net/9p/9pnet_virtio.ko", "kernel/drivers/virtio/virtio_pci.ko")
+#: How long a virtual host may take to boot to its sshd (TCG emulation on a busy machine is slow).
+VM_BOOT_TIMEOUT = 300.0
+#: The initramfs's /init: mount the machine's root over 9p read-only and run the guest's init from it.
+VM_INITRAMFS_INIT = """#!/bin/busybox sh
+/bin/busybox mkdir -p /proc /dev /newroot
+/bin/busybox mount -t proc proc /proc
+/bin/busybox mount -t devtmpfs dev /dev
+for m in $(/bin/busybox cat /modules); do /bin/busybox insmod "/lib/$m"; done
+/bin/busybox mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=512000 rootfs /newroot || /bin/busybox poweroff -f
+/bin/busybox umount /proc
+exec /bin/busybox switch_root /newroot /bin/sh "$@"
+"""
 #: Slots of 198.18.0.0/15: 512 /24s, slot s is 198.(18 + s // 256).(s % 256).0/24.
 SLOTS = 512
 #: Where each host's cgroup lives under a hierarchy's root: perflab/<lab>/<host>.
@@ -122,6 +139,10 @@ class Lab:
         """The link called ``name``."""
         return next(link for link in self.links if link.name == name)
 
+    def described(self, name: str) -> HostSpec:
+        """The description of host ``name``."""
+        return next(h for h in self.spec.hosts if h.name == name)
+
     def device_file(self, host: str, device: str) -> Path:
         """The sparse file behind a host's scratch device."""
         return self.state_dir / host / f"disk-{device}.img"
@@ -173,6 +194,7 @@ def require_root(spec: LabSpec | None = None) -> None:
     if spec is not None:
         tools += ["nft"] if any(h.router for h in spec.hosts) else []
         tools += sorted({f"mkfs.{d.fs}" for h in spec.hosts for d in h.devices if d.fs})
+        tools += [QEMU, "cpio", "gzip", "modprobe"] if any(h.vm for h in spec.hosts) else []
     for tool in tools:
         if not shutil.which(tool):
             raise LabError(f"`{tool}` not found; install the Debian packages with `make deps`")
@@ -456,6 +478,11 @@ def _devices_up(lab: Lab, state: dict) -> None:
             if fresh:
                 with open(path, "wb") as f:
                     f.truncate(dev.size)
+            if host.vm:  # QEMU opens the file itself: a virtio disk of the guest
+                lab.mount_point(host.name, dev.name).mkdir(parents=True, exist_ok=True)
+                if fresh and dev.fs:
+                    _sh(f"mkfs.{dev.fs}", "-q", {"ext4": "-F", "xfs": "-f", "btrfs": "-f"}[dev.fs], *dev.mkfs, str(path))
+                continue
             loops = _loops_of(path)
             if not loops:
                 loops = [_sh("losetup", "--find", "--show", f"--direct-io={'on' if dev.direct_io else 'off'}",
@@ -481,8 +508,10 @@ def _mounts_up(lab: Lab, host: labspec.HostSpec, sshd_pid: int, loops: dict[str,
 
 
 def _sshd_pid(lab: Lab, host: str) -> int | None:
+    """The pid of the host's sshd (a virtual host: of its QEMU) when it runs."""
+    pidfile = "qemu.pid" if lab.described(host).vm else "sshd.pid"
     try:
-        pid = int((lab.state_dir / host / "sshd.pid").read_text().split()[0])
+        pid = int((lab.state_dir / host / pidfile).read_text().split()[0])
         os.kill(pid, 0)
     except (OSError, ValueError, IndexError):
         return None
@@ -491,9 +520,10 @@ def _sshd_pid(lab: Lab, host: str) -> int | None:
 
 def _sshd_config(lab: Lab, host: LabHost) -> str:
     hdir = lab.state_dir / host.name
+    pidfile = "/tmp/sshd.pid" if lab.described(host.name).vm else f"{hdir}/sshd.pid"
     return "\n".join([
         *(f"ListenAddress {p.address}" for p in host.ports), "Port 22",
-        f"HostKey {hdir}/ssh_host_ed25519_key", f"PidFile {hdir}/sshd.pid",
+        f"HostKey {hdir}/ssh_host_ed25519_key", f"PidFile {pidfile}",
         f"AuthorizedKeysFile {lab.state_dir}/authorized_keys",
         "PermitRootLogin prohibit-password", "PasswordAuthentication no",
         "KbdInteractiveAuthentication no", "UsePAM no", "StrictModes no", "UseDNS no",
@@ -554,8 +584,9 @@ def bring_up(spec: LabSpec) -> Lab:
         slots = _allocate(spec, state["slots"] if state else {})
         lab = _layout(spec, slots)
         hierarchies = cgroup_hierarchies()
+        vms = {h.name: {"accel": vm_accel(h.vm), "kernel": str(_vm_kernel(h.vm)[0])} for h in spec.hosts if h.vm}
         state = {"version": STATE_VERSION, "name": spec.name, "spec": spec.to_json(), "slots": slots,
-                 "cgroups": _cgroup_dirs(lab, hierarchies), "loops": state["loops"] if state else {}}
+                 "cgroups": _cgroup_dirs(lab, hierarchies), "loops": state["loops"] if state else {}, "vms": vms}
         lab_dir.mkdir(exist_ok=True)
         _write_state(lab_dir, state)
     try:
@@ -578,9 +609,10 @@ def _make(lab: Lab, state: dict, hierarchies: dict[str, Path]) -> None:
     existing = _netns_list()
     for host in lab.hosts:
         _host_net_up(lab, host, host.netns in existing)
-    for host, routes in _routes(lab).items():
-        for network, via, ifname in routes:
-            _sh("ip", "netns", "exec", lab.host(host).netns, "ip", "route", "replace", network, "via", via,
+    routes = _routes(lab)
+    for host in spec.hosts:
+        for network, via, ifname in routes[host.name] if not host.vm else ():
+            _sh("ip", "netns", "exec", lab.host(host.name).netns, "ip", "route", "replace", network, "via", via,
                 "dev", ifname)
     for host in spec.hosts:
         if host.router:
@@ -589,13 +621,16 @@ def _make(lab: Lab, state: dict, hierarchies: dict[str, Path]) -> None:
     _devices_up(lab, state)
     known = []
     for spec_host, host in zip(spec.hosts, lab.hosts):
-        pid = _sshd_up(lab, host, [Path(d) / "cgroup.procs" for d in state["cgroups"][host.name].values()])
-        _mounts_up(lab, spec_host, pid, state["loops"])
+        procs = [Path(d) / "cgroup.procs" for d in state["cgroups"][host.name].values()]
+        if spec_host.vm:
+            _vm_up(lab, host, routes[host.name], procs, state["vms"][host.name])
+        else:
+            _mounts_up(lab, spec_host, _sshd_up(lab, host, procs), state["loops"])
         pub = (lab.state_dir / host.name / "ssh_host_ed25519_key.pub").read_text().split()
         known += [f"{p.address} {pub[0]} {pub[1]}" for p in host.ports]
     lab.known_hosts.write_text("\n".join(known) + "\n")
     for host in lab.hosts:
-        _wait_port(host.address)
+        _wait_port(host.address, timeout=VM_BOOT_TIMEOUT if lab.described(host.name).vm else 10.0)
     _write_inventory(lab, state)
 
 
@@ -609,6 +644,13 @@ def _link_up(link: LabLink) -> None:
 
 
 def _host_net_up(lab: Lab, host: LabHost, exists: bool) -> None:
+    if lab.described(host.name).vm:
+        for port in host.ports:
+            if not _link_exists(port.veth):
+                _sh("ip", "tuntap", "add", "dev", port.veth, "mode", "tap")
+            _sh("ip", "link", "set", port.veth, "mtu", str(lab.link(port.link).mtu), "master",
+                lab.link(port.link).bridge, "up")
+        return
     ns = ("ip", "netns", "exec", host.netns)
     if not exists:
         _sh("ip", "netns", "add", host.netns)
@@ -639,10 +681,9 @@ def _sshd_up(lab: Lab, host: LabHost, cgroup_procs: list[Path]) -> int:
     if pid is None:
         _sh(SSHD, "-t", "-f", str(hdir / "sshd_config"))
         # Join the cgroups first: `ip netns exec` hides /sys/fs/cgroup behind a fresh sysfs.
-        script = ('h=$1 n=$2 d=$3 c=$4; shift 4; for f; do echo $$ > "$f" || exit 1; done; '
-                  'exec ip netns exec "$n" unshare --uts --mount --propagation private '
-                  'sh -c \'hostname "$0" && exec "$1" -f "$2"\' "$h" "$d" "$c"')
-        _sh("sh", "-c", script, "sh", host.name, host.netns, SSHD, str(hdir / "sshd_config"), *map(str, cgroup_procs))
+        _in_cgroups(cgroup_procs, "ip", "netns", "exec", host.netns, "unshare", "--uts", "--mount", "--propagation",
+                    "private", "sh", "-c", 'hostname "$0" && exec "$1" -f "$2"', host.name, SSHD,
+                    str(hdir / "sshd_config"))
         deadline = time.monotonic() + 10
         while (pid := _sshd_pid(lab, host.name)) is None:
             if time.monotonic() > deadline:
@@ -651,14 +692,153 @@ def _sshd_up(lab: Lab, host: LabHost, cgroup_procs: list[Path]) -> int:
     return pid
 
 
+def _in_cgroups(cgroup_procs: list[Path], *argv: str) -> None:
+    """Run ``argv`` (which daemonizes) with its process in the given cgroups, so all it starts is in them."""
+    script = 'for f in $PERFLAB_CGROUPS; do echo $$ > "$f" || exit 1; done; exec "$@"'
+    proc = subprocess.run(["sh", "-c", script, "sh", *argv], capture_output=True, text=True,
+                          env={**os.environ, "PERFLAB_CGROUPS": " ".join(map(str, cgroup_procs))})
+    if proc.returncode != 0:
+        raise LabError(f"`{shlex.join(argv)}` failed ({proc.returncode}): {proc.stderr.strip()}")
+
+
+# --- virtual hosts ------------------------------------------------------------------------
+
+
+def vm_accel(vm: Vm) -> str:
+    """The accelerator a guest runs with: its ``accel``, or for ``auto`` KVM when the CPU has
+    hardware virtualization (vmx/svm flags and /dev/kvm), else TCG (emulation)."""
+    if vm.accel != "auto":
+        return vm.accel
+    hardware = re.search(r"^flags\b.*\b(vmx|svm)\b", Path("/proc/cpuinfo").read_text(), re.M)
+    return "kvm" if hardware and os.path.exists("/dev/kvm") else "tcg"
+
+
+def _vm_kernel(vm: Vm) -> tuple[Path, str]:
+    """The kernel image a guest boots and its release, whose modules must be installed."""
+    if vm.kernel:
+        images = [Path(vm.kernel)]
+    else:
+        images = sorted(Path("/boot").glob("vmlinuz-*"),
+                        key=lambda p: [int(x) if x.isdigit() else x for x in re.split(r"(\d+)", p.name)], reverse=True)
+    for image in images:
+        release = image.name.removeprefix("vmlinuz-")
+        if image.exists() and (Path("/lib/modules") / release / "modules.dep").exists():
+            return image, release
+    raise LabError(f"no kernel for virtual hosts: {vm.kernel or '/boot/vmlinuz-*'} with its modules in /lib/modules "
+                   "is needed; install linux-image-amd64 (`make deps`) or set vm.kernel")
+
+
+def _initramfs(lab: Lab, release: str) -> Path:
+    """A small initramfs (static busybox and the 9p and virtio modules of ``release``), made once per lab."""
+    out = lab.state_dir / f"initramfs-{release}.gz"
+    if out.exists():
+        return out
+    busybox = shutil.which("busybox")
+    if not busybox or "not a dynamic executable" not in _sh("ldd", busybox, check=False).stdout + \
+            _sh("ldd", busybox, check=False).stderr:
+        raise LabError("virtual hosts need a static busybox; install busybox-static (`make deps`)")
+    moddir = Path("/lib/modules") / release
+    deps = {k: v.split() for k, _, v in (line.partition(":") for line in (moddir / "modules.dep").read_text().splitlines())}
+    order: list[str] = []
+
+    def visit(module: str) -> None:
+        for dep in reversed(deps.get(module, [])):
+            visit(dep)
+        if module in deps and module not in order:
+            order.append(module)
+
+    for module in VM_ROOT_MODULES:
+        visit(module)
+    tree = lab.state_dir / "initramfs"
+    (tree / "bin").mkdir(parents=True, exist_ok=True)
+    (tree / "lib").mkdir(exist_ok=True)
+    shutil.copy(busybox, tree / "bin" / "busybox")
+    for module in order:
+        shutil.copy(moddir / module, tree / "lib")
+    (tree / "modules").write_text("".join(f"{Path(m).name}\n" for m in order))
+    (tree / "init").write_text(VM_INITRAMFS_INIT)
+    (tree / "init").chmod(0o755)
+    _sh("sh", "-c", 'cd "$1" && find . | cpio -o -H newc --quiet | gzip -1 > "$2.tmp" && mv "$2.tmp" "$2"', "sh",
+        str(tree), str(out))
+    shutil.rmtree(tree)
+    return out
+
+
+def _guest_device(index: int) -> str:
+    return f"/dev/vd{'abcdefghijklmnopqrstuvwxyz'[index]}"
+
+
+def _guest_init(lab: Lab, host: LabHost, routes: list[tuple[str, str, str]]) -> str:
+    """The guest's init (run by the machine's /bin/sh from the read-only root): mounts, network, disks, sshd."""
+    described, q = lab.described(host.name), shlex.quote
+    fs_modules = sorted({d.fs for d in described.devices if d.fs})
+    lines = ["#!/bin/sh", "# init of a perflab virtual host, written by `perflab lab up`",
+             "mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev 2>/dev/null",
+             "mkdir -p /dev/pts; mount -t devpts devpts /dev/pts",
+             "mount -t tmpfs -o mode=1777 tmpfs /tmp; mount -t tmpfs -o mode=755 tmpfs /run/sshd",
+             f"hostname {q(host.name)}",
+             f"modprobe -a {'virtio_net' if described.vm.nic == 'virtio' else 'e1000'} virtio_blk sch_tbf "
+             f"{' '.join(fs_modules)}", "ip link set lo up"]
+    for port in host.ports:
+        link = lab.link(port.link)
+        lines += [f"ip link set {port.ifname} mtu {link.mtu} up", f"ip addr add {port.address}/24 dev {port.ifname}"]
+        if link.rate:
+            lines.append(f"tc qdisc replace dev {port.ifname} root tbf rate {q(link.rate)} burst 256kb latency 50ms")
+    lines += [f"ip route replace {network} via {via} dev {ifname}" for network, via, ifname in routes]
+    for i, dev in enumerate(described.devices):
+        if dev.fs:
+            options = f" -o {q(dev.options)}" if dev.options else ""
+            lines.append(f"mount -t {dev.fs}{options} {_guest_device(i)} {q(str(lab.mount_point(host.name, dev.name)))}")
+    lines.append(f"exec {SSHD} -D -e -f {q(str(lab.state_dir / host.name / 'sshd_config'))}")
+    return "\n".join(lines) + "\n"
+
+
+def _vm_up(lab: Lab, host: LabHost, routes: list[tuple[str, str, str]], cgroup_procs: list[Path],
+           vm_state: dict) -> int:
+    """Boot the virtual host (unless its QEMU runs) in its cgroups; the QEMU pid."""
+    vm, hdir = lab.described(host.name).vm, lab.state_dir / host.name
+    _keygen(hdir / "ssh_host_ed25519_key", f"perflab-{lab.name}-{host.name}")
+    (hdir / "sshd_config").write_text(_sshd_config(lab, host))
+    (hdir / "guest-init.sh").write_text(_guest_init(lab, host, routes))
+    pid = _sshd_pid(lab, host.name)
+    if pid is not None:
+        return pid
+    if re.search(r"[\s,]", str(lab.state_dir)):
+        raise LabError(f"{lab.state_dir}: virtual hosts need a state directory without spaces or commas "
+                       "(set PERFLAB_LAB_DIR)")
+    kernel = Path(vm_state["kernel"])
+    argv = [QEMU, "-name", f"perflab-{lab.name}-{host.name}", "-machine", "pc", "-accel", vm_state["accel"],
+            "-cpu", vm.cpu, "-smp", str(vm.vcpus), "-m", f"{vm.memory >> 20}M", "-nodefaults", "-no-reboot",
+            "-display", "none", "-monitor", "none", "-serial", f"file:{hdir}/console.log",
+            "-daemonize", "-pidfile", f"{hdir}/qemu.pid", "-kernel", str(kernel),
+            "-initrd", str(_initramfs(lab, kernel.name.removeprefix("vmlinuz-"))),
+            "-append", f"console=ttyS0 quiet net.ifnames=0 panic=-1 -- {hdir}/guest-init.sh",
+            "-fsdev", "local,id=root,path=/,security_model=none,readonly=on,multidevs=remap",
+            "-device", "virtio-9p-pci,fsdev=root,mount_tag=rootfs"]
+    for k, port in enumerate(host.ports):
+        mac = "52:54:" + ":".join(f"{b:02x}" for b in hashlib.sha256(port.veth.encode()).digest()[:4])
+        argv += ["-netdev", f"tap,id=n{k},ifname={port.veth},script=no,downscript=no",
+                 "-device", f"{'virtio-net-pci' if vm.nic == 'virtio' else 'e1000'},netdev=n{k},mac={mac}"]
+    for dev in lab.described(host.name).devices:
+        argv += ["-drive", f"file={lab.device_file(host.name, dev.name)},format=raw,if=virtio,cache={vm.cache}"]
+    _in_cgroups(cgroup_procs, *argv)
+    pid = _sshd_pid(lab, host.name)
+    if pid is None:
+        raise LabError(f"lab {lab.name}: host {host.name}: QEMU wrote no pid file; see {hdir}/console.log")
+    return pid
+
+
 def _write_inventory(lab: Lab, state: dict) -> None:
     entries = {}
     for spec_host, h in zip(lab.spec.hosts, lab.hosts):
-        devices = {d.name: {"device": state["loops"][f"{h.name}/{d.name}"],
+        devices = {d.name: {"device": _guest_device(i) if spec_host.vm else state["loops"][f"{h.name}/{d.name}"],
                             **({"mount": str(lab.mount_point(h.name, d.name)), "fs": d.fs} if d.fs else {})}
-                   for d in spec_host.devices}
+                   for i, d in enumerate(spec_host.devices)}
+        vm = spec_host.vm and {**spec_host.vm.__dict__, **state["vms"][h.name],
+                               "emulated": state["vms"][h.name]["accel"] == "tcg"}
         entries[h.name] = inventory.HostEntry(h.name, h.address, key=str(lab.key), known_hosts=str(lab.known_hosts),
-                                              addresses={p.link: p.address for p in h.ports}, devices=devices or None)
+                                              addresses={p.link: p.address for p in h.ports}, devices=devices or None,
+                                              vm=vm or None)
     inventory.dump(entries, lab.inventory_path, comment=f"perflab lab {lab.name!r}: written by `perflab lab up`")
 
 
@@ -692,9 +872,15 @@ def draw(state: dict) -> str:
                    f"{'' if link['present'] else ' MISSING'}, MTU {link['mtu']}, "
                    f"rate {link['rate'] or 'unlimited'}: {' -- '.join(members)}")
     for spec_host, h in zip(spec.hosts, state["hosts"]):
-        alive = f"sshd {h['sshd_pid']}" if h["sshd_pid"] else "sshd NOT running"
-        ns = "" if h["netns_present"] else " netns MISSING"
+        process = "qemu" if spec_host.vm else "sshd"
+        alive = f"{process} {h['sshd_pid']}" if h["sshd_pid"] else f"{process} NOT running"
+        ns = "" if h["netns_present"] or spec_host.vm else " netns MISSING"
         out.append(f"  {h['name']}{' (router)' if spec_host.router else ''}: {alive}{ns}")
+        if spec_host.vm:
+            vm, booted = spec_host.vm, state["vms"][h["name"]]
+            emulated = ", EMULATED" if booted["accel"] == "tcg" else ""
+            out.append(f"    virtual host: {booted['accel']}{emulated}, cpu {vm.cpu} x{vm.vcpus}, {vm.memory >> 20} MiB, "
+                       f"nic {vm.nic}, disk cache {vm.cache}, kernel {booted['kernel']}")
         for p in h["ports"]:
             out.append(f"    {p['ifname']} {p['address']}/24 on {p['link']}")
         for network, via, ifname in state["routes"][h["name"]]:
@@ -710,8 +896,8 @@ def draw(state: dict) -> str:
             memory = f"{spec_host.memory >> 20} MiB" if spec_host.memory else "unlimited"
             out.append(f"    cgroup: cpuset {spec_host.cpuset or 'all'}, memory {memory} "
                        f"({', '.join(sorted(state['cgroups'][h['name']]))})")
-        for d in spec_host.devices:
-            loop = state["loops"].get(f"{h['name']}/{d.name}", "not attached")
+        for i, d in enumerate(spec_host.devices):
+            loop = _guest_device(i) if spec_host.vm else state["loops"].get(f"{h['name']}/{d.name}", "not attached")
             fs = f"{d.fs}{' -o ' + d.options if d.options else ''}" if d.fs else "raw"
             out.append(f"    disk {d.name}: {loop} {d.size >> 20} MiB {fs}{', direct I/O' if d.direct_io else ''}")
     return "\n".join(out)
@@ -729,13 +915,13 @@ def down(name: str = "default") -> list[str]:
     for spec_host, host in zip(lab.spec.hosts, lab.hosts):
         pid = _sshd_pid(lab, host.name)
         for dev in spec_host.devices:
-            if pid and dev.fs:
+            if pid and dev.fs and not spec_host.vm:
                 _sh("nsenter", "-t", str(pid), "-m", "--", "umount", str(lab.mount_point(host.name, dev.name)),
                     check=False)
         procs = [Path(d) / "cgroup.procs" for d in state["cgroups"].get(host.name, {}).values()]
         pids = set(_sh("ip", "netns", "pids", host.netns, check=False).stdout.split()) if host.netns in namespaces \
             else set()
-        pids |= {p for f in procs if f.exists() for p in f.read_text().split()}
+        pids |= {p for f in procs if f.exists() for p in f.read_text().split()} | ({str(pid)} if pid else set())
         for p in pids:
             try:
                 os.kill(int(p), 9)
@@ -745,6 +931,8 @@ def down(name: str = "default") -> list[str]:
         if host.netns in namespaces:
             _sh("ip", "netns", "del", host.netns)
             removed.append(f"netns {host.netns} ({len(pids)} processes killed)")
+        elif spec_host.vm and pid:
+            removed.append(f"virtual host {host.name} (qemu {pid} killed)")
         for port in host.ports:
             if _link_exists(port.veth) and _sh("ip", "link", "del", port.veth, check=False).returncode == 0:
                 removed.append(f"link {port.veth}")

@@ -70,8 +70,21 @@ class Device:
 
 
 @dataclass(frozen=True)
+class Vm:
+    """A virtual host's QEMU configuration (``accel`` auto: KVM with hardware virtualization, else TCG)."""
+
+    nic: str = "virtio"
+    cache: str = "none"
+    cpu: str = "max"
+    vcpus: int = 1
+    memory: int = 512 << 20
+    accel: str = "auto"
+    kernel: str | None = None
+
+
+@dataclass(frozen=True)
 class HostSpec:
-    """A lab host: its links (eth0, eth1, ... in this order), cgroup limits, router role and devices."""
+    """A lab host: its links (eth0, eth1, ... in this order), cgroup limits, router role, devices, VM config."""
 
     name: str
     links: tuple[str, ...]
@@ -79,6 +92,7 @@ class HostSpec:
     memory: int | None = None
     router: Router | None = None
     devices: tuple[Device, ...] = ()
+    vm: Vm | None = None
 
 
 @dataclass(frozen=True)
@@ -105,7 +119,8 @@ class LabSpec:
             router = h["router"] and Router(tuple(h["router"]["masquerade"]),
                                             tuple(Rule(**r) for r in h["router"]["filter"]), h["router"]["policy"])
             devices = tuple(Device(**{**d, "mkfs": tuple(d["mkfs"])}) for d in h["devices"])
-            return HostSpec(h["name"], tuple(h["links"]), h["cpuset"], h["memory"], router, devices)
+            return HostSpec(h["name"], tuple(h["links"]), h["cpuset"], h["memory"], router, devices,
+                            h["vm"] and Vm(**h["vm"]))
         return cls(doc["name"], tuple(Link(**link) for link in doc["links"]), tuple(map(host, doc["hosts"])),
                    doc["source"])
 
@@ -176,8 +191,10 @@ def _host(name: str, h: dict) -> HostSpec:
     devices = tuple(Device(d, size_bytes(spec["size"]), spec.get("fs"), tuple(spec.get("mkfs", ())),
                            spec.get("options"), spec.get("direct_io", False))
                     for d, spec in (h.get("devices") or {}).items())
-    memory = h.get("memory")
-    return HostSpec(name, tuple(h["links"]), h.get("cpuset"), memory and size_bytes(memory), router, devices)
+    memory, vm = h.get("memory"), h.get("vm")
+    if vm is not None:
+        vm = Vm(**{**vm, **({"memory": size_bytes(vm["memory"])} if "memory" in vm else {})})
+    return HostSpec(name, tuple(h["links"]), h.get("cpuset"), memory and size_bytes(memory), router, devices, vm)
 
 
 def _semantic_problems(doc: dict, lines: dict[tuple, int], path: str) -> list[str]:
@@ -208,7 +225,14 @@ def _semantic_problems(doc: dict, lines: dict[tuple, int], path: str) -> list[st
                 if "dport" in rule and rule.get("proto") == "icmp":
                     problems.append(f"{path}:{_where(lines, ('hosts', name, 'router', 'filter', i, 'dport'))}: "
                                     f"hosts.{name}.router.filter.{i}.dport: icmp has no ports; use proto tcp or udp")
+        if "vm" in h and router is not None:
+            problems.append(f"{path}:{_where(lines, ('hosts', name, 'vm'))}: hosts.{name}.vm: a virtual host cannot "
+                            "be a router; make the router a namespace host (drop vm or router)")
         for dev, spec in (h.get("devices") or {}).items():
+            if "vm" in h and "direct_io" in spec:
+                where = ("hosts", name, "devices", dev, "direct_io")
+                problems.append(f"{path}:{_where(lines, where)}: {'.'.join(where)}: a virtual host's disks are not "
+                                "loop devices; set the guest's disk caching with vm.cache instead")
             fs = spec.get("fs")
             if fs and size_bytes(spec["size"]) < MIN_FS_SIZE[fs]:
                 where = ("hosts", name, "devices", dev, "size")
