@@ -3,6 +3,7 @@
 import dataclasses
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -68,6 +69,10 @@ def test_a_good_description_loads_with_every_field():
      "lab.yaml:18: hosts.h2.devices.raw: mkfs and options need a file system"),
     (("dport: 80, action: drop", "dport: 80, action: log"), "lab.yaml:10: hosts.r1.router.filter.0.action: got 'log'"),
     (("cpuset: \"0-1\"", "cpuset: \"0-1; reboot\""), "lab.yaml:14: hosts.h2.cpuset: '0-1; reboot' does not match"),
+    (("router: {}", "router: {}, vm: {}"), "lab.yaml:11: hosts.r2.vm: a virtual host cannot be a router"),
+    (("memory: 512M\n", "memory: 512M\n    vm: {nic: rtl8139}\n"), "lab.yaml:16: hosts.h2.vm.nic: got 'rtl8139'"),
+    (("memory: 512M\n", "memory: 512M\n    vm: {cache: none}\n"),
+     "lab.yaml:19: hosts.h2.devices.raw.direct_io: a virtual host's disks are not loop devices"),
 ])
 def test_errors_name_file_line_field_and_problem(edit, expected):
     old, new = edit
@@ -122,18 +127,20 @@ def test_subnets_avoid_other_labs_and_keep_their_slot(tmp_path, monkeypatch):
 @pytest.mark.parametrize("path", sorted((ROOT / "labs").glob("*.yaml")), ids=lambda p: p.name)
 def test_shipped_lab_files_come_up_answer_ssh_and_go_down(path):
     spec = dataclasses.replace(labspec.load(path), name=f"e{os.getpid() % 100000}")
+    if any(h.vm for h in spec.hosts) and not shutil.which(lab_mod.QEMU):
+        pytest.skip("QEMU is missing (make deps)")
     lab = lab_mod.bring_up(spec)
     try:
         entries = inventory.load(lab.inventory_path)
         routes = lab_mod._routes(lab)
-        with remote.connect(entries) as hosts:
+        with remote.Hosts({n: remote.Host(e, connect_timeout=120) for n, e in entries.items()}) as hosts:
             for name, host in hosts.items():
                 assert host.check("hostname").strip() == name
                 reachable = {lab.link(p.link).network for p in lab.host(name).ports} | {r[0] for r in routes[name]}
                 for other in lab.hosts:
                     for port in other.ports:
                         if lab.link(port.link).network in reachable:
-                            assert host.run(f"ping -c 1 -W 5 {port.address}").ok, f"{name} cannot reach {port}"
+                            assert host.run(f"ping -c 1 -W 10 {port.address}", timeout=120).ok, f"{name}: {port}"
     finally:
         lab_mod.down(spec.name)
     assert leftovers(spec.name) == []
