@@ -5,11 +5,13 @@ A lab is described by a :class:`~perflab.labspec.LabSpec` (a YAML file, or the f
 host with an interface per link (its own hostname and mount namespace too), routes through
 the router hosts with their nftables rules, a cgroup per host with its cpuset and memory
 limit, loop devices over sparse files (formatted and mounted inside the host) and an sshd
-per host with keys made for the lab; it writes a ``known_hosts`` (strict checking stays on)
-and an inventory. Every resource is named in the lab's state file first, so ``down``
-removes exactly what ``up`` created. Links use /24s of 198.18.0.0/15, the block RFC 2544
-reserves for benchmarking, picked from the lab and link names and never one another lab
-or an interface of the machine already uses. ``docs/lab.md`` describes it all.
+per host with keys made for the lab; a virtual host is instead a QEMU guest on taps of its
+links, booted from the machine's kernel and root file system. It writes a ``known_hosts``
+(strict checking stays on) and an inventory. Every resource is named in the lab's state
+file first, so ``down`` removes exactly what ``up`` created. Links use /24s of
+198.18.0.0/15, the block RFC 2544 reserves for benchmarking, picked from the lab and link
+names, never one that another lab or an interface of the machine already uses.
+``docs/lab.md`` describes it all.
 """
 
 from __future__ import annotations
@@ -481,7 +483,7 @@ def _devices_up(lab: Lab, state: dict) -> None:
             if host.vm:  # QEMU opens the file itself: a virtio disk of the guest
                 lab.mount_point(host.name, dev.name).mkdir(parents=True, exist_ok=True)
                 if fresh and dev.fs:
-                    _sh(f"mkfs.{dev.fs}", "-q", {"ext4": "-F", "xfs": "-f", "btrfs": "-f"}[dev.fs], *dev.mkfs, str(path))
+                    _mkfs(dev, str(path))
                 continue
             loops = _loops_of(path)
             if not loops:
@@ -490,11 +492,15 @@ def _devices_up(lab: Lab, state: dict) -> None:
                 state["loops"][f"{host.name}/{dev.name}"] = loops[0]
                 _write_state(lab.state_dir, state)
             if fresh and dev.fs:
-                force = {"ext4": "-F", "xfs": "-f", "btrfs": "-f"}[dev.fs]
-                _sh(f"mkfs.{dev.fs}", "-q", force, *dev.mkfs, loops[0])
+                _mkfs(dev, loops[0])
 
 
-def _mounts_up(lab: Lab, host: labspec.HostSpec, sshd_pid: int, loops: dict[str, str]) -> None:
+def _mkfs(dev: labspec.Device, target: str) -> None:
+    """Make ``dev``'s file system on ``target`` (a block device or the backing file itself), quietly and forced."""
+    _sh(f"mkfs.{dev.fs}", "-q", {"ext4": "-F", "xfs": "-f", "btrfs": "-f"}[dev.fs], *dev.mkfs, target)
+
+
+def _mounts_up(lab: Lab, host: HostSpec, sshd_pid: int, loops: dict[str, str]) -> None:
     mounted = Path(f"/proc/{sshd_pid}/mountinfo").read_text()
     for dev in host.devices:
         target = lab.mount_point(host.name, dev.name)
@@ -537,7 +543,8 @@ def _keygen(path: Path, comment: str) -> None:
         _sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path))
 
 
-def _wait_port(address: str, port: int = 22, timeout: float = 10.0) -> None:
+def _wait_port(address: str, port: int = 22, timeout: float = 10.0, alive=lambda: True) -> None:
+    """Wait until an sshd answers at ``address``; fail early once ``alive()`` says its process is gone."""
     deadline = time.monotonic() + timeout
     while True:
         try:
@@ -546,8 +553,9 @@ def _wait_port(address: str, port: int = 22, timeout: float = 10.0) -> None:
                     return
         except OSError:
             pass
-        if time.monotonic() > deadline:
-            raise LabError(f"sshd at {address}:{port} did not answer within {timeout:.0f}s")
+        if time.monotonic() > deadline or not alive():
+            raise LabError(f"sshd at {address}:{port} did not answer within {timeout:.0f}s"
+                           f"{'' if alive() else ': its process is gone'}")
         time.sleep(0.05)
 
 
@@ -630,7 +638,14 @@ def _make(lab: Lab, state: dict, hierarchies: dict[str, Path]) -> None:
         known += [f"{p.address} {pub[0]} {pub[1]}" for p in host.ports]
     lab.known_hosts.write_text("\n".join(known) + "\n")
     for host in lab.hosts:
-        _wait_port(host.address, timeout=VM_BOOT_TIMEOUT if lab.described(host.name).vm else 10.0)
+        if lab.described(host.name).vm:
+            try:
+                _wait_port(host.address, timeout=VM_BOOT_TIMEOUT, alive=lambda: _sshd_pid(lab, host.name) is not None)
+            except LabError as exc:
+                raise LabError(f"lab {lab.name}: virtual host {host.name}: {exc}; its console: "
+                               f"{lab.state_dir / host.name / 'console.log'}") from None
+        else:
+            _wait_port(host.address)
     _write_inventory(lab, state)
 
 
@@ -734,8 +749,8 @@ def _initramfs(lab: Lab, release: str) -> Path:
     if out.exists():
         return out
     busybox = shutil.which("busybox")
-    if not busybox or "not a dynamic executable" not in _sh("ldd", busybox, check=False).stdout + \
-            _sh("ldd", busybox, check=False).stderr:
+    linked = busybox and _sh("ldd", busybox, check=False)
+    if not linked or "not a dynamic executable" not in linked.stdout + linked.stderr:
         raise LabError("virtual hosts need a static busybox; install busybox-static (`make deps`)")
     moddir = Path("/lib/modules") / release
     deps = {k: v.split() for k, _, v in (line.partition(":") for line in (moddir / "modules.dep").read_text().splitlines())}
