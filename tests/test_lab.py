@@ -6,7 +6,7 @@ import subprocess
 import pytest
 
 from helpers import ROOT_ONLY, leftovers
-from perflab import inventory, lab as lab_mod, remote
+from perflab import inventory, lab as lab_mod, labspec, remote
 
 pytestmark = [ROOT_ONLY, pytest.mark.lab]
 
@@ -70,9 +70,9 @@ def test_mtu_and_rate_limit_are_applied_and_down_removes_everything():
     assert lab_mod.status(name) is None
 
 
-def test_layout_rejects_bad_names():
-    with pytest.raises(lab_mod.LabError, match="lowercase"):
-        lab_mod.layout("Bad-Name")
+def test_flat_lab_rejects_bad_names():
+    with pytest.raises(labspec.LabFileError, match="--name: 'Bad-Name'.*lowercase"):
+        labspec.simple("Bad-Name", 2)
 
 
 def test_persistent_shell_frames_output_exactly(hosts):

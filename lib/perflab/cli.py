@@ -8,7 +8,7 @@ import json
 import sys
 from pathlib import Path
 
-from . import __version__, lab, runner, spec, store, tidy
+from . import __version__, lab, labspec, runner, spec, store, tidy
 from .inventory import InventoryError
 
 #: Modules that add their own subcommands through ``register(subparsers)``.
@@ -17,29 +17,33 @@ PLUGINS = ("perflab.stats.cli", "perflab.tools.cli")
 
 def _lab(args: argparse.Namespace) -> int:
     if args.lab_cmd == "up":
-        created = lab.up(args.name, args.hosts, mtu=args.mtu, rate=args.rate)
+        if args.file:
+            described = labspec.load(args.file)
+            if args.name not in (None, described.name):
+                raise lab.LabError(f"--name {args.name}: {args.file} describes lab {described.name!r}; drop --name")
+            created = lab.bring_up(described)
+        else:
+            created = lab.up(args.name or "default", args.hosts, mtu=args.mtu, rate=args.rate)
         print(f"lab {created.name}: {len(created.hosts)} hosts up; inventory {created.inventory_path}")
         for h in created.hosts:
-            print(f"  {h.name}  {h.address}  netns {h.netns}")
-    elif args.lab_cmd == "down":
-        removed = lab.down(args.name)
-        print("\n".join(f"removed {r}" for r in removed) if removed else f"lab {args.name} is not up")
-    elif args.lab_cmd == "status":
-        state = lab.status(args.name)
-        if state is None:
-            print(f"lab {args.name} is not up")
+            print(f"  {h.name}  {' '.join(f'{p.link}={p.address}' for p in h.ports)}  netns {h.netns}")
+        return 0
+    name = args.name or "default"
+    if args.lab_cmd == "down":
+        removed = lab.down(name)
+        print("\n".join(f"removed {r}" for r in removed) if removed else f"lab {name} is not up")
+        left = lab.traces(name)
+        if left:
+            print(f"lab {name}: still present (remove by hand): {'; '.join(left)}", file=sys.stderr)
             return 1
-        if args.json:
-            print(json.dumps(state, indent=1))
-            return 0
-        print(f"lab {state['name']}: bridge {state['bridge']} ({'present' if state['bridge_present'] else 'MISSING'}), "
-              f"MTU {state['mtu']}, rate {state['rate'] or 'unlimited'}; inventory {state['inventory']}")
-        for h in state["hosts"]:
-            alive = f"sshd pid {h['sshd_pid']}" if h["sshd_pid"] else "sshd NOT running"
-            print(f"  {h['name']}  {h['address']}  netns {h['netns']} "
-                  f"({'present' if h['netns_present'] else 'MISSING'}), {alive}")
+    elif args.lab_cmd == "status":
+        state = lab.status(name)
+        if state is None:
+            print(f"lab {name} is not up")
+            return 1
+        print(json.dumps(state, indent=1) if args.json else lab.draw(state))
     elif args.lab_cmd == "inventory":
-        print(lab.layout(args.name).inventory_path)
+        print(lab.STATE_ROOT / name / "inventory.yaml")
     return 0
 
 
@@ -188,14 +192,17 @@ def parser() -> argparse.ArgumentParser:
     lp = sub.add_parser("lab", help="the embedded lab of network-namespace hosts")
     lsub = lp.add_subparsers(dest="lab_cmd", required=True)
     up = lsub.add_parser("up", help="create (or complete) the lab; idempotent")
-    up.add_argument("--hosts", type=int, default=2, help="number of hosts h1..hN (default 2)")
-    up.add_argument("--mtu", type=int, default=1500, help="MTU of every host's eth0 (default 1500)")
-    up.add_argument("--rate", help="egress rate limit per host, tc syntax, e.g. 1gbit (default: none)")
+    up.add_argument("--file", help="lab description (YAML, see docs/lab.md), e.g. labs/routed.yaml; "
+                    "without it: a flat lab of --hosts hosts on one link")
+    up.add_argument("--hosts", type=int, default=2, help="flat lab: number of hosts h1..hN (default 2)")
+    up.add_argument("--mtu", type=int, default=1500, help="flat lab: MTU of every host's eth0 (default 1500)")
+    up.add_argument("--rate", help="flat lab: egress rate limit per host, tc syntax, e.g. 1gbit (default: none)")
     for name in ("down", "status", "inventory"):
-        lsub.add_parser(name, help={"down": "remove everything up created", "status": "hosts, addresses, sshd",
+        lsub.add_parser(name, help={"down": "remove everything up created",
+                                    "status": "draw links, hosts, routes, rules, cgroups and disks as text",
                                     "inventory": "print the inventory file's path"}[name])
     for sp in lsub.choices.values():
-        sp.add_argument("--name", default="default", help="lab name (default: default)")
+        sp.add_argument("--name", help="lab name (default: the file's lab, else default)")
     lsub.choices["status"].add_argument("--json", action="store_true")
     lp.set_defaults(func=_lab)
 

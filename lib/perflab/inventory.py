@@ -6,6 +6,8 @@ An inventory maps host names to how to reach them::
       h1: {address: 198.18.0.11, user: root, port: 22, key: .../id_ed25519, known_hosts: .../known_hosts}
       h2: {address: 198.18.0.12, ...}
 
+Hosts of a lab also list ``addresses`` (link -> address) and ``devices`` (docs/lab.md).
+
 ``local: true`` marks a host reached without SSH (Fabric's local runner), as in the
 built-in ``localhost`` inventory used when the lab cannot be brought up.
 """
@@ -34,6 +36,12 @@ class HostEntry:
     key: str | None = None
     known_hosts: str | None = None
     local: bool = False
+    #: Lab hosts: the host's address on each lab link (link -> address), to pick a path.
+    addresses: dict[str, str] | None = None
+    #: Lab hosts: scratch devices, name -> {device, and when formatted: mount, fs}.
+    devices: dict[str, dict[str, str]] | None = None
+    #: Virtual lab hosts: the QEMU configuration, with ``emulated: true`` under TCG.
+    vm: dict | None = None
 
 
 def localhost(names: tuple[str, ...] = ("h1", "h2", "h3", "h4")) -> dict[str, HostEntry]:
