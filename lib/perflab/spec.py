@@ -155,6 +155,8 @@ class Campaign:
     #: Cells left out of the grid: factor -> level label, all pairs matching.
     exclude: tuple[Mapping[str, Any], ...] = ()
     services: tuple[ServiceDef, ...] = ()
+    #: Role -> lab link (or ``{factor}``) whose address the role's host is reached at.
+    links: Mapping[str, str] = field(default_factory=dict)
 
     def for_group(self, index: int) -> Campaign:
         """This campaign restricted to group ``index``: its roles on the group's hosts, without other groups."""
@@ -175,9 +177,21 @@ class Campaign:
                 out.update(sets[level])
         return out
 
-    def values(self, levels: Mapping[str, Any], addresses: Mapping[str, str]) -> dict[str, Any]:
-        """Placeholder values of a cell: its tool parameters, its level labels and ``<role>_address``."""
-        return {**self.cell_params(levels), **levels, **{f"{role}_address": a for role, a in addresses.items()}}
+    def values(self, levels: Mapping[str, Any], addresses: Mapping[str, str],
+               link_addresses: Mapping[str, Mapping[str, str]] | None = None) -> dict[str, Any]:
+        """Placeholder values of a cell: its tool parameters, its level labels, ``<role>_address`` and,
+        from ``link_addresses`` (role -> link -> address), ``<role>_address_<link>``."""
+        per_link = {f"{role}_address_{link}": a for role, table in (link_addresses or {}).items()
+                    for link, a in table.items()}
+        return {**self.cell_params(levels), **levels, **per_link,
+                **{f"{role}_address": a for role, a in addresses.items()}}
+
+    def link_of(self, role: str, levels: Mapping[str, Any]) -> str | None:
+        """The lab link ``role`` is reached on in a cell with ``levels`` (None: the host's first link)."""
+        link = self.links.get(role)
+        if link is not None and link.startswith("{"):
+            return str(levels[link[1:-1]])
+        return link
 
     def involved(self) -> list[str]:
         """Every inventory host the campaign touches: its roles' hosts and those named by its steps."""
@@ -270,7 +284,7 @@ def load(path: str | Path, *, text: str | None = None) -> Campaign:
         hosts=doc.get("hosts", {}), factors={k: tuple(label(x) for x in v) for k, v in doc["factors"].items()},
         level_sets={k: {x["label"]: dict(x["set"]) for x in v} for k, v in doc["factors"].items()
                     if any(isinstance(x, Mapping) for x in v)},
-        exclude=tuple(dict(e) for e in doc.get("exclude", [])),
+        exclude=tuple(dict(e) for e in doc.get("exclude", [])), links=dict(doc.get("links", {})),
         services=tuple(ServiceDef(
             name=d["name"], on=d["on"], start=d["start"], ready=d.get("ready"), stop=d.get("stop"),
             scope=d.get("scope", "campaign"), order=d.get("order", 0), timeout=float(d.get("timeout", 30)),
@@ -366,10 +380,10 @@ def _reference_problems(doc: dict, lines: dict[tuple, int], path: str) -> list[s
 
     def command(where: tuple, value: str) -> None:
         for name in PLACEHOLDER.findall(value):
-            if name not in known:
+            if name not in known and not any(name.startswith(f"{role}_address_") for role in roles):
                 problems.append(f"{path}:{_where(lines, where)}: {'.'.join(map(str, where))}: placeholder "
-                                f"{{{name}}} names no factor, benchmark parameter or <role>_address (known: "
-                                f"{', '.join(known) or 'none'})")
+                                f"{{{name}}} names no factor, benchmark parameter, <role>_address or "
+                                f"<role>_address_<link> (known: {', '.join(known) or 'none'})")
 
     for i, host in enumerate(doc.get("settle", {}).get("hosts", [])):
         target(("settle", "hosts", i), host)
@@ -425,6 +439,13 @@ def _design_problems(doc: dict, lines: dict[tuple, int], path: str) -> list[str]
                 for combo in itertools.product(*labels)):
             problems.append(f"{path}:{_where(lines, ('exclude',))}: exclude: leaves no cell to measure; "
                             "remove an item")
+    for role, link in doc.get("links", {}).items():
+        if role not in _roles(doc):
+            problems.append(f"{path}:{_where(lines, ('links', role))}: links.{role}: {role!r} is not a role of hosts "
+                            f"(roles: {', '.join(_roles(doc))})")
+        if link.startswith("{") and link[1:-1] not in doc["factors"]:
+            problems.append(f"{path}:{_where(lines, ('links', role))}: links.{role}: {link} names no factor "
+                            f"(factors: {', '.join(doc['factors'])})")
     names = [d["name"] for d in doc.get("services", [])]
     for dup in sorted({n for n in names if names.count(n) > 1}):
         problems.append(f"{path}:{_where(lines, ('services',))}: services: two services named {dup!r}; rename one")

@@ -16,7 +16,7 @@ from ..store import RawStore
 from ..tools.base import Command, ParseError
 from .plan import fingerprint_block, sample_timeout
 from .progress import Progress
-from .session import Background, Blocks, Cells, RunnerError, Summary, Want
+from .session import Background, Blocks, Cells, RunnerError, Summary, Want, addresses, cell_values
 
 
 def session(spec: Campaign, entries: Mapping[str, HostEntry], runs: list[design.Run], todo: list[design.Run],
@@ -57,8 +57,7 @@ class Engine:
         self.spec, self.hosts, self.store, self.progress = spec, hosts, store, progress
         self.tool = tools.get(spec.tool)
         self.ledger = Ledger(store.dir / "ledger.jsonl")
-        self.addresses = {role: hosts[name].address for role, name in spec.hosts.items()}
-        self.cells = Cells(spec, hosts, self.addresses)
+        self.cells = Cells(spec, hosts)
         self.blocks = Blocks(spec, hosts, store, progress)
         self.services, self.neighbours, self.fixtures = Background(hosts), Background(hosts), Background(hosts)
 
@@ -67,13 +66,14 @@ class Engine:
         params = self.spec.cell_params(run_.cell.levels)
         self.blocks.enter(fingerprint_block(self.spec, run_))
         self.cells.enter(run_.cell)
-        values = self.spec.values(run_.cell.levels, self.addresses)
+        path = addresses(self.spec, self.hosts, run_.cell.levels)
+        values = cell_values(self.spec, self.hosts, run_.cell.levels)
         self.fixtures.ensure(self._fixtures(run_, values))
         self.neighbours.ensure([Want(self.spec.host_of(n.on), f"neighbour-{i}", fill(n.run, values))
                                 for i, n in enumerate(self.spec.neighbours) if n.applies(run_.cell.levels)])
-        commands = self.tool.commands(params, self.addresses)
+        commands = self.tool.commands(params, path)
         self.services.ensure([Want(self.spec.hosts[c.role], f"{self.tool.name}-{c.role}", c.line(),
-                                   self.tool.ready(params, self.addresses)) for c in commands if c.service])
+                                   self.tool.ready(params, path)) for c in commands if c.service])
         return [c for c in commands if not c.service]
 
     def _fixtures(self, run_: design.Run, values: Mapping[str, Any]) -> list[Want]:

@@ -7,7 +7,7 @@ import json
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
+from typing import Any, Mapping
 
 from .. import design, fingerprint
 from ..remote import Host, HostError, Service
@@ -117,14 +117,37 @@ class Background:
         return notes
 
 
+def addresses(spec: Campaign, hosts: Mapping[str, Host], levels: Mapping[str, Any]) -> dict[str, str]:
+    """Role -> the address its host is reached at in a cell: on the link ``links`` names, else its first."""
+    out = {}
+    for role, name in spec.hosts.items():
+        host, link = hosts[name], spec.link_of(role, levels)
+        table = host.entry.addresses or {}
+        if link is None:
+            out[role] = host.address
+        elif link in table:
+            out[role] = table[link]
+        else:
+            raise RunnerError(f"{spec.source}: links.{role}: host {name} has no address on link {link!r} (its links: "
+                              f"{', '.join(table) or 'none: not a lab host of a lab file with links'}); use a lab "
+                              "file that puts it on that link (docs/lab.md)")
+    return out
+
+
+def cell_values(spec: Campaign, hosts: Mapping[str, Host], levels: Mapping[str, Any]) -> dict[str, Any]:
+    """Placeholder values of a cell, with ``<role>_address`` on the cell's path and every ``<role>_address_<link>``."""
+    tables = {role: hosts[name].entry.addresses or {} for role, name in spec.hosts.items() if name in hosts}
+    return spec.values(levels, addresses(spec, hosts, levels), tables)
+
+
 class Cells:
     """Runs the setup steps when the schedule enters a cell and the teardown steps when it leaves it."""
 
-    def __init__(self, spec: Campaign, hosts: Mapping[str, Host], addresses: Mapping[str, str]) -> None:
-        self.spec, self.hosts, self.addresses, self.current = spec, hosts, addresses, None  # type: design.Cell | None
+    def __init__(self, spec: Campaign, hosts: Mapping[str, Host]) -> None:
+        self.spec, self.hosts, self.current = spec, hosts, None  # type: design.Cell | None
 
     def _steps(self, steps: tuple[Step, ...], cell: design.Cell, kind: str) -> None:
-        values = self.spec.values(cell.levels, self.addresses)
+        values = cell_values(self.spec, self.hosts, cell.levels)
         for i, step in enumerate(steps):
             host = self.hosts[self.spec.host_of(step.on)]
             res = host.run(fill(step.run, values), timeout=step.timeout)
