@@ -185,15 +185,31 @@ def fact_differences(raw_dir: str | Path) -> list[dict[str, Any]]:
     return list(found.values())
 
 
+def _emulation(raw_dir: str | Path) -> dict[bool, list[str]]:
+    """Sample ids by whether any of their measured commands ran on an emulated host."""
+    out: dict[bool, list[str]] = {}
+    for path in sorted(Path(raw_dir).glob("samples/*/meta.json")):
+        meta = records.read_sample(path)
+        out.setdefault(any(c.get("emulated") for c in meta.commands), []).append(meta.run_id)
+    return out
+
+
 def check_comparable(raw_dir: str | Path, *, expected: tuple[str, ...] = (), refuse: bool = True) -> list[str]:
     """Refuse (or, with ``refuse=False``, return as warnings) host facts that changed during a campaign.
 
     A comparison of cells is only sound when they ran under the same host facts; a fact
     that changed between or within blocks is named in the error. ``expected`` lists fact
-    patterns that change on purpose (e.g. ``net.*.mtu`` when MTU is a factor). Facts that
-    differ between hosts (say client and server kernels) are always returned as warnings.
+    patterns that change on purpose (e.g. ``net.*.mtu`` when MTU is a factor; ``emulated`` to
+    compare samples of emulated guests with native ones). Facts that differ between hosts
+    (say client and server kernels) are always returned as warnings.
     """
     problems, warnings = [], []
+    if "emulated" not in expected:
+        kinds = _emulation(raw_dir)
+        if len(kinds) > 1:
+            problems.append(f"samples ran on emulated (TCG) hosts ({', '.join(kinds[True][:3])}) and on native ones "
+                            f"({', '.join(kinds[False][:3])}): an emulated guest measures the emulator, not the "
+                            "platform (expected=('emulated',) to compare them anyway)")
     for d in fact_differences(raw_dir):
         if any(fnmatch.fnmatchcase(d["key"], p) for p in expected):
             continue

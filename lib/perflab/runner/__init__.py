@@ -77,6 +77,11 @@ def run(spec: Campaign, entries: Mapping[str, HostEntry], raw_root: str | Path, 
         return _run(spec, entries, design.schedule(spec), store, stream=stream, limit=limit, on_sample=on_sample)
 
 
+def _emulated(entry: HostEntry) -> bool:
+    """True for a virtual lab host running under emulation (TCG): its numbers measure the emulator."""
+    return bool(entry.vm and entry.vm.get("emulated"))
+
+
 def _seeded(spec: Campaign, store: RawStore, out: TextIO) -> Campaign:
     """``spec`` with its RMIT seed: its own, the one an earlier run of it drew, or a new one (printed)."""
     if spec.seed is not None:
@@ -114,7 +119,8 @@ def _run(spec: Campaign, entries: Mapping[str, HostEntry], runs: list[design.Run
     store.begin(records.CampaignRecord(
         campaign=spec.name, design_digest=spec.digest(), spec=dict(spec.doc), source=spec.source,
         perflab=__version__, python=platform.python_version(), schedule=[r.run_id for r in runs],
-        inventory={n: {"address": e.address, "local": e.local} for n, e in entries.items()}))
+        inventory={n: {"address": e.address, "local": e.local} | ({"emulated": True} if _emulated(e) else {})
+                   for n, e in entries.items()}))
     summary = Summary(planned=len(runs), already_done=0, raw_dir=store.dir)
     summary.notes += store.recover()
     done = store.done_ids()

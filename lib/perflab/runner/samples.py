@@ -202,7 +202,8 @@ def _sample_files(spec: Campaign, tool: tools.Tool, run_: design.Run, attempt: i
                          "command": shlex.join(cmd.argv), "exit_code": res.exit_code,
                          "started": res.started, "ended": res.ended,
                          "started_utc": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(res.started))
-                         + f".{int(res.started % 1 * 1000):03d}Z"})
+                         + f".{int(res.started % 1 * 1000):03d}Z"}
+                        | ({"emulated": True} if host.entry.vm and host.entry.vm.get("emulated") else {}))
     meta = records.SampleMeta(
         campaign=spec.name, run_id=run_.run_id, tool=tool.name, cell=dict(run_.cell.levels),
         cell_index=run_.cell.index, repetition=run_.repetition, warmup=run_.warmup, block=run_.block,
