@@ -98,10 +98,13 @@ class Tool:
     primary_metric: ClassVar[str | None] = None
     #: Roles a campaign must assign to hosts for this tool, client-side role first.
     roles: ClassVar[tuple[str, ...]] = ("client",)
-    #: Debian packages that provide the tool, installed on lab hosts.
-    packages: ClassVar[tuple[str, ...]] = ()
-    #: Command that prints the tool's version, for the host fingerprint (schemas drift).
-    version_argv: ClassVar[tuple[str, ...]] = ()
+    #: Debian packages that provide the tool; ``scripts/debian-packages.py`` reads these
+    #: literal tuples from the source (no import), so keep them plain string tuples.
+    debian_packages: ClassVar[tuple[str, ...]] = ()
+    #: Command that prints the tool's version on its first line, probed by the host
+    #: fingerprint of a campaign that uses the tool (output schemas drift between versions).
+    #: Empty: no version to probe (parse-only tools, /proc readers).
+    version_command: ClassVar[tuple[str, ...]] = ()
 
     def commands(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> list[Command]:
         """Commands for one sample with ``params``; ``addresses`` maps roles to host addresses."""
