@@ -20,10 +20,14 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.csv
 
 from . import __version__, store, tools
-from .tools.base import ParseError
+from .tools.base import Measurement, ParseError
 
+#: Rows per Arrow table while parsing (bounds the Python objects alive at once).
+BATCH_ROWS = 65536
 #: Columns every tidy table starts with, in this order; factor and dimension columns follow.
 BASE_COLUMNS = ["campaign", "run_id", "block", "position", "repetition", "warmup", "tool", "host",
                 "group", "started_utc", "metric", "summary", "value", "unit"]
@@ -34,7 +38,11 @@ class TidyError(RuntimeError):
 
 
 def frame(raw_dir: str | Path, *, verify: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Parse every stored sample of a campaign; return (tidy rows, quarantined samples)."""
+    """Parse every stored sample of a campaign; return (tidy rows, quarantined samples).
+
+    Rows are gathered column by column into Arrow tables of about :data:`BATCH_ROWS` rows,
+    so memory grows with the compact Arrow columns rather than one Python dict per row.
+    """
     raw_dir = Path(raw_dir)
     if not (raw_dir / "campaign.json").exists():
         raise TidyError(f"{raw_dir}: no campaign.json; is this a campaign's raw directory? "
@@ -46,7 +54,8 @@ def frame(raw_dir: str | Path, *, verify: bool = True) -> tuple[pd.DataFrame, pd
                             + "\nRestore the original files (raw data is never edited) before analysing.")
     campaign = json.loads((raw_dir / "campaign.json").read_text())
     factors = list(campaign["spec"]["factors"])
-    rows: list[dict[str, Any]] = []
+    batch = _Batch()
+    tables: list[pa.Table] = []
     quarantine: list[dict[str, Any]] = []
     sample_dirs = sorted(p for p in (raw_dir / "samples").iterdir() if not p.name.startswith(".")) \
         if (raw_dir / "samples").is_dir() else []
@@ -65,22 +74,69 @@ def frame(raw_dir: str | Path, *, verify: bool = True) -> tuple[pd.DataFrame, pd
         except (ParseError, FileNotFoundError) as exc:
             quarantine.append({**common, "source": source, "reason": str(exc)})
             continue
-        for m in measurements:
-            summary = bool(m.dims.get("summary", not m.dims))
-            rows.append({**common, **m.as_row(), "summary": summary, "parser_version": tool.parser_version,
-                         "source": source})
-    df = pd.DataFrame(rows)
-    if df.empty:
-        df = pd.DataFrame(columns=BASE_COLUMNS + factors)
+        batch.add(common, measurements, parser_version=tool.parser_version, source=source)
+        if batch.rows >= BATCH_ROWS:
+            tables.append(batch.table())
+            batch = _Batch()
+    tables.append(batch.table())
+    table = pa.concat_tables(tables, promote_options="permissive")
+    if table.num_rows == 0:
+        return pd.DataFrame(columns=BASE_COLUMNS + factors), pd.DataFrame(quarantine)
+    table = table.sort_by([("block", "ascending"), ("position", "ascending"), ("metric", "ascending")])
+    df = table.to_pandas()
     extra = [c for c in df.columns if c not in BASE_COLUMNS and c not in factors]
     df = df[BASE_COLUMNS[:10] + factors + BASE_COLUMNS[10:] + extra]
     df = df.astype({"block": "int64", "position": "int64", "repetition": "int64", "warmup": "bool", "summary": "bool",
                     "value": "float64", "group": "Int64"})
     df["started_utc"] = pd.to_datetime(df["started_utc"], utc=True)
     for col in ("campaign", "run_id", "tool", "host", "metric", "unit", "source"):
-        if col in df:
-            df[col] = df[col].astype("string")
-    return df.sort_values(["block", "position", "metric"], kind="stable").reset_index(drop=True), pd.DataFrame(quarantine)
+        df[col] = df[col].astype("string")
+    return df, pd.DataFrame(quarantine)
+
+
+class _Batch:
+    """Tidy rows of consecutive samples, held column by column until turned into an Arrow table."""
+
+    def __init__(self) -> None:
+        self.rows = 0
+        self.columns: dict[str, list[Any]] = {}
+
+    def _extend(self, name: str, values: list[Any]) -> None:
+        column = self.columns.get(name)
+        if column is None:
+            column = self.columns[name] = [None] * self.rows
+        column.extend(values)
+
+    def add(self, common: dict[str, Any], measurements: list[Measurement], *, parser_version: int, source: str) -> None:
+        """Append one sample's ``measurements``; ``common`` holds the values its rows share.
+
+        A row is ``{**common, **measurement.as_row(), "summary", "parser_version", "source"}``
+        (a dim may override a common value); columns appear in the order keys first appear.
+        """
+        n = len(measurements)
+        if not n:
+            return
+        rows = [m.as_row() for m in measurements]
+        last = {"summary": [bool(m.dims.get("summary", not m.dims)) for m in measurements],
+                "parser_version": [parser_version] * n, "source": [source] * n}
+        order = dict.fromkeys([*common, *rows[0], *last])
+        for row in rows[1:]:
+            order.update(dict.fromkeys(row))
+        for key in order:
+            if key in last:
+                self._extend(key, last[key])
+            elif key in common:
+                self._extend(key, [row.get(key, common[key]) for row in rows])
+            else:
+                self._extend(key, [row.get(key) for row in rows])
+        self.rows += n
+        for column in self.columns.values():
+            if len(column) < self.rows:
+                column.extend([None] * (self.rows - len(column)))
+
+    def table(self) -> pa.Table:
+        """The rows so far as an Arrow table (column types inferred; all-missing columns are null)."""
+        return pa.table({name: pa.array(values) for name, values in self.columns.items()})
 
 
 def _read(path: Path) -> str:
@@ -96,7 +152,7 @@ def write(raw_dir: str | Path, out_dir: str | Path) -> dict[str, Path]:
     paths = {"parquet": out_dir / f"{name}.parquet", "csv": out_dir / f"{name}.csv",
              "quarantine": out_dir / f"{name}.quarantine.csv", "lineage": out_dir / f"{name}.lineage.json"}
     _atomic(paths["parquet"], lambda p: df.to_parquet(p, index=False))
-    _atomic(paths["csv"], lambda p: df.to_csv(p, index=False))
+    _atomic(paths["csv"], lambda p: pyarrow.csv.write_csv(pa.Table.from_pandas(df, preserve_index=False), p))
     _atomic(paths["quarantine"], lambda p: quarantine.to_csv(p, index=False))
     manifest = raw_dir / store.MANIFEST
     lineage = {"output": [p.name for k, p in paths.items() if k != "lineage"], "generator": "perflab.tidy.write",

@@ -150,6 +150,8 @@ class Rows(list):
 
 
 _NAN_RE = re.compile(r"(?<![\w\"])(-?nan|-?inf(?:inity)?)(?![\w\"])", re.IGNORECASE)
+#: Python's decoder accepts NaN, Infinity and -Infinity; like bare nan they mean "missing".
+_DECODER = json.JSONDecoder(parse_constant=lambda _: None)
 
 
 def extract_json(text: str, *, source: str = "") -> Any:
@@ -157,14 +159,20 @@ def extract_json(text: str, *, source: str = "") -> Any:
 
     fio and iperf3 print warnings around their JSON and older versions write bare
     ``nan``; those become ``None``. Raises :class:`ParseError` when no object parses.
+    The text is decoded as is first; only when that fails are bare ``nan``/``inf``
+    replaced (a regex over every output would cost more than the decoding).
     """
     start = text.find("{")
     if start < 0:
         found = repr(text[:80]) if text.strip() else "empty output"
         raise ParseError(source, "a JSON object", found)
+    try:
+        return _DECODER.raw_decode(text, start)[0]
+    except json.JSONDecodeError:
+        pass
     cleaned = _NAN_RE.sub("null", text[start:])
     try:
-        obj, _ = json.JSONDecoder().raw_decode(cleaned)
+        obj, _ = _DECODER.raw_decode(cleaned)
     except json.JSONDecodeError as exc:
         truncated = exc.pos >= len(cleaned.rstrip()) or cleaned.count("{") > cleaned.count("}")
         found = ("output that ends before the JSON object is closed (truncated?)" if truncated
