@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 ROOT = Path(__file__).resolve().parents[1]
+# Benchmarks measure this checkout's library, whatever else is installed.
+sys.path.insert(0, str(ROOT / "lib"))
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,8 @@ sample's host group (an integer; missing for campaigns without groups).
 The raw directory is verified against its manifest first; a sample whose output does not
 parse is quarantined with the reason, never turned into a number. Outputs are written
 next to each other in ``data/processed/``: ``<campaign>.parquet`` (typed), ``<campaign>.csv``
-(for reviewers), ``<campaign>.quarantine.csv`` and ``<campaign>.lineage.json``.
+(for reviewers, written by pyarrow: strings quoted, booleans ``true``/``false``, times in
+UTC with ``Z``), ``<campaign>.quarantine.csv`` and ``<campaign>.lineage.json``.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 import pyarrow.csv
+import pyarrow.parquet
 
 from . import __version__, store, tools
 from .tools.base import Measurement, ParseError
@@ -62,7 +64,7 @@ def frame(raw_dir: str | Path, *, verify: bool = True) -> tuple[pd.DataFrame, pd
     for sdir in sample_dirs:
         meta = json.loads((sdir / "meta.json").read_text())
         tool = tools.get(meta["tool"])
-        source = sdir.relative_to(raw_dir.parent).as_posix() + "/stdout"
+        source = f"{raw_dir.name}/samples/{sdir.name}/stdout"
         first = meta["commands"][0] if meta["commands"] else {}
         common = {"campaign": meta["campaign"], "run_id": meta["run_id"], "block": meta["block"],
                   "position": meta["position"], "repetition": meta["repetition"], "warmup": meta["warmup"],
@@ -80,17 +82,20 @@ def frame(raw_dir: str | Path, *, verify: bool = True) -> tuple[pd.DataFrame, pd
             batch = _Batch()
     tables.append(batch.table())
     table = pa.concat_tables(tables, promote_options="permissive")
-    if table.num_rows == 0:
-        return pd.DataFrame(columns=BASE_COLUMNS + factors), pd.DataFrame(quarantine)
-    table = table.sort_by([("block", "ascending"), ("position", "ascending"), ("metric", "ascending")])
-    df = table.to_pandas()
-    extra = [c for c in df.columns if c not in BASE_COLUMNS and c not in factors]
-    df = df[BASE_COLUMNS[:10] + factors + BASE_COLUMNS[10:] + extra]
+    order = BASE_COLUMNS[:10] + factors + BASE_COLUMNS[10:]
+    if table.num_rows:
+        order += [c for c in table.column_names if c not in order]
+        table = table.sort_by([("block", "ascending"), ("position", "ascending"), ("metric", "ascending")])
+        # self_destruct frees each Arrow column once converted: the peak holds one copy, not two.
+        df = table.select(order).to_pandas(self_destruct=True, split_blocks=True)
+    else:
+        df = pd.DataFrame(columns=order)
     df = df.astype({"block": "int64", "position": "int64", "repetition": "int64", "warmup": "bool", "summary": "bool",
                     "value": "float64", "group": "Int64"})
     df["started_utc"] = pd.to_datetime(df["started_utc"], utc=True)
     for col in ("campaign", "run_id", "tool", "host", "metric", "unit", "source"):
-        df[col] = df[col].astype("string")
+        if col in df:
+            df[col] = df[col].astype("string")
     return df, pd.DataFrame(quarantine)
 
 
@@ -116,19 +121,21 @@ class _Batch:
         n = len(measurements)
         if not n:
             return
-        rows = [m.as_row() for m in measurements]
-        last = {"summary": [bool(m.dims.get("summary", not m.dims)) for m in measurements],
+        dims = [m.dims for m in measurements]
+        dim_keys = dict.fromkeys(key for d in dims for key in d)
+        own = {"metric": [m.metric for m in measurements], "value": [m.value for m in measurements],
+               "unit": [m.unit for m in measurements]}
+        last = {"summary": [bool(d.get("summary", not d)) for d in dims],
                 "parser_version": [parser_version] * n, "source": [source] * n}
-        order = dict.fromkeys([*common, *rows[0], *last])
-        for row in rows[1:]:
-            order.update(dict.fromkeys(row))
-        for key in order:
+        for key in dict.fromkeys([*common, *own, *dims[0], *last, *dim_keys]):
             if key in last:
-                self._extend(key, last[key])
-            elif key in common:
-                self._extend(key, [row.get(key, common[key]) for row in rows])
+                values = last[key]
+            elif key in dim_keys:
+                values = ([d.get(key, v) for d, v in zip(dims, own[key])] if key in own
+                          else [d.get(key, common.get(key)) for d in dims])
             else:
-                self._extend(key, [row.get(key) for row in rows])
+                values = own[key] if key in own else [common[key]] * n
+            self._extend(key, values)
         self.rows += n
         for column in self.columns.values():
             if len(column) < self.rows:
@@ -151,8 +158,9 @@ def write(raw_dir: str | Path, out_dir: str | Path) -> dict[str, Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {"parquet": out_dir / f"{name}.parquet", "csv": out_dir / f"{name}.csv",
              "quarantine": out_dir / f"{name}.quarantine.csv", "lineage": out_dir / f"{name}.lineage.json"}
-    _atomic(paths["parquet"], lambda p: df.to_parquet(p, index=False))
-    _atomic(paths["csv"], lambda p: pyarrow.csv.write_csv(pa.Table.from_pandas(df, preserve_index=False), p))
+    table = pa.Table.from_pandas(df, preserve_index=False)  # what DataFrame.to_parquet writes
+    _atomic(paths["parquet"], lambda p: pyarrow.parquet.write_table(table, p))
+    _atomic(paths["csv"], lambda p: pyarrow.csv.write_csv(table, p))
     _atomic(paths["quarantine"], lambda p: quarantine.to_csv(p, index=False))
     manifest = raw_dir / store.MANIFEST
     lineage = {"output": [p.name for k, p in paths.items() if k != "lineage"], "generator": "perflab.tidy.write",
