@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import statistics
 import subprocess
@@ -41,6 +42,7 @@ def campaign(root: Path, samples: int) -> Path:
                     "repetition": i // 2, "warmup": False, "block": i // 2, "position": i % 2,
                     "commands": [{"host": "h1", "started_utc": "2026-11-22T00:00:00.000Z"}]}
             s.put_sample(f"r{i:07d}", {"stdout": out, "stderr": "", "meta.json": json.dumps(meta)})
+    os.sync()  # write the scratch data back now, not while a tidy run is timed
     return s.dir
 
 
