@@ -70,6 +70,11 @@ def spread(values: Sequence[float], unit: str = "s", scale: float = 1.0) -> str:
     return f"{mid:.3g} {unit} [{low:.3g}-{high:.3g}]"
 
 
+def check(value: float, target: float) -> tuple[bool, str]:
+    """Whether ``value`` is within an upper-bound ``target``, and a note saying by how much it misses."""
+    return value <= target, "" if value <= target else f"missed by {value / target:.2f}x; "
+
+
 def ratios(numerator: Sequence[float], denominator: Sequence[float]) -> list[float]:
     """Round-by-round ratios of two interleaved series."""
     return [a / b for a, b in zip(numerator, denominator)]
