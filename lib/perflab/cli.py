@@ -16,8 +16,8 @@ from . import __version__
 class _Deferred:
     """A perflab module imported on its first attribute access.
 
-    Each subcommand imports only the stages it runs, so ``perflab --help`` and
-    ``perflab plan`` start without scipy, pandas or Fabric (``benchmarks/bench_startup.py``).
+    Each subcommand imports only the stages it runs: ``perflab --help`` imports none and
+    ``perflab plan`` no statistics, pandas or Arrow (``benchmarks/bench_startup.py``).
     """
 
     def __init__(self, name: str) -> None:
