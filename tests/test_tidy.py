@@ -103,3 +103,14 @@ def test_samples_of_emulated_and_native_hosts_are_not_compared_unless_told(tmp_p
     with pytest.raises(tidy.TidyError, match=r"emulated \(TCG\) hosts \(guest\) and on native ones \(native\)"):
         tidy.check_comparable(s.dir)
     assert tidy.check_comparable(s.dir, expected=("emulated",)) == []
+
+
+def test_batches_join_into_the_same_table_as_one_batch(raw, monkeypatch):
+    ping = (Path(__file__).parent / "fixtures/ping/loopback_c5.txt").read_text()
+    ping_meta = json.loads(meta("ping", 1, 3)) | {"tool": "ping"}
+    raw.put_sample("ping", {"stdout": ping, "stderr": "", "meta.json": json.dumps(ping_meta)})
+    whole, _ = tidy.frame(raw.dir)
+    monkeypatch.setattr(tidy, "BATCH_ROWS", 1)
+    batched, _ = tidy.frame(raw.dir)
+    assert set(whole["tool"]) == {"iperf3", "ping"} and {"stream", "seq"} <= set(whole.columns)
+    pd.testing.assert_frame_equal(batched, whole, check_exact=True)

@@ -3,16 +3,41 @@
 from __future__ import annotations
 
 import argparse
+import ast
 import importlib
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
-from . import __version__, lab, labspec, runner, spec, store, tidy
-from .inventory import InventoryError
+from . import __version__
 
-#: Modules that add their own subcommands through ``register(subparsers)``.
+
+class _Deferred:
+    """A perflab module imported on its first attribute access.
+
+    Each subcommand imports only the stages it runs: ``perflab --help`` imports none and
+    ``perflab plan`` no statistics, pandas or Arrow (``benchmarks/bench_startup.py``).
+    """
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(importlib.import_module(self._name), attr)
+
+
+lab, labspec, runner, spec, store, tidy = (_Deferred(f"perflab.{m}")
+                                           for m in ("lab", "labspec", "runner", "spec", "store", "tidy"))
+
+#: Modules that add their own subcommands through ``register(subparsers)``. A module is
+#: imported only when one of its subcommands runs; otherwise its subcommands are listed
+#: with the help text of its ``add_parser`` calls, read from its source.
 PLUGINS = ("perflab.stats.cli", "perflab.tools.cli")
+
+#: Errors a user can fix, as module -> class name: printed in one line, not as a traceback.
+USER_ERRORS = {"perflab.spec": "SpecError", "perflab.lab": "LabError", "perflab.runner": "RunnerError",
+               "perflab.inventory": "InventoryError", "perflab.store": "StoreError", "perflab.tidy": "TidyError"}
 
 
 def _lab(args: argparse.Namespace) -> int:
@@ -183,8 +208,8 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
-def parser() -> argparse.ArgumentParser:
-    """The argument parser of the ``perflab`` command."""
+def parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser of the ``perflab`` command, with the full parser of ``command`` if a plugin adds it."""
     p = argparse.ArgumentParser(prog="perflab", description=__doc__)
     p.add_argument("--version", action="version", version=f"perflab {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
@@ -264,21 +289,41 @@ def parser() -> argparse.ArgumentParser:
     hp.set_defaults(func=_report)
 
     for module in PLUGINS:
-        try:
+        declared = plugin_commands(module)
+        if command in declared:
             importlib.import_module(module).register(sub)
-        except ModuleNotFoundError as exc:
-            if exc.name != module:
-                raise
+            continue
+        for name, text in declared.items():
+            sub.add_parser(name, help=text, add_help=False)
     return p
+
+
+def plugin_commands(module: str) -> dict[str, str]:
+    """Subcommand name -> help text of the ``add_parser`` calls in plugin ``module``, read without importing it."""
+    path = Path(__file__).parent.joinpath(*module.split(".")[1:]).with_suffix(".py")
+    if not path.exists():
+        return {}
+    found = {}
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_parser"
+                and node.args and isinstance(node.args[0], ast.Constant)):
+            found[node.args[0].value] = next((k.value.value for k in node.keywords
+                                              if k.arg == "help" and isinstance(k.value, ast.Constant)), None)
+    return found
+
+
+def _user_errors() -> tuple[type[Exception], ...]:
+    """ValueError and the :data:`USER_ERRORS` of the modules imported so far (no other can have been raised)."""
+    return (ValueError, *(getattr(sys.modules[m], name) for m, name in USER_ERRORS.items() if m in sys.modules))
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point: parse ``argv`` and run the subcommand; errors print one clear message."""
-    args = parser().parse_args(argv)
+    command = parser().parse_known_args(argv)[0].command
+    args = parser(command).parse_args(argv)
     try:
         return args.func(args)
-    except (spec.SpecError, lab.LabError, runner.RunnerError, InventoryError, store.StoreError, tidy.TidyError,
-            ValueError) as exc:
+    except _user_errors() as exc:
         print(f"perflab {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

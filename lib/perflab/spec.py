@@ -17,15 +17,38 @@ import json
 import math
 import re
 import shlex
+import sys
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping
 
-import jsonschema
 import yaml
 
 from . import tools
+
+
+def _import_jsonschema() -> Any:
+    """jsonschema, imported without the optional libraries of its format checkers.
+
+    The campaign schema asserts no ``format``, yet ``import jsonschema`` imports every
+    format library it finds, and ``rfc3987_syntax`` compiles a grammar (~1.5 s, paid by every
+    ``perflab`` command). They are hidden during this import only: other code still imports
+    them, but jsonschema's format checkers in this process lack the formats they provide.
+    """
+    hidden = [name for name in ("fqdn", "idna", "rfc3987", "rfc3986_validator", "rfc3987_syntax",
+                                "rfc3339_validator", "webcolors", "jsonpointer", "uri_template", "isoduration")
+              if name not in sys.modules]
+    sys.modules.update(dict.fromkeys(hidden))
+    try:
+        import jsonschema
+    finally:
+        for name in hidden:
+            del sys.modules[name]
+    return jsonschema
+
+
+jsonschema = _import_jsonschema()
 
 SCHEMA = json.loads(resources.files("perflab").joinpath("schemas/campaign.schema.json").read_text())
 #: Columns of the tidy table that a factor must not shadow.

@@ -181,6 +181,8 @@ class Blocks:
         self.reported: set[str] = set()
         #: Groups fingerprint (and compare) their own hosts, each into its own files.
         self.suffix = "" if spec.group is None else f"-g{spec.group}"
+        #: Versions probed: the campaign's tool, and sysstat when monitors run.
+        self.tools = (spec.tool, "sadf") if spec.monitors else (spec.tool,)
 
     def _path(self, block: int, when: str, host: str) -> str:
         return f"blocks/{block}/fingerprint-{when}-{host}{self.suffix}.json"
@@ -196,7 +198,8 @@ class Blocks:
     def _collect(self, block: int, when: str) -> None:
         for name, host in self.hosts.items():
             if not (self.store.dir / self._path(block, when, name)).exists():
-                fp = fingerprint.collect(host)
+                links = len(host.entry.addresses or {}) or 1
+                fp = fingerprint.collect(host, tuple(f"eth{i}" for i in range(links)), self.tools)
                 self.store.put_file(self._path(block, when, name), json.dumps(fp, indent=1, sort_keys=True) + "\n")
 
     def enter(self, block: int) -> None:

@@ -29,8 +29,8 @@ class Dd(Tool):
     name = "dd"
     parser_version = 1
     primary_metric = "throughput_computed"
-    packages = ("coreutils",)
-    version_argv = ("dd", "--version")
+    debian_packages = ("coreutils",)
+    version_command = ("dd", "--version")
 
     def commands(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> list[Command]:
         """``dd if=... of=... bs=... count=... [oflag=...]``."""

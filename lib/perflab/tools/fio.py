@@ -46,8 +46,8 @@ class Fio(Tool):
     name = "fio"
     parser_version = 1
     roles = ("client",)
-    packages = ("fio",)
-    version_argv = ("fio", "--version")
+    debian_packages = ("fio",)
+    version_command = ("fio", "--version")
 
     def commands(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> list[Command]:
         """One fio run with the job given on the command line."""

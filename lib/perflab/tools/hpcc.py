@@ -102,8 +102,8 @@ class Hpcc(Tool):
     parser_version = 1
     primary_metric = "hpl_rate"
     roles = ("client",)
-    packages = ("hpcc", "openmpi-bin")
-    version_argv = ("sh", "-c", "dpkg-query -W -f '${Version}' hpcc")
+    debian_packages = ("hpcc", "openmpi-bin")
+    version_command = ("sh", "-c", "command -v hpcc >/dev/null && dpkg-query -W -f '${Version}\\n' hpcc")
 
     def commands(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> list[Command]:
         """A shell script that runs hpcc in a temporary directory and prints hpccoutf.txt."""

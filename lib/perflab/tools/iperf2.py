@@ -26,8 +26,8 @@ class Iperf2(Tool):
     parser_version = 1
     primary_metric = "throughput"
     roles = ("client", "server")
-    packages = ("iperf",)
-    version_argv = ("iperf", "-v")
+    debian_packages = ("iperf",)
+    version_command = ("iperf", "-v")
 
     def commands(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> list[Command]:
         """A server service on ``server`` and one client run on ``client``."""

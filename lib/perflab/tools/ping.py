@@ -30,8 +30,8 @@ class Ping(Tool):
     parser_version = 1
     primary_metric = "rtt_avg"
     roles = ("client", "server")
-    packages = ("iputils-ping",)
-    version_argv = ("ping", "-V")
+    debian_packages = ("iputils-ping",)
+    version_command = ("ping", "-V")
 
     def commands(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> list[Command]:
         """``ping -c COUNT [-i I] [-s SIZE] [-w DEADLINE] SERVER`` on the client."""
