@@ -116,12 +116,27 @@ def _tidy(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    problems = store.verify(args.raw_dir)
-    for p in problems:
-        print(f"{args.raw_dir}: {p}")
-    if not problems:
-        print(f"{args.raw_dir}: {len(store.read_manifest(args.raw_dir))} files match {store.MANIFEST}")
-    return 1 if problems else 0
+    from . import verify
+
+    if not args.raw_dir:
+        report = verify.repository(args.root)
+        for finding in report.findings:
+            print(finding)
+        for note in report.notes:
+            print(f"note: {note}")
+        counts = ", ".join(f"{n} {kind}" for kind, n in report.checked.items()) or "nothing"
+        print(f"{'verified' if report.ok else 'checked'} {counts}; "
+              f"{len(report.findings)} file(s) do not verify" + ("" if report.ok else " (listed above)"))
+        return 0 if report.ok else 1
+    failed = False
+    for raw_dir in args.raw_dir:
+        findings = verify.raw_directory(raw_dir)
+        for finding in findings:
+            print(finding)
+        if not findings:
+            print(f"{raw_dir}: {len(store.read_manifest(raw_dir))} files match {store.MANIFEST}")
+        failed = failed or bool(findings)
+    return 1 if failed else 0
 
 
 def _seal(args: argparse.Namespace) -> int:
@@ -188,8 +203,17 @@ def parser() -> argparse.ArgumentParser:
     tp.add_argument("--out", default="data/processed", help="output directory (default data/processed)")
     tp.set_defaults(func=_tidy)
 
-    vp = sub.add_parser("verify", help="check a campaign's raw files against its manifest")
-    vp.add_argument("raw_dir")
+    vp = sub.add_parser(
+        "verify", help="check raw data, published data, processed tables and outputs against their records",
+        description="Without an argument, check the whole repository as a reviewer would: every raw campaign "
+                    "and data/raw/published/ against its MANIFEST.sha256, every processed table against the "
+                    "table re-derived from raw (exactly), and every lineage sidecar under paper/ against the "
+                    "files it names. With directories, check only those raw directories. Exit status 0 when "
+                    "everything verifies, 1 when a file differs (each is named), 2 when there is nothing to check.",
+        epilog="examples:\n  perflab verify\n  perflab verify data/raw/iperf3-streams",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    vp.add_argument("raw_dir", nargs="*", help="raw campaign directories (default: the whole repository)")
+    vp.add_argument("--root", default=".", help="project root when checking the repository (default: .)")
     vp.set_defaults(func=_verify)
 
     sp = sub.add_parser("seal", help="checksum raw files the manifest lacks (e.g. the executed notebook)")
@@ -216,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except (spec.SpecError, lab.LabError, runner.RunnerError, InventoryError, store.StoreError, tidy.TidyError,
-            ValueError) as exc:
+            ValueError) as exc:  # perflab.verify.VerifyError is a ValueError
         print(f"perflab {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
