@@ -149,7 +149,7 @@ def _seal(args: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace) -> int:
     from .report import site
 
-    print(f"report: {site.build(args.notebooks, args.out)}")
+    print(f"report: {site.build(args.notebooks, args.out, root=args.root)}")
     return 0
 
 
@@ -220,9 +220,17 @@ def parser() -> argparse.ArgumentParser:
     sp.add_argument("raw_dir")
     sp.set_defaults(func=_seal)
 
-    hp = sub.add_parser("report", help="render executed notebooks to an HTML report with an index")
+    hp = sub.add_parser(
+        "report", help="build the review site: notebooks, figures, raw data, manifests, lineage, machines",
+        description="Render the executed notebooks with nbconvert and write a static review site: an index, a "
+                    "page per campaign (figures, tables, fingerprint differences, links to raw samples, the "
+                    "manifest, processed CSVs and lineage sidecars) and a page per host fingerprint. Links are "
+                    "relative to the project, so open OUT/index.html from the checkout.",
+        epilog="example:\n  perflab report --out reports data/raw/*/experiment.ipynb reports/notebooks/*.ipynb",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     hp.add_argument("notebooks", nargs="+", help="executed notebooks")
     hp.add_argument("--out", default="reports", help="output directory (default reports)")
+    hp.add_argument("--root", default=".", help="project root holding data/ and paper/ (default: .)")
     hp.set_defaults(func=_report)
 
     for module in PLUGINS:

@@ -108,9 +108,10 @@ def levels(df: pd.DataFrame, *, factor: str, value: str, summary: pd.DataFrame, 
     ax_seq.set_title("(c) samples in run order", loc="left")
     ax_seq.legend(title=legend_title, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0,
                   alignment="left")
-    low = float(np.nanmin(data["_y"]))
+    low = min(0.0, float(np.nanmin(data["_y"])))
+    high = max(float(np.nanmax(data["_y"])), float(np.nanmax(summary["mean_ci_high"])) / scale)
     for a in (ax, ax_seq):
-        a.set_ylim(bottom=min(0.0, low) if low < 0 else 0.0)
+        a.set_ylim(low, high + 0.06 * (high - low))
     return fig
 
 
