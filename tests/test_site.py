@@ -13,7 +13,7 @@ import pytest
 from nbconvert.preprocessors import ExecutePreprocessor
 
 from perflab import store, tidy
-from perflab.report import levels, site
+from perflab.report import levels, lineage, site
 
 FIXTURE = Path(__file__).parent / "fixtures/lab/iperf3-tcp-P4.json"
 LIB = Path(__file__).resolve().parents[1] / "lib"
@@ -26,8 +26,11 @@ def _fingerprint(host, boot):
                        "versions": {"iperf3": "iperf 3.12"}}, indent=1, sort_keys=True) + "\n"
 
 
-def make_project(root: Path, samples: int = 6) -> Path:
-    """A project with one measured campaign (2 levels), its analysis outputs and an executed notebook."""
+def make_project(root: Path, samples: int = 6, notebook: bool = True) -> Path | None:
+    """A project with one measured campaign (2 levels), its analysis outputs and an executed notebook.
+
+    Returns the executed notebook (None without ``notebook``).
+    """
     (root / "Snakefile").write_text("")
     raw = store.RawStore(root / "data/raw", "demo")
     raw.begin({"campaign": "demo", "design_digest": "d", "spec": {"factors": {"parallel": [1, 4]}, "design": "rmit",
@@ -46,16 +49,22 @@ def make_project(root: Path, samples: int = 6) -> Path:
         raw.put_file(f"blocks/{block}/differences.json", json.dumps(
             {"block": block, "changed": [], "between_hosts_before": [], "between_hosts_after": [],
              "since_previous_block": changed}))
+    (root / "notebooks").mkdir()
+    (root / "notebooks/analysis.ipynb").write_text(nbformat.writes(nbformat.v4.new_notebook()))
     cwd = os.getcwd()
     os.chdir(root)
     try:
+        lineage.parameters(campaign="demo", metric="throughput", factor="parallel")
         tables = tidy.write("data/raw/demo", "data/processed")
         result = levels.analyse(tidy.load(tables["parquet"]), metric="throughput", factor="parallel")
         levels.write(result, campaign="demo", source=tables["parquet"], paper_dir="paper",
                      factor_label="Parallel streams", quantity="Throughput", scale=1e9, unit="Gbit/s",
                      generator="notebooks/analysis.ipynb")
     finally:
+        lineage.parameters()
         os.chdir(cwd)
+    if not notebook:
+        return None
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
         "import pandas as pd\nfrom perflab import stats\nfrom perflab.report import figures\n"
         "df = pd.read_parquet('data/processed/demo.parquet').query('summary and metric == \"throughput\"')\n"

@@ -146,6 +146,17 @@ def _seal(args: argparse.Namespace) -> int:
     return 0
 
 
+def _lineage(args: argparse.Namespace) -> int:
+    from .report import lineage
+
+    try:
+        lines = lineage.chain(args.file, args.root)
+    except FileNotFoundError as exc:
+        raise ValueError(str(exc)) from None
+    print("\n".join(lines))
+    return 1 if any("CHANGED" in line or "MISSING" in line or "do not match" in line for line in lines) else 0
+
+
 def _report(args: argparse.Namespace) -> int:
     from .report import site
 
@@ -232,6 +243,20 @@ def parser() -> argparse.ArgumentParser:
     hp.add_argument("--out", default="reports", help="output directory (default reports)")
     hp.add_argument("--root", default=".", help="project root holding data/ and paper/ (default: .)")
     hp.set_defaults(func=_report)
+
+    gp = sub.add_parser(
+        "lineage", help="print how a figure, table or macro file was made, down to raw files and hosts",
+        description="Read the lineage sidecar of FILE (FILE itself when it is a .lineage.json) and print the "
+                    "chain: the output and its SHA-256, the generating notebook, its parameters, the git commit "
+                    "and package versions, each input with its hash and, recursively, how it was made, down to "
+                    "the raw campaign, its manifest and the host fingerprints. Every hash is compared with the "
+                    "file on disk. Exit status 1 when a file changed or is missing.",
+        epilog="examples:\n  perflab lineage paper/figures/iperf3-streams-throughput.pdf\n"
+               "  perflab lineage paper/tables/003-openstack-opennebula-recheck-p.tex",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    gp.add_argument("file", help="a generated file (or its .lineage.json)")
+    gp.add_argument("--root", default=".", help="project root the recorded paths are relative to (default: .)")
+    gp.set_defaults(func=_lineage)
 
     for module in PLUGINS:
         try:

@@ -11,7 +11,6 @@ or any static web server rooted at the project.
 
 from __future__ import annotations
 
-import hashlib
 import html
 import json
 import os
@@ -24,7 +23,7 @@ import nbformat
 from nbconvert import HTMLExporter
 
 from .. import __version__, store
-from .lineage import atomic_text
+from .lineage import atomic_text, fingerprint_id
 
 #: Sample directories listed per campaign page before the list is cut short.
 MAX_SAMPLES = 500
@@ -64,12 +63,6 @@ class _Site:
         """Links to the existing ``targets``, comma-separated (or a dash)."""
         found = [self.link(t, page) for t in targets if (self.root / t).exists()]
         return ", ".join(found) or "&ndash;"
-
-
-def fingerprint_id(fp: dict) -> str:
-    """A host fingerprint's identity: host name and the first 12 hex digits of its facts' SHA-256."""
-    facts = json.dumps(fp.get("facts", {}), sort_keys=True, default=str).encode()
-    return f"{fp.get('host', 'unknown')}-{hashlib.sha256(facts).hexdigest()[:12]}"
 
 
 def _notebooks(site: _Site, notebooks: Sequence[Path]) -> dict[Path, Path]:
