@@ -68,7 +68,7 @@ def hosts(raw_dir: str | Path) -> dict[str, list[str]]:
 def git_state(cwd: str = ".") -> dict[str, Any] | None:
     """The project's git commit and whether its tracked files had uncommitted changes (None outside git).
 
-    Cached per process: a notebook's outputs all record the state it started with.
+    Cached per directory and process: a notebook's outputs all record the state it started with.
     """
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=10)
@@ -137,7 +137,7 @@ def write(outputs: Sequence[str | Path], inputs: Sequence[str | Path], *, genera
         "campaigns": [{"raw_dir": d.as_posix(), "manifest_sha256": sha256_file(d / store.MANIFEST)
                        if (d / store.MANIFEST).exists() else None} for d in raw_dirs],
         "hosts": {k: v for d in raw_dirs for k, v in hosts(d).items()},
-        "git": git_state(),
+        "git": git_state(os.getcwd()),
         "packages": packages(),
         "perflab": __version__,
         "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
