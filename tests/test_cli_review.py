@@ -1,0 +1,28 @@
+"""The reviewer-facing commands: a closed pipe is not an error; every command explains itself."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from perflab import cli
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_a_reader_that_leaves_early_gets_no_traceback():
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "lib")}
+    cmd = f"{sys.executable} -m perflab.cli parse iperf3 tests/fixtures/lab/iperf3-tcp-P4.json | head -n 1"
+    run = subprocess.run(["bash", "-o", "pipefail", "-c", cmd], cwd=ROOT, env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert run.stdout.startswith("metric"), run.stdout
+    assert "Traceback" not in run.stderr and "BrokenPipe" not in run.stderr, run.stderr
+    assert run.returncode in (0, 141)
+
+
+def test_review_commands_have_a_description_and_an_example():
+    sub = next(a for a in cli.parser()._actions if a.dest == "command")
+    for name in ("verify", "report", "lineage"):
+        p = sub.choices[name]
+        assert p.description and len(p.description) > 80, name
+        assert p.epilog and f"perflab {name}" in p.epilog, name
