@@ -272,7 +272,9 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point: parse ``argv`` and run the subcommand; errors print one clear message."""
     args = parser().parse_args(argv)
     try:
-        return args.func(args)
+        code = args.func(args)
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
+        return code
     except (spec.SpecError, lab.LabError, runner.RunnerError, InventoryError, store.StoreError, tidy.TidyError,
             ValueError) as exc:  # perflab.verify.VerifyError is a ValueError
         print(f"perflab {args.command}: error: {exc}", file=sys.stderr)
