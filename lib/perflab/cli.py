@@ -158,6 +158,21 @@ def _lineage(args: argparse.Namespace) -> int:
     return 1 if any("CHANGED" in line or "MISSING" in line or "do not match" in line for line in lines) else 0
 
 
+def _export(args: argparse.Namespace) -> int:
+    from . import crate
+
+    print(f"export: {crate.export(args.name, args.out, root=args.root)}")
+    return 0
+
+
+def _import(args: argparse.Namespace) -> int:
+    from . import crate
+
+    for note in crate.import_crate(args.crate, root=args.root):
+        print(note)
+    return 0
+
+
 def _report(args: argparse.Namespace) -> int:
     from .report import site
 
@@ -259,6 +274,34 @@ def parser() -> argparse.ArgumentParser:
     gp.add_argument("--root", default=".", help="project root the recorded paths are relative to (default: .)")
     gp.set_defaults(func=_lineage)
 
+    ep = sub.add_parser(
+        "export", help="write a campaign or a published study as an RO-Crate for reviewers or another lab",
+        description="Write OUT/NAME/ with ro-crate-metadata.json (RO-Crate 1.1): for a campaign, its raw data "
+                    "(samples, manifest, fingerprints, executed experiment notebook), campaign file, processed "
+                    "tables, executed analysis notebook and paper outputs with lineage; for a study, its "
+                    "digitized published tables, manifest and re-check outputs; and the environment's package "
+                    "lock. Every file is listed with its size and SHA-256. Raw data that does not match its "
+                    "manifest is not exported.",
+        epilog="examples:\n  perflab export iperf3-streams --out exports\n"
+               "  perflab export 003-openstack-opennebula --out exports",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    ep.add_argument("name", help="campaign id (data/raw/NAME) or study id (data/raw/published/NAME-*.csv)")
+    ep.add_argument("--out", default="exports", help="directory to write the crate into (default exports)")
+    ep.add_argument("--root", default=".", help="project root (default: .)")
+    ep.set_defaults(func=_export)
+
+    ip = sub.add_parser(
+        "import", help="check an RO-Crate from `perflab export` and add its raw data to this project",
+        description="Check every file of the crate against ro-crate-metadata.json and each raw directory "
+                    "against its MANIFEST.sha256, then copy the raw data (and the campaign file) into the "
+                    "project's data/raw/, where the pipeline analyses it without rerunning the experiment. "
+                    "Identical files already present are kept; different ones are refused, never overwritten.",
+        epilog="example:\n  perflab import exports/iperf3-streams",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    ip.add_argument("crate", help="the crate directory")
+    ip.add_argument("--root", default=".", help="project root to import into (default: .)")
+    ip.set_defaults(func=_import)
+
     for module in PLUGINS:
         try:
             importlib.import_module(module).register(sub)
@@ -276,7 +319,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
         return code
     except (spec.SpecError, lab.LabError, runner.RunnerError, InventoryError, store.StoreError, tidy.TidyError,
-            ValueError) as exc:  # perflab.verify.VerifyError is a ValueError
+            ValueError) as exc:  # VerifyError and CrateError are ValueErrors
         print(f"perflab {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:
