@@ -56,3 +56,20 @@ def test_a_changed_notebook_shows_in_lineage_and_fails_verify(project, capsys):
 def test_lineage_of_a_file_without_sidecar_is_a_clear_error(project, capsys):
     assert cli.main(["lineage", "README"]) == 2
     assert "README: no lineage sidecar README.lineage.json" in capsys.readouterr().err
+
+
+def test_parameters_papermill_injected_are_recorded_without_any_call(tmp_path, monkeypatch):
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from perflab.report import lineage
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "out.tex").write_text("x\n")
+    shell = InteractiveShell.instance()
+    try:
+        shell.user_ns["In"] = ["", 'campaign = "default"  # id\nlevel = 0.95\nselect = None\nx = f(1)\n',
+                               '# Parameters\ncampaign = "iperf3-streams"\nscale = 1e9\n', "print(1)"]
+        record = json.loads(lineage.write([tmp_path / "out.tex"], [], generator="g").read_text())
+    finally:
+        InteractiveShell.clear_instance()
+    assert record["parameters"] == {"campaign": "iperf3-streams", "level": 0.95, "select": None, "scale": 1e9}

@@ -2,8 +2,8 @@
 
 ``<output>.lineage.json`` lists the output files with their SHA-256; the inputs with
 theirs (and, for a tidy table, the tidy stage's own record naming the raw manifest);
-the generating notebook and its SHA-256; the notebook's parameters (see
-:func:`parameters`); the campaigns and the host fingerprints behind the inputs; the
+the generating notebook and its SHA-256; the notebook's parameters (the defaults cell
+and the values papermill injected, or what :func:`parameters` was given); the campaigns and the host fingerprints behind the inputs; the
 project's git commit; and the versions of Python, perflab and the numeric packages. A
 reviewer walks from a PDF page back to raw bytes and hosts with ``perflab lineage FILE``
 (:func:`chain`).
@@ -14,6 +14,7 @@ details; 2, adds notebook, parameters, campaigns, hosts, git and packages.
 
 from __future__ import annotations
 
+import ast
 import functools
 import hashlib
 import json
@@ -43,6 +44,37 @@ def parameters(**values: Any) -> None:
     """
     _PARAMETERS.clear()
     _PARAMETERS.update(values)
+
+
+def _papermill_parameters() -> dict[str, Any]:
+    """In a kernel papermill runs: the parameters cell's values, overridden by the injected ones."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return {}
+    shell = get_ipython()
+    history = list(shell.user_ns.get("In", [])) if shell is not None else []
+    injected = [i for i, src in enumerate(history) if isinstance(src, str) and src.startswith("# Parameters")]
+    if not injected:
+        return {}
+    i = injected[-1]
+    return {**_literals(history[i - 1] if i > 0 else ""), **_literals(history[i])}
+
+
+def _literals(source: str) -> dict[str, Any]:
+    """``name = <literal>`` assignments of a cell's source."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return {}
+    out = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            try:
+                out[node.targets[0].id] = ast.literal_eval(node.value)
+            except ValueError:
+                continue
+    return out
 
 
 def fingerprint_id(fp: Mapping[str, Any]) -> str:
@@ -133,7 +165,7 @@ def write(outputs: Sequence[str | Path], inputs: Sequence[str | Path], *, genera
         "generator": generator,
         **({"notebook": {"path": generator, "sha256": sha256_file(Path(generator))}}
            if Path(generator).suffix == ".ipynb" and Path(generator).is_file() else {}),
-        "parameters": dict(_PARAMETERS),
+        "parameters": dict(_PARAMETERS) or _papermill_parameters(),
         "campaigns": [{"raw_dir": d.as_posix(), "manifest_sha256": sha256_file(d / store.MANIFEST)
                        if (d / store.MANIFEST).exists() else None} for d in raw_dirs],
         "hosts": {k: v for d in raw_dirs for k, v in hosts(d).items()},
