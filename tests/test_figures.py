@@ -101,3 +101,9 @@ def test_figures_display_as_png_in_an_ipython_kernel(fig):
         assert data["image/png"][:8] == b"\x89PNG\r\n\x1a\n"
     finally:
         InteractiveShell.clear_instance()
+
+
+def test_saving_the_same_figure_twice_gives_the_same_bytes(fig, tmp_path):
+    first = [p.read_bytes() for p in figures.save(fig, tmp_path / "a", inputs=[], generator="test")]
+    second = [p.read_bytes() for p in figures.save(fig, tmp_path / "b", inputs=[], generator="test")]
+    assert first == second, "a rebuilt figure can be compared byte for byte"

@@ -30,9 +30,14 @@ def save(fig: plt.Figure, stem: str | Path, *, inputs: Sequence[str | Path], gen
     stem = Path(stem)
     stem.parent.mkdir(parents=True, exist_ok=True)
     paths = [stem.with_suffix(".pdf"), stem.with_suffix(".png")]
+    if fig.get_layout_engine() is not None:  # lay out once and keep it: every save is then the same bytes
+        fig.draw_without_rendering()
+        fig.set_layout_engine("none")
     for path in paths:
         tmp = path.with_name(f".{path.stem}.tmp{path.suffix}")
-        fig.savefig(tmp, metadata={"Creator": f"perflab ({generator})"} if path.suffix == ".pdf" else None)
+        # No creation date: the same figure from the same data and versions is the same bytes.
+        fig.savefig(tmp, metadata={"Creator": f"perflab ({generator})", "CreationDate": None}
+                    if path.suffix == ".pdf" else None)
         tmp.replace(path)
     lineage.write(paths, inputs, generator=generator, details=details)
     return paths
