@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -117,10 +116,18 @@ def _tidy(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
+    import tempfile
+
     from . import verify
 
     if not args.raw_dir:
         report = verify.repository(args.root)
+        if args.rebuild:
+            scratch = Path(args.scratch or tempfile.mkdtemp(prefix="perflab-verify-"))
+            findings, notes, compared = verify.rebuild(args.root, scratch, kernel=args.kernel)
+            report.findings += findings
+            report.notes += [*notes, f"outputs rebuilt into {scratch}"]
+            report.count("outputs rebuilt and compared", compared)
         for finding in report.findings:
             print(finding)
         for note in report.notes:
@@ -237,10 +244,15 @@ def parser() -> argparse.ArgumentParser:
                     "table re-derived from raw (exactly), and every lineage sidecar under paper/ against the "
                     "files it names. With directories, check only those raw directories. Exit status 0 when "
                     "everything verifies, 1 when a file differs (each is named), 2 when there is nothing to check.",
-        epilog="examples:\n  perflab verify\n  perflab verify data/raw/iperf3-streams",
+        epilog="examples:\n  perflab verify\n  perflab verify --rebuild\n  perflab verify data/raw/iperf3-streams",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     vp.add_argument("raw_dir", nargs="*", help="raw campaign directories (default: the whole repository)")
     vp.add_argument("--root", default=".", help="project root when checking the repository (default: .)")
+    vp.add_argument("--rebuild", action="store_true",
+                    help="also rerun every generating notebook into a scratch directory and compare its outputs "
+                         "with paper/ byte for byte (takes minutes)")
+    vp.add_argument("--scratch", help="directory for --rebuild (default: a new temporary directory, kept)")
+    vp.add_argument("--kernel", default="perflab", help="Jupyter kernel for --rebuild (default perflab)")
     vp.set_defaults(func=_verify)
 
     sp = sub.add_parser("seal", help="checksum raw files the manifest lacks (e.g. the executed notebook)")
@@ -323,6 +335,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"perflab {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:
+        import os
+
         # The reader of stdout left early (`perflab parse ... | head`): not an error of ours. Point
         # stdout at /dev/null so that the interpreter's final flush does not raise again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
