@@ -152,3 +152,16 @@ def test_headless_chromium_renders_the_campaign_page_with_its_figure(project, tm
     assert blue > 200, "the figure (its first palette colour) is not on the screenshot"
     if os.environ.get("PERFLAB_KEEP_SCREENSHOT"):
         shutil.copy(shot, os.environ["PERFLAB_KEEP_SCREENSHOT"])
+
+
+def test_a_page_per_published_study_links_its_data_and_manifest(tmp_path):
+    (tmp_path / "data/raw/published").mkdir(parents=True)
+    shutil.copytree(Path(__file__).resolve().parents[1] / "data/raw/published", tmp_path / "data/raw/published",
+                    dirs_exist_ok=True)
+    index = site.build([], tmp_path / "reports", root=tmp_path)
+    page = tmp_path / "reports/studies/003-openstack-opennebula.html"
+    assert "studies/003-openstack-opennebula.html" in index.read_text()
+    targets = {(page.parent / h).resolve().relative_to(tmp_path).as_posix() for h in _links(page)}
+    assert {"data/raw/published/MANIFEST.sha256", "data/raw/published/ORIGIN.md",
+            "data/raw/published/003-openstack-opennebula-table3-nas.csv"} <= targets
+    assert "All published files match" in page.read_text()

@@ -201,15 +201,28 @@ def _machine_pages(site: _Site, campaigns: Sequence[Path]) -> dict[str, Path]:
     return pages
 
 
-def _published(site: _Site, page: Path) -> str:
+def _studies(site: _Site, nb_pages: dict[Path, Path], index: Path) -> str:
+    """A page per re-checked published study; returns the index section linking them."""
     pub = site.root / "data/raw/published"
-    if not pub.is_dir():
+    studies = sorted({p.name.split("-table")[0] for p in pub.glob("*-table*.csv")}) if pub.is_dir() else []
+    if not studies:
         return "<p>None.</p>"
-    files = sorted(p for p in pub.iterdir() if p.is_file() and not p.name.startswith("."))
     problems = store.verify(pub) if (pub / store.MANIFEST).exists() else [f"no {store.MANIFEST}"]
-    status = ("<span class=\"ok\">all files match the manifest</span>" if not problems
-              else "<span class=\"bad\">" + _e("; ".join(problems)) + "</span>")
-    return f"<p>Digitized published results ({status}): {site.links([f.relative_to(site.root) for f in files], page)}</p>"
+    status = (f"<p class=\"ok\">All published files match {site.link(pub / store.MANIFEST, index)}.</p>"
+              if not problems else "<p class=\"bad\">" + _e("; ".join(problems)) + "</p>")
+    items = []
+    for study in studies:
+        page = site.out / "studies" / f"{study}.html"
+        files = sorted(p for p in pub.iterdir() if p.is_file() and (p.name.startswith(f"{study}-") or p.name in (
+            "ORIGIN.md", store.MANIFEST)))
+        notebooks = {nb: p for nb, p in nb_pages.items() if nb.stem.startswith(study)}
+        body = ("<h2>Published data (digitized)</h2>" + status.replace(site.link(pub / store.MANIFEST, index),
+                                                                        site.link(pub / store.MANIFEST, page))
+                + f"<p>{site.links(files, page)}</p><h2>Re-check: tables and values</h2>" + _outputs(site, study, page)
+                + "<h2>Executed notebook</h2>" + _notebook_items(site, notebooks, page))
+        atomic_text(page, _page(f"Study {study}", body, home="../index.html"))
+        items.append(f"<li>{site.link(page, index, study)}</li>")
+    return status + "<ul>" + "".join(items) + "</ul>"
 
 
 def build(notebooks: Sequence[str | Path], out_dir: str | Path, *, root: str | Path = ".") -> Path:
@@ -237,7 +250,7 @@ def build(notebooks: Sequence[str | Path], out_dir: str | Path, *, root: str | P
         "<code>perflab lineage FILE</code> prints how a figure or table was made.</p>"
         "<h2>Campaigns</h2>" + (f"<table><tr><th>campaign</th><th>samples</th></tr>{''.join(rows)}</table>"
                                 if rows else "<p>No campaign has raw data yet.</p>")
-        + "<h2>Published studies re-checked</h2>" + _published(site, index)
+        + "<h2>Published studies re-checked</h2>" + _studies(site, nb_pages, index)
         + "<h2>Machines</h2><p>One page per distinct host fingerprint: "
         + (", ".join(site.link(p, index, ident) for ident, p in machines.items()) or "none recorded") + "</p>"
         + "<h2>Executed notebooks</h2><p>Each is the executed copy papermill kept as provenance.</p>"
