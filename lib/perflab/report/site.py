@@ -33,7 +33,7 @@ _CSS = ("body{font-family:Georgia,serif;max-width:60em;margin:2em auto;padding:0
         "img{max-width:100%;border:1px solid #ddd}figure{margin:1.5em 0}figcaption{font-size:.9em}"
         "table{border-collapse:collapse;font-size:.9em}td,th{border-bottom:1px solid #ddd;padding:.2em .6em;"
         "text-align:left;vertical-align:top}pre{background:#f6f6f6;padding:.6em;overflow-x:auto;font-size:.8em}"
-        ".ok{color:#1a7f37}.bad{color:#b42318;font-weight:bold}small{color:#555}")
+        "footer{margin-top:2em}.ok{color:#1a7f37}.bad{color:#b42318;font-weight:bold}small{color:#555}")
 
 
 def _e(value: object) -> str:
