@@ -26,6 +26,8 @@ BASE = (
     "iputils-ping", "util-linux", "coreutils",
     "latexmk", "texlive-latex-base", "texlive-latex-recommended", "texlive-latex-extra",
     "texlive-fonts-recommended", "lmodern", "fonts-lmodern", "poppler-utils",
+    "biber", "texlive-bibtex-extra",  # the paper's bibliography (biblatex)
+    "chromium",  # the review site is checked in a headless browser by the tests
 )
 
 

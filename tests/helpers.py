@@ -19,18 +19,20 @@ def leftovers(name: str) -> list[str]:
     return lab_mod.traces(name)
 
 
-def campaign_record(name: str = "c", factors: dict | None = None, digest: str = "d") -> records.CampaignRecord:
-    """A minimal campaign record for a store made by hand in a test."""
-    return records.CampaignRecord(campaign=name, design_digest=digest, spec={"factors": factors or {}},
+def campaign_record(name: str = "c", factors: dict | None = None, digest: str = "d",
+                    spec: dict | None = None) -> records.CampaignRecord:
+    """A minimal campaign record for a store made by hand in a test (``spec`` adds to its campaign document)."""
+    return records.CampaignRecord(campaign=name, design_digest=digest, spec={"factors": factors or {}, **(spec or {})},
                                   source=f"{name}.yaml", perflab="test", python="3", schedule=[], inventory={})
 
 
 def sample_meta(run_id: str, cell: dict, block: int, *, campaign: str = "c", tool: str = "iperf3",
-                warmup: bool = False, host: str = "h1", started_utc: str = "2026-11-22T19:42:11.876Z") -> str:
+                warmup: bool = False, host: str = "h1", started_utc: str = "2026-11-22T19:42:11.876Z",
+                position: int = 0) -> str:
     """A sample's meta.json text for a store made by hand in a test."""
     return records.SampleMeta(
         campaign=campaign, run_id=run_id, tool=tool, cell=cell, cell_index=0, repetition=block, warmup=warmup,
-        block=block, position=0, seed=None, attempt=1, status="ok", reason=None, roles={}, settle=None,
+        block=block, position=position, seed=None, attempt=1, status="ok", reason=None, roles={}, settle=None,
         neighbours=[], perflab="test", commands=[{"host": host, "started_utc": started_utc}]).to_json()
 
 

@@ -186,12 +186,35 @@ def _tidy(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    problems = store.verify(args.raw_dir)
-    for p in problems:
-        print(f"{args.raw_dir}: {p}")
-    if not problems:
-        print(f"{args.raw_dir}: {len(store.read_manifest(args.raw_dir))} files match {store.MANIFEST}")
-    return 1 if problems else 0
+    import tempfile
+
+    from . import verify
+
+    if not args.raw_dir:
+        report = verify.repository(args.root)
+        if args.rebuild:
+            scratch = Path(args.scratch or tempfile.mkdtemp(prefix="perflab-verify-"))
+            findings, notes, compared = verify.rebuild(args.root, scratch, kernel=args.kernel)
+            report.findings += findings
+            report.notes += [*notes, f"outputs rebuilt into {scratch}"]
+            report.count("outputs rebuilt and compared", compared)
+        for finding in report.findings:
+            print(finding)
+        for note in report.notes:
+            print(f"note: {note}")
+        counts = ", ".join(f"{n} {kind}" for kind, n in report.checked.items()) or "nothing"
+        print(f"{'verified' if report.ok else 'checked'} {counts}; "
+              f"{len(report.findings)} file(s) do not verify" + ("" if report.ok else " (listed above)"))
+        return 0 if report.ok else 1
+    failed = False
+    for raw_dir in args.raw_dir:
+        findings = verify.raw_directory(raw_dir)
+        for finding in findings:
+            print(finding)
+        if not findings:
+            print(f"{raw_dir}: {len(store.read_manifest(raw_dir))} files match {store.MANIFEST}")
+        failed = failed or bool(findings)
+    return 1 if failed else 0
 
 
 def _seal(args: argparse.Namespace) -> int:
@@ -201,10 +224,36 @@ def _seal(args: argparse.Namespace) -> int:
     return 0
 
 
+def _lineage(args: argparse.Namespace) -> int:
+    from .report import lineage
+
+    try:
+        lines = lineage.chain(args.file, args.root)
+    except FileNotFoundError as exc:
+        raise ValueError(str(exc)) from None
+    print("\n".join(lines))
+    return 1 if any("CHANGED" in line or "MISSING" in line or "do not match" in line for line in lines) else 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    from . import crate
+
+    print(f"export: {crate.export(args.name, args.out, root=args.root)}")
+    return 0
+
+
+def _import(args: argparse.Namespace) -> int:
+    from . import crate
+
+    for note in crate.import_crate(args.crate, root=args.root):
+        print(note)
+    return 0
+
+
 def _report(args: argparse.Namespace) -> int:
     from .report import site
 
-    print(f"report: {site.build(args.notebooks, args.out)}")
+    print(f"report: {site.build(args.notebooks, args.out, root=args.root)}")
     return 0
 
 
@@ -275,18 +324,82 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
     tp.add_argument("--out", default="data/processed", help="output directory (default data/processed)")
     tp.set_defaults(func=_tidy)
 
-    vp = sub.add_parser("verify", help="check a campaign's raw files against its manifest")
-    vp.add_argument("raw_dir")
+    vp = sub.add_parser(
+        "verify", help="check raw data, published data, processed tables and outputs against their records",
+        description="Without an argument, check the whole repository as a reviewer would: every raw campaign "
+                    "and data/raw/published/ against its MANIFEST.sha256, every processed table against the "
+                    "table re-derived from raw (exactly), and every lineage sidecar under paper/ against the "
+                    "files it names. With directories, check only those raw directories. Exit status 0 when "
+                    "everything verifies, 1 when a file differs (each is named), 2 when there is nothing to check.",
+        epilog="examples:\n  perflab verify\n  perflab verify --rebuild\n  perflab verify data/raw/iperf3-streams",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    vp.add_argument("raw_dir", nargs="*", help="raw campaign directories (default: the whole repository)")
+    vp.add_argument("--root", default=".", help="project root when checking the repository (default: .)")
+    vp.add_argument("--rebuild", action="store_true",
+                    help="also rerun every generating notebook into a scratch directory and compare its outputs "
+                         "with paper/ byte for byte (takes minutes)")
+    vp.add_argument("--scratch", help="directory for --rebuild (default: a new temporary directory, kept)")
+    vp.add_argument("--kernel", default="perflab", help="Jupyter kernel for --rebuild (default perflab)")
     vp.set_defaults(func=_verify)
 
     sp = sub.add_parser("seal", help="checksum raw files the manifest lacks (e.g. the executed notebook)")
     sp.add_argument("raw_dir")
     sp.set_defaults(func=_seal)
 
-    hp = sub.add_parser("report", help="render executed notebooks to an HTML report with an index")
+    hp = sub.add_parser(
+        "report", help="build the review site: notebooks, figures, raw data, manifests, lineage, machines",
+        description="Render the executed notebooks with nbconvert and write a static review site: an index, a "
+                    "page per campaign (figures, tables, fingerprint differences, links to raw samples, the "
+                    "manifest, processed CSVs and lineage sidecars) and a page per host fingerprint. Links are "
+                    "relative to the project, so open OUT/index.html from the checkout.",
+        epilog="example:\n  perflab report --out reports data/raw/*/experiment.ipynb reports/notebooks/*.ipynb",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     hp.add_argument("notebooks", nargs="+", help="executed notebooks")
     hp.add_argument("--out", default="reports", help="output directory (default reports)")
+    hp.add_argument("--root", default=".", help="project root holding data/ and paper/ (default: .)")
     hp.set_defaults(func=_report)
+
+    gp = sub.add_parser(
+        "lineage", help="print how a figure, table or macro file was made, down to raw files and hosts",
+        description="Read the lineage sidecar of FILE (FILE itself when it is a .lineage.json) and print the "
+                    "chain: the output and its SHA-256, the generating notebook, its parameters, the git commit "
+                    "and package versions, each input with its hash and, recursively, how it was made, down to "
+                    "the raw campaign, its manifest and the host fingerprints. Every hash is compared with the "
+                    "file on disk. Exit status 1 when a file changed or is missing.",
+        epilog="examples:\n  perflab lineage paper/figures/iperf3-streams-throughput.pdf\n"
+               "  perflab lineage paper/tables/003-openstack-opennebula-recheck-p.tex",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    gp.add_argument("file", help="a generated file (or its .lineage.json)")
+    gp.add_argument("--root", default=".", help="project root the recorded paths are relative to (default: .)")
+    gp.set_defaults(func=_lineage)
+
+    ep = sub.add_parser(
+        "export", help="write a campaign or a published study as an RO-Crate for reviewers or another lab",
+        description="Write OUT/NAME/ with ro-crate-metadata.json (RO-Crate 1.1): for a campaign, its raw data "
+                    "(samples, manifest, fingerprints, executed experiment notebook), campaign file, processed "
+                    "tables, executed analysis notebook and paper outputs with lineage; for a study, its "
+                    "digitized published tables, manifest and re-check outputs; and the environment's package "
+                    "lock. Every file is listed with its size and SHA-256. Raw data that does not match its "
+                    "manifest is not exported.",
+        epilog="examples:\n  perflab export iperf3-streams --out exports\n"
+               "  perflab export 003-openstack-opennebula --out exports",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    ep.add_argument("name", help="campaign id (data/raw/NAME) or study id (data/raw/published/NAME-*.csv)")
+    ep.add_argument("--out", default="exports", help="directory to write the crate into (default exports)")
+    ep.add_argument("--root", default=".", help="project root (default: .)")
+    ep.set_defaults(func=_export)
+
+    ip = sub.add_parser(
+        "import", help="check an RO-Crate from `perflab export` and add its raw data to this project",
+        description="Check every file of the crate against ro-crate-metadata.json and each raw directory "
+                    "against its MANIFEST.sha256, then copy the raw data (and the campaign file) into the "
+                    "project's data/raw/, where the pipeline analyses it without rerunning the experiment. "
+                    "Identical files already present are kept; different ones are refused, never overwritten.",
+        epilog="example:\n  perflab import exports/iperf3-streams",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    ip.add_argument("crate", help="the crate directory")
+    ip.add_argument("--root", default=".", help="project root to import into (default: .)")
+    ip.set_defaults(func=_import)
 
     for module in PLUGINS:
         declared = plugin_commands(module)
@@ -322,10 +435,19 @@ def main(argv: list[str] | None = None) -> int:
     command = parser().parse_known_args(argv)[0].command
     args = parser(command).parse_args(argv)
     try:
-        return args.func(args)
-    except _user_errors() as exc:
+        code = args.func(args)
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
+        return code
+    except _user_errors() as exc:  # VerifyError and CrateError are ValueErrors
         print(f"perflab {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        import os
+
+        # The reader of stdout left early (`perflab parse ... | head`): not an error of ours. Point
+        # stdout at /dev/null so that the interpreter's final flush does not raise again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, what a shell reports for a command stopped by a closed pipe
     except KeyboardInterrupt:
         print(f"perflab {args.command}: interrupted; services, neighbour loads and monitors were stopped "
               "and stored samples are kept; rerun the same command to resume", file=sys.stderr)

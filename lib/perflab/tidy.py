@@ -199,7 +199,7 @@ def write(raw_dir: str | Path, out_dir: str | Path) -> dict[str, Path]:
              "quarantine": out_dir / f"{name}.quarantine.csv", "lineage": out_dir / f"{name}.lineage.json"}
     table = pa.Table.from_pandas(df, preserve_index=False)  # what DataFrame.to_parquet writes
     atomic_write(paths["parquet"], lambda p: pyarrow.parquet.write_table(table, p))
-    atomic_write(paths["csv"], lambda p: pyarrow.csv.write_csv(table, p))
+    atomic_write(paths["csv"], csv_bytes(table))
     atomic_write(paths["quarantine"], lambda p: quarantine.to_csv(p, index=False))
     manifest = raw_dir / store.MANIFEST
     lineage = {"output": [p.name for k, p in paths.items() if k != "lineage"], "generator": "perflab.tidy.write",
@@ -212,6 +212,15 @@ def write(raw_dir: str | Path, out_dir: str | Path) -> dict[str, Path]:
                "host_fact_differences": [d["text"] for d in fact_differences(raw_dir)]}
     atomic_write(paths["lineage"], lambda p: p.write_text(json.dumps(lineage, indent=1) + "\n"))
     return paths
+
+
+def csv_bytes(table: pd.DataFrame | pa.Table) -> bytes:
+    """The CSV mirror of a tidy table, byte for byte as :func:`write` writes it (pyarrow's CSV writer)."""
+    if isinstance(table, pd.DataFrame):
+        table = pa.Table.from_pandas(table, preserve_index=False)
+    sink = pa.BufferOutputStream()
+    pyarrow.csv.write_csv(table, sink)
+    return sink.getvalue().to_pybytes()
 
 
 def load(processed: str | Path) -> pd.DataFrame:
