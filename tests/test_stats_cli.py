@@ -193,3 +193,16 @@ def test_a_group_too_small_is_named_with_file_metric_and_group(tidy, capsys):
     df.to_csv(tidy, index=False)
     code, _, err = run(["compare", str(tidy), "--metric", "throughput", "--by", "cell"], capsys)
     assert code == 2 and f"{tidy}, --metric throughput, group 'cell=y': expected at least 2 values" in err
+
+
+def test_three_paired_groups_run_the_repeated_measures_anova_and_its_post_hoc(tidy, capsys):
+    df = pd.read_csv(tidy)
+    z = df[df["cell"] == "y"].assign(cell="z", run_id=lambda d: d["run_id"] + "z", value=lambda d: d["value"] + 3)
+    pd.concat([df, z]).to_csv(tidy, index=False)
+    code, out, _ = run(["compare", str(tidy), "--metric", "throughput", "--by", "cell", "--paired-by", "block",
+                        "--json"], capsys)
+    payload = json.loads(out)
+    assert code == 0 and payload["comparison"] is None
+    assert payload["omnibus"]["test"] == "repeated-measures ANOVA"
+    assert [(p["group_a"], p["group_b"]) for p in payload["omnibus"]["pairs"]] == [("x", "y"), ("x", "z"), ("y", "z")]
+    assert payload["omnibus"]["pairs"][2]["diff"] == pytest.approx(3.0)

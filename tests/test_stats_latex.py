@@ -36,6 +36,8 @@ def test_formatters():
     assert escape_latex("50% of a_b & c") == r"50\% of a\_b \& c"
     assert format_number(float("nan")) == "--" and format_number(math.inf) == r"$\infty$"
     assert format_number(12) == "12" and format_number(0.000123456) == "0.000123"
+    assert format_number(12345.6) == "12346" and format_number(0.5) == "0.5" and format_number(-1.0) == "-1"
+    assert format_number(1.5e20) == "1.5e+20"
     assert format_p(0.0004) == "$<$0.001" and format_p(0.0421) == "0.042" and format_p(0.5) == "0.50"
     assert format_p(0.003, markers=True) == "0.003**"
     assert [significance_marker(p) for p in (0.0001, 0.005, 0.03, 0.2, float("nan"))] == ["***", "**", "*", "", ""]

@@ -68,3 +68,9 @@ def test_checks_name_too_short_levels():
     df = pd.DataFrame({"parallel": [1, 1, 1, 4, 4, 4, 4, 4], "value": np.arange(8.0), "block": range(8)})
     table = checks(df, "parallel")
     assert table.set_index("parallel").loc[1, "trend"] == "n < 4"
+
+
+def test_too_few_runs_leave_independence_unchecked_and_say_so():
+    result = analyse(_campaign(np.random.default_rng(4), blocks=3), metric="throughput", factor="parallel")
+    assert result.verdict.startswith("The run-order checks need at least 4 runs per level")
+    assert "independence is unchecked" in result.verdict and "contradicts" not in result.verdict

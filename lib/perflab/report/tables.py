@@ -48,9 +48,9 @@ def comparison_table(comparisons: Sequence[Comparison], *, caption: str, label: 
             "Comparison": escape_latex(f"{c.labels[1]} vs {c.labels[0]}"), "$n$": f"{c.n_b}, {c.n_a}",
             "Test": escape_latex(c.test), "Statistic": format_number(c.statistic, 4),
             "$p$": format_p(c.p_value, markers=not adjusted),
-            f"Effect [{level}\,\% CI] ({escape_latex(unit)})": f"{format_number(c.estimate / scale, 3)} "
+            f"Effect [{level}\\,\\% CI] ({escape_latex(unit)})": f"{format_number(c.estimate / scale, 3)} "
             f"{format_ci(c.estimate_ci[0] / scale, c.estimate_ci[1] / scale)}",
-            "Relative [CI]": f"{format_number(100 * c.rel_diff, 3)}\,\% {format_ci(*c.rel_diff_ci, percent=True)}",
+            "Relative [CI]": f"{format_number(100 * c.rel_diff, 3)}\\,\\% {format_ci(*c.rel_diff_ci, percent=True)}",
             "Hedges' $g$": format_number(c.hedges_g, 3), "Cliff's $\\delta$": format_number(c.cliffs_delta, 3),
         }
         if adjusted:

@@ -223,6 +223,10 @@ def verdict(table: pd.DataFrame, block: BlockEffect | None, *, factor: str, alph
         parts.append(f"the block (round) shifts the values (two-way ANOVA {p_text(block.anova_p)}, "
                      f"Friedman {p_text(block.friedman_p)})")
     short = [str(r[factor]) for r in table.to_dict("records") if r["n"] < 4]
+    if not parts and len(short) == len(table):
+        return ("The run-order checks need at least 4 runs per level, which no level has"
+                + (", and no block effect is detected" if block is not None else "")
+                + ": independence is unchecked, so the p-values and intervals rest on an untested assumption.")
     if not parts:
         return ("No run-order check flags serial dependence, a trend, a change in level or in spread"
                 + (", or a block effect" if block is not None else "")
