@@ -215,7 +215,7 @@ def _read_state(name: str) -> dict | None:
     if state.get("version") != STATE_VERSION:
         raise LabError(f"{STATE_ROOT / name}/state.json: lab {name} was brought up by another perflab version "
                        f"(state version {state.get('version', 1)}, this one reads {STATE_VERSION}); remove it with "
-                       f"that version's `perflab lab down --name {name}`")
+                       f"`perflab lab down --name {name}`" + ("" if "version" not in state else " of that version"))
     return state
 
 
@@ -921,6 +921,12 @@ def draw(state: dict) -> str:
 def down(name: str = "default") -> list[str]:
     """Remove everything ``up`` recorded for lab ``name``; return what was removed."""
     require_root()
+    try:
+        first = json.loads((STATE_ROOT / name / "state.json").read_text())
+    except (OSError, ValueError):
+        first = {"version": STATE_VERSION}
+    if "version" not in first:
+        return _down_v1(first)
     state = _read_state(name)
     removed: list[str] = []
     if state is None:
@@ -937,12 +943,7 @@ def down(name: str = "default") -> list[str]:
         pids = set(_sh("ip", "netns", "pids", host.netns, check=False).stdout.split()) if host.netns in namespaces \
             else set()
         pids |= {p for f in procs if f.exists() for p in f.read_text().split()} | ({str(pid)} if pid else set())
-        for p in pids:
-            try:
-                os.kill(int(p), 9)
-            except (ProcessLookupError, ValueError):
-                pass
-        _wait_gone(pids)
+        _kill(pids)
         if host.netns in namespaces:
             _sh("ip", "netns", "del", host.netns)
             removed.append(f"netns {host.netns} ({len(pids)} processes killed)")
@@ -972,6 +973,36 @@ def down(name: str = "default") -> list[str]:
     shutil.rmtree(lab.state_dir, ignore_errors=True)
     removed.append(f"state {lab.state_dir}")
     return removed
+
+
+def _down_v1(state: dict) -> list[str]:
+    """Remove a flat lab recorded in the first state format (no version: a bridge, hosts with netns and veth)."""
+    removed = []
+    namespaces = _netns_list()
+    for host in state["hosts"]:
+        if host["netns"] in namespaces:
+            pids = set(_sh("ip", "netns", "pids", host["netns"], check=False).stdout.split())
+            _kill(pids)
+            _sh("ip", "netns", "del", host["netns"])
+            removed.append(f"netns {host['netns']} ({len(pids)} processes killed)")
+        if _link_exists(host["veth"]) and _sh("ip", "link", "del", host["veth"], check=False).returncode == 0:
+            removed.append(f"link {host['veth']}")
+    if _link_exists(state["bridge"]):
+        _sh("ip", "link", "del", state["bridge"])
+        removed.append(f"bridge {state['bridge']}")
+    shutil.rmtree(STATE_ROOT / state["name"], ignore_errors=True)
+    removed.append(f"state {STATE_ROOT / state['name']}")
+    return removed
+
+
+def _kill(pids: set[str]) -> None:
+    """SIGKILL ``pids`` and wait until they have exited."""
+    for p in pids:
+        try:
+            os.kill(int(p), 9)
+        except (ProcessLookupError, ValueError):
+            pass
+    _wait_gone(pids)
 
 
 def _detach(loop: str, timeout: float = 5.0) -> None:
