@@ -373,9 +373,14 @@ def usage(name: str, host: str) -> HostUsage:
     if state is None:
         raise LabError(f"lab {name} is not up; bring it up with `perflab lab up`")
     _lab_of(state).host(host)
-    dirs = {role: Path(d) for role, d in state["cgroups"].get(host, {}).items()}
-    if not dirs:
+    if not state["cgroups"].get(host):
         raise LabError(f"lab {name}: host {host} has no cgroup (no usable cgroup hierarchy was mounted at `up`)")
+    return _usage(state["cgroups"][host])
+
+
+def _usage(cgroups: dict[str, str]) -> HostUsage:
+    """The counters of one host's cgroups (role -> directory)."""
+    dirs = {role: Path(d) for role, d in cgroups.items()}
     pressure = None
     if "unified" in dirs and (dirs["unified"] / "cpu.pressure").exists():
         pressure = float(re.search(r"some avg10=([0-9.]+)", (dirs["unified"] / "cpu.pressure").read_text())[1])
@@ -871,6 +876,9 @@ def status(name: str = "default") -> dict | None:
     state["hosts"] = [{"name": h.name, "netns": h.netns, "netns_present": h.netns in namespaces,
                        "sshd_pid": _sshd_pid(lab, h.name), "address": h.address,
                        "ports": [p.__dict__ for p in h.ports]} for h in lab.hosts]
+    for h in state["hosts"]:
+        cgroups = state["cgroups"].get(h["name"])
+        h["usage"] = _usage(cgroups).__dict__ if cgroups and all(map(os.path.isdir, cgroups.values())) else None
     state["routes"] = _routes(lab)
     state["inventory"] = str(lab.inventory_path)
     return state
@@ -911,6 +919,11 @@ def draw(state: dict) -> str:
             memory = f"{spec_host.memory >> 20} MiB" if spec_host.memory else "unlimited"
             out.append(f"    cgroup: cpuset {spec_host.cpuset or 'all'}, memory {memory} "
                        f"({', '.join(sorted(state['cgroups'][h['name']]))})")
+        if h["usage"]:
+            u = h["usage"]
+            peak = f", peak {u['memory_peak_bytes'] / 2**20:.1f} MiB" if u["memory_peak_bytes"] is not None else ""
+            out.append(f"    used since up: CPU {u['cpu_seconds']:.2f} s (user {u['user_seconds']:.2f}, system "
+                       f"{u['system_seconds']:.2f}), memory {u['memory_bytes'] / 2**20:.1f} MiB{peak}")
         for i, d in enumerate(spec_host.devices):
             loop = _guest_device(i) if spec_host.vm else state["loops"].get(f"{h['name']}/{d.name}", "not attached")
             fs = f"{d.fs}{' -o ' + d.options if d.options else ''}" if d.fs else "raw"
