@@ -477,32 +477,28 @@ def _loops_of(path: Path) -> list[str]:
 
 
 def _devices_up(lab: Lab, state: dict) -> None:
-    """Attach (and on first use format) each host's scratch devices; record each loop device at once."""
+    """Attach (and once format) each host's scratch devices; record each loop device and file system at once."""
     for host in lab.spec.hosts:
         for dev in host.devices:
-            path = lab.device_file(host.name, dev.name)
-            fresh = not path.exists()
-            if fresh:
+            path, key = lab.device_file(host.name, dev.name), f"{host.name}/{dev.name}"
+            if not path.exists():
                 with open(path, "wb") as f:
                     f.truncate(dev.size)
             if host.vm:  # QEMU opens the file itself: a virtio disk of the guest
                 lab.mount_point(host.name, dev.name).mkdir(parents=True, exist_ok=True)
-                if fresh and dev.fs:
-                    _mkfs(dev, str(path))
-                continue
-            loops = _loops_of(path)
-            if not loops:
-                loops = [_sh("losetup", "--find", "--show", f"--direct-io={'on' if dev.direct_io else 'off'}",
-                             str(path)).stdout.strip()]
-                state["loops"][f"{host.name}/{dev.name}"] = loops[0]
+                target = str(path)
+            else:
+                loops = _loops_of(path)
+                if not loops:
+                    loops = [_sh("losetup", "--find", "--show", f"--direct-io={'on' if dev.direct_io else 'off'}",
+                                 str(path)).stdout.strip()]
+                    state["loops"][key] = loops[0]
+                    _write_state(lab.state_dir, state)
+                target = loops[0]
+            if dev.fs and key not in state["formatted"]:
+                _sh(f"mkfs.{dev.fs}", "-q", {"ext4": "-F", "xfs": "-f", "btrfs": "-f"}[dev.fs], *dev.mkfs, target)
+                state["formatted"].append(key)
                 _write_state(lab.state_dir, state)
-            if fresh and dev.fs:
-                _mkfs(dev, loops[0])
-
-
-def _mkfs(dev: labspec.Device, target: str) -> None:
-    """Make ``dev``'s file system on ``target`` (a block device or the backing file itself), quietly and forced."""
-    _sh(f"mkfs.{dev.fs}", "-q", {"ext4": "-F", "xfs": "-f", "btrfs": "-f"}[dev.fs], *dev.mkfs, target)
 
 
 def _mounts_up(lab: Lab, host: HostSpec, sshd_pid: int, loops: dict[str, str]) -> None:
@@ -599,7 +595,8 @@ def bring_up(spec: LabSpec) -> Lab:
         hierarchies = cgroup_hierarchies()
         vms = {h.name: {"accel": vm_accel(h.vm), "kernel": str(_vm_kernel(h.vm)[0])} for h in spec.hosts if h.vm}
         state = {"version": STATE_VERSION, "name": spec.name, "spec": spec.to_json(), "slots": slots,
-                 "cgroups": _cgroup_dirs(lab, hierarchies), "loops": state["loops"] if state else {}, "vms": vms}
+                 "cgroups": _cgroup_dirs(lab, hierarchies), "loops": state["loops"] if state else {}, "vms": vms,
+                 "formatted": state.get("formatted", []) if state else []}
         lab_dir.mkdir(exist_ok=True)
         _write_state(lab_dir, state)
     try:
