@@ -64,6 +64,7 @@ def test_the_memory_limit_is_set_and_enforced(hosts):
 def test_status_shows_the_limits(hosts):
     text = lab_mod.draw(lab_mod.status(NAME))
     assert "cgroup: cpuset 0, memory 128 MiB" in text and "cgroup: cpuset all, memory unlimited" in text
+    assert text.count("used since up: CPU ") == 2
 
 
 def test_usage_names_unknown_hosts(hosts):

@@ -26,6 +26,8 @@ def test_up_status_down_from_a_file(tmp_path, capsys):
     try:
         assert cli.main(["lab", "up", "--file", str(path), "--name", "other"]) == 2
         assert "drop --name" in capsys.readouterr().err
+        assert cli.main(["lab", "up", "--file", str(path), "--hosts", "3"]) == 2
+        assert "--hosts: only for the flat lab" in capsys.readouterr().err
         assert cli.main(["lab", "up", "--file", str(path)]) == 0
         out = capsys.readouterr().out
         assert f"lab {name}: 2 hosts up" in out and "x1  a=198.1" in out

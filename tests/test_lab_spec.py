@@ -144,3 +144,23 @@ def test_shipped_lab_files_come_up_answer_ssh_and_go_down(path):
     finally:
         lab_mod.down(spec.name)
     assert leftovers(spec.name) == []
+
+
+def test_cgroup_v2_only_writes_limits_where_the_kernel_reads_them_and_parses_counters(tmp_path):
+    root = tmp_path / "cgroup"
+    root.mkdir()
+    (root / "cpuset.cpus.effective").write_text("0-3\n")
+    spec = labspec.load("lab.yaml", text="lab: v\nlinks: {lan: }\nhosts:\n  h1: {links: [lan], cpuset: '1', "
+                        "memory: 64M}\n  h2: {links: [lan]}\n")
+    lab = lab_mod._layout(spec, {"lan": 3})
+    lab_mod._cgroups_up(lab, {"unified": root})
+    for d in (root, root / "perflab", root / "perflab" / "v"):
+        assert (d / "cgroup.subtree_control").read_text() == "+cpuset +memory +cpu"
+    h1, h2 = root / "perflab" / "v" / "h1", root / "perflab" / "v" / "h2"
+    assert (h1 / "cpuset.cpus").read_text() == "1" and (h1 / "memory.max").read_text() == str(64 << 20)
+    assert not (h2 / "cpuset.cpus").exists() and (h2 / "memory.max").read_text() == "max"
+    (h1 / "cpu.stat").write_text("usage_usec 2500000\nuser_usec 2000000\nsystem_usec 500000\nnr_periods 0\n")
+    (h1 / "memory.current").write_text("1048576\n")
+    (h1 / "cpuset.cpus.effective").write_text("1\n")
+    (h1 / "cpu.pressure").write_text("some avg10=1.50 avg60=0.00 avg300=0.00 total=10\n")
+    assert lab_mod._usage({"unified": str(h1)}) == lab_mod.HostUsage(2.5, 2.0, 0.5, 1 << 20, None, 64 << 20, "1", 1.5)

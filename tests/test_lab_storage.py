@@ -54,6 +54,13 @@ def test_devices_are_made_mounted_inside_their_host_and_gone_after_down():
             assert hosts["h1"].check(f"blockdev --getsize64 {entries['h1'].devices['raw']['device']}").strip() \
                 == str(16 << 20)
         assert subprocess.run(["findmnt", d1["mount"]], capture_output=True).returncode != 0, "not in the root namespace"
+        sshd = (lab.state_dir / "h1" / "sshd.pid").read_text().split()[0]
+        subprocess.run(["nsenter", "-t", sshd, "-m", "umount", d1["mount"]], check=True)
+        subprocess.run(["losetup", "-d", d1["device"]], check=True)
+        lab_mod.bring_up(labspec.load(f"{NAME}.yaml", text=TEXT))
+        with remote.connect(inventory.load(lab.inventory_path), ["h1"]) as hosts:
+            again = inventory.load(lab.inventory_path)["h1"].devices["data"]["mount"]
+            assert hosts["h1"].check(f"cat {again}/f").strip() == "written-on-h1", "up reattached without mkfs"
         text = lab_mod.draw(lab_mod.status(NAME))
         assert f"disk data: {d2['device']} 300 MiB xfs -o noatime,nodiscard" in text and "raw, direct I/O" in text
     finally:

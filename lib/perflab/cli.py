@@ -42,13 +42,18 @@ USER_ERRORS = {"perflab.spec": "SpecError", "perflab.lab": "LabError", "perflab.
 
 def _lab(args: argparse.Namespace) -> int:
     if args.lab_cmd == "up":
+        flat = {"--hosts": args.hosts, "--mtu": args.mtu, "--rate": args.rate}
         if args.file:
             described = labspec.load(args.file)
             if args.name not in (None, described.name):
                 raise lab.LabError(f"--name {args.name}: {args.file} describes lab {described.name!r}; drop --name")
+            if any(v is not None for v in flat.values()):
+                raise lab.LabError(f"{', '.join(k for k, v in flat.items() if v is not None)}: only for the flat lab; "
+                                   f"{args.file} sets the links and hosts")
             created = lab.bring_up(described)
         else:
-            created = lab.up(args.name or "default", args.hosts, mtu=args.mtu, rate=args.rate)
+            created = lab.up(args.name or "default", 2 if args.hosts is None else args.hosts,
+                             mtu=1500 if args.mtu is None else args.mtu, rate=args.rate)
         print(f"lab {created.name}: {len(created.hosts)} hosts up; inventory {created.inventory_path}")
         for h in created.hosts:
             print(f"  {h.name}  {' '.join(f'{p.link}={p.address}' for p in h.ports)}  netns {h.netns}")
@@ -268,8 +273,8 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
     up = lsub.add_parser("up", help="create (or complete) the lab; idempotent")
     up.add_argument("--file", help="lab description (YAML, see docs/lab.md), e.g. labs/routed.yaml; "
                     "without it: a flat lab of --hosts hosts on one link")
-    up.add_argument("--hosts", type=int, default=2, help="flat lab: number of hosts h1..hN (default 2)")
-    up.add_argument("--mtu", type=int, default=1500, help="flat lab: MTU of every host's eth0 (default 1500)")
+    up.add_argument("--hosts", type=int, help="flat lab: number of hosts h1..hN (default 2)")
+    up.add_argument("--mtu", type=int, help="flat lab: MTU of every host's eth0 (default 1500)")
     up.add_argument("--rate", help="flat lab: egress rate limit per host, tc syntax, e.g. 1gbit (default: none)")
     for name in ("down", "status", "inventory"):
         lsub.add_parser(name, help={"down": "remove everything up created",

@@ -215,7 +215,7 @@ def _read_state(name: str) -> dict | None:
     if state.get("version") != STATE_VERSION:
         raise LabError(f"{STATE_ROOT / name}/state.json: lab {name} was brought up by another perflab version "
                        f"(state version {state.get('version', 1)}, this one reads {STATE_VERSION}); remove it with "
-                       f"that version's `perflab lab down --name {name}`")
+                       f"`perflab lab down --name {name}`" + ("" if "version" not in state else " of that version"))
     return state
 
 
@@ -373,9 +373,14 @@ def usage(name: str, host: str) -> HostUsage:
     if state is None:
         raise LabError(f"lab {name} is not up; bring it up with `perflab lab up`")
     _lab_of(state).host(host)
-    dirs = {role: Path(d) for role, d in state["cgroups"].get(host, {}).items()}
-    if not dirs:
+    if not state["cgroups"].get(host):
         raise LabError(f"lab {name}: host {host} has no cgroup (no usable cgroup hierarchy was mounted at `up`)")
+    return _usage(state["cgroups"][host])
+
+
+def _usage(cgroups: dict[str, str]) -> HostUsage:
+    """The counters of one host's cgroups (role -> directory)."""
+    dirs = {role: Path(d) for role, d in cgroups.items()}
     pressure = None
     if "unified" in dirs and (dirs["unified"] / "cpu.pressure").exists():
         pressure = float(re.search(r"some avg10=([0-9.]+)", (dirs["unified"] / "cpu.pressure").read_text())[1])
@@ -472,32 +477,28 @@ def _loops_of(path: Path) -> list[str]:
 
 
 def _devices_up(lab: Lab, state: dict) -> None:
-    """Attach (and on first use format) each host's scratch devices; record each loop device at once."""
+    """Attach (and once format) each host's scratch devices; record each loop device and file system at once."""
     for host in lab.spec.hosts:
         for dev in host.devices:
-            path = lab.device_file(host.name, dev.name)
-            fresh = not path.exists()
-            if fresh:
+            path, key = lab.device_file(host.name, dev.name), f"{host.name}/{dev.name}"
+            if not path.exists():
                 with open(path, "wb") as f:
                     f.truncate(dev.size)
             if host.vm:  # QEMU opens the file itself: a virtio disk of the guest
                 lab.mount_point(host.name, dev.name).mkdir(parents=True, exist_ok=True)
-                if fresh and dev.fs:
-                    _mkfs(dev, str(path))
-                continue
-            loops = _loops_of(path)
-            if not loops:
-                loops = [_sh("losetup", "--find", "--show", f"--direct-io={'on' if dev.direct_io else 'off'}",
-                             str(path)).stdout.strip()]
-                state["loops"][f"{host.name}/{dev.name}"] = loops[0]
+                target = str(path)
+            else:
+                loops = _loops_of(path)
+                if not loops:
+                    loops = [_sh("losetup", "--find", "--show", f"--direct-io={'on' if dev.direct_io else 'off'}",
+                                 str(path)).stdout.strip()]
+                    state["loops"][key] = loops[0]
+                    _write_state(lab.state_dir, state)
+                target = loops[0]
+            if dev.fs and key not in state["formatted"]:
+                _sh(f"mkfs.{dev.fs}", "-q", {"ext4": "-F", "xfs": "-f", "btrfs": "-f"}[dev.fs], *dev.mkfs, target)
+                state["formatted"].append(key)
                 _write_state(lab.state_dir, state)
-            if fresh and dev.fs:
-                _mkfs(dev, loops[0])
-
-
-def _mkfs(dev: labspec.Device, target: str) -> None:
-    """Make ``dev``'s file system on ``target`` (a block device or the backing file itself), quietly and forced."""
-    _sh(f"mkfs.{dev.fs}", "-q", {"ext4": "-F", "xfs": "-f", "btrfs": "-f"}[dev.fs], *dev.mkfs, target)
 
 
 def _mounts_up(lab: Lab, host: HostSpec, sshd_pid: int, loops: dict[str, str]) -> None:
@@ -594,7 +595,8 @@ def bring_up(spec: LabSpec) -> Lab:
         hierarchies = cgroup_hierarchies()
         vms = {h.name: {"accel": vm_accel(h.vm), "kernel": str(_vm_kernel(h.vm)[0])} for h in spec.hosts if h.vm}
         state = {"version": STATE_VERSION, "name": spec.name, "spec": spec.to_json(), "slots": slots,
-                 "cgroups": _cgroup_dirs(lab, hierarchies), "loops": state["loops"] if state else {}, "vms": vms}
+                 "cgroups": _cgroup_dirs(lab, hierarchies), "loops": state["loops"] if state else {}, "vms": vms,
+                 "formatted": state.get("formatted", []) if state else []}
         lab_dir.mkdir(exist_ok=True)
         _write_state(lab_dir, state)
     try:
@@ -871,6 +873,9 @@ def status(name: str = "default") -> dict | None:
     state["hosts"] = [{"name": h.name, "netns": h.netns, "netns_present": h.netns in namespaces,
                        "sshd_pid": _sshd_pid(lab, h.name), "address": h.address,
                        "ports": [p.__dict__ for p in h.ports]} for h in lab.hosts]
+    for h in state["hosts"]:
+        cgroups = state["cgroups"].get(h["name"])
+        h["usage"] = _usage(cgroups).__dict__ if cgroups and all(map(os.path.isdir, cgroups.values())) else None
     state["routes"] = _routes(lab)
     state["inventory"] = str(lab.inventory_path)
     return state
@@ -911,6 +916,11 @@ def draw(state: dict) -> str:
             memory = f"{spec_host.memory >> 20} MiB" if spec_host.memory else "unlimited"
             out.append(f"    cgroup: cpuset {spec_host.cpuset or 'all'}, memory {memory} "
                        f"({', '.join(sorted(state['cgroups'][h['name']]))})")
+        if h["usage"]:
+            u = h["usage"]
+            peak = f", peak {u['memory_peak_bytes'] / 2**20:.1f} MiB" if u["memory_peak_bytes"] is not None else ""
+            out.append(f"    used since up: CPU {u['cpu_seconds']:.2f} s (user {u['user_seconds']:.2f}, system "
+                       f"{u['system_seconds']:.2f}), memory {u['memory_bytes'] / 2**20:.1f} MiB{peak}")
         for i, d in enumerate(spec_host.devices):
             loop = _guest_device(i) if spec_host.vm else state["loops"].get(f"{h['name']}/{d.name}", "not attached")
             fs = f"{d.fs}{' -o ' + d.options if d.options else ''}" if d.fs else "raw"
@@ -921,6 +931,12 @@ def draw(state: dict) -> str:
 def down(name: str = "default") -> list[str]:
     """Remove everything ``up`` recorded for lab ``name``; return what was removed."""
     require_root()
+    try:
+        first = json.loads((STATE_ROOT / name / "state.json").read_text())
+    except (OSError, ValueError):
+        first = {"version": STATE_VERSION}
+    if "version" not in first:
+        return _down_v1(first)
     state = _read_state(name)
     removed: list[str] = []
     if state is None:
@@ -937,12 +953,7 @@ def down(name: str = "default") -> list[str]:
         pids = set(_sh("ip", "netns", "pids", host.netns, check=False).stdout.split()) if host.netns in namespaces \
             else set()
         pids |= {p for f in procs if f.exists() for p in f.read_text().split()} | ({str(pid)} if pid else set())
-        for p in pids:
-            try:
-                os.kill(int(p), 9)
-            except (ProcessLookupError, ValueError):
-                pass
-        _wait_gone(pids)
+        _kill(pids)
         if host.netns in namespaces:
             _sh("ip", "netns", "del", host.netns)
             removed.append(f"netns {host.netns} ({len(pids)} processes killed)")
@@ -972,6 +983,36 @@ def down(name: str = "default") -> list[str]:
     shutil.rmtree(lab.state_dir, ignore_errors=True)
     removed.append(f"state {lab.state_dir}")
     return removed
+
+
+def _down_v1(state: dict) -> list[str]:
+    """Remove a flat lab recorded in the first state format (no version: a bridge, hosts with netns and veth)."""
+    removed = []
+    namespaces = _netns_list()
+    for host in state["hosts"]:
+        if host["netns"] in namespaces:
+            pids = set(_sh("ip", "netns", "pids", host["netns"], check=False).stdout.split())
+            _kill(pids)
+            _sh("ip", "netns", "del", host["netns"])
+            removed.append(f"netns {host['netns']} ({len(pids)} processes killed)")
+        if _link_exists(host["veth"]) and _sh("ip", "link", "del", host["veth"], check=False).returncode == 0:
+            removed.append(f"link {host['veth']}")
+    if _link_exists(state["bridge"]):
+        _sh("ip", "link", "del", state["bridge"])
+        removed.append(f"bridge {state['bridge']}")
+    shutil.rmtree(STATE_ROOT / state["name"], ignore_errors=True)
+    removed.append(f"state {STATE_ROOT / state['name']}")
+    return removed
+
+
+def _kill(pids: set[str]) -> None:
+    """SIGKILL ``pids`` and wait until they have exited."""
+    for p in pids:
+        try:
+            os.kill(int(p), 9)
+        except (ProcessLookupError, ValueError):
+            pass
+    _wait_gone(pids)
 
 
 def _detach(loop: str, timeout: float = 5.0) -> None:
