@@ -9,7 +9,7 @@ import papermill
 import pytest
 from test_site import make_project
 
-from perflab import store, verify
+from perflab import store, tidy, verify
 
 ROOT = Path(__file__).resolve().parents[1]
 LIB = ROOT / "lib"
@@ -22,6 +22,7 @@ def project(tmp_path_factory):
     make_project(root, samples=4, notebook=False)
     shutil.rmtree(root / "paper")
     shutil.rmtree(root / "data/processed")
+    tidy.write(root / "data/raw/demo", root / "data/processed")  # the pipeline's tidy rule
     shutil.copy(ROOT / "notebooks/compare-levels.ipynb", root / "notebooks/compare-levels.ipynb")
     (root / "reports").mkdir()
     old = os.environ.get("PYTHONPATH")

@@ -258,6 +258,9 @@ def rebuild(root: str | Path, scratch: str | Path, *, kernel: str = "perflab") -
         redirected = {**params, "paper_dir": str(scratch / "paper")}
         if "processed_root" in params:
             redirected["processed_root"] = str(scratch / "processed")
+            raw = root / params.get("raw_root", "data/raw") / str(params.get("campaign", ""))
+            if params.get("campaign") and (raw / "campaign.json").exists():
+                tidy.write(raw, scratch / "processed")  # the tidy table the notebook reads, re-derived from raw
         executed = scratch / "notebooks" / f"{i:02d}-{Path(notebook).stem}.ipynb"
         executed.parent.mkdir(parents=True, exist_ok=True)
         try:
