@@ -1,9 +1,10 @@
 """`perflab lab up --file`, `lab status` and `lab down` from the command line."""
 
 import os
+from pathlib import Path
 
 from helpers import ROOT_ONLY, leftovers
-from perflab import cli
+from perflab import cli, lab as lab_mod
 
 
 def test_a_bad_lab_file_exits_2_with_file_line_field(tmp_path, capsys):
@@ -39,3 +40,18 @@ def test_up_status_down_from_a_file(tmp_path, capsys):
     assert code == 0 and "removed bridge" in capsys.readouterr().out
     assert leftovers(name) == []
     assert cli.main(["lab", "status", "--name", name]) == 1
+
+
+@ROOT_ONLY
+def test_a_labfile_inventory_brings_that_lab_up_and_uses_it(tmp_path):
+    name = f"y{os.getpid() % 100000}"
+    text = (Path(__file__).resolve().parents[1] / "labs/routed.yaml").read_text().replace("lab: routed", f"lab: {name}")
+    (tmp_path / "lab.yaml").write_text(text)
+    try:
+        entries = lab_mod.resolve_inventory(f"labfile:{tmp_path / 'lab.yaml'}")
+        again = lab_mod.resolve_inventory(f"labfile:{tmp_path / 'lab.yaml'}")
+    finally:
+        lab_mod.down(name)
+    assert sorted(entries) == ["h1", "h2", "r1"] and set(entries["h2"].addresses) == {"lan2", "direct"}
+    assert again["h2"].address == entries["h2"].address
+    assert lab_mod.traces(name) == []
