@@ -71,6 +71,15 @@ def test_no_text_of_one_panel_overlaps_another_panels_text(fig):
             assert box.x0 >= 0 and box.y0 >= 0 and box.x1 <= width and box.y1 <= height, f"{t!r} is cut off"
 
 
+def test_run_order_ticks_are_whole_blocks():
+    df = _data(["a", "b"], n=3).assign(block=lambda d: d["block"] + 1)
+    f = figures.levels(df, factor="level", value="value", summary=stats.describe(df, "value", "level"),
+                       ylabel="Throughput (Gbit/s)", scale=1e9)
+    ticks = [t for t in f.axes[2].get_xticks() if 1 <= t <= 3]
+    plt.close(f)
+    assert ticks and all(float(t).is_integer() for t in ticks)
+
+
 def test_every_axis_is_labelled_and_value_axes_carry_the_unit(fig):
     for ax in fig.axes:
         assert ax.get_xlabel() and ax.get_ylabel()

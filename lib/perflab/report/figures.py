@@ -19,6 +19,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from . import lineage, style  # noqa: E402
@@ -108,6 +109,7 @@ def levels(df: pd.DataFrame, *, factor: str, value: str, summary: pd.DataFrame, 
     ax_ecdf.set_ylim(0, 1.04)
     ax_ecdf.set_title("(b) distribution (ECDF)", loc="left")
     ax_ecdf.grid(True, axis="x")
+    ax_seq.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax_seq.set_xlabel(f"{order_col} (run order)")
     ax_seq.set_ylabel(ylabel)
     ax_seq.set_title("(c) samples in run order", loc="left")
