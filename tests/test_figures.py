@@ -12,6 +12,11 @@ from perflab import stats
 from perflab.report import figures
 
 
+def _panel(fig, letter):
+    """The axes whose title starts with ``(letter)``."""
+    return next(ax for ax in fig.axes if ax.get_title(loc="left").startswith(f"({letter})"))
+
+
 def _data(levels, n=8, seed=3):
     rng = np.random.default_rng(seed)
     rows = [{"level": lv, "value": 1e9 * (1 + i + rng.normal(0, 0.05)), "block": b}
@@ -36,9 +41,9 @@ def test_levels_sort_by_value_with_size_suffixes():
 
 
 def test_the_figure_shows_levels_in_natural_order(fig):
-    ticks = [t.get_text() for t in fig.axes[0].get_xticklabels()]
+    ticks = [t.get_text() for t in _panel(fig, 'a').get_xticklabels()]
     assert ticks == ["4k", "32k", "32M", "128M", "1G"]
-    legend = fig.axes[2].get_legend()
+    legend = _panel(fig, 'b').get_legend()
     assert [t.get_text() for t in legend.get_texts()] == ticks
 
 
@@ -75,7 +80,7 @@ def test_run_order_ticks_are_whole_blocks():
     df = _data(["a", "b"], n=3).assign(block=lambda d: d["block"] + 1)
     f = figures.levels(df, factor="level", value="value", summary=stats.describe(df, "value", "level"),
                        ylabel="Throughput (Gbit/s)", scale=1e9)
-    ticks = [t for t in f.axes[2].get_xticks() if 1 <= t <= 3]
+    ticks = [t for t in _panel(f, 'b').get_xticks() if 1 <= t <= 3]
     plt.close(f)
     assert ticks and all(float(t).is_integer() for t in ticks)
 
@@ -83,12 +88,12 @@ def test_run_order_ticks_are_whole_blocks():
 def test_every_axis_is_labelled_and_value_axes_carry_the_unit(fig):
     for ax in fig.axes:
         assert ax.get_xlabel() and ax.get_ylabel()
-    assert [ax.get_ylabel() for ax in (fig.axes[0], fig.axes[2])] == ["Throughput (Gbit/s)"] * 2
-    assert fig.axes[1].get_xlabel() == "Throughput (Gbit/s)"
+    assert [ax.get_ylabel() for ax in (_panel(fig, 'a'), _panel(fig, 'b'))] == ["Throughput (Gbit/s)"] * 2
+    assert _panel(fig, 'c').get_xlabel() == "Throughput (Gbit/s)"
 
 
 def test_levels_differ_by_marker_and_line_style_not_only_colour(fig):
-    lines = fig.axes[2].get_lines()
+    lines = _panel(fig, 'b').get_lines()
     assert len({line.get_marker() for line in lines}) == len(lines) == 5
     assert len({line._dash_pattern[1] and tuple(line._dash_pattern[1]) for line in lines}) == 5
 

@@ -67,7 +67,7 @@ def natural_order(levels: Iterable[object]) -> list:
 
 def levels(df: pd.DataFrame, *, factor: str, value: str, summary: pd.DataFrame, ylabel: str,
            xlabel: str | None = None, scale: float = 1.0, order_col: str = "block") -> plt.Figure:
-    """Three panels for one factor: (a) samples per level with mean and CI, (b) their ECDFs, (c) run order.
+    """Three panels for one factor: (a) samples per level with mean and CI, (b) run order, (c) ECDFs.
 
     ``summary`` is :func:`perflab.stats.describe` output for ``value`` by ``factor`` (same
     units as ``df``); ``scale`` divides values for display (e.g. 1e9 for Gbit/s);
@@ -76,7 +76,7 @@ def levels(df: pd.DataFrame, *, factor: str, value: str, summary: pd.DataFrame, 
     """
     style.use()
     fig = plt.figure(figsize=(style.TEXT_WIDTH, 4.6), layout="constrained")
-    axd = fig.subplot_mosaic([["samples", "ecdf"], ["order", "order"]], height_ratios=[1.2, 1])
+    axd = fig.subplot_mosaic([["samples", "order"], ["ecdf", "ecdf"]], width_ratios=[1, 1.6], height_ratios=[1.2, 1])
     ax, ax_ecdf, ax_seq = axd["samples"], axd["ecdf"], axd["order"]
     data = df.assign(_y=df[value] / scale)
     order = natural_order(data[factor])
@@ -107,12 +107,12 @@ def levels(df: pd.DataFrame, *, factor: str, value: str, summary: pd.DataFrame, 
     ax_ecdf.set_xlabel(ylabel)
     ax_ecdf.set_ylabel("fraction of samples")
     ax_ecdf.set_ylim(0, 1.04)
-    ax_ecdf.set_title("(b) distribution (ECDF)", loc="left")
+    ax_ecdf.set_title("(c) distribution of the samples (ECDF)", loc="left")
     ax_ecdf.grid(True, axis="x")
     ax_seq.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax_seq.set_xlabel(f"{order_col} (run order)")
     ax_seq.set_ylabel(ylabel)
-    ax_seq.set_title("(c) samples in run order", loc="left")
+    ax_seq.set_title("(b) samples in run order", loc="left")
     ax_seq.legend(title=legend_title, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0,
                   alignment="left")
     low = min(0.0, float(np.nanmin(data["_y"])))
