@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import re
+import textwrap
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -44,6 +45,8 @@ def save(fig: plt.Figure, stem: str | Path, *, inputs: Sequence[str | Path], gen
     return paths
 
 
+#: Characters per line of a y-axis label: a longer one is wrapped to stay within its panel's height.
+YLABEL_WIDTH = 30
 #: Multipliers of size suffixes (binary: block sizes and working sets are powers of two).
 _SUFFIX = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40, "p": 2**50}
 _SIZE = re.compile(r"^\s*([-+]?\d+(?:\.\d+)?)\s*([kmgtp]?)(?:i?b)?\s*$", re.IGNORECASE)
@@ -102,7 +105,7 @@ def levels(df: pd.DataFrame, *, factor: str, value: str, summary: pd.DataFrame, 
     ax.set_xlim(-0.6, len(order) - 0.4)
     legend_title = xlabel or factor
     ax.set_xlabel(legend_title)
-    ax.set_ylabel(ylabel)
+    ax.set_ylabel(textwrap.fill(ylabel, YLABEL_WIDTH))
     ax.set_title("(a) samples, mean, 95 % CI", loc="left")
     ax_ecdf.set_xlabel(ylabel)
     ax_ecdf.set_ylabel("fraction of samples")
@@ -111,7 +114,7 @@ def levels(df: pd.DataFrame, *, factor: str, value: str, summary: pd.DataFrame, 
     ax_ecdf.grid(True, axis="x")
     ax_seq.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax_seq.set_xlabel(f"{order_col} (run order)")
-    ax_seq.set_ylabel(ylabel)
+    ax_seq.set_ylabel(textwrap.fill(ylabel, YLABEL_WIDTH))
     ax_seq.set_title("(b) samples in run order", loc="left")
     ax_seq.legend(title=legend_title, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0,
                   alignment="left")
