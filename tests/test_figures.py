@@ -2,14 +2,23 @@
 
 import importlib
 import itertools
+from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 
 from perflab import stats
 from perflab.report import figures
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _panel(fig, letter):
+    """The axes whose title starts with ``(letter)``."""
+    return next(ax for ax in fig.axes if ax.get_title(loc="left").startswith(f"({letter})"))
 
 
 def _data(levels, n=8, seed=3):
@@ -36,9 +45,9 @@ def test_levels_sort_by_value_with_size_suffixes():
 
 
 def test_the_figure_shows_levels_in_natural_order(fig):
-    ticks = [t.get_text() for t in fig.axes[0].get_xticklabels()]
+    ticks = [t.get_text() for t in _panel(fig, 'a').get_xticklabels()]
     assert ticks == ["4k", "32k", "32M", "128M", "1G"]
-    legend = fig.axes[2].get_legend()
+    legend = _panel(fig, 'b').get_legend()
     assert [t.get_text() for t in legend.get_texts()] == ticks
 
 
@@ -55,31 +64,66 @@ def _texts(ax):
     return [t for t in texts if t.get_visible() and t.get_text().strip()]
 
 
-def test_no_text_of_one_panel_overlaps_another_panels_text(fig):
+def _overlaps(fig):
+    """Texts of one panel that overlap a text or the area of another panel, or leave the figure."""
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     boxes = {ax: [(t.get_text(), t.get_window_extent(renderer)) for t in _texts(ax)] for ax in fig.axes}
-    assert all(boxes.values())
-    for a, b in itertools.combinations(fig.axes, 2):
-        for (ta, ba), (tb, bb) in itertools.product(boxes[a], boxes[b]):
-            assert not ba.overlaps(bb), f"{ta!r} overlaps {tb!r}"
-        for t, box in boxes[a]:
-            assert not box.overlaps(b.get_window_extent(renderer)), f"{t!r} runs into another panel"
+    found = []
+    for a, b in itertools.permutations(fig.axes, 2):
+        found += [(ta, tb) for (ta, ba), (tb, bb) in itertools.product(boxes[a], boxes[b]) if ba.overlaps(bb)]
+        found += [(t, "another panel") for t, box in boxes[a] if box.overlaps(b.get_window_extent(renderer))]
     width, height = fig.canvas.get_width_height()
-    for ax in fig.axes:
-        for t, box in boxes[ax]:
-            assert box.x0 >= 0 and box.y0 >= 0 and box.x1 <= width and box.y1 <= height, f"{t!r} is cut off"
+    found += [(t, "the figure's edge") for ax in fig.axes for t, box in boxes[ax]
+              if box.x0 < 0 or box.y0 < 0 or box.x1 > width or box.y1 > height]
+    return found
+
+
+def test_no_text_of_one_panel_overlaps_another_panels_text(fig):
+    assert all(_texts(ax) for ax in fig.axes)
+    assert _overlaps(fig) == []
+
+
+@pytest.mark.parametrize("campaign", sorted(yaml.safe_load((ROOT / "config/config.yaml").read_text())["campaigns"]))
+def test_the_labels_of_every_configured_analysis_fit(campaign):
+    p = yaml.safe_load((ROOT / "config/config.yaml").read_text())["campaigns"][campaign]["analysis"]["parameters"]
+    df = _data(["a", "b", "c"])
+    f = figures.levels(df, factor="level", value="value", summary=stats.describe(df, "value", "level"),
+                       ylabel=f"{p['quantity']} ({p['unit']})", xlabel=p["factor_label"], scale=1e9)
+    try:
+        assert _overlaps(f) == []
+    finally:
+        plt.close(f)
+
+
+def test_the_overlap_check_finds_overlapping_panels():
+    bad, (left, right) = plt.subplots(1, 2, figsize=(2, 1.5), layout=None)
+    left.set_title("(a) a long title that runs into the next panel", loc="left")
+    right.set_ylabel("a label")
+    try:
+        assert _overlaps(bad)
+    finally:
+        plt.close(bad)
+
+
+def test_run_order_ticks_are_whole_blocks():
+    df = _data(["a", "b"], n=3).assign(block=lambda d: d["block"] + 1)
+    f = figures.levels(df, factor="level", value="value", summary=stats.describe(df, "value", "level"),
+                       ylabel="Throughput (Gbit/s)", scale=1e9)
+    ticks = [t for t in _panel(f, 'b').get_xticks() if 1 <= t <= 3]
+    plt.close(f)
+    assert ticks and all(float(t).is_integer() for t in ticks)
 
 
 def test_every_axis_is_labelled_and_value_axes_carry_the_unit(fig):
     for ax in fig.axes:
         assert ax.get_xlabel() and ax.get_ylabel()
-    assert [ax.get_ylabel() for ax in (fig.axes[0], fig.axes[2])] == ["Throughput (Gbit/s)"] * 2
-    assert fig.axes[1].get_xlabel() == "Throughput (Gbit/s)"
+    assert [ax.get_ylabel() for ax in (_panel(fig, 'a'), _panel(fig, 'b'))] == ["Throughput (Gbit/s)"] * 2
+    assert _panel(fig, 'c').get_xlabel() == "Throughput (Gbit/s)"
 
 
 def test_levels_differ_by_marker_and_line_style_not_only_colour(fig):
-    lines = fig.axes[2].get_lines()
+    lines = _panel(fig, 'b').get_lines()
     assert len({line.get_marker() for line in lines}) == len(lines) == 5
     assert len({line._dash_pattern[1] and tuple(line._dash_pattern[1]) for line in lines}) == 5
 

@@ -117,6 +117,7 @@ def test_the_campaign_page_shows_figures_and_links_raw_manifest_lineage_and_csv(
         assert expected in targets, expected
     assert "All 55 raw files match" in text
     assert "kernel.boot_id" in text, "the fingerprint difference of block 3 is shown"
+    assert "how it was made (lineage)" in text and "from raw campaign data/raw/demo: 12 samples" in text
 
 
 def test_one_machine_page_per_distinct_fingerprint(project):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import re
+import textwrap
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -19,6 +20,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from . import lineage, style  # noqa: E402
@@ -43,6 +45,8 @@ def save(fig: plt.Figure, stem: str | Path, *, inputs: Sequence[str | Path], gen
     return paths
 
 
+#: Characters per line of a y-axis label: a longer one is wrapped to stay within its panel's height.
+YLABEL_WIDTH = 30
 #: Multipliers of size suffixes (binary: block sizes and working sets are powers of two).
 _SUFFIX = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40, "p": 2**50}
 _SIZE = re.compile(r"^\s*([-+]?\d+(?:\.\d+)?)\s*([kmgtp]?)(?:i?b)?\s*$", re.IGNORECASE)
@@ -66,7 +70,7 @@ def natural_order(levels: Iterable[object]) -> list:
 
 def levels(df: pd.DataFrame, *, factor: str, value: str, summary: pd.DataFrame, ylabel: str,
            xlabel: str | None = None, scale: float = 1.0, order_col: str = "block") -> plt.Figure:
-    """Three panels for one factor: (a) samples per level with mean and CI, (b) their ECDFs, (c) run order.
+    """Three panels for one factor: (a) samples per level with mean and CI, (b) run order, (c) ECDFs.
 
     ``summary`` is :func:`perflab.stats.describe` output for ``value`` by ``factor`` (same
     units as ``df``); ``scale`` divides values for display (e.g. 1e9 for Gbit/s);
@@ -75,7 +79,7 @@ def levels(df: pd.DataFrame, *, factor: str, value: str, summary: pd.DataFrame, 
     """
     style.use()
     fig = plt.figure(figsize=(style.TEXT_WIDTH, 4.6), layout="constrained")
-    axd = fig.subplot_mosaic([["samples", "ecdf"], ["order", "order"]], height_ratios=[1.2, 1])
+    axd = fig.subplot_mosaic([["samples", "order"], ["ecdf", "ecdf"]], width_ratios=[1, 1.6], height_ratios=[1.2, 1])
     ax, ax_ecdf, ax_seq = axd["samples"], axd["ecdf"], axd["order"]
     data = df.assign(_y=df[value] / scale)
     order = natural_order(data[factor])
@@ -101,16 +105,17 @@ def levels(df: pd.DataFrame, *, factor: str, value: str, summary: pd.DataFrame, 
     ax.set_xlim(-0.6, len(order) - 0.4)
     legend_title = xlabel or factor
     ax.set_xlabel(legend_title)
-    ax.set_ylabel(ylabel)
+    ax.set_ylabel(textwrap.fill(ylabel, YLABEL_WIDTH))
     ax.set_title("(a) samples, mean, 95 % CI", loc="left")
     ax_ecdf.set_xlabel(ylabel)
     ax_ecdf.set_ylabel("fraction of samples")
     ax_ecdf.set_ylim(0, 1.04)
-    ax_ecdf.set_title("(b) distribution (ECDF)", loc="left")
+    ax_ecdf.set_title("(c) distribution of the samples (ECDF)", loc="left")
     ax_ecdf.grid(True, axis="x")
+    ax_seq.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax_seq.set_xlabel(f"{order_col} (run order)")
-    ax_seq.set_ylabel(ylabel)
-    ax_seq.set_title("(c) samples in run order", loc="left")
+    ax_seq.set_ylabel(textwrap.fill(ylabel, YLABEL_WIDTH))
+    ax_seq.set_title("(b) samples in run order", loc="left")
     ax_seq.legend(title=legend_title, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0,
                   alignment="left")
     low = min(0.0, float(np.nanmin(data["_y"])))

@@ -23,7 +23,7 @@ import nbformat
 from nbconvert import HTMLExporter
 
 from .. import __version__, store
-from .lineage import atomic_text, fingerprint_id
+from .lineage import atomic_text, chain, fingerprint_id
 
 #: Sample directories listed per campaign page before the list is cut short.
 MAX_SAMPLES = 500
@@ -113,6 +113,15 @@ def _differences(site: _Site, cdir: Path, page: Path) -> str:
             "<th>after / second host</th></tr>" + "".join(rows) + "</table>")
 
 
+def _lineage(site: _Site, output: Path) -> str:
+    """The ``perflab lineage`` chain of a generated file, folded, or nothing without a sidecar."""
+    try:
+        lines = chain(output.relative_to(site.root), site.root)
+    except (FileNotFoundError, ValueError, KeyError, json.JSONDecodeError):
+        return ""
+    return f"<details><summary>how it was made (lineage)</summary><pre>{_e(chr(10).join(lines))}</pre></details>"
+
+
 def _outputs(site: _Site, campaign: str, page: Path) -> str:
     parts = []
     for png in sorted((site.root / "paper/figures").glob(f"{campaign}-*.png")):
@@ -120,14 +129,14 @@ def _outputs(site: _Site, campaign: str, page: Path) -> str:
         parts.append(f"<figure><img src=\"{_e(Path(os.path.relpath(png, page.parent)).as_posix())}\" "
                      f"alt=\"figure {_e(stem.name)}\"><figcaption>{_e(stem.name)}: "
                      f"{site.links([stem.with_suffix('.pdf'), stem.with_suffix('.png'), stem.with_name(stem.name + '.lineage.json')], page)}"
-                     "</figcaption></figure>")
+                     f"</figcaption>{_lineage(site, png)}</figure>")
     tables = sorted((site.root / "paper/tables").glob(f"{campaign}-*.tex"))
     if tables:
         parts.append("<h3>Tables (LaTeX as included in the paper)</h3>")
     for tex in tables:
         sidecar = tex.with_name(f"{tex.stem}.lineage.json")
         parts.append(f"<details><summary>{_e(tex.stem)} &mdash; {site.links([tex, sidecar], page)}</summary>"
-                     f"<pre>{_e(tex.read_text())}</pre></details>")
+                     f"<pre>{_e(tex.read_text())}</pre>{_lineage(site, tex)}</details>")
     macros = sorted((site.root / "paper/macros").glob(f"{campaign}-*.tex"))
     if macros:
         parts.append("<p>Inline values: " + site.links(
