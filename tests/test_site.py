@@ -154,11 +154,15 @@ def test_headless_chromium_renders_the_campaign_page_with_its_figure(project, tm
         shutil.copy(shot, os.environ["PERFLAB_KEEP_SCREENSHOT"])
 
 
-def test_a_page_per_published_study_links_its_data_and_manifest(tmp_path):
-    (tmp_path / "data/raw/published").mkdir(parents=True)
-    shutil.copytree(Path(__file__).resolve().parents[1] / "data/raw/published", tmp_path / "data/raw/published",
-                    dirs_exist_ok=True)
+def test_a_page_per_declared_study_links_its_data_manifest_campaigns_and_declaration(tmp_path):
+    repo = Path(__file__).resolve().parents[1]
+    for folder in ("data/raw/published", "studies", "notebooks"):
+        shutil.copytree(repo / folder, tmp_path / folder)
     index = site.build([], tmp_path / "reports", root=tmp_path)
+    text = index.read_text()
+    assert "studies/iperf3-streams.html" in text and "One stream or four" in text
+    demo = (tmp_path / "reports/studies/iperf3-streams.html").read_text()
+    assert "iperf3-streams (" in demo and "not measured yet" in demo and "study.yaml" in demo
     page = tmp_path / "reports/studies/003-openstack-opennebula.html"
     assert "studies/003-openstack-opennebula.html" in index.read_text()
     targets = {(page.parent / h).resolve().relative_to(tmp_path).as_posix() for h in _links(page)}

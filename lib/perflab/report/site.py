@@ -1,6 +1,7 @@
 """The review site: static HTML a reviewer reads without running anything.
 
-``reports/index.html`` links to a page per campaign, per published study and per host
+``reports/index.html`` links to a page per declared study (its campaigns, published data,
+analyses and chapter, from ``studies/*/study.yaml``), per campaign and per host
 fingerprint ("machine"), and to every executed notebook rendered by nbconvert. A
 campaign page shows the figures (PNG), the generated tables with their lineage, the
 fingerprint differences between and within blocks, whether the raw files still match
@@ -22,7 +23,7 @@ from typing import Iterable, Sequence
 import nbformat
 from nbconvert import HTMLExporter
 
-from .. import __version__, store
+from .. import __version__, store, study as study_mod
 from .lineage import atomic_text, chain, fingerprint_id
 
 #: Sample directories listed per campaign page before the list is cut short.
@@ -210,28 +211,45 @@ def _machine_pages(site: _Site, campaigns: Sequence[Path]) -> dict[str, Path]:
     return pages
 
 
-def _studies(site: _Site, nb_pages: dict[Path, Path], index: Path) -> str:
-    """A page per re-checked published study; returns the index section linking them."""
-    pub = site.root / "data/raw/published"
-    studies = sorted({p.name.split("-table")[0] for p in pub.glob("*-table*.csv")}) if pub.is_dir() else []
-    if not studies:
-        return "<p>None.</p>"
+def _studies(site: _Site, nb_pages: dict[Path, Path], campaign_pages: dict[str, Path], index: Path) -> str:
+    """A page per declared study (studies/*/study.yaml); returns the index section linking them."""
+    try:
+        found = study_mod.discover(site.root) if (site.root / study_mod.STUDIES_DIR).is_dir() else []
+    except study_mod.StudyError as exc:
+        return f"<p class=\"bad\">The study declarations do not load: {_e(exc)}</p>"
+    if not found:
+        return "<p>None declared.</p>"
+    pub = site.root / study_mod.PUBLISHED_DIR
     problems = store.verify(pub) if (pub / store.MANIFEST).exists() else [f"no {store.MANIFEST}"]
-    status = (f"<p class=\"ok\">All published files match {site.link(pub / store.MANIFEST, index)}.</p>"
-              if not problems else "<p class=\"bad\">" + _e("; ".join(problems)) + "</p>")
     items = []
-    for study in studies:
-        page = site.out / "studies" / f"{study}.html"
-        files = sorted(p for p in pub.iterdir() if p.is_file() and (p.name.startswith(f"{study}-") or p.name in (
-            "ORIGIN.md", store.MANIFEST)))
-        notebooks = {nb: p for nb, p in nb_pages.items() if nb.stem.startswith(study)}
-        body = ("<h2>Published data (digitized)</h2>" + status.replace(site.link(pub / store.MANIFEST, index),
-                                                                        site.link(pub / store.MANIFEST, page))
-                + f"<p>{site.links(files, page)}</p><h2>Re-check: tables and values</h2>" + _outputs(site, study, page)
-                + "<h2>Executed notebook</h2>" + _notebook_items(site, notebooks, page))
-        atomic_text(page, _page(f"Study {study}", body, home="../index.html"))
-        items.append(f"<li>{site.link(page, index, study)}</li>")
-    return status + "<ul>" + "".join(items) + "</ul>"
+    for s in found:
+        page = site.out / "studies" / f"{s.id}.html"
+        status = ""
+        if s.published:
+            status = (f"<p class=\"ok\">All published files match {site.link(pub / store.MANIFEST, page)}.</p>"
+                      if not problems else "<p class=\"bad\">" + _e("; ".join(problems)) + "</p>")
+        origin = sorted(p for p in pub.glob(f"{s.id}-ORIGIN.md")) or ([pub / "ORIGIN.md"] if s.published else [])
+        runs = "".join(f"<li>{site.link(campaign_pages[c.id], page, c.id) if c.id in campaign_pages else _e(c.id)}"
+                       f" ({site.link(site.root / c.file, page, c.file)}"
+                       f"{'' if c.id in campaign_pages else '; not measured yet'})</li>" for c in s.campaigns)
+        analyses = "".join(
+            f"<h3>{_e(a.name)} <small>({_e(a.notebook)}"
+            f"{', campaign ' + _e(a.campaign) if a.campaign else ''})</small></h3>"
+            + _notebook_items(site, {Path(a.outputs['notebook']): nb_pages[Path(a.outputs['notebook'])]}
+                              if Path(a.outputs["notebook"]) in nb_pages else {}, page)
+            + _outputs(site, a.name, page) for a in s.analyses)
+        body = (f"<p>Declared in {site.link(site.root / s.declaration, page, s.declaration)}"
+                + (f"; source: <code>{_e(s.source)}</code>" if s.source else "")
+                + (f"; chapter {site.link(site.root / s.chapter, page, s.chapter)}" if s.chapter else "")
+                + ".</p><h2>Campaigns</h2>" + (f"<ul>{runs}</ul>" if runs else "<p>None.</p>")
+                + "<h2>Published data (digitized)</h2>"
+                + (status + f"<p>{site.links([site.root / f for f in s.published] + origin, page)}</p>"
+                   if s.published else "<p>None.</p>")
+                + "<h2>Analyses</h2>" + (analyses or "<p>None.</p>"))
+        atomic_text(page, _page(f"Study {s.id}: {s.title}", body, home="../index.html"))
+        items.append(f"<li>{site.link(page, index, s.id)}: {_e(s.title)}"
+                     f"{' (demonstration)' if s.demo else ''}</li>")
+    return "<ul>" + "".join(items) + "</ul>"
 
 
 def build(notebooks: Sequence[str | Path], out_dir: str | Path, *, root: str | Path = ".") -> Path:
@@ -247,9 +265,9 @@ def build(notebooks: Sequence[str | Path], out_dir: str | Path, *, root: str | P
         if (root / "data/raw").is_dir() else []
     machines = _machine_pages(site, campaigns)
     index = out / "index.html"
-    rows = []
+    rows, campaign_pages = [], {}
     for cdir in campaigns:
-        page = _campaign_page(site, cdir, nb_pages)
+        page = campaign_pages[cdir.name] = _campaign_page(site, cdir, nb_pages)
         n = len([p for p in (cdir / "samples").glob("*") if not p.name.startswith(".")])
         rows.append(f"<tr><td>{site.link(page, index, cdir.name)}</td><td>{n}</td></tr>")
     body = (
@@ -257,9 +275,9 @@ def build(notebooks: Sequence[str | Path], out_dir: str | Path, *, root: str | P
         f"{site.link(root / 'paper/main.pdf', index, 'paper/main.pdf')}. To check that no raw byte, processed "
         "table or generated output was altered, run <code>perflab verify</code> in the project; "
         "<code>perflab lineage FILE</code> prints how a figure or table was made.</p>"
-        "<h2>Campaigns</h2>" + (f"<table><tr><th>campaign</th><th>samples</th></tr>{''.join(rows)}</table>"
-                                if rows else "<p>No campaign has raw data yet.</p>")
-        + "<h2>Published studies re-checked</h2>" + _studies(site, nb_pages, index)
+        "<h2>Studies</h2>" + _studies(site, nb_pages, campaign_pages, index)
+        + "<h2>Campaigns</h2>" + (f"<table><tr><th>campaign</th><th>samples</th></tr>{''.join(rows)}</table>"
+                                  if rows else "<p>No campaign has raw data yet.</p>")
         + "<h2>Machines</h2><p>One page per distinct host fingerprint: "
         + (", ".join(site.link(p, index, ident) for ident, p in machines.items()) or "none recorded") + "</p>"
         + "<h2>Executed notebooks</h2><p>Each is the executed copy papermill kept as provenance.</p>"
