@@ -13,10 +13,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import jsonschema
-import yaml
 
-from .spec import SpecError, _explain, _line_map, _Loader, _where
+from .spec import SpecError, _where, read_yaml, schema_problems
 
 SCHEMA = json.loads(resources.files("perflab").joinpath("schemas/lab.schema.json").read_text())
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
@@ -142,13 +140,7 @@ def simple(name: str, hosts: int, *, mtu: int = 1500, rate: str | None = None) -
 
 
 def _validate(doc: dict, lines: dict[tuple, int] | None = None, path: str = "") -> list[str]:
-    lines = lines or {}
-    out = []
-    for err in sorted(jsonschema.Draft202012Validator(SCHEMA).iter_errors(doc),
-                      key=lambda e: _where(lines, tuple(e.absolute_path))):
-        where = ".".join(map(str, err.absolute_path)) or "(top level)"
-        out.append(f"{path}:{_where(lines, tuple(err.absolute_path))}: {where}: {_explain(err)}")
-    return out
+    return schema_problems(doc, SCHEMA, lines or {}, path)
 
 
 def size_bytes(text: str) -> int:
@@ -160,21 +152,11 @@ def size_bytes(text: str) -> int:
 def load(path: str | Path, *, text: str | None = None) -> LabSpec:
     """Load and check a lab description; raise :class:`LabFileError` listing every problem."""
     path = str(path)
-    if text is None:
-        try:
-            text = Path(path).read_text()
-        except OSError as exc:
-            raise LabFileError(path, [f"{path}: cannot read lab file: {exc.strerror}"]) from None
     try:
-        node = yaml.compose(text)
-        doc = yaml.load(text, Loader=_Loader)
-    except yaml.MarkedYAMLError as exc:
-        line = exc.problem_mark.line + 1 if exc.problem_mark else 1
-        raise LabFileError(path, [f"{path}:{line}: not valid YAML: {exc.problem}"]) from None
-    if not isinstance(doc, dict):
-        raise LabFileError(path, [f"{path}:1: expected a mapping with lab, links and hosts; found {type(doc).__name__}"])
-    lines = _line_map(node)
-    problems = _validate(doc, lines, path) or _semantic_problems(doc, lines, path)
+        doc, lines = read_yaml(path, SCHEMA, "lab", text=text)
+    except SpecError as exc:
+        raise LabFileError(path, exc.problems) from None
+    problems = _semantic_problems(doc, lines, path)
     if problems:
         raise LabFileError(path, problems)
     links = tuple(Link(n, **(spec or {})) for n, spec in doc["links"].items())

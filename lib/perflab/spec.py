@@ -283,14 +283,20 @@ def read_yaml(path: str | Path, schema: Mapping[str, Any], kind: str, *,
     if not isinstance(doc, dict):
         raise SpecError(path, [f"{path}:1: expected a mapping of {kind} fields; found {type(doc).__name__}"])
     lines = _line_map(node)
-    validator = jsonschema.Draft202012Validator(schema)
-    problems = []
-    for err in sorted(validator.iter_errors(doc), key=lambda e: _where(lines, tuple(e.absolute_path))):
-        where = ".".join(map(str, err.absolute_path)) or "(top level)"
-        problems.append(f"{path}:{_where(lines, tuple(err.absolute_path))}: {where}: {_explain(err)}")
+    problems = schema_problems(doc, schema, lines, path)
     if problems:
         raise SpecError(path, problems)
     return doc, lines
+
+
+def schema_problems(doc: Any, schema: Mapping[str, Any], lines: Mapping[tuple, int], path: str) -> list[str]:
+    """One ``file:line: field: problem`` line per violation of ``schema`` by ``doc``, in file order."""
+    validator = jsonschema.Draft202012Validator(schema)
+    out = []
+    for err in sorted(validator.iter_errors(doc), key=lambda e: _where(lines, tuple(e.absolute_path))):
+        where = ".".join(map(str, err.absolute_path)) or "(top level)"
+        out.append(f"{path}:{_where(lines, tuple(err.absolute_path))}: {where}: {_explain(err)}")
+    return out
 
 
 def load(path: str | Path, *, text: str | None = None) -> Campaign:
