@@ -24,7 +24,7 @@ def results(rounds: int = ROUNDS) -> list[Result]:
     times = interleaved({
         "python": [python, "-c", "pass"],
         "help": [python, "-m", "perflab.cli", "--help"],
-        "plan": [python, "-m", "perflab.cli", "plan", "campaigns/iperf3-streams.yaml"],
+        "plan": [python, "-m", "perflab.cli", "plan", "studies/iperf3-streams/campaigns/iperf3-streams.yaml"],
         "snakemake --version": [snakemake, "--version"],
         "snakemake -n": [snakemake, "-n", "--cores", "1", "--quiet"],
     }, rounds)

@@ -18,10 +18,13 @@ HEAVY = ("scipy", "pandas", "statsmodels", "pyarrow", "rfc3987_syntax", "papermi
 
 
 def _modules_after(argv: list[str]) -> set[str]:
-    code = ("import sys\nfrom perflab import cli\ntry:\n    cli.main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
-            "print(' '.join(sys.modules), file=sys.stderr)")
+    """Top-level modules imported by ``perflab ARGV`` (which must succeed) in a fresh interpreter."""
+    code = ("import sys\nfrom perflab import cli\ntry:\n    code = cli.main(sys.argv[1:])\n"
+            "except SystemExit as exc:\n    code = exc.code\nprint(code, *sys.modules, file=sys.stderr)")
     done = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, cwd=ROOT)
-    return {name.partition(".")[0] for name in done.stderr.split()}
+    status, *modules = done.stderr.splitlines()[-1].split()
+    assert status == "0", done.stderr[-500:]
+    return {name.partition(".")[0] for name in modules}
 
 
 def test_help_imports_no_stage():
@@ -30,7 +33,7 @@ def test_help_imports_no_stage():
 
 
 def test_plan_imports_no_statistics_nor_format_grammars():
-    loaded = _modules_after(["plan", "campaigns/iperf3-streams.yaml", "--head", "0"])
+    loaded = _modules_after(["plan", "studies/iperf3-streams/campaigns/iperf3-streams.yaml", "--head", "0"])
     assert "jsonschema" in loaded and not loaded & set(HEAVY)
 
 

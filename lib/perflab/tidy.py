@@ -135,11 +135,13 @@ class _Batch:
         for key in dict.fromkeys([*common, *own, *dims[0], *last, *dim_keys]):
             if key in last:
                 values = last[key]
+            elif key in own:
+                values = [d.get(key, v) for d, v in zip(dims, own[key])] if key in dim_keys else own[key]
             elif key in dim_keys:
-                values = ([d.get(key, v) for d, v in zip(dims, own[key])] if key in own
-                          else [d.get(key, common.get(key)) for d in dims])
+                default = common.get(key)
+                values = [d.get(key, default) for d in dims]
             else:
-                values = own[key] if key in own else [common[key]] * n
+                values = [common[key]] * n
             self._extend(key, values)
         self.rows += n
         for column in self.columns.values():
