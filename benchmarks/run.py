@@ -18,8 +18,8 @@ from pathlib import Path
 from measure import Result, markdown
 
 #: Benchmark name -> module; each module has ``results() -> list[Result]``.
-BENCHMARKS = {"startup": "bench_startup", "tidy": "bench_tidy", "dispatch": "bench_dispatch"}
-NEEDS_ROOT = {"dispatch"}
+BENCHMARKS = {"startup": "bench_startup", "tidy": "bench_tidy", "dispatch": "bench_dispatch", "estimates": "bench_estimates"}
+NEEDS_ROOT = {"dispatch", "estimates"}
 README = Path(__file__).with_name("README.md")
 MARKERS = ("<!-- results: written by benchmarks/run.py -->", "<!-- end of results -->")
 

@@ -43,16 +43,14 @@ from typing import Callable, Iterator, Mapping, TextIO
 
 from .. import __version__, design, records
 from ..inventory import HostEntry
-from ..remote import HostError
 from ..spec import Campaign
 from ..store import RawStore
-from .plan import FINGERPRINT_SECONDS, MONITOR_SECONDS, SETTLE_POLL_SECONDS, plan, planned_values, sample_timeout
-from .pool import run_groups
+from .plan import (FINGERPRINT_SECONDS, MONITOR_SECONDS, SETTLE_POLL_SECONDS, STARTUP_SECONDS, plan, planned_values,
+                   sample_timeout)
+from .outcome import RunnerError, Summary
 from .progress import Progress, format_duration
-from .samples import session
-from .session import RunnerError, Summary
 
-__all__ = ["FINGERPRINT_SECONDS", "MONITOR_SECONDS", "SETTLE_POLL_SECONDS", "RunnerError", "Summary",
+__all__ = ["FINGERPRINT_SECONDS", "MONITOR_SECONDS", "SETTLE_POLL_SECONDS", "STARTUP_SECONDS", "RunnerError", "Summary",
            "format_duration", "plan", "planned_values", "run", "sample_timeout"]
 
 
@@ -133,6 +131,11 @@ def _run(spec: Campaign, entries: Mapping[str, HostEntry], runs: list[design.Run
     if summary.already_done:
         print(f"{spec.name}: resuming, {summary.already_done} of {len(runs)} samples already stored", file=out, flush=True)
     progress = Progress(len(runs), summary.already_done, stream=out)
+    # The sample loop and the pool import Fabric; planning (``perflab plan``) never needs them.
+    from ..remote import HostError
+    from .pool import run_groups
+    from .samples import session
+
     if spec.groups:
         return run_groups(spec, entries, runs, todo, store, progress, limit=limit, on_sample=on_sample,
                           summary=summary)

@@ -15,10 +15,13 @@ def sample_timeout(spec: Campaign, params: Mapping[str, Any]) -> float:
     return spec.timeout or 2 * tools.get(spec.tool).expected_duration(params) + 15
 
 
-#: Seconds the monitors add per sample and host (start and stop, measured over SSH in the lab).
-MONITOR_SECONDS = 0.55
-#: Seconds one fingerprint takes per host (one round trip, measured over SSH in the lab).
-FINGERPRINT_SECONDS = 0.2
+#: Seconds the monitors add per sample and host (start and stop over the persistent shell; measured on
+#: the lab with ``python benchmarks/bench_estimates.py``).
+MONITOR_SECONDS = 0.2
+#: Seconds one fingerprint takes per host (one round trip probing the campaign's tools only; same benchmark).
+FINGERPRINT_SECONDS = 0.1
+#: Seconds a run spends before its first sample: connecting to every host, the preflight check.
+STARTUP_SECONDS = 1.0
 #: Seconds one settle poll of one host takes when the hosts are already quiet.
 SETTLE_POLL_SECONDS = 0.01
 
@@ -75,7 +78,7 @@ def _estimate(spec: Campaign, runs: list[design.Run]) -> tuple[float, float]:
     measure = sum(tool.expected_duration(spec.cell_params(r.cell.levels)) for r in runs)
     hosts = spec.involved()
     blocks = len({fingerprint_block(spec, r) for r in runs})
-    overhead = len(runs) * len(hosts) * (MONITOR_SECONDS if spec.monitors else 0)
+    overhead = STARTUP_SECONDS + len(runs) * len(hosts) * (MONITOR_SECONDS if spec.monitors else 0)
     overhead += 2 * blocks * len(hosts) * (FINGERPRINT_SECONDS if spec.fingerprints else 0)
     if spec.settle:
         overhead += len(runs) * len(spec.settle.hosts) * SETTLE_POLL_SECONDS

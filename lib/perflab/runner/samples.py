@@ -16,7 +16,8 @@ from ..store import RawStore
 from ..tools.base import Command, ParseError
 from .plan import fingerprint_block, sample_timeout
 from .progress import Progress
-from .session import Background, Blocks, Cells, RunnerError, Summary, Want, addresses, cell_values
+from .outcome import RunnerError, Summary
+from .session import Background, Blocks, Cells, Want, addresses, cell_values
 
 
 def session(spec: Campaign, entries: Mapping[str, HostEntry], runs: list[design.Run], todo: list[design.Run],

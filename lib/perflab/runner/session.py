@@ -5,36 +5,15 @@ from __future__ import annotations
 
 import json
 import secrets
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 from .. import design, fingerprint
 from ..remote import Host, HostError, Service
 from ..spec import Campaign, Step, fill
 from ..store import RawStore
+from .outcome import RunnerError
 from .progress import Progress
-
-
-class RunnerError(RuntimeError):
-    """The campaign cannot run (a role's host is missing, a service does not start, ...)."""
-
-
-@dataclass
-class Summary:
-    """What one invocation of :func:`run` did."""
-
-    planned: int
-    already_done: int
-    done: int = 0
-    failed: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    raw_dir: Path | None = None
-
-    @property
-    def complete(self) -> bool:
-        """True when every planned run has a stored sample."""
-        return self.already_done + self.done == self.planned
 
 
 @dataclass(frozen=True)

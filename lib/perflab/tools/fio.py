@@ -57,8 +57,8 @@ class Fio(Tool):
         return [Command("client", tuple(argv))]
 
     def expected_duration(self, params: Mapping[str, Any]) -> float:
-        """The runtime plus ramp time plus a few seconds to lay out the file."""
-        return float(params.get("runtime", 10)) + float(params.get("ramp_time", 0)) + 5.0
+        """The runtime plus ramp time plus about a second for start-up and laying out a small file."""
+        return float(params.get("runtime", 10)) + float(params.get("ramp_time", 0)) + 1.0
 
     def parse(self, stdout: str, stderr: str = "", *, source: str = "") -> list[Measurement]:
         """Rows per job and direction, per-group summaries, Little's-law ratios, disk use."""
