@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import inventory, labspec
+from .files import atomic_write
 from .labspec import HostSpec, LabSpec, Vm
 
 STATE_ROOT = Path(os.environ.get("PERFLAB_LAB_DIR", "/run/perflab"))
@@ -220,9 +221,7 @@ def _read_state(name: str) -> dict | None:
 
 
 def _write_state(lab_dir: Path, state: dict) -> None:
-    tmp = lab_dir / "state.json.tmp"
-    tmp.write_text(json.dumps(state, indent=1))
-    tmp.replace(lab_dir / "state.json")
+    atomic_write(lab_dir / "state.json", json.dumps(state, indent=1))
 
 
 def _lab_of(state: dict) -> Lab:

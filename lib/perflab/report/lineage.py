@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from .. import __version__, store
+from ..files import atomic_write
 from ..store import sha256_file
 
 FORMAT = 2
@@ -175,11 +176,7 @@ def write(outputs: Sequence[str | Path], inputs: Sequence[str | Path], *, genera
         "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         **({"details": dict(details)} if details else {}),
     }
-    sidecar = sidecar_of(outs[0])
-    tmp = sidecar.with_name(f".{sidecar.name}.tmp")
-    tmp.write_text(json.dumps(record, indent=1, default=str) + "\n")
-    os.replace(tmp, sidecar)
-    return sidecar
+    return atomic_write(sidecar_of(outs[0]), json.dumps(record, indent=1, default=str) + "\n")
 
 
 def sidecar_of(path: str | Path) -> Path:
@@ -269,9 +266,4 @@ def _raw_lines(raw: Path, root: Path, pad: str) -> list[str]:
 
 def atomic_text(path: str | Path, text: str) -> Path:
     """Write a generated text file (table, macros) atomically and return its path."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-    return path
+    return atomic_write(path, text)
