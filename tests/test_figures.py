@@ -8,9 +8,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
-import yaml
 
-from perflab import stats
+from perflab import stats, study
 from perflab.report import figures
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -84,9 +83,14 @@ def test_no_text_of_one_panel_overlaps_another_panels_text(fig):
     assert _overlaps(fig) == []
 
 
-@pytest.mark.parametrize("campaign", sorted(yaml.safe_load((ROOT / "config/config.yaml").read_text())["campaigns"]))
-def test_the_labels_of_every_configured_analysis_fit(campaign):
-    p = yaml.safe_load((ROOT / "config/config.yaml").read_text())["campaigns"][campaign]["analysis"]["parameters"]
+#: The parameters of every declared analysis that draws the levels figure.
+LEVEL_ANALYSES = {a.name: a.parameters for s in study.discover(ROOT) for a in s.analyses
+                  if a.notebook.endswith("compare-levels.ipynb")}
+
+
+@pytest.mark.parametrize("name", sorted(LEVEL_ANALYSES))
+def test_the_labels_of_every_declared_analysis_fit(name):
+    p = LEVEL_ANALYSES[name]
     df = _data(["a", "b", "c"])
     f = figures.levels(df, factor="level", value="value", summary=stats.describe(df, "value", "level"),
                        ylabel=f"{p['quantity']} ({p['unit']})", xlabel=p["factor_label"], scale=1e9)
