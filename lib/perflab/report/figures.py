@@ -163,6 +163,8 @@ def _monitor_panels(fig: plt.Figure, axd: Mapping[str, plt.Axes], series: Mappin
         a.set_xlabel(f"{order_col} (run order)")
         if n == 0:
             a.legend(title="host", loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, alignment="left")
+    if panels:
+        fig.align_ylabels([ax_seq, *[axd[key] for key, *_ in panels]])
     for a in [ax_seq, *[axd[key] for key, *_ in panels[:-1]]]:
         a.tick_params(labelbottom=False)
         a.xaxis.label.set_visible(False)

@@ -160,7 +160,7 @@ def latex_table(df: pd.DataFrame | Sequence[pd.DataFrame], *, caption: str, labe
     columns of plain numbers to align on the decimal marker). With ``escape`` the string
     cells, headers and caption are LaTeX-escaped; pass ``escape=False`` when they already
     hold LaTeX (math, ``\\%``). ``notes`` are LaTeX as given (e.g. :func:`significance_note`),
-    set in a footnote-size paragraph under the tabulars.
+    set as one justified footnote-size paragraph under the tabulars (``\\plnote``).
     """
     esc = escape_latex if escape else str
     frames = [df] if isinstance(df, pd.DataFrame) else list(df)
@@ -169,5 +169,5 @@ def latex_table(df: pd.DataFrame | Sequence[pd.DataFrame], *, caption: str, labe
         parts += (["\\par\\medskip"] if i else []) + [tabular(frame, column_format=column_format, escape=escape,
                                                                  align=align)]
     if notes:
-        parts += ["\\par\\smallskip", "{\\footnotesize " + " ".join(notes) + "\\par}"]
+        parts.append("\\plnote{" + " ".join(notes) + "}")
     return "\n".join([*parts, "\\end{table}"]) + "\n"

@@ -11,6 +11,7 @@ from typing import Sequence
 
 import pandas as pd
 
+from ..files import natural_key
 from ..stats import BlockEffect, Comparison
 from .latex import (ci_decimals, escape_latex, fixed, format_ci, format_number, format_p, header, latex_table,
                     significance_note)
@@ -24,10 +25,11 @@ def level_text(level: float) -> str:
 def estimate(value: float, low: float, high: float, *, digits: int = 4) -> tuple[str, str, int | None]:
     """An estimate and its interval as (plain number, ``[\\num{low}, \\num{high}]``, decimals): the estimate is
     rounded to the interval's precision (two significant digits of its half-width), or to ``digits``
-    significant digits when the interval is undefined."""
+    significant digits when the interval has no width; an undefined interval is an en dash."""
     decimals = ci_decimals(low, high)
     shown = format_number(value, digits) if decimals is None else fixed(value, decimals)
-    return shown, format_ci(low, high, digits=digits, decimals=decimals), decimals
+    undefined = all(v is None or v != v for v in (low, high))
+    return shown, "--" if undefined else format_ci(low, high, digits=digits, decimals=decimals), decimals
 
 
 def describe_table(summary: pd.DataFrame, *, factor: str, factor_label: str, scale: float, unit: str,
@@ -44,7 +46,7 @@ def describe_table(summary: pd.DataFrame, *, factor: str, factor_label: str, sca
     for r in summary.to_dict("records"):
         mean, mean_ci, _ = estimate(r["mean"] / scale, r["mean_ci_low"] / scale, r["mean_ci_high"] / scale)
         median, median_ci, _ = estimate(r["median"] / scale, r["median_ci_low"] / scale, r["median_ci_high"] / scale)
-        if "--" in median_ci:
+        if median_ci == "--":
             no_median_ci.append(f"{escape_latex(str(r[factor]))} ($n = {int(r['n'])}$)")
         rows.append({factor_label: escape_latex(str(r[factor])), "$n$": str(int(r["n"])),
                      header("Mean", f"({u})"): mean, header(f"{level} CI", "of the mean"): mean_ci,
@@ -59,56 +61,59 @@ def describe_table(summary: pd.DataFrame, *, factor: str, factor_label: str, sca
                    f"{', '.join(no_median_ci)}: with so few samples no pair of order statistics covers the "
                    f"median with {level} confidence.")
     frame = pd.DataFrame(rows)
-    return latex_table(frame, caption=caption, label=label, notes=[*how, *notes], escape=False,
-                       align=[c for c in frame.columns if c != factor_label])
+    means, medians = list(frame.columns[:6]), [*frame.columns[:2], *frame.columns[6:]]
+    return latex_table([frame[means], frame[medians]], caption=caption, label=label, notes=[*how, *notes],
+                       escape=False, align=[c for c in frame.columns if c != factor_label])
 
 
 def comparison_table(comparisons: Sequence[Comparison], *, caption: str, label: str, p_adjusted: Sequence[float] = (),
                      scale: float = 1.0, unit: str = "", notes: Sequence[str] = ()) -> str:
-    """A booktabs table with one row per :class:`perflab.stats.Comparison` (b against a), in two column sets.
+    """A booktabs table with one row per :class:`perflab.stats.Comparison` (b against a), in three column sets.
 
-    The first shows the test, the p-value (and the adjusted one when ``p_adjusted`` is
-    given), the effect the test is about with its interval (in ``unit``, values divided by
-    ``scale``) and in percent; the second the test statistic and the two standardized effect
-    sizes. The note names each test's reason, the effect, the interval methods and the
+    The first shows the test, its statistic and the p-value (and the adjusted one when
+    ``p_adjusted`` is given); the second the effect the test is about with its interval (in
+    ``unit``, values divided by ``scale``) and in percent; the third the two standardized
+    effect sizes. The note names each test's reason, the effect, the interval methods and the
     diagnostics.
     """
     level = level_text(comparisons[0].level if comparisons else 0.95)
     adjusted = list(p_adjusted) if len(p_adjusted) == len(comparisons) and len(comparisons) > 1 else []
     u = escape_latex(unit)
-    main, sizes = [], []
+    tests, effects, sizes = [], [], []
     for i, c in enumerate(comparisons):
         name = escape_latex(f"{c.labels[1]} vs {c.labels[0]}")
         effect, effect_ci, _ = estimate(c.estimate / scale, c.estimate_ci[0] / scale, c.estimate_ci[1] / scale,
                                         digits=3)
         rel, rel_ci, _ = estimate(100 * c.rel_diff, 100 * c.rel_diff_ci[0], 100 * c.rel_diff_ci[1], digits=3)
         row = {"Comparison": name, "$n$": f"{c.n_b}, {c.n_a}", "Test": escape_latex(c.test),
-               "$p$": format_p(c.p_value, markers=not adjusted)}
+               "Statistic": format_number(c.statistic, 4), "$p$": format_p(c.p_value, markers=not adjusted)}
         if adjusted:
             row["$p_\\mathrm{Holm}$"] = format_p(adjusted[i], markers=True)
-        row.update({header("Effect", f"({u})" if u else ""): effect, header(f"{level} CI", f"({u})" if u else ""):
-                    effect_ci, header("Relative", "(\\%)"): rel, header(f"{level} CI", "(\\%)"): rel_ci})
-        main.append(row)
-        sizes.append({"Comparison": name, "Statistic": format_number(c.statistic, 4),
-                      "Hedges' $g$": format_number(c.hedges_g, 3), "Cliff's $\\delta$": format_number(c.cliffs_delta, 3)})
+        tests.append(row)
+        effects.append({"Comparison": name, header("Effect", f"({u})" if u else ""): effect,
+                        header(f"{level} CI", f"({u})" if u else ""): effect_ci, header("Relative", "(\\%)"): rel,
+                        header(f"{level} CI", "(\\%)"): rel_ci})
+        sizes.append({"Comparison": name, "Hedges' $g$": format_number(c.hedges_g, 3),
+                      "Cliff's $\\delta$": format_number(c.cliffs_delta, 3)})
     how = []
     for c in comparisons:
         how.append(escape_latex(f"{c.labels[1]} vs {c.labels[0]}: {c.test} ({c.reason}); effect: {c.effect}; "
                                 f"relative interval: {c.rel_diff_ci_method}.")
                    + "".join(" " + escape_latex(n[0].upper() + n[1:]) + "." for n in c.notes))
-    frames = [pd.DataFrame(main), pd.DataFrame(sizes)]
+    frames = [pd.DataFrame(tests), pd.DataFrame(effects), pd.DataFrame(sizes)]
     aligned = [c for f in frames for c in f.columns if c not in ("Comparison", "$n$", "Test") and "$p" not in c]
     return latex_table(frames, caption=caption, label=label, escape=False, align=aligned,
-                       notes=[*how, "Effects are rounded to the precision of their interval; the second part gives "
-                              "the test statistic and the standardized effect sizes.", *notes,
+                       notes=[*how, "Effects are rounded to the precision of their interval; the last part gives the "
+                              "standardized effect sizes.", *notes,
                               significance_note() + "."])
 
 
 def checks_table(checks: pd.DataFrame, block: BlockEffect | None, *, factor: str, factor_label: str, caption: str,
                  label: str) -> str:
-    """A booktabs table of :func:`perflab.stats.levels.checks`, with the RMIT block effect in a note."""
+    """A booktabs table of :func:`perflab.stats.levels.checks` (levels in natural order, in two column sets:
+    distribution and serial dependence, then changes over the run), with the RMIT block effect in a note."""
     rows = []
-    for r in checks.to_dict("records"):
+    for r in sorted(checks.to_dict("records"), key=lambda r: natural_key(r[factor])):
         rows.append({factor_label: escape_latex(str(r[factor])), "$n$": str(r["n"]),
                      header("Shapiro--", "Wilk $p$"): format_p(r["shapiro_p"]),
                      header("Lag-1", "autocorr."): format_number(r["lag1_autocorr"], 2),
@@ -127,8 +132,9 @@ def checks_table(checks: pd.DataFrame, block: BlockEffect | None, *, factor: str
         notes.append(f"Block effect under RMIT ({block.n_blocks} blocks): two-way ANOVA {p_phrase(block.anova_p)}, "
                      f"Friedman {p_phrase(block.friedman_p)}.")
     frame = pd.DataFrame(rows)
-    return latex_table(frame, caption=caption, label=label, notes=notes, escape=False,
-                       align=[c for c in frame.columns if "autocorr" in c or c in ("$n$", "Outliers")])
+    cols = list(frame.columns)
+    return latex_table([frame[cols[:5] + cols[-1:]], frame[cols[:1] + cols[5:-1]]], caption=caption, label=label,
+                       notes=notes, escape=False, align=[c for c in cols if "autocorr" in c or c in ("$n$", "Outliers")])
 
 
 def p_phrase(p: float, *, floor: float = 0.001) -> str:
