@@ -49,7 +49,7 @@ def save(fig: plt.Figure, stem: str | Path, *, inputs: Sequence[str | Path], gen
 YLABEL_WIDTH = 30
 #: Monitor panels under the run-order panel: (key, metrics summed, y-axis label, title).
 MONITOR_PANELS = (("cpu", ("cpu_usr", "cpu_sys"), "CPU busy (%)", "CPU busy (usr + sys)"),
-                  ("load", ("load_1",), "load (runnable tasks)", "load average, 1 min"))
+                  ("load", ("load_1",), "load (tasks)", "load average, 1 min"))
 
 
 def monitor_series(monitors: pd.DataFrame, metrics: Sequence[str], *, order_col: str = "block") -> pd.DataFrame:
@@ -124,7 +124,7 @@ def levels(df: pd.DataFrame, *, factor: str, value: str, summary: pd.DataFrame, 
     legend_title = xlabel or factor
     ax.set_xlabel(legend_title)
     ax.set_ylabel(textwrap.fill(ylabel, YLABEL_WIDTH))
-    ax.set_title(f"(a) samples, mean, {100 * summary.attrs.get('level', 0.95):g} % CI", loc="left")
+    ax.set_title(f"(a) samples, mean, {100 * summary.attrs['level']:g} % CI", loc="left")
     ax_ecdf.set_xlabel(ylabel)
     ax_ecdf.set_ylabel("fraction of samples")
     ax_ecdf.set_ylim(0, 1.04)

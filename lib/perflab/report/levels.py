@@ -38,7 +38,7 @@ def write(result: LevelsResult, *, campaign: str, source: str | Path, paper_dir:
     """
     paper = Path(paper_dir)
     stem = stem or output_stem(campaign, result.metric)
-    level = result.summary.attrs.get("level", 0.95)
+    level = result.summary.attrs["level"]
     fig = figures.levels(result.data, factor=result.factor, value="value", summary=result.summary,
                          ylabel=f"{quantity} ({unit})", xlabel=factor_label, scale=scale, monitors=monitors)
     shown = figures.monitor_data(result.data, monitors)
@@ -77,7 +77,7 @@ def write(result: LevelsResult, *, campaign: str, source: str | Path, paper_dir:
 
 
 def section_tex(result: LevelsResult, *, stem: str, title: str, quantity: str, factor_label: str, scale: float,
-                unit: str, level: float = 0.95, monitors: tuple[str, ...] = ()) -> str:
+                unit: str, level: float, monitors: tuple[str, ...] = ()) -> str:
     """A LaTeX section with the figure, the tables and the reading of the result, for an appendix.
 
     ``monitors`` names the monitor panels the figure has (keys of
@@ -114,7 +114,7 @@ def _values(result: LevelsResult, *, campaign: str, scale: float) -> dict[str, s
                        f"{lv}/sd": num(r["sd"] / scale, 3), f"{lv}/cv": num(100 * r["cv"], 2),
                        f"{lv}/ci-low": _bound(low, decimals), f"{lv}/ci-high": _bound(high, decimals)})
     values[f"{key}/checks/verdict"] = escape_latex(result.verdict)
-    values[f"{key}/level"] = f"{100 * result.summary.attrs.get('level', 0.95):g}"
+    values[f"{key}/level"] = f"{100 * result.summary.attrs['level']:g}"
     for c, p_adj in zip(result.comparisons, result.p_adjusted):
         other = c.labels[1].split("=", 1)[1]
         ck = f"{key}/{slug(result.factor)}-{slug(other)}-vs-base"
@@ -147,7 +147,7 @@ def _bound(value: float, decimals: int | None) -> str:
 
 def _p_plain(p: float) -> str:
     """``p < 0.001`` or ``p = 0.042`` for prose."""
-    return "p < 0.001" if p < 0.001 else f"p = {p:.2g}"
+    return "p < 0.001" if p < 0.001 else f"p = {format_p(p)}"
 
 
 def _plain(value: float, low: float, high: float, *, sign: bool = True) -> tuple[str, str, str]:
@@ -160,14 +160,21 @@ def _plain(value: float, low: float, high: float, *, sign: bool = True) -> tuple
 def sentence(result: LevelsResult, *, quantity: str, factor_label: str, scale: float, unit: str) -> str:
     """A plain-language reading of each comparison (test, effect with its interval, p), then the verdict.
 
-    Numbers are in fixed notation, each estimate rounded to the precision of its interval."""
+    Numbers are in fixed notation, each estimate (and each mean) rounded to the precision of its interval, as
+    in the tables."""
+    means = {}
+    for r in result.summary.to_dict("records"):
+        means[f"{result.factor}={r[result.factor]}"] = estimate(r["mean"] / scale, r["mean_ci_low"] / scale,
+                                                                r["mean_ci_high"] / scale)[0]
     parts = []
     for c, p_adj in zip(result.comparisons, result.p_adjusted):
         verdict = "differs significantly from" if p_adj < 1 - c.level else "does not differ significantly from"
         est, low, high = _plain(c.estimate / scale, c.estimate_ci[0] / scale, c.estimate_ci[1] / scale)
         rel, rel_low, rel_high = _plain(100 * c.rel_diff, 100 * c.rel_diff_ci[0], 100 * c.rel_diff_ci[1])
-        parts.append(f"{quantity} at {c.labels[1]} ({format_number(c.mean_b / scale, 4)} {unit}, n={c.n_b}) "
-                     f"{verdict} {c.labels[0]} ({format_number(c.mean_a / scale, 4)} {unit}, n={c.n_a}): {c.test}, "
+        mean_a, mean_b = (means.get(label, format_number(m / scale, 4)) for label, m in zip(c.labels, (c.mean_a,
+                                                                                                        c.mean_b)))
+        parts.append(f"{quantity} at {c.labels[1]} ({mean_b} {unit}, n={c.n_b}) "
+                     f"{verdict} {c.labels[0]} ({mean_a} {unit}, n={c.n_a}): {c.test}, "
                      f"{_p_plain(p_adj)}, {c.effect} {est} {unit} ({100 * c.level:g} % CI {low} to {high}), "
                      f"relative {rel} % (CI {rel_low} to {rel_high} %).")
     return " ".join([*parts, result.verdict])

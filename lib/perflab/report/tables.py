@@ -40,7 +40,7 @@ def describe_table(summary: pd.DataFrame, *, factor: str, factor_label: str, sca
     undefined (the median's at small n) is an en dash, and the note says why.
     """
     methods = summary.attrs.get("ci_method", {})
-    level = level_text(summary.attrs.get("level", 0.95))
+    level = level_text(summary.attrs["level"])
     u = escape_latex(unit)
     rows, no_median_ci = [], []
     for r in summary.to_dict("records"):
@@ -76,7 +76,7 @@ def comparison_table(comparisons: Sequence[Comparison], *, caption: str, label: 
     effect sizes. The note names each test's reason, the effect, the interval methods and the
     diagnostics.
     """
-    level = level_text(comparisons[0].level if comparisons else 0.95)
+    level = level_text(comparisons[0].level) if comparisons else ""
     adjusted = list(p_adjusted) if len(p_adjusted) == len(comparisons) and len(comparisons) > 1 else []
     u = escape_latex(unit)
     tests, effects, sizes = [], [], []

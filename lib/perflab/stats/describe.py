@@ -76,7 +76,8 @@ def summarize(x: Sequence[float], level: float = 0.95, where: str = "sample") ->
 
 def describe(df: pd.DataFrame, value: str, by: str | list[str], level: float = 0.95, *,
              source: str = "table") -> pd.DataFrame:
-    """One row per group of ``by``: the group columns, then :data:`COLUMNS`.
+    """One row per group of ``by``, groups in natural order (4k < 32k < 1M, 2 < 16): the group columns, then
+    :data:`COLUMNS`.
 
     ``df.attrs["ci_method"]`` names the interval methods and ``df.attrs["level"]`` the
     level. NaN in ``value`` and blank group labels raise :class:`StatsInputError` naming
