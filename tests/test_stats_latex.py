@@ -90,6 +90,8 @@ def test_a_table_of_ordinary_numbers_has_no_e_notation_and_aligns_them():
     assert not re.search(r"\de[+-]?\d", tex)
     assert r"S[table-format=-4.1]" in tex and "4540 &" in tex and "-0.5 &" in tex
     assert r"$<0.001$" in tex and "= <" not in tex and r"$<$" not in tex
+    huge = latex_table(pd.DataFrame({"v": [1.5e20, 2.0]}), caption="c", label="l")
+    assert r"{\num{1.5e+20}} \\" in huge, "an extreme magnitude is typeset by siunitx, not printed raw"
 
 
 def test_generated_tables_are_never_shrunk():

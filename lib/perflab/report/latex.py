@@ -112,6 +112,14 @@ def header(*lines: str) -> str:
 _PLAIN_NUMBER = re.compile(r"^(-?)(\d*)(?:\.(\d+))?$")
 
 
+def _is_number(text: str) -> bool:
+    """Whether ``text`` reads as a finite number (e.g. ``1.5e+20``), which ``\\num`` can typeset."""
+    try:
+        return math.isfinite(float(text))
+    except ValueError:
+        return False
+
+
 def _s_column(cells: Sequence[str]) -> str | None:
     """``S[table-format=...]`` for cells that are plain numbers (others, e.g. ``--``, are braced), or None."""
     parts = [_PLAIN_NUMBER.match(c) for c in cells]
@@ -141,7 +149,8 @@ def tabular(df: pd.DataFrame, *, column_format: str | None = None, escape: bool 
         texts = [format_number(v) if numeric else esc(str(v)) for v in values]
         spec = _s_column(texts) if numeric or col in align else None
         if spec:
-            texts = [t if _PLAIN_NUMBER.match(t) and t not in ("", "-") else f"{{{t}}}" for t in texts]
+            texts = [t if _PLAIN_NUMBER.match(t) and t not in ("", "-") else
+                     f"{{\\num{{{t}}}}}" if _is_number(t) else f"{{{t}}}" for t in texts]
         specs.append(spec or ("r" if numeric else "l"))
         cells[col] = (f"{{{esc(str(col))}}}" if spec else esc(str(col)), texts)
     lines = [f"\\begin{{plfit}}\\begin{{tabular}}{{{column_format or ''.join(specs)}}}", "\\toprule",
