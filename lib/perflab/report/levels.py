@@ -83,7 +83,8 @@ def section_tex(result: LevelsResult, *, stem: str, title: str, quantity: str, f
     ``monitors`` names the monitor panels the figure has (keys of
     :data:`perflab.report.figures.MONITOR_PANELS`); the caption describes every panel.
     """
-    reading = tex_minus(escape_latex(sentence(result, quantity=quantity, factor_label=factor_label, scale=scale, unit=unit)))
+    reading = tex_minus(escape_latex(sentence(result, quantity=quantity, factor_label=factor_label, scale=scale,
+                                              unit=unit)))
     panels = [f"(a) every sample, the mean and its {level_text(level)} Student-$t$ CI",
               "(b) the samples in run order", "(c) the empirical distribution (ECDF) of each level's samples"]
     names = {"cpu": "the CPU time busy in user and system mode", "load": "the 1-minute load average"}

@@ -119,7 +119,8 @@ def checks_table(checks: pd.DataFrame, block: BlockEffect | None, *, factor: str
                      header("Lag-1", "autocorr."): format_number(r["lag1_autocorr"], 2),
                      header("Ljung--Box", "$p$ (lags)"): f"{format_p(r['ljung_box_p'])} ({r['ljung_box_lags']})",
                      header("Trend", "(M--K $p$)"): f"{escape_latex(r['trend'])} ({format_p(r['mann_kendall_p'])})",
-                     header("Level shift: CUSUM", "$p$ (at run)"): f"{format_p(r['level_change_p'])} ({r['change_at']})",
+                     header("Level shift: CUSUM", "$p$ (at run)"):
+                         f"{format_p(r['level_change_p'])} ({r['change_at']})",
                      header("Spread change:", "B--F $p$ (windows)"):
                          f"{format_p(r['variance_change_p'])} ({r['variance_windows']})",
                      "Outliers": str(r["outliers"])})
@@ -134,7 +135,8 @@ def checks_table(checks: pd.DataFrame, block: BlockEffect | None, *, factor: str
     frame = pd.DataFrame(rows)
     cols = list(frame.columns)
     return latex_table([frame[cols[:5] + cols[-1:]], frame[cols[:1] + cols[5:-1]]], caption=caption, label=label,
-                       notes=notes, escape=False, align=[c for c in cols if "autocorr" in c or c in ("$n$", "Outliers")])
+                       notes=notes, escape=False,
+                       align=[c for c in cols if "autocorr" in c or c in ("$n$", "Outliers")])
 
 
 def p_phrase(p: float, *, floor: float = 0.001) -> str:
