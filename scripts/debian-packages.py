@@ -27,6 +27,7 @@ BASE = (
     "latexmk", "texlive-latex-base", "texlive-latex-recommended", "texlive-latex-extra",
     "texlive-fonts-recommended", "lmodern", "fonts-lmodern", "poppler-utils",
     "biber", "texlive-bibtex-extra",  # the paper's bibliography (biblatex)
+    "texlive-science",  # siunitx, for the numbers in generated tables
     "chromium",  # the review site is checked in a headless browser by the tests
 )
 

@@ -82,8 +82,11 @@ def test_tidy_table_figure_table_and_macros(ran):
     assert list(result.summary["n"]) == [3, 3]
     out = levels.write(result, campaign="tiny", source=paths["parquet"], paper_dir=tmp / "paper",
                        factor_label="Parallel streams", quantity="Throughput", scale=1e9, unit="Gbit/s",
-                       generator="tests/test_e2e.py")
+                       generator="tests/test_e2e.py", monitors=df)
     pdf, png = out["figures"]
+    caption = out["sections"][0].read_text()
+    monitored = {"cpu_usr", "load_1"} <= set(df.loc[df.tool == "sadf", "metric"])
+    assert ("(d) the CPU time busy" in caption and "(e) the 1-minute load" in caption) == monitored
     assert pdf.read_bytes()[:5] == b"%PDF-" and png.read_bytes()[:4] == b"\x89PNG"
     sidecar = json.loads((pdf.parent / "tiny-throughput.lineage.json").read_text())
     assert sidecar["inputs"][0]["sha256"] == store.sha256_file(paths["parquet"])

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from perflab import stats, study
+from perflab import files, stats, study
 from perflab.report import figures
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,10 +37,15 @@ def fig():
 
 
 def test_levels_sort_by_value_with_size_suffixes():
-    assert figures.natural_order(["128M", "4k", "32M", "1G", "32k", "512"]) == ["512", "4k", "32k", "32M", "128M", "1G"]
-    assert figures.natural_order([16, 2, 128]) == [2, 16, 128]
-    assert figures.natural_order(["node10", "node9", "node1"]) == ["node1", "node9", "node10"]
-    assert figures.natural_order(["4KiB", "1MiB", "64KiB"]) == ["4KiB", "64KiB", "1MiB"]
+    assert files.natural_order(["128M", "4k", "32M", "1G", "32k", "512"]) == ["512", "4k", "32k", "32M", "128M", "1G"]
+    assert files.natural_order([16, 2, 128]) == [2, 16, 128]
+    assert files.natural_order(["node10", "node9", "node1"]) == ["node1", "node9", "node10"]
+    assert files.natural_order(["4KiB", "1MiB", "64KiB"]) == ["4KiB", "64KiB", "1MiB"]
+
+
+def test_describe_lists_levels_in_natural_order():
+    df = _data(["128M", "4k", "32M"], n=3)
+    assert list(stats.describe(df, "value", "level")["level"]) == ["4k", "32M", "128M"]
 
 
 def test_the_figure_shows_levels_in_natural_order(fig):
@@ -83,19 +88,72 @@ def test_no_text_of_one_panel_overlaps_another_panels_text(fig):
     assert _overlaps(fig) == []
 
 
-#: The parameters of every declared analysis that draws the levels figure.
-LEVEL_ANALYSES = {a.name: a.parameters for s in study.discover(ROOT) for a in s.analyses
-                  if a.notebook.endswith("compare-levels.ipynb")}
+def _level_analyses():
+    return [a for s in study.discover(ROOT) for a in s.analyses if "factor_label" in a.parameters]
 
 
-@pytest.mark.parametrize("name", sorted(LEVEL_ANALYSES))
-def test_the_labels_of_every_declared_analysis_fit(name):
-    p = LEVEL_ANALYSES[name]
+@pytest.mark.parametrize("analysis", _level_analyses(), ids=lambda a: a.name)
+def test_the_labels_of_every_configured_analysis_fit(analysis):
+    p = analysis.parameters
     df = _data(["a", "b", "c"])
     f = figures.levels(df, factor="level", value="value", summary=stats.describe(df, "value", "level"),
                        ylabel=f"{p['quantity']} ({p['unit']})", xlabel=p["factor_label"], scale=1e9)
     try:
         assert _overlaps(f) == []
+    finally:
+        plt.close(f)
+
+
+def _monitors(df, hosts=("h1", "h2")):
+    """sysstat rows per sample and host: per-CPU and all-CPU utilisation and the load, as the tidy table has them."""
+    rows = []
+    for r in df.to_dict("records"):
+        for i, host in enumerate(hosts):
+            for cpu, usr in (("all", 20.0 + 10 * i), ("0", 90.0)):
+                rows += [{"run_id": r["run_id"], "block": r["block"], "tool": "sadf", "host": host, "cpu": cpu,
+                          "metric": "cpu_usr", "value": usr},
+                         {"run_id": r["run_id"], "block": r["block"], "tool": "sadf", "host": host, "cpu": cpu,
+                          "metric": "cpu_sys", "value": 5.0}]
+            rows.append({"run_id": r["run_id"], "block": r["block"], "tool": "sadf", "host": host, "cpu": None,
+                         "metric": "load_1", "value": 1.0 + r["block"]})
+    rows.append({"run_id": "elsewhere", "block": 0, "tool": "sadf", "host": "h1", "cpu": "all", "metric": "cpu_usr",
+                 "value": 1000.0})
+    return pd.DataFrame(rows)
+
+
+@pytest.fixture
+def monitored():
+    df = _data(["1", "4"]).assign(run_id=lambda d: [f"s{i}" for i in range(len(d))])
+    f = figures.levels(df, factor="level", value="value", summary=stats.describe(df, "value", "level", level=0.99),
+                       ylabel="Throughput (Gbit/s)", xlabel="Parallel streams", scale=1e9, monitors=_monitors(df))
+    yield f
+    plt.close(f)
+
+
+def test_the_monitors_of_the_hosts_are_plotted_under_the_run_order(monitored):
+    order, cpu, load = _panel(monitored, "b"), _panel(monitored, "d"), _panel(monitored, "e")
+    assert "CPU busy" in cpu.get_title(loc="left") and "load" in load.get_title(loc="left")
+    assert order.get_position().y0 > cpu.get_position().y1 > load.get_position().y1
+    assert cpu.get_shared_x_axes().joined(cpu, order) and load.get_shared_x_axes().joined(load, order)
+    busy = {line.get_label(): set(line.get_ydata()) for line in cpu.get_lines()}
+    assert busy == {"h1": {25.0}, "h2": {35.0}}, "usr + sys over all CPUs, only the samples plotted above"
+    assert [line.get_label() for line in load.get_lines()] == ["h1", "h2"]
+    assert not order.xaxis.label.get_visible() and load.xaxis.label.get_visible()
+    assert _overlaps(monitored) == []
+
+
+def test_the_panels_title_names_the_analysis_confidence_level(monitored):
+    assert _panel(monitored, "a").get_title(loc="left") == "(a) samples, mean, 99 % CI"
+
+
+def test_without_monitor_rows_the_figure_has_three_panels():
+    df = _data(["1", "4"]).assign(run_id=lambda d: [f"s{i}" for i in range(len(d))])
+    other = pd.DataFrame({"run_id": ["s0"], "block": [0], "tool": ["iperf3"], "host": ["h1"], "metric": ["x"],
+                          "value": [1.0]})
+    f = figures.levels(df, factor="level", value="value", summary=stats.describe(df, "value", "level"),
+                       ylabel="Throughput (Gbit/s)", scale=1e9, monitors=other)
+    try:
+        assert len(f.axes) == 3
     finally:
         plt.close(f)
 

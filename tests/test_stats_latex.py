@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 import math
+import re
+import shutil
+import subprocess
 
 import numpy as np
 import pandas as pd
+import pytest
 
-from perflab.report.latex import (escape_latex, format_ci, format_number, format_p, latex_table,
-                                  significance_marker, significance_note)
+from perflab.report.latex import (ci_decimals, escape_latex, fixed, format_ci, format_number, format_p, latex_table,
+                                  num, significance_marker, significance_note)
+from perflab.report import tables
 from perflab.report.tables import comparison_table as comparison_table_tex
-from perflab.stats import compare, comparison_table
+from perflab.stats import compare, comparison_table, describe
+
+ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
 
 
 def test_latex_table_is_a_complete_booktabs_environment():
@@ -20,10 +27,10 @@ def test_latex_table_is_a_complete_booktabs_environment():
     assert lines[0] == r"\begin{table}" and lines[-1] == r"\end{table}"
     assert r"\caption{Runs\_per cell}" in tex and r"\label{tab:runs}" in tex
     assert tex.index(r"\toprule") < tex.index(r"\midrule") < tex.index(r"\bottomrule") < tex.index("Welch's $t$.")
-    assert r"cell\_name & mean & n \\" in tex
-    assert r"a\&b & 1.23 & 3 \\" in tex and r"100\% & -- & 40 \\" in tex
-    assert r"\begin{tabular}{lrr}" in tex
-    assert r"{\footnotesize Welch's $t$.\par}" in tex
+    assert r"cell\_name & {mean} & {n} \\" in tex
+    assert r"a\&b & 1.23 & 3 \\" in tex and r"100\% & {--} & 40 \\" in tex
+    assert r"\begin{tabular}{lS[table-format=1.2]S[table-format=2]}" in tex
+    assert r"\plnote{Welch's $t$.}" in tex
 
 
 def test_latex_table_without_escape_keeps_latex_and_column_format():
@@ -38,10 +45,12 @@ def test_formatters():
     assert format_number(12) == "12" and format_number(0.000123456) == "0.000123"
     assert format_number(12345.6) == "12346" and format_number(0.5) == "0.5" and format_number(-1.0) == "-1"
     assert format_number(1.5e20) == "1.5e+20"
-    assert format_p(0.0004) == "$<$0.001" and format_p(0.0421) == "0.042" and format_p(0.5) == "0.50"
+    assert format_p(0.0004) == "$<0.001$" and format_p(0.0421) == "0.042" and format_p(0.5) == "0.50"
     assert format_p(0.003, markers=True) == "0.003**"
     assert [significance_marker(p) for p in (0.0001, 0.005, 0.03, 0.2, float("nan"))] == ["***", "**", "*", "", ""]
-    assert format_ci(-0.01, 0.052, percent=True) == r"[-1\%, 5.2\%]"
+    assert format_ci(-0.01, 0.052, percent=True) == r"[\num{-1}\%, \num{5.2}\%]"
+    assert format_ci(float("nan"), 3.0) == r"[--, \num{3}]"
+    assert num(-0.5) == r"\num{-0.5}" and num(4540.123, 4) == r"\num{4540}" and num(float("nan")) == "--"
     assert significance_note().startswith("* $p < 0.05$")
 
 
@@ -63,4 +72,73 @@ def test_paper_comparison_table_names_test_effect_and_adjusted_p():
     assert "B vs A" in tex and "Welch's t" in tex and "Mann-Whitney U" in tex
     assert "effect: difference of means" in tex and "effect: Hodges-Lehmann shift" in tex
     assert r"$p_\mathrm{Holm}$" in tex and "0.50" in tex and "***" in tex
-    assert r"95\,\% CI] (ms)" in tex
+    assert r"95\,\% CI" in tex and "(ms)" in tex and not re.search(r"\de[+-]?\d", tex)
+    assert tex.count(r"\begin{tabular}{") == 3, "split into three column sets: test, effect, standardized sizes"
+
+
+def test_estimates_are_rounded_to_the_precision_of_their_interval():
+    assert ci_decimals(4528.0, 4552.0) == 0 and ci_decimals(0.1, 0.12) == 3 and ci_decimals(1.0, 1.0) is None
+    assert ci_decimals(1e6, 1.2e6) == -4 and fixed(1_234_567.0, -4) == "1230000"
+    assert tables.estimate(4540.123, 4528.0, 4552.0) == ("4540", r"[\num{4528}, \num{4552}]", 0)
+    assert tables.estimate(-0.5123, -0.61, -0.41)[0] == "-0.51" and fixed(-0.0001, 2) == "0.00"
+    assert tables.estimate(2.0, float("nan"), float("nan"), digits=3) == ("2", "--", None)
+
+
+def test_a_table_of_ordinary_numbers_has_no_e_notation_and_aligns_them():
+    tex = latex_table(pd.DataFrame({"x": ["a", "b"], "v": [4540.123, -0.5], "p": [format_p(0.0004), format_p(0.2)]}),
+                      caption="c", label="l", escape=False)
+    assert not re.search(r"\de[+-]?\d", tex)
+    assert r"S[table-format=-4.1]" in tex and "4540 &" in tex and "-0.5 &" in tex
+    assert r"$<0.001$" in tex and "= <" not in tex and r"$<$" not in tex
+    huge = latex_table(pd.DataFrame({"v": [1.5e20, 2.0]}), caption="c", label="l")
+    assert r"{\num{1.5e+20}} \\" in huge, "an extreme magnitude is typeset by siunitx, not printed raw"
+
+
+def test_generated_tables_are_never_shrunk():
+    rng = np.random.default_rng(1)
+    df = pd.DataFrame({"g": np.repeat(["1", "4", "16"], [4, 8, 8]), "v": rng.normal(4540, 1, 20)})
+    results = [compare(df.v[:4], df.v[4:12], labels=("g=1", "g=4")), compare(df.v[:4], df.v[12:], labels=("g=1", "g=16"))]
+    texts = [tables.describe_table(describe(df, "v", "g"), factor="g", factor_label="Streams", scale=1, unit="ms",
+                                   caption="c", label="l"),
+             tables.comparison_table(results, caption="c", label="l", unit="ms")]
+    for tex in texts:
+        assert not any(word in tex for word in ("adjustbox", "resizebox", "scalebox", r"\tiny", r"\scriptsize"))
+        assert r"\begin{plfit}" in tex, "a table wider than the text turns sideways at its own size"
+
+
+def test_an_undefined_median_interval_is_explained_in_the_note():
+    df = pd.DataFrame({"g": ["a"] * 5 + ["b"] * 8, "v": np.arange(13, dtype=float)})
+    summary = describe(df, "v", "g", level=0.99)
+    tex = tables.describe_table(summary, factor="g", factor_label="Group", scale=1, unit="ms", caption="c", label="l")
+    assert r"99\,\% CI" in tex and r"95\,\%" not in tex
+    assert r"undefined (--) for a ($n = 5$)" in tex and "[--, --]" not in tex and " & -- \\\\" in tex
+
+
+def test_the_p_phrase_never_says_p_equals_less_than():
+    assert tables.p_phrase(0.0004) == "$p < 0.001$" and tables.p_phrase(0.042) == "$p = 0.042$"
+
+
+@pytest.mark.skipif(not shutil.which("pdflatex") or not shutil.which("pdftotext")
+                    or subprocess.run(["kpsewhich", "siunitx.sty"], capture_output=True).returncode,
+                    reason="pdflatex, siunitx or pdftotext not installed")
+def test_a_generated_table_typesets_with_true_minus_signs_and_no_e_notation(tmp_path):
+    rng = np.random.default_rng(2)
+    a, b = rng.normal(4540.123, 2, 10), rng.normal(4539.623, 2, 10)
+    df = pd.DataFrame({"g": ["1"] * 10 + ["4"] * 10, "v": np.r_[a, b]})
+    body = "\n".join([tables.describe_table(describe(df, "v", "g"), factor="g", factor_label="Streams", scale=1,
+                                            unit="ms", caption="Summary", label="tab:s"),
+                      tables.comparison_table([compare(a, b, labels=("g=1", "g=4"))], caption="Comparison",
+                                              label="tab:c", unit="ms"),
+                      latex_table(pd.DataFrame({"p": [format_p(1e-5)]}), caption="p", label="tab:p", escape=False)])
+    (tmp_path / "t.tex").write_text("\\documentclass[11pt,a4paper]{report}\\usepackage[T1]{fontenc}\\usepackage{lmodern}"
+                                    "\\usepackage[a4paper,margin=2.5cm]{geometry}\\usepackage{amsmath}"
+                                    "\\usepackage{perflab}\\begin{document}" + body + "\\end{document}\n")
+    env = {**__import__("os").environ, "TEXINPUTS": f"{ROOT / 'paper'}:"}
+    run = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "t.tex"], cwd=tmp_path, env=env,
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout[-2000:]
+    assert "Overfull" not in run.stdout, "no table runs into the margin"
+    text = subprocess.run(["pdftotext", "-layout", "t.pdf", "-"], cwd=tmp_path, capture_output=True,
+                          text=True).stdout
+    assert "4540" in text and "e+" not in text and "\u2212" in text, "true minus signs"
+    assert "< 0.001" in text.replace("<0.001", "< 0.001") and "= <" not in text

@@ -10,10 +10,9 @@ HTML rendering show them.
 from __future__ import annotations
 
 import io
-import re
 import textwrap
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import matplotlib
 
@@ -23,6 +22,7 @@ import numpy as np  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from ..files import natural_key, natural_order  # noqa: E402
 from . import lineage, style  # noqa: E402
 
 
@@ -47,39 +47,57 @@ def save(fig: plt.Figure, stem: str | Path, *, inputs: Sequence[str | Path], gen
 
 #: Characters per line of a y-axis label: a longer one is wrapped to stay within its panel's height.
 YLABEL_WIDTH = 30
-#: Multipliers of size suffixes (binary: block sizes and working sets are powers of two).
-_SUFFIX = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40, "p": 2**50}
-_SIZE = re.compile(r"^\s*([-+]?\d+(?:\.\d+)?)\s*([kmgtp]?)(?:i?b)?\s*$", re.IGNORECASE)
+#: Monitor panels under the run-order panel: (key, metrics summed, y-axis label, title).
+MONITOR_PANELS = (("cpu", ("cpu_usr", "cpu_sys"), "CPU busy (%)", "CPU busy (usr + sys)"),
+                  ("load", ("load_1",), "load (tasks)", "load average, 1 min"))
 
 
-def natural_key(level: object) -> tuple:
-    """Sort key of a factor level: numbers and sizes (``4k``, ``32M``, ``1GiB``) by value, other text naturally."""
-    if isinstance(level, (int, float, np.integer, np.floating)) and not isinstance(level, bool):
-        return (0, float(level), "")
-    text = str(level)
-    m = _SIZE.match(text)
-    if m:
-        return (0, float(m[1]) * _SUFFIX[m[2].lower()], text)
-    return (1, 0.0, [int(t) if t.isdigit() else t.lower() for t in re.split(r"(\d+)", text)])
+def monitor_series(monitors: pd.DataFrame, metrics: Sequence[str], *, order_col: str = "block") -> pd.DataFrame:
+    """Per monitored host and ``order_col`` value, the mean over samples of the sum of ``metrics`` (sysstat's
+    ``sadf`` rows of a tidy table; CPU rows for all CPUs, ``cpu == "all"``): columns host, order_col, value."""
+    rows = monitors[(monitors["tool"] == "sadf") & monitors["metric"].isin(metrics)]
+    if "cpu" in rows.columns:
+        rows = rows[rows["cpu"].isna() | (rows["cpu"].astype(str) == "all")]
+    per_sample = rows.groupby(["host", "run_id", order_col], as_index=False)["value"].sum()
+    return per_sample.groupby(["host", order_col], as_index=False)["value"].mean()
 
 
-def natural_order(levels: Iterable[object]) -> list:
-    """The distinct ``levels`` in natural order (see :func:`natural_key`)."""
-    return sorted(set(levels), key=natural_key)
+def monitor_data(df: pd.DataFrame, monitors: pd.DataFrame | None, *, order_col: str = "block") -> dict:
+    """The monitor panels to draw for the samples of ``df`` (by ``run_id``): {key of :data:`MONITOR_PANELS`:
+    :func:`monitor_series`}, only those with rows; empty without sysstat rows."""
+    if monitors is None or not {"tool", "metric", "host", "run_id", "value", order_col} <= set(monitors.columns):
+        return {}
+    if "run_id" in df.columns:
+        monitors = monitors[monitors["run_id"].isin(set(df["run_id"]))]
+    series = {key: monitor_series(monitors, metrics, order_col=order_col) for key, metrics, *_ in MONITOR_PANELS}
+    return {key: s for key, s in series.items() if len(s)}
 
 
 def levels(df: pd.DataFrame, *, factor: str, value: str, summary: pd.DataFrame, ylabel: str,
-           xlabel: str | None = None, scale: float = 1.0, order_col: str = "block") -> plt.Figure:
-    """Three panels for one factor: (a) samples per level with mean and CI, (b) run order, (c) ECDFs.
+           xlabel: str | None = None, scale: float = 1.0, order_col: str = "block",
+           monitors: pd.DataFrame | None = None) -> plt.Figure:
+    """Panels for one factor: (a) samples per level with mean and CI, (b) run order, (c) ECDFs, and, when
+    ``monitors`` holds sysstat rows, (d) CPU busy and (e) load of the monitored hosts under the run order.
 
     ``summary`` is :func:`perflab.stats.describe` output for ``value`` by ``factor`` (same
-    units as ``df``); ``scale`` divides values for display (e.g. 1e9 for Gbit/s);
-    ``ylabel`` names the quantity with its unit. The ECDF shows the shape (skew, modes,
-    outliers) that a mean and its CI hide.
+    units as ``df``; its ``attrs["level"]`` is the CI's confidence level); ``scale`` divides
+    values for display (e.g. 1e9 for Gbit/s); ``ylabel`` names the quantity with its unit.
+    The ECDF shows the shape (skew, modes, outliers) that a mean and its CI hide; the
+    monitors show a cause (a busy or loaded host) beside a change in the run order.
+    ``monitors`` is a tidy table (tool ``sadf``: ``cpu_usr``, ``cpu_sys`` with ``cpu`` "all",
+    ``load_1``); only the samples of ``df`` (by ``run_id``) are plotted.
     """
     style.use()
-    fig = plt.figure(figsize=(style.TEXT_WIDTH, 4.6), layout="constrained")
-    axd = fig.subplot_mosaic([["samples", "order"], ["ecdf", "ecdf"]], width_ratios=[1, 1.6], height_ratios=[1.2, 1])
+    series = monitor_data(df, monitors, order_col=order_col)
+    if series:
+        mosaic = [["samples", "order"], *[["ecdf", key] for key in series]]
+        fig = plt.figure(figsize=(style.TEXT_WIDTH, 4.4 + 1.1 * len(series)), layout="constrained")
+        axd = fig.subplot_mosaic(mosaic, width_ratios=[1, 1.6], height_ratios=[1.4, *[0.8] * len(series)],
+                                 sharex=False)
+    else:
+        fig = plt.figure(figsize=(style.TEXT_WIDTH, 4.6), layout="constrained")
+        axd = fig.subplot_mosaic([["samples", "order"], ["ecdf", "ecdf"]], width_ratios=[1, 1.6],
+                                 height_ratios=[1.2, 1])
     ax, ax_ecdf, ax_seq = axd["samples"], axd["ecdf"], axd["order"]
     data = df.assign(_y=df[value] / scale)
     order = natural_order(data[factor])
@@ -106,7 +124,7 @@ def levels(df: pd.DataFrame, *, factor: str, value: str, summary: pd.DataFrame, 
     legend_title = xlabel or factor
     ax.set_xlabel(legend_title)
     ax.set_ylabel(textwrap.fill(ylabel, YLABEL_WIDTH))
-    ax.set_title("(a) samples, mean, 95 % CI", loc="left")
+    ax.set_title(f"(a) samples, mean, {100 * summary.attrs['level']:g} % CI", loc="left")
     ax_ecdf.set_xlabel(ylabel)
     ax_ecdf.set_ylabel("fraction of samples")
     ax_ecdf.set_ylim(0, 1.04)
@@ -122,7 +140,34 @@ def levels(df: pd.DataFrame, *, factor: str, value: str, summary: pd.DataFrame, 
     high = max(float(np.nanmax(data["_y"])), float(np.nanmax(summary["mean_ci_high"])) / scale)
     for a in (ax, ax_seq):
         a.set_ylim(low, high + 0.06 * (high - low))
+    _monitor_panels(fig, axd, series, ax_seq, order_col=order_col, first_look=len(order))
     return fig
+
+
+def _monitor_panels(fig: plt.Figure, axd: Mapping[str, plt.Axes], series: Mapping[str, pd.DataFrame],
+                    ax_seq: plt.Axes, *, order_col: str, first_look: int) -> None:
+    """Draw the monitor panels (d), (e) under the run-order panel, sharing its x axis; only the lowest keeps
+    the x-axis label and tick labels."""
+    panels = [(key, label, title) for key, _, label, title in MONITOR_PANELS if key in series]
+    hosts = sorted({h for s in series.values() for h in s["host"]}, key=natural_key)
+    for n, (key, label, title) in enumerate(panels):
+        a = axd[key]
+        a.sharex(ax_seq)
+        for i, host in enumerate(hosts):
+            look, part = style.look(first_look + i), series[key][series[key]["host"] == host]
+            a.plot(part[order_col], part["value"], color=look["color"], marker=look["marker"], ms=2.5, lw=0.7,
+                   linestyle=look["linestyle"], label=str(host))
+        a.set_ylabel(textwrap.fill(label, 16))
+        a.set_ylim(bottom=0)
+        a.set_title(f"({chr(ord('d') + n)}) {title}, mean per {order_col}", loc="left")
+        a.set_xlabel(f"{order_col} (run order)")
+        if n == 0:
+            a.legend(title="host", loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, alignment="left")
+    if panels:
+        fig.align_ylabels([ax_seq, *[axd[key] for key, *_ in panels]])
+    for a in [ax_seq, *[axd[key] for key, *_ in panels[:-1]]]:
+        a.tick_params(labelbottom=False)
+        a.xaxis.label.set_visible(False)
 
 
 def _png(fig: plt.Figure) -> bytes:

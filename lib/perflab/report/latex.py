@@ -1,13 +1,16 @@
-"""LaTeX tables for the paper: booktabs rules, caption, label and a note under the tabular.
+"""LaTeX tables for the paper: booktabs rules, siunitx numbers, caption, label and a note under the tabular.
 
-The table body comes from ``pandas.io.formats.style.Styler.to_latex``; this module adds
-the note paragraph and small formatters for p-values, significance markers and
-intervals so that every table in ``paper/`` prints numbers the same way.
+Numbers are typeset by siunitx (``S`` columns aligned on the decimal marker, ``\\num``
+elsewhere): true minus signs, digit grouping, no e-notation for ordinary magnitudes. A
+mean is rounded to the precision of its confidence interval (:func:`ci_decimals`). Tables
+are never shrunk: a tabular wider than the text is turned sideways by ``plfit``
+(``paper/perflab.sty``) at its own size, and wide content is split into several tabulars.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from typing import Sequence
 
 import pandas as pd
@@ -52,18 +55,48 @@ def significance_marker(p: float, levels: Sequence[tuple[float, str]] = SIGNIFIC
 
 
 def format_p(p: float, *, digits: int = 2, floor: float = 0.001, markers: bool = False) -> str:
-    """Format a p-value as ``0.042`` or ``$<$0.001`` (below ``floor``), optionally with markers."""
+    """Format a p-value for LaTeX as ``0.042`` or ``$<0.001$`` (below ``floor``), optionally with markers."""
     if p is None or math.isnan(p):
         return "--"
-    text = f"$<${floor:g}" if p < floor else f"{p:.{digits}g}" if p < 0.1 else f"{p:.{digits}f}"
+    text = f"$<{floor:g}$" if p < floor else f"{p:.{digits}g}" if p < 0.1 else f"{p:.{digits}f}"
     return text + (significance_marker(p) if markers else "")
 
 
-def format_ci(low: float, high: float, *, digits: int = 3, percent: bool = False) -> str:
-    """Format an interval as ``[low, high]``; ``percent`` multiplies by 100 and adds ``\\%``."""
+def num(value: object, digits: int = 3) -> str:
+    """``value`` with ``digits`` significant digits as siunitx ``\\num{...}`` (true minus sign, grouped digits);
+    nan/None as an en dash, inf as ±∞."""
+    text = format_number(value, digits)
+    return text if text == "--" or "infty" in text else f"\\num{{{text}}}"
+
+
+def ci_decimals(low: float, high: float, *, digits: int = 2) -> int | None:
+    """Decimal places that show the half-width of the interval [low, high] with ``digits`` significant digits
+    (negative: round to tens, hundreds); None when the interval is undefined or has no width."""
+    if low is None or high is None or not all(math.isfinite(v) for v in (low, high)) or high <= low:
+        return None
+    return digits - 1 - math.floor(math.log10((high - low) / 2))
+
+
+def fixed(value: float, decimals: int) -> str:
+    """``value`` rounded to ``decimals`` places (negative: to tens, hundreds) in plain fixed notation."""
+    if value is None or math.isnan(value):
+        return "--"
+    if math.isinf(value):
+        return r"$\infty$" if value > 0 else r"$-\infty$"
+    text = f"{round(value, decimals):.{max(decimals, 0)}f}"
+    return text.lstrip("-") if float(text) == 0 else text
+
+
+def format_ci(low: float, high: float, *, digits: int = 3, percent: bool = False, decimals: int | None = None) -> str:
+    """Format an interval as ``[\\num{low}, \\num{high}]`` (``decimals`` places, else ``digits`` significant
+    digits); ``percent`` multiplies by 100 and adds ``\\%``; an undefined end is an en dash."""
     scale, unit = (100.0, r"\%") if percent else (1.0, "")
-    ends = [format_number(v * scale if v is not None else None, digits) for v in (low, high)]
-    return f"[{ends[0]}{unit}, {ends[1]}{unit}]"
+    ends = []
+    for v in (low, high):
+        v = None if v is None or (isinstance(v, float) and math.isnan(v)) else v * scale
+        text = num(v, digits) if decimals is None or v is None else f"\\num{{{fixed(v, decimals)}}}"
+        ends.append(text + (unit if v is not None else ""))
+    return f"[{ends[0]}, {ends[1]}]"
 
 
 def significance_note(levels: Sequence[tuple[float, str]] = SIGNIFICANCE_LEVELS) -> str:
@@ -71,25 +104,79 @@ def significance_note(levels: Sequence[tuple[float, str]] = SIGNIFICANCE_LEVELS)
     return ", ".join(f"{mark} $p < {bound:g}$" for bound, mark in reversed(levels))
 
 
-def latex_table(df: pd.DataFrame, *, caption: str, label: str, notes: Sequence[str] = (),
-                column_format: str | None = None, escape: bool = True) -> str:
-    """Return a complete booktabs ``table`` environment for ``df`` (its index is not printed).
+def header(*lines: str) -> str:
+    """A column header set on several lines (``\\plhead`` of ``perflab.sty``), to keep a table narrow."""
+    return "\\plhead{" + "\\\\".join(lines) + "}" if len(lines) > 1 else lines[0]
 
-    Floats are printed with three significant digits, missing values as ``--``. With
-    ``escape`` the string cells, headers and caption are LaTeX-escaped; pass
-    ``escape=False`` when they already hold LaTeX (math, ``\\%``). ``notes`` are LaTeX
-    as given (e.g. :func:`significance_note`), set in a footnote-size paragraph under
-    the tabular.
+
+_PLAIN_NUMBER = re.compile(r"^(-?)(\d*)(?:\.(\d+))?$")
+
+
+def _is_number(text: str) -> bool:
+    """Whether ``text`` reads as a finite number (e.g. ``1.5e+20``), which ``\\num`` can typeset."""
+    try:
+        return math.isfinite(float(text))
+    except ValueError:
+        return False
+
+
+def _s_column(cells: Sequence[str]) -> str | None:
+    """``S[table-format=...]`` for cells that are plain numbers (others, e.g. ``--``, are braced), or None."""
+    parts = [_PLAIN_NUMBER.match(c) for c in cells]
+    numbers = [m for m in parts if m and (m[2] or m[3])]
+    if not numbers:
+        return None
+    sign = "-" if any(m[1] for m in numbers) else ""
+    whole = max(len(m[2]) or 1 for m in numbers)
+    frac = max(len(m[3] or "") for m in numbers)
+    return f"S[table-format={sign}{whole}" + (f".{frac}]" if frac else "]")
+
+
+def tabular(df: pd.DataFrame, *, column_format: str | None = None, escape: bool = True,
+            align: Sequence[str] = ()) -> str:
+    """A booktabs ``tabular`` of ``df`` (index not printed) inside ``plfit``, which turns it sideways when wider
+    than the text instead of shrinking it.
+
+    Float columns are printed with three significant digits; columns of plain numbers (floats, integers,
+    or text such as ``"-0.5"`` in the columns named by ``align``) become siunitx ``S`` columns aligned on
+    the decimal marker. With ``escape`` string cells and headers are LaTeX-escaped.
     """
     esc = escape_latex if escape else str
-    styler = df.style.hide(axis="index").format(format_number, escape="latex" if escape else None)
-    if escape:
-        styler = styler.format_index(escape="latex", axis=1)
-    columns = column_format or "".join("r" if pd.api.types.is_numeric_dtype(df[c]) else "l"
-                                        for c in df.columns)
-    body = styler.to_latex(column_format=columns, hrules=True, caption=esc(caption),
-                           label=label, position_float="centering", environment="table")
+    cells, specs = {}, []
+    for col in df.columns:
+        values = df[col].tolist()
+        numeric = pd.api.types.is_numeric_dtype(df[col]) and not pd.api.types.is_bool_dtype(df[col])
+        texts = [format_number(v) if numeric else esc(str(v)) for v in values]
+        spec = _s_column(texts) if numeric or col in align else None
+        if spec:
+            texts = [t if _PLAIN_NUMBER.match(t) and t not in ("", "-") else
+                     f"{{\\num{{{t}}}}}" if _is_number(t) else f"{{{t}}}" for t in texts]
+        specs.append(spec or ("r" if numeric else "l"))
+        cells[col] = (f"{{{esc(str(col))}}}" if spec else esc(str(col)), texts)
+    lines = [f"\\begin{{plfit}}\\begin{{tabular}}{{{column_format or ''.join(specs)}}}", "\\toprule",
+             " & ".join(h for h, _ in cells.values()) + " \\\\", "\\midrule"]
+    lines += [" & ".join(texts[i] for _, texts in cells.values()) + " \\\\" for i in range(len(df))]
+    lines += ["\\bottomrule", "\\end{tabular}\\end{plfit}"]
+    return "\n".join(lines)
+
+
+def latex_table(df: pd.DataFrame | Sequence[pd.DataFrame], *, caption: str, label: str, notes: Sequence[str] = (),
+                column_format: str | None = None, escape: bool = True, align: Sequence[str] = ()) -> str:
+    """Return a complete booktabs ``table`` environment for ``df`` (its index is not printed).
+
+    ``df`` may be a list of frames: a wide table split into column sets, one tabular each,
+    stacked under one caption. Cells are formatted by :func:`tabular` (``align`` names text
+    columns of plain numbers to align on the decimal marker). With ``escape`` the string
+    cells, headers and caption are LaTeX-escaped; pass ``escape=False`` when they already
+    hold LaTeX (math, ``\\%``). ``notes`` are LaTeX as given (e.g. :func:`significance_note`),
+    set as one justified footnote-size paragraph under the tabulars (``\\plnote``).
+    """
+    esc = escape_latex if escape else str
+    frames = [df] if isinstance(df, pd.DataFrame) else list(df)
+    parts = ["\\begin{table}", "\\centering", f"\\caption{{{esc(caption)}}}", f"\\label{{{label}}}"]
+    for i, frame in enumerate(frames):
+        parts += (["\\par\\medskip"] if i else []) + [tabular(frame, column_format=column_format, escape=escape,
+                                                                 align=align)]
     if notes:
-        note = "\\par\\smallskip\n{\\footnotesize " + " ".join(notes) + "\\par}\n"
-        body = body.replace("\\end{table}", note + "\\end{table}")
-    return body
+        parts.append("\\plnote{" + " ".join(notes) + "}")
+    return "\n".join([*parts, "\\end{table}"]) + "\n"

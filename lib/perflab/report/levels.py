@@ -8,12 +8,16 @@ re-exported so that notebooks need one import.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+
+import pandas as pd
 
 from ..stats.levels import LevelsResult, analyse
 from . import figures, lineage, macros, tables
 from ..files import slug
-from .latex import escape_latex, format_number, format_p
+from .latex import ci_decimals, escape_latex, fixed, format_number, format_p, num
+from .tables import estimate, level_text, p_phrase
 
 __all__ = ["analyse", "output_stem", "write", "section_tex", "sentence"]
 
@@ -25,33 +29,38 @@ def output_stem(campaign: str, metric: str) -> str:
 
 def write(result: LevelsResult, *, campaign: str, source: str | Path, paper_dir: str | Path, factor_label: str,
           quantity: str, scale: float, unit: str, generator: str, title: str | None = None,
-          stem: str | None = None) -> dict[str, list[Path]]:
+          stem: str | None = None, monitors: pd.DataFrame | None = None) -> dict[str, list[Path]]:
     """Write the figure (PDF+PNG), the tables, the macro file and an appendix section under ``paper_dir``.
 
     ``stem`` names the files (default :func:`output_stem`); the pipeline passes the analysis name.
+    ``monitors`` is the tidy table the result came from: its sysstat rows of the measured hosts
+    are plotted under the run order (see :func:`perflab.report.figures.levels`).
     """
     paper = Path(paper_dir)
     stem = stem or output_stem(campaign, result.metric)
-    level = result.summary.attrs.get("level", 0.95)
+    level = result.summary.attrs["level"]
     fig = figures.levels(result.data, factor=result.factor, value="value", summary=result.summary,
-                         ylabel=f"{quantity} ({unit})", xlabel=factor_label, scale=scale)
+                         ylabel=f"{quantity} ({unit})", xlabel=factor_label, scale=scale, monitors=monitors)
+    shown = figures.monitor_data(result.data, monitors)
     n_total = int(result.summary["n"].sum())
     fig_paths = figures.save(fig, paper / "figures" / stem, inputs=[source], generator=generator,
                              details={"metric": result.metric, "factor": result.factor, "n": n_total})
     desc_tex = tables.describe_table(
         result.summary, factor=result.factor, factor_label=factor_label, scale=scale, unit=unit,
-        caption=f"{quantity} per level of {factor_label.lower()} ({campaign}); warm-up samples excluded.",
+        caption=f"{escape_latex(quantity)} per level of {escape_latex(_in_prose(factor_label))} "
+                f"({escape_latex(campaign)}); warm-up samples excluded.",
         label=f"tab:{stem}-summary")
     notes = ["Holm-adjusted $p$-values (each level against the baseline) are used for the decisions in the "
              "text."] if len(result.comparisons) > 1 else []
     cmp_tex = tables.comparison_table(
         result.comparisons, p_adjusted=result.p_adjusted, scale=scale, unit=unit,
-        caption=f"{quantity}: each level of {factor_label.lower()} against "
+        caption=f"{escape_latex(quantity)}: each level of {escape_latex(_in_prose(factor_label))} against "
                 f"{escape_latex(result.comparisons[0].labels[0]) if result.comparisons else 'the baseline'}.",
         label=f"tab:{stem}-comparison", notes=notes) if result.comparisons else ""
     checks_tex = tables.checks_table(result.checks, result.block, factor=result.factor, factor_label=factor_label,
-                                     caption=f"{quantity}: assumptions and run-order checks per level of "
-                                             f"{factor_label.lower()} ({campaign}).", label=f"tab:{stem}-checks")
+                                     caption=f"{escape_latex(quantity)}: assumptions and run-order checks per level "
+                                             f"of {escape_latex(_in_prose(factor_label))} ({escape_latex(campaign)}).",
+                                     label=f"tab:{stem}-checks")
     table_paths = []
     for kind, text in (("summary", desc_tex), ("comparison", cmp_tex), ("checks", checks_tex)):
         if text:
@@ -62,15 +71,25 @@ def write(result: LevelsResult, *, campaign: str, source: str | Path, paper_dir:
     macro_path = macros.write(paper / "macros" / f"{stem}.tex", values, inputs=[source], generator=generator)
     section = lineage.atomic_text(paper / "sections" / f"{stem}.tex", section_tex(
         result, stem=stem, title=title or f"{quantity} ({campaign})", quantity=quantity,
-        factor_label=factor_label, scale=scale, unit=unit, level=level))
+        factor_label=factor_label, scale=scale, unit=unit, level=level, monitors=tuple(shown)))
     lineage.write([section], [source], generator=generator)
     return {"figures": fig_paths, "tables": table_paths, "macros": [macro_path], "sections": [section]}
 
 
 def section_tex(result: LevelsResult, *, stem: str, title: str, quantity: str, factor_label: str, scale: float,
-                unit: str, level: float = 0.95) -> str:
-    """A LaTeX section with the figure, the tables and the reading of the result, for an appendix."""
-    reading = escape_latex(sentence(result, quantity=quantity, factor_label=factor_label, scale=scale, unit=unit))
+                unit: str, level: float, monitors: tuple[str, ...] = ()) -> str:
+    """A LaTeX section with the figure, the tables and the reading of the result, for an appendix.
+
+    ``monitors`` names the monitor panels the figure has (keys of
+    :data:`perflab.report.figures.MONITOR_PANELS`); the caption describes every panel.
+    """
+    reading = tex_minus(escape_latex(sentence(result, quantity=quantity, factor_label=factor_label, scale=scale,
+                                              unit=unit)))
+    panels = [f"(a) every sample, the mean and its {level_text(level)} Student-$t$ CI",
+              "(b) the samples in run order", "(c) the empirical distribution (ECDF) of each level's samples"]
+    names = {"cpu": "the CPU time busy in user and system mode", "load": "the 1-minute load average"}
+    panels += [f"({chr(ord('d') + i)}) {names[key]} of each monitored host (sysstat), mean per block, "
+               "on the run order's axis" for i, key in enumerate(monitors)]
     return "\n".join([
         "% Generated by perflab; do not edit.",
         f"\\section{{{escape_latex(title)}}}",
@@ -78,8 +97,8 @@ def section_tex(result: LevelsResult, *, stem: str, title: str, quantity: str, f
         reading, "",
         "\\begin{figure}[htbp]\\centering",
         f"\\includegraphics[width=\\textwidth]{{{stem}.pdf}}",
-        f"\\caption{{{escape_latex(quantity)} per level of {escape_latex(factor_label.lower())}: (a) every sample, "
-        f"the mean and its {100 * level:g}\\,\\% Student-$t$ CI; (b) the samples in run order.}}",
+        f"\\caption{{{escape_latex(quantity)} per level of {escape_latex(_in_prose(factor_label))}: "
+        f"{'; '.join(panels)}.}}",
         f"\\label{{fig:{stem}}}", "\\end{figure}", "",
         *(f"\\plinput{{tables/{stem}-{kind}.tex}}" for kind in ("summary", "comparison", "checks")), ""])
 
@@ -90,42 +109,78 @@ def _values(result: LevelsResult, *, campaign: str, scale: float) -> dict[str, s
     values: dict[str, str] = {f"{key}/n-total": str(int(result.summary["n"].sum()))}
     for r in result.summary.to_dict("records"):
         lv = f"{key}/{slug(result.factor)}-{slug(r[result.factor])}"
-        values.update({f"{lv}/n": str(int(r["n"])), f"{lv}/mean": format_number(r["mean"] / scale, 4),
-                       f"{lv}/sd": format_number(r["sd"] / scale, 3), f"{lv}/cv": format_number(100 * r["cv"], 2),
-                       f"{lv}/ci-low": format_number(r["mean_ci_low"] / scale, 4),
-                       f"{lv}/ci-high": format_number(r["mean_ci_high"] / scale, 4)})
+        low, high = r["mean_ci_low"] / scale, r["mean_ci_high"] / scale
+        mean, _, decimals = estimate(r["mean"] / scale, low, high)
+        values.update({f"{lv}/n": str(int(r["n"])), f"{lv}/mean": f"\\num{{{mean}}}",
+                       f"{lv}/sd": num(r["sd"] / scale, 3), f"{lv}/cv": num(100 * r["cv"], 2),
+                       f"{lv}/ci-low": _bound(low, decimals), f"{lv}/ci-high": _bound(high, decimals)})
     values[f"{key}/checks/verdict"] = escape_latex(result.verdict)
-    values[f"{key}/level"] = f"{100 * result.summary.attrs.get('level', 0.95):g}"
+    values[f"{key}/level"] = f"{100 * result.summary.attrs['level']:g}"
     for c, p_adj in zip(result.comparisons, result.p_adjusted):
         other = c.labels[1].split("=", 1)[1]
         ck = f"{key}/{slug(result.factor)}-{slug(other)}-vs-base"
+        low, high = c.estimate_ci[0] / scale, c.estimate_ci[1] / scale
+        effect, _, decimals = estimate(c.estimate / scale, low, high, digits=3)
+        rel_low, rel_high = 100 * c.rel_diff_ci[0], 100 * c.rel_diff_ci[1]
+        rel, _, rel_decimals = estimate(100 * c.rel_diff, rel_low, rel_high, digits=3)
         values.update({f"{ck}/test": escape_latex(c.test), f"{ck}/effect": escape_latex(c.effect),
-                       f"{ck}/p": format_p(p_adj),
-                       f"{ck}/estimate": format_number(c.estimate / scale, 3),
-                       f"{ck}/estimate-ci-low": format_number(c.estimate_ci[0] / scale, 3),
-                       f"{ck}/estimate-ci-high": format_number(c.estimate_ci[1] / scale, 3),
-                       f"{ck}/rel-diff": format_number(100 * c.rel_diff, 3),
-                       f"{ck}/rel-diff-ci-low": format_number(100 * c.rel_diff_ci[0], 3),
-                       f"{ck}/rel-diff-ci-high": format_number(100 * c.rel_diff_ci[1], 3),
-                       f"{ck}/hedges-g": format_number(c.hedges_g, 3),
-                       f"{ck}/cliffs-delta": format_number(c.cliffs_delta, 3)})
+                       f"{ck}/p": format_p(p_adj), f"{ck}/p-phrase": p_phrase(p_adj),
+                       f"{ck}/estimate": f"\\num{{{effect}}}",
+                       f"{ck}/estimate-ci-low": _bound(low, decimals),
+                       f"{ck}/estimate-ci-high": _bound(high, decimals),
+                       f"{ck}/rel-diff": f"\\num{{{rel}}}",
+                       f"{ck}/rel-diff-ci-low": _bound(rel_low, rel_decimals),
+                       f"{ck}/rel-diff-ci-high": _bound(rel_high, rel_decimals),
+                       f"{ck}/hedges-g": num(c.hedges_g, 3),
+                       f"{ck}/cliffs-delta": num(c.cliffs_delta, 3)})
     return values
+
+
+def _in_prose(label: str) -> str:
+    """A label inside a sentence: first letter lowercased unless the first word is an acronym (``HPL``)."""
+    return label[:1].lower() + label[1:] if len(label) > 1 and not label[1].isupper() else label
+
+
+def _bound(value: float, decimals: int | None) -> str:
+    """An interval bound as ``\\num`` at the interval's precision (three significant digits when it has none)."""
+    return num(value, 3) if decimals is None or value != value else f"\\num{{{fixed(value, decimals)}}}"
 
 
 def _p_plain(p: float) -> str:
     """``p < 0.001`` or ``p = 0.042`` for prose."""
-    return "p < 0.001" if p < 0.001 else f"p = {p:.2g}"
+    return "p < 0.001" if p < 0.001 else f"p = {format_p(p)}"
+
+
+def _plain(value: float, low: float, high: float, *, sign: bool = True) -> tuple[str, str, str]:
+    """An estimate and its interval's bounds as plain text at the interval's precision, with explicit signs."""
+    decimals = ci_decimals(low, high)
+    texts = [format_number(v, 3) if decimals is None else fixed(v, decimals) for v in (value, low, high)]
+    return tuple(("+" + t if sign and not t.startswith("-") and t not in ("0", "--") else t) for t in texts)
 
 
 def sentence(result: LevelsResult, *, quantity: str, factor_label: str, scale: float, unit: str) -> str:
-    """A plain-language reading of each comparison (test, effect with its interval, p), then the verdict."""
+    """A plain-language reading of each comparison (test, effect with its interval, p), then the verdict.
+
+    Numbers are in fixed notation, each estimate (and each mean) rounded to the precision of its interval, as
+    in the tables."""
+    means = {}
+    for r in result.summary.to_dict("records"):
+        means[f"{result.factor}={r[result.factor]}"] = estimate(r["mean"] / scale, r["mean_ci_low"] / scale,
+                                                                r["mean_ci_high"] / scale)[0]
     parts = []
     for c, p_adj in zip(result.comparisons, result.p_adjusted):
         verdict = "differs significantly from" if p_adj < 1 - c.level else "does not differ significantly from"
-        parts.append(f"{quantity} at {c.labels[1]} ({c.mean_b / scale:.3g} {unit}, n={c.n_b}) {verdict} "
-                     f"{c.labels[0]} ({c.mean_a / scale:.3g} {unit}, n={c.n_a}): {c.test}, {_p_plain(p_adj)}, "
-                     f"{c.effect} {c.estimate / scale:+.3g} {unit} "
-                     f"({100 * c.level:g} % CI {c.estimate_ci[0] / scale:+.3g} to {c.estimate_ci[1] / scale:+.3g}), "
-                     f"relative {100 * c.rel_diff:+.1f} % "
-                     f"(CI {100 * c.rel_diff_ci[0]:+.1f} to {100 * c.rel_diff_ci[1]:+.1f} %).")
+        est, low, high = _plain(c.estimate / scale, c.estimate_ci[0] / scale, c.estimate_ci[1] / scale)
+        rel, rel_low, rel_high = _plain(100 * c.rel_diff, 100 * c.rel_diff_ci[0], 100 * c.rel_diff_ci[1])
+        mean_a, mean_b = (means.get(label, format_number(m / scale, 4)) for label, m in zip(c.labels, (c.mean_a,
+                                                                                                        c.mean_b)))
+        parts.append(f"{quantity} at {c.labels[1]} ({mean_b} {unit}, n={c.n_b}) "
+                     f"{verdict} {c.labels[0]} ({mean_a} {unit}, n={c.n_a}): {c.test}, "
+                     f"{_p_plain(p_adj)}, {c.effect} {est} {unit} ({100 * c.level:g} % CI {low} to {high}), "
+                     f"relative {rel} % (CI {rel_low} to {rel_high} %).")
     return " ".join([*parts, result.verdict])
+
+
+def tex_minus(text: str) -> str:
+    """Escaped prose with the hyphen before a number set as a true minus sign (``\\textminus``)."""
+    return re.sub(r"(?<![\w-])-(?=\d)", r"\\textminus{}", text)

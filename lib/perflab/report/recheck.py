@@ -9,7 +9,6 @@ import pandas as pd
 from ..stats import published
 from . import lineage, macros
 from .latex import escape_latex, format_number, format_p, latex_table
-from .tables import fit
 
 
 def run(study: str, published_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFrame, list[Path]]:
@@ -66,16 +65,16 @@ def claims_table(claims: pd.DataFrame, *, caption: str, label: str) -> str:
     note = ("Each stated percentage recomputed from the published means with every formula a reader might use "
             "(a: the group said to be better, b: the other), per item and aggregated as the text says; "
             "$\\dagger$: no formula reproduces the stated value at its printed precision.")
-    return fit(latex_table(pd.DataFrame(rows), caption=caption, label=label, notes=[note], escape=False))
+    return latex_table(pd.DataFrame(rows), caption=caption, label=label, notes=[note], escape=False)
 
 
 def write(study: str, published_dir: str | Path, paper_dir: str | Path, *, generator: str) -> dict[str, Path]:
     """Write the p-value and claims tables and the inline values of a study's re-check."""
     pvals, claims, inputs = run(study, published_dir)
     paper = Path(paper_dir)
-    out = {"pvalues": lineage.atomic_text(paper / "tables" / f"{study}-recheck-p.tex", fit(recheck_table_latex(
+    out = {"pvalues": lineage.atomic_text(paper / "tables" / f"{study}-recheck-p.tex", recheck_table_latex(
         pvals, caption=f"Published $p$-values of study {study} recomputed from its summary statistics.",
-        label=f"tab:{study}-recheck-p")))}
+        label=f"tab:{study}-recheck-p"))}
     if len(claims):
         out["claims"] = lineage.atomic_text(paper / "tables" / f"{study}-recheck-claims.tex", claims_table(
             claims, caption=f"Percentages stated in the text of study {study}, recomputed.",

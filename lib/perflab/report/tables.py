@@ -1,4 +1,9 @@
-"""LaTeX tables of descriptions and comparisons, each naming its n, test, CI method and effect size."""
+"""LaTeX tables of descriptions and comparisons, each naming its n, test, CI method and effect size.
+
+Numbers are siunitx-typeset and decimal-aligned (:mod:`perflab.report.latex`); an estimate is
+rounded to the precision of its interval; wide content is split into column sets under one
+caption rather than shrunk; a cell left empty is explained in the table's note.
+"""
 
 from __future__ import annotations
 
@@ -6,96 +11,134 @@ from typing import Sequence
 
 import pandas as pd
 
+from ..files import natural_key
 from ..stats import BlockEffect, Comparison
-from .latex import escape_latex, format_ci, format_number, format_p, latex_table, significance_note
+from .latex import (ci_decimals, escape_latex, fixed, format_ci, format_number, format_p, header, latex_table,
+                    significance_note)
+
+
+def level_text(level: float) -> str:
+    """A confidence level as LaTeX percent, e.g. ``95\\,\\%`` for 0.95 (``99.9\\,\\%`` for 0.999)."""
+    return f"{100 * level:g}\\,\\%"
+
+
+def estimate(value: float, low: float, high: float, *, digits: int = 4) -> tuple[str, str, int | None]:
+    """An estimate and its interval as (plain number, ``[\\num{low}, \\num{high}]``, decimals): the estimate is
+    rounded to the interval's precision (two significant digits of its half-width), or to ``digits``
+    significant digits when the interval has no width; an undefined interval is an en dash."""
+    decimals = ci_decimals(low, high)
+    shown = format_number(value, digits) if decimals is None else fixed(value, decimals)
+    undefined = all(v is None or v != v for v in (low, high))
+    return shown, "--" if undefined else format_ci(low, high, digits=digits, decimals=decimals), decimals
 
 
 def describe_table(summary: pd.DataFrame, *, factor: str, factor_label: str, scale: float, unit: str,
                    caption: str, label: str, notes: Sequence[str] = ()) -> str:
-    """A booktabs table of :func:`perflab.stats.describe` output, values divided by ``scale``."""
+    """A booktabs table of :func:`perflab.stats.describe` output, values divided by ``scale``.
+
+    Means and medians are rounded to the precision of their intervals; an interval that is
+    undefined (the median's at small n) is an en dash, and the note says why.
+    """
     methods = summary.attrs.get("ci_method", {})
-    level = round(100 * summary.attrs.get("level", 0.95))
-    rows = []
+    level = level_text(summary.attrs["level"])
+    u = escape_latex(unit)
+    rows, no_median_ci = [], []
     for r in summary.to_dict("records"):
-        rows.append({
-            factor_label: str(r[factor]), "$n$": str(int(r["n"])),
-            f"Mean [{level}\\,\\% CI] ({unit})": f"{format_number(r['mean'] / scale, 4)} "
-            f"{format_ci(r['mean_ci_low'] / scale, r['mean_ci_high'] / scale, digits=4)}",
-            f"SD ({unit})": format_number(r["sd"] / scale, 3),
-            "CV (\\%)": format_number(100 * r["cv"], 3),
-            f"Median [{level}\\,\\% CI] ({unit})": f"{format_number(r['median'] / scale, 4)} "
-            f"{format_ci(r['median_ci_low'] / scale, r['median_ci_high'] / scale, digits=4)}",
-        })
-    how = (f"CI of the mean: {methods.get('mean', 'Student t')}; CI of the median: "
-           f"{methods.get('median', 'order statistics')}.")
-    return fit(latex_table(pd.DataFrame(rows), caption=caption, label=label, notes=[how, *notes], escape=False))
+        mean, mean_ci, _ = estimate(r["mean"] / scale, r["mean_ci_low"] / scale, r["mean_ci_high"] / scale)
+        median, median_ci, _ = estimate(r["median"] / scale, r["median_ci_low"] / scale, r["median_ci_high"] / scale)
+        if median_ci == "--":
+            no_median_ci.append(f"{escape_latex(str(r[factor]))} ($n = {int(r['n'])}$)")
+        rows.append({factor_label: escape_latex(str(r[factor])), "$n$": str(int(r["n"])),
+                     header("Mean", f"({u})"): mean, header(f"{level} CI", "of the mean"): mean_ci,
+                     header("SD", f"({u})"): format_number(r["sd"] / scale, 3),
+                     header("CV", "(\\%)"): format_number(100 * r["cv"], 3),
+                     header("Median", f"({u})"): median, header(f"{level} CI", "of the median"): median_ci})
+    how = [f"CI of the mean: {escape_latex(methods.get('mean', 'Student t'))}; CI of the median: "
+           f"{escape_latex(methods.get('median', 'order statistics'))}. Estimates are rounded to the precision "
+           "of their interval."]
+    if no_median_ci:
+        how.append(f"The distribution-free {level} CI of the median is undefined (--) for "
+                   f"{', '.join(no_median_ci)}: with so few samples no pair of order statistics covers the "
+                   f"median with {level} confidence.")
+    frame = pd.DataFrame(rows)
+    means, medians = list(frame.columns[:6]), [*frame.columns[:2], *frame.columns[6:]]
+    return latex_table([frame[means], frame[medians]], caption=caption, label=label, notes=[*how, *notes],
+                       escape=False, align=[c for c in frame.columns if c != factor_label])
 
 
 def comparison_table(comparisons: Sequence[Comparison], *, caption: str, label: str, p_adjusted: Sequence[float] = (),
                      scale: float = 1.0, unit: str = "", notes: Sequence[str] = ()) -> str:
-    """A booktabs table with one row per :class:`perflab.stats.Comparison` (b against a).
+    """A booktabs table with one row per :class:`perflab.stats.Comparison` (b against a), in three column sets.
 
-    Each row shows the test, the effect the test is about with its interval (in ``unit``,
-    values divided by ``scale``) and in percent, the p-value (and the adjusted one when
-    ``p_adjusted`` is given), and the two standardized effect sizes; the note names each
-    test's reason, the effect, the interval methods and the diagnostics.
+    The first shows the test, its statistic and the p-value (and the adjusted one when
+    ``p_adjusted`` is given); the second the effect the test is about with its interval (in
+    ``unit``, values divided by ``scale``) and in percent; the third the two standardized
+    effect sizes. The note names each test's reason, the effect, the interval methods and the
+    diagnostics.
     """
-    level = round(100 * comparisons[0].level) if comparisons else 95
+    level = level_text(comparisons[0].level) if comparisons else ""
     adjusted = list(p_adjusted) if len(p_adjusted) == len(comparisons) and len(comparisons) > 1 else []
-    rows = []
+    u = escape_latex(unit)
+    tests, effects, sizes = [], [], []
     for i, c in enumerate(comparisons):
-        row = {
-            "Comparison": escape_latex(f"{c.labels[1]} vs {c.labels[0]}"), "$n$": f"{c.n_b}, {c.n_a}",
-            "Test": escape_latex(c.test), "Statistic": format_number(c.statistic, 4),
-            "$p$": format_p(c.p_value, markers=not adjusted),
-            f"Effect [{level}\\,\\% CI] ({escape_latex(unit)})": f"{format_number(c.estimate / scale, 3)} "
-            f"{format_ci(c.estimate_ci[0] / scale, c.estimate_ci[1] / scale)}",
-            "Relative [CI]": f"{format_number(100 * c.rel_diff, 3)}\\,\\% {format_ci(*c.rel_diff_ci, percent=True)}",
-            "Hedges' $g$": format_number(c.hedges_g, 3), "Cliff's $\\delta$": format_number(c.cliffs_delta, 3),
-        }
+        name = escape_latex(f"{c.labels[1]} vs {c.labels[0]}")
+        effect, effect_ci, _ = estimate(c.estimate / scale, c.estimate_ci[0] / scale, c.estimate_ci[1] / scale,
+                                        digits=3)
+        rel, rel_ci, _ = estimate(100 * c.rel_diff, 100 * c.rel_diff_ci[0], 100 * c.rel_diff_ci[1], digits=3)
+        row = {"Comparison": name, "$n$": f"{c.n_b}, {c.n_a}", "Test": escape_latex(c.test),
+               "Statistic": format_number(c.statistic, 4), "$p$": format_p(c.p_value, markers=not adjusted)}
         if adjusted:
             row["$p_\\mathrm{Holm}$"] = format_p(adjusted[i], markers=True)
-        rows.append(row)
+        tests.append(row)
+        effects.append({"Comparison": name, header("Effect", f"({u})" if u else ""): effect,
+                        header(f"{level} CI", f"({u})" if u else ""): effect_ci, header("Relative", "(\\%)"): rel,
+                        header(f"{level} CI", "(\\%)"): rel_ci})
+        sizes.append({"Comparison": name, "Hedges' $g$": format_number(c.hedges_g, 3),
+                      "Cliff's $\\delta$": format_number(c.cliffs_delta, 3)})
     how = []
     for c in comparisons:
         how.append(escape_latex(f"{c.labels[1]} vs {c.labels[0]}: {c.test} ({c.reason}); effect: {c.effect}; "
                                 f"relative interval: {c.rel_diff_ci_method}.")
                    + "".join(" " + escape_latex(n[0].upper() + n[1:]) + "." for n in c.notes))
-    return fit(latex_table(pd.DataFrame(rows), caption=caption, label=label,
-                           notes=[*how, *notes, significance_note() + "."], escape=False))
-
-
-def fit(table: str) -> str:
-    """Shrink a table's tabular to the text width when it is wider (adjustbox ``max width``)."""
-    return (table.replace("\\begin{tabular}", "\\begin{adjustbox}{max width=\\linewidth}\n\\begin{tabular}", 1)
-            .replace("\\end{tabular}", "\\end{tabular}\n\\end{adjustbox}", 1))
+    frames = [pd.DataFrame(tests), pd.DataFrame(effects), pd.DataFrame(sizes)]
+    aligned = [c for f in frames for c in f.columns if c not in ("Comparison", "$n$", "Test") and "$p" not in c]
+    return latex_table(frames, caption=caption, label=label, escape=False, align=aligned,
+                       notes=[*how, "Effects are rounded to the precision of their interval; the last part gives the "
+                              "standardized effect sizes.", *notes,
+                              significance_note() + "."])
 
 
 def checks_table(checks: pd.DataFrame, block: BlockEffect | None, *, factor: str, factor_label: str, caption: str,
                  label: str) -> str:
-    """A booktabs table of :func:`perflab.stats.levels.checks`, with the RMIT block effect in a note."""
+    """A booktabs table of :func:`perflab.stats.levels.checks` (levels in natural order, in two column sets:
+    distribution and serial dependence, then changes over the run), with the RMIT block effect in a note."""
     rows = []
-    for r in checks.to_dict("records"):
-        rows.append({factor_label: str(r[factor]), "$n$": str(r["n"]),
-                     "Shapiro--Wilk $p$": format_p(r["shapiro_p"]),
-                     "Lag-1 autocorr.": format_number(r["lag1_autocorr"], 2),
-                     "Ljung--Box $p$ (lags)": f"{format_p(r['ljung_box_p'])} ({r['ljung_box_lags']})",
-                     "Trend (Mann--Kendall $p$)": f"{escape_latex(r['trend'])} ({format_p(r['mann_kendall_p'])})",
-                     "Level shift: CUSUM $p$ (at run)": f"{format_p(r['level_change_p'])} ({r['change_at']})",
-                     "Spread change: B--F $p$ (windows)":
+    for r in sorted(checks.to_dict("records"), key=lambda r: natural_key(r[factor])):
+        rows.append({factor_label: escape_latex(str(r[factor])), "$n$": str(r["n"]),
+                     header("Shapiro--", "Wilk $p$"): format_p(r["shapiro_p"]),
+                     header("Lag-1", "autocorr."): format_number(r["lag1_autocorr"], 2),
+                     header("Ljung--Box", "$p$ (lags)"): f"{format_p(r['ljung_box_p'])} ({r['ljung_box_lags']})",
+                     header("Trend", "(M--K $p$)"): f"{escape_latex(r['trend'])} ({format_p(r['mann_kendall_p'])})",
+                     header("Level shift: CUSUM", "$p$ (at run)"):
+                         f"{format_p(r['level_change_p'])} ({r['change_at']})",
+                     header("Spread change:", "B--F $p$ (windows)"):
                          f"{format_p(r['variance_change_p'])} ({r['variance_windows']})",
                      "Outliers": str(r["outliers"])})
     notes = ["Values in run order per level. Ljung--Box tests serial dependence up to the lag shown; Mann--Kendall "
-             "a monotonic trend; the OLS-residual CUSUM test a change in level (the run after which the cumulative "
-             "deviation peaks); Brown--Forsythe a change in spread between consecutive windows of the run. "
-             "Outliers: robust $|z| > 3.5$ (median and MAD); flagged, never removed."]
+             "(M--K) a monotonic trend; the OLS-residual CUSUM test a change in level (the run after which the "
+             "cumulative deviation peaks); Brown--Forsythe (B--F) a change in spread between consecutive windows of "
+             "the run. Outliers: robust $|z| > 3.5$ (median and MAD); flagged, never removed. A dash: the check "
+             "needs more samples than the level has."]
     if block is not None:
         notes.append(f"Block effect under RMIT ({block.n_blocks} blocks): two-way ANOVA {p_phrase(block.anova_p)}, "
                      f"Friedman {p_phrase(block.friedman_p)}.")
-    return fit(latex_table(pd.DataFrame(rows), caption=caption, label=label, notes=notes, escape=False))
+    frame = pd.DataFrame(rows)
+    cols = list(frame.columns)
+    return latex_table([frame[cols[:5] + cols[-1:]], frame[cols[:1] + cols[5:-1]]], caption=caption, label=label,
+                       notes=notes, escape=False,
+                       align=[c for c in cols if "autocorr" in c or c in ("$n$", "Outliers")])
 
 
-def p_phrase(p: float) -> str:
+def p_phrase(p: float, *, floor: float = 0.001) -> str:
     """``$p = 0.011$`` or ``$p < 0.001$``, for prose and notes."""
-    text = format_p(p)
-    return f"$p {text.replace('$<$', '< ')}$" if "<" in text else f"$p = {text}$"
+    return f"$p < {floor:g}$" if p < floor else f"$p = {format_p(p)}$"

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from ..files import natural_key
 from ._input import StatsInputError, as_sample, check_labels, check_level, scale_of
 
 #: Methods behind the interval columns of :func:`describe` (also stored in ``df.attrs``).
@@ -75,7 +76,8 @@ def summarize(x: Sequence[float], level: float = 0.95, where: str = "sample") ->
 
 def describe(df: pd.DataFrame, value: str, by: str | list[str], level: float = 0.95, *,
              source: str = "table") -> pd.DataFrame:
-    """One row per group of ``by``: the group columns, then :data:`COLUMNS`.
+    """One row per group of ``by``, groups in natural order (4k < 32k < 1M, 2 < 16): the group columns, then
+    :data:`COLUMNS`.
 
     ``df.attrs["ci_method"]`` names the interval methods and ``df.attrs["level"]`` the
     level. NaN in ``value`` and blank group labels raise :class:`StatsInputError` naming
@@ -90,8 +92,8 @@ def describe(df: pd.DataFrame, value: str, by: str | list[str], level: float = 0
     for key in keys:
         check_labels(df[key], key, source)
     rows = []
-    for group, sub in df.groupby(keys, sort=True, dropna=False):
-        group = group if isinstance(group, tuple) else (group,)
+    groups = [(g if isinstance(g, tuple) else (g,), sub) for g, sub in df.groupby(keys, sort=False, dropna=False)]
+    for group, sub in sorted(groups, key=lambda item: [natural_key(g) for g in item[0]]):
         where = f"{source}, column {value!r}, group " + ", ".join(f"{k}={g!r}" for k, g in zip(keys, group))
         rows.append({**dict(zip(keys, group)), **summarize(sub[value], level, where)})
     out = pd.DataFrame(rows, columns=[*keys, *COLUMNS])
