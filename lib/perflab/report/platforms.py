@@ -172,28 +172,29 @@ def table_latex(tab: pd.DataFrame, *, levels: Sequence[str], labels: Mapping[str
         cols["$p$ Welch"].append(format_p(r["p"]) if finite else "--")
         cols[list(cols)[-2]].append(format_p(r["p_adjusted"]) if finite else "--")
         cols[list(cols)[-1]].append(
-            f"{100 * r['rel_diff']:+.1f}\\,\\% {format_ci(r['rel_diff_ci_low'], r['rel_diff_ci_high'], percent=True)}"
+            f"{100 * r['rel_diff']:+.1f}\\,\\% {format_ci(r['rel_diff_ci_low'], r['rel_diff_ci_high'], digits=2, percent=True)}"
             if finite else "--")
     notes = [f"Welch's $t$ from the means, SDs and $n$ of {escape_latex(b)} against {escape_latex(a)}; "
              f"{escape_latex(str(tab.attrs.get('correction', 'Holm')))} correction over the "
              f"{tab.attrs.get('family', len(tab))} rows of the table; relative difference of the means with "
              f"Fieller's interval. -- : a value the source leaves unreadable."]
-    return latex_table(pd.DataFrame(cols), caption=caption, label=label, notes=notes, escape=False)
+    return latex_table(pd.DataFrame(cols), caption=caption, label=label, notes=notes, escape=False,
+                       column_format="ll" + "r" * (len(cols) - 2))
 
 
 def in_kind_latex(kind: pd.DataFrame, *, labels: Mapping[str, str], pair: tuple[str, str], native: str,
                   caption: str, label: str) -> str:
     """The in-kind comparison as LaTeX: better level (published, rerun), agreement, ratios to native."""
     lab = {k: labels.get(k, k) for k in (*pair, native)}
+    where = {"pub": "published", "rerun": "rerun"}
     df = pd.DataFrame({
         "Benchmark": [escape_latex(str(x)) for x in kind["name"]],
         "better, published": [escape_latex(lab.get(x, x)) for x in kind["better_pub"]],
         "better, rerun": [escape_latex(lab.get(x, x)) for x in kind["better_rerun"]],
         "agree": ["--" if v is None or pd.isna(v) else ("yes" if v else "no") for v in kind["agree"]],
-        **{f"{lab[lv]}/{lab[native]} {k}": [format_number(v, 3) for v in kind[f"ratio_{lv}_{k}"]]
-           for lv in pair for k in ("pub", "rerun")}})
-    df.columns = [c.replace(" pub", ", published").replace(" rerun", ", rerun") for c in df.columns]
-    return latex_table(df, caption=caption, label=label, escape=False,
+        **{f"{lab[lv]}/{lab[native]}, {where[k]}": [format_number(v, 3) for v in kind[f"ratio_{lv}_{k}"]]
+           for lv in pair for k in where}})
+    return latex_table(df, caption=caption, label=label, escape=False, column_format="lll" + "r" * (len(df.columns) - 3),
                        notes=[f"{escape_latex(IN_KIND_NOTE)}. ``better'': the level with the better mean "
                               "where the corrected $p$ is below 0.05, else none."])
 
