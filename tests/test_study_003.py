@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from helpers import ROOT_ONLY, leftovers
@@ -28,7 +29,7 @@ def _analysis(name: str) -> study.Analysis:
     return next(a for a in s.analyses if a.name == name)
 
 
-def _published(name: str) -> tuple[dict, "platforms.pd.DataFrame"]:
+def _published(name: str) -> tuple[dict, pd.DataFrame]:
     params = _analysis(name).parameters
     levels = params.get("levels", LEVELS)
     summaries = platforms.published_summaries(ROOT / params["published"], groups=params["published_groups"])
