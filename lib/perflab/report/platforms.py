@@ -24,6 +24,10 @@ from ..stats.published import load_published
 from ..stats.summaries import IN_KIND_NOTE, per_row
 from . import macros
 from .latex import escape_latex, format_ci, format_number, format_p, latex_table
+from .tables import fit
+
+#: Rows per LaTeX table: a longer table is set as several tables (one page each), one family still.
+ROWS_PER_PAGE = 34
 
 #: Version of the row tables this module writes beside the LaTeX (CSV, column ``format``).
 FORMAT = 1
@@ -110,8 +114,10 @@ def table(summaries: pd.DataFrame, *, levels: Sequence[str], pair: tuple[str, st
         row.update(p=t["p"], p_adjusted=t["p_adjusted"], rel_diff=t["rel_diff"],
                    rel_diff_ci_low=t["rel_diff_ci_low"], rel_diff_ci_high=t["rel_diff_ci_high"],
                    better=(pair[1] if (t["diff"] > 0) == higher else pair[0]) if np.isfinite(t["diff"]) else "")
-        if "published_p" in first.columns:
-            row["published_p"] = first.loc[t["name"], "published_p"]
+        if "published_p" in summaries.columns:
+            printed = summaries.loc[summaries["name"] == t["name"], "published_p"].dropna()
+            printed = printed[printed.astype(str).str.strip() != ""]
+            row["published_p"] = printed.iloc[0] if len(printed) else None
         rows.append(row)
     out = pd.DataFrame(rows)
     out.attrs.update(tests.attrs)
@@ -148,7 +154,24 @@ def _mean_sd(mean: float, sd: float) -> str:
 
 def table_latex(tab: pd.DataFrame, *, levels: Sequence[str], labels: Mapping[str, str], pair: tuple[str, str],
                 caption: str, label: str, published_p: bool = False) -> str:
-    """The table in the paper's layout: benchmark, mean (SD) per level, then the test's p, Holm's p and the effect."""
+    """The table in the paper's layout: benchmark, mean (SD) per level, then the test's p, Holm's p and the effect.
+
+    Shrunk to the text width; more than :data:`ROWS_PER_PAGE` rows are set as consecutive
+    tables (``label``, ``label-2``, ...), the correction still over all rows.
+    """
+    parts = [tab.iloc[i:i + ROWS_PER_PAGE] for i in range(0, len(tab), ROWS_PER_PAGE)] or [tab]
+    if len(parts) > 1:
+        return "\n".join(
+            _table_part(part, levels=levels, labels=labels, pair=pair, published_p=published_p, attrs=tab.attrs,
+                        caption=f"{caption} (rows {k * ROWS_PER_PAGE + 1}--{k * ROWS_PER_PAGE + len(part)} "
+                                f"of {len(tab)})", label=label if k == 0 else f"{label}-{k + 1}")
+            for k, part in enumerate(parts))
+    return _table_part(tab, levels=levels, labels=labels, pair=pair, published_p=published_p, attrs=tab.attrs,
+                       caption=caption, label=label)
+
+
+def _table_part(tab: pd.DataFrame, *, levels: Sequence[str], labels: Mapping[str, str], pair: tuple[str, str],
+                published_p: bool, attrs: Mapping[str, Any], caption: str, label: str) -> str:
     a, b = (labels.get(x, x) for x in pair)
     cols: dict[str, list[str]] = {"Benchmark": [], "Unit": []}
     for lv in levels:
@@ -156,7 +179,7 @@ def table_latex(tab: pd.DataFrame, *, levels: Sequence[str], labels: Mapping[str
     cols["$n$"] = []
     if published_p:
         cols["printed Sig."] = []
-    cols.update({"$p$ Welch": [], f"$p$ {tab.attrs.get('correction', 'Holm')}": [],
+    cols.update({"$p$ Welch": [], f"$p$ {attrs.get('correction', 'Holm')}": [],
                  f"{b} vs {a} [95\\,\\% CI]": []})
     for _, r in tab.iterrows():
         cols["Benchmark"].append(escape_latex(str(r["name"])))
@@ -175,11 +198,11 @@ def table_latex(tab: pd.DataFrame, *, levels: Sequence[str], labels: Mapping[str
             f"{100 * r['rel_diff']:+.1f}\\,\\% {format_ci(r['rel_diff_ci_low'], r['rel_diff_ci_high'], digits=2, percent=True)}"
             if finite else "--")
     notes = [f"Welch's $t$ from the means, SDs and $n$ of {escape_latex(b)} against {escape_latex(a)}; "
-             f"{escape_latex(str(tab.attrs.get('correction', 'Holm')))} correction over the "
-             f"{tab.attrs.get('family', len(tab))} rows of the table; relative difference of the means with "
+             f"{escape_latex(str(attrs.get('correction', 'Holm')))} correction over the "
+             f"{attrs.get('family', len(tab))} rows of the table; relative difference of the means with "
              f"Fieller's interval. -- : a value the source leaves unreadable."]
-    return latex_table(pd.DataFrame(cols), caption=caption, label=label, notes=notes, escape=False,
-                       column_format="ll" + "r" * (len(cols) - 2))
+    return fit(latex_table(pd.DataFrame(cols), caption=caption, label=label, notes=notes, escape=False,
+                           column_format="ll" + "r" * (len(cols) - 2)))
 
 
 def in_kind_latex(kind: pd.DataFrame, *, labels: Mapping[str, str], pair: tuple[str, str], native: str,
@@ -194,15 +217,20 @@ def in_kind_latex(kind: pd.DataFrame, *, labels: Mapping[str, str], pair: tuple[
         "agree": ["--" if v is None or pd.isna(v) else ("yes" if v else "no") for v in kind["agree"]],
         **{f"{lab[lv]}/{lab[native]}, {where[k]}": [format_number(v, 3) for v in kind[f"ratio_{lv}_{k}"]]
            for lv in pair for k in where}})
-    return latex_table(df, caption=caption, label=label, escape=False, column_format="lll" + "r" * (len(df.columns) - 3),
-                       notes=[f"{escape_latex(IN_KIND_NOTE)}. ``better'': the level with the better mean "
-                              "where the corrected $p$ is below 0.05, else none."])
+    return fit(latex_table(df, caption=caption, label=label, escape=False,
+                           column_format="lll" + "r" * (len(df.columns) - 3),
+                           notes=[f"{escape_latex(IN_KIND_NOTE)}. ``better'': the level with the better mean "
+                                  "where the corrected $p$ is below 0.05, else none."]))
 
 
 def write(*, name: str, rerun: pd.DataFrame | None, published: pd.DataFrame, levels: Sequence[str],
           labels: Mapping[str, str], pair: tuple[str, str], native: str, paper_dir: str | Path,
-          title: str, inputs: Sequence[str | Path], generator: str) -> dict[str, Path]:
+          title: str, inputs: Sequence[str | Path], generator: str,
+          published_labels: Mapping[str, str] | None = None) -> dict[str, Path]:
     """Write the rerun's table, the published one, the in-kind table (with a rerun) and the inline values.
+
+    ``published_labels`` (level -> the publication's name for it) heads the published table's
+    columns; by default ``labels``.
 
     Files: ``tables/<name>-rerun.tex``, ``-published.tex``, ``-inkind.tex`` and their CSV
     beside them, and ``macros/<name>.tex`` with the counts the chapter quotes
@@ -219,7 +247,8 @@ def write(*, name: str, rerun: pd.DataFrame | None, published: pd.DataFrame, lev
         frame.to_csv(path.with_suffix(".csv"), index=False)
         out[key] = path
 
-    put("published", table_latex(published, levels=levels, labels=labels, pair=pair, published_p=True,
+    put("published", table_latex(published, levels=levels, labels=published_labels or labels, pair=pair,
+                                 published_p=True,
                                  caption=f"{escape_latex(title)}: published values, tests recomputed",
                                  label=f"tab:{name}-published"), published)
     values = {f"{name}/published-rows": str(int(np.isfinite(published["p"]).sum())),
