@@ -28,7 +28,8 @@ for _a in ANALYSES:
             f"analysis_{_a.name.replace('-', '_')}"
         input:
             notebook=_a.notebook,
-            tidy=[f"data/processed/{_a.campaign}.parquet"] if _a.campaign else [],
+            tidy=[f"data/processed/{c}.parquet" for c in dict.fromkeys(
+                [_a.campaign, *(b["campaign"] for b in _a.parameters.get("benchmarks", []))]) if c],
             published=list(_study(_a).published),
             lib=LIB,
         output:
