@@ -226,9 +226,9 @@ def figure(result: Sweep, *, ylabel: str, xlabel: str, scale: float = 1.0, logy:
     (hollow markers, dotted; uncertain ones in gray); x on a log2 axis labelled with the levels."""
     style.use()
     facets = figures.natural_order(result.summary[result.facet]) if result.facet else [None]
-    ncols = min(len(facets), 4)
+    ncols = len(facets) if len(facets) <= 3 else 2
     nrows = int(np.ceil(len(facets) / ncols))
-    fig, axes = plt.subplots(nrows, ncols, figsize=(style.TEXT_WIDTH, 2.2 * nrows + 0.5), squeeze=False,
+    fig, axes = plt.subplots(nrows, ncols, figsize=(style.TEXT_WIDTH, 2.1 * nrows + 0.6), squeeze=False,
                              sharey=True, layout="constrained")
     series_levels = figures.natural_order(result.summary[result.series])
     for k, fac in enumerate(facets):
@@ -261,7 +261,7 @@ def figure(result: Sweep, *, ylabel: str, xlabel: str, scale: float = 1.0, logy:
         if result.published is not None:
             ticks = sorted(set(ticks) | {_level_value(v) for v in result.published[result.factor]})
             labels.update({_level_value(v): str(v) for v in result.published[result.factor]})
-        ax.set_xticks(ticks, [labels[t] for t in ticks], rotation=45 if len(ticks) > 8 else 0)
+        ax.set_xticks(ticks, [labels[t] for t in ticks], rotation=45 if len(ticks) * ncols > 16 else 0)
         ax.minorticks_off()
         if logy:
             ax.set_yscale("log")
@@ -269,7 +269,8 @@ def figure(result: Sweep, *, ylabel: str, xlabel: str, scale: float = 1.0, logy:
         if k % ncols == 0:
             ax.set_ylabel(textwrap.fill(ylabel, figures.YLABEL_WIDTH))
         if fac is not None:
-            ax.set_title(str(fac), loc="left")
+            numeric = figures.natural_key(fac)[0] == 0
+            ax.set_title(f"{result.facet} {fac}" if numeric else str(fac), loc="left")
     for k in range(len(facets), nrows * ncols):
         axes[k // ncols][k % ncols].set_visible(False)
     seen: dict[str, Any] = {}
