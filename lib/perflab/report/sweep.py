@@ -309,14 +309,15 @@ def littles_table(result: Sweep, *, caption: str, label: str, tolerance: float =
     cell = [c for c in lit.columns if c not in {"n", "iops", "latency_s", "outstanding", "concurrency", "ratio", "source"}]
     rerun = lit[lit["source"] == "rerun"].copy()
     pub = lit[lit["source"] == "published"]
+    cell = [c for c in cell if rerun[c].notna().all()]
     for c in cell:
         rerun[c] = rerun[c].astype(str)
     if len(pub):
         keys = [c for c in cell if c in pub.columns and pub[c].notna().all()]
         pub = pub.assign(**{c: pub[c].astype(str) for c in keys})[keys + ["ratio"]].rename(columns={"ratio": "pub"})
         rerun = rerun.merge(pub.drop_duplicates(keys), on=keys, how="left")
-    rerun["_x"] = rerun["outstanding"]
-    rerun = rerun.sort_values([c for c in (result.facet, result.series) if c in rerun.columns] + ["_x"])
+    rerun["_x"] = rerun[result.factor].map(_level_value) if result.factor in cell else rerun["outstanding"]
+    rerun = rerun.sort_values([c for c in (result.facet, result.series) if c in rerun.columns] + ["_x", "outstanding"])
 
     def mark(ratio: float) -> str:
         return format_number(ratio) + ("" if abs(ratio - 1) <= tolerance else " $\\dagger$")
