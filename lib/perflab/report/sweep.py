@@ -114,8 +114,9 @@ def _published(published: pd.DataFrame | None, *, factor: str, series: str, face
 def littles_law(df: pd.DataFrame, *, cell: Sequence[str], iops: str = "iops", latency: str = "lat_mean",
                 select: Mapping[str, Any] | None = None, sum_over: str | None = "direction",
                 fixed: Mapping[str, float] | None = None) -> pd.DataFrame:
-    """Per cell: mean IOPS, mean latency (s), observed concurrency IOPS x latency, the outstanding
-    I/Os numjobs x iodepth (cell columns, else ``fixed``), and their ratio (1 for a full closed loop).
+    """Per cell: mean IOPS, mean latency (s), observed concurrency (each sample's IOPS x mean latency,
+    averaged over the cell's samples), the outstanding I/Os numjobs x iodepth (cell columns, else
+    ``fixed``), and their ratio (1 for a full closed loop).
 
     Latency rows of a direction that did no I/O are left out before averaging over directions.
     """
@@ -129,12 +130,13 @@ def littles_law(df: pd.DataFrame, *, cell: Sequence[str], iops: str = "iops", la
     lat_rows = _select(lat_rows, {k: v for k, v in (select or {}).items() if k != sum_over})
     lat = lat_rows.groupby(["run_id", *cell], dropna=False)["value"].mean().reset_index()
     both = counts.merge(lat, on=["run_id", *cell], suffixes=("_iops", "_lat"))
+    both["_conc"] = both["value_iops"] * both["value_lat"]
     out = both.groupby(list(cell), dropna=False, sort=False).agg(
-        n=("run_id", "nunique"), iops=("value_iops", "mean"), latency_s=("value_lat", "mean")).reset_index()
+        n=("run_id", "nunique"), iops=("value_iops", "mean"), latency_s=("value_lat", "mean"),
+        concurrency=("_conc", "mean")).reset_index()
     jobs = pd.to_numeric(out["numjobs"]) if "numjobs" in out.columns else float(fixed.get("numjobs", 1))
     depth = pd.to_numeric(out["iodepth"]) if "iodepth" in out.columns else float(fixed.get("iodepth", 1))
     out["outstanding"] = jobs * depth
-    out["concurrency"] = out["iops"] * out["latency_s"]
     out["ratio"] = out["concurrency"] / out["outstanding"]
     return out
 
@@ -332,7 +334,8 @@ def littles_table(result: Sweep, *, caption: str, label: str, tolerance: float =
         if "pub" in rerun.columns:
             row["published ratio"] = "--" if pd.isna(r["pub"]) else mark(r["pub"])
         rows.append(row)
-    note = (f"Little's law for a closed loop: IOPS $\\times$ mean latency (means over the cell's samples) equals "
+    note = (f"Little's law for a closed loop: IOPS $\\times$ mean latency (per sample, averaged over the cell's "
+            f"samples; IOPS and latency columns: means) equals "
             f"the I/Os in flight, numjobs $\\times$ iodepth. $\\dagger$: ratio farther than {tolerance:g} from 1."
             + (" Published ratio: the same check on the thesis's IOPS and latency for that cell." if len(pub) else ""))
     table = pd.DataFrame(rows)
