@@ -28,8 +28,7 @@ for _a in ANALYSES:
             f"analysis_{_a.name.replace('-', '_')}"
         input:
             notebook=_a.notebook,
-            tidy=[f"data/processed/{c}.parquet" for c in dict.fromkeys(
-                [_a.campaign, *(b["campaign"] for b in _a.parameters.get("benchmarks", []))]) if c],
+            tidy=[f"data/processed/{c}.parquet" for c in _a.reads],
             published=list(_study(_a).published),
             lib=LIB,
         output:

@@ -142,3 +142,10 @@ def test_a_sixth_study_is_one_new_folder_and_the_pipeline_finds_it(tmp_path):
         assert job in dry.stdout, job
     assert "data/raw/sixth-ping/experiment.ipynb" in dry.stdout
     assert "tool-iperf2" not in dry.stdout, "demos=False must leave the demo study out"
+
+
+def test_an_analysis_reads_every_campaign_its_parameters_name():
+    table2 = next(a for s in STUDIES for a in s.analyses if a.name == "003-openstack-opennebula-table2")
+    assert set(table2.reads) == {"003-hpcc", "003-iperf", "003-iozone"}
+    demo = next(a for s in STUDIES for a in s.analyses if a.name == "iperf3-streams-throughput")
+    assert demo.reads == ("iperf3-streams",)

@@ -57,6 +57,9 @@ class Analysis:
     campaign: str | None
     parameters: dict[str, Any]
     outputs: dict[str, str]
+    #: The campaigns whose tidy tables it reads: ``campaign`` and every campaign of the study
+    #: named by a string anywhere in its parameters (e.g. a list of benchmarks).
+    reads: tuple[str, ...] = ()
 
     def papermill_parameters(self) -> dict[str, Any]:
         """What the pipeline passes to the notebook: study, campaign and the declared parameters."""
@@ -169,8 +172,10 @@ def load(folder: str | Path, root: str | Path = ".") -> Study:
         except KeyError as exc:
             problems.append(f"{at('analyses', i)}: template {a['notebook']} needs parameter {exc.args[0]!r}")
             continue
+        named = [v for v in _strings(params) if v in ids]
+        reads = tuple(dict.fromkeys([c for c in [a.get("campaign"), *named] if c]))
         analyses.append(Analysis(name, doc["study"], f"{NOTEBOOKS_DIR}/{a['notebook']}.ipynb", a.get("campaign"),
-                                 params, outputs))
+                                 params, outputs, reads))
     names = [a.name for a in analyses]
     for dup in sorted({n for n in names if names.count(n) > 1}):
         problems.append(f"{at('analyses')}: two analyses named {dup!r}; give one a `name:`")
@@ -180,6 +185,17 @@ def load(folder: str | Path, root: str | Path = ".") -> Study:
                  order=doc.get("order", 50), part=doc.get("part", "main"), demo=doc.get("demo", False),
                  chapter=chapter, published=tuple(doc.get("published", [])), campaigns=tuple(campaigns),
                  analyses=tuple(analyses))
+
+
+def _strings(value: Any) -> list[str]:
+    """Every string in a nested structure of dicts and lists."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, (list, tuple)):
+        return [s for v in value for s in _strings(v)]
+    return []
 
 
 def discover(root: str | Path = ".", *, demos: bool = True) -> list[Study]:

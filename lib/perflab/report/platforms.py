@@ -24,7 +24,6 @@ from ..stats.published import load_published
 from ..stats.summaries import IN_KIND_NOTE, per_row
 from . import macros
 from .latex import escape_latex, format_ci, format_number, format_p, latex_table
-from .tables import fit
 
 #: Rows per LaTeX table: a longer table is set as several tables (one page each), one family still.
 ROWS_PER_PAGE = 34
@@ -201,8 +200,8 @@ def _table_part(tab: pd.DataFrame, *, levels: Sequence[str], labels: Mapping[str
              f"{escape_latex(str(attrs.get('correction', 'Holm')))} correction over the "
              f"{attrs.get('family', len(tab))} rows of the table; relative difference of the means with "
              f"Fieller's interval. -- : a value the source leaves unreadable."]
-    return fit(latex_table(pd.DataFrame(cols), caption=caption, label=label, notes=notes, escape=False,
-                           column_format="ll" + "r" * (len(cols) - 2)))
+    return latex_table(pd.DataFrame(cols), caption=caption, label=label, notes=notes, escape=False,
+                       column_format="ll" + "r" * (len(cols) - 2))
 
 
 def in_kind_latex(kind: pd.DataFrame, *, labels: Mapping[str, str], pair: tuple[str, str], native: str,
@@ -217,10 +216,10 @@ def in_kind_latex(kind: pd.DataFrame, *, labels: Mapping[str, str], pair: tuple[
         "agree": ["--" if v is None or pd.isna(v) else ("yes" if v else "no") for v in kind["agree"]],
         **{f"{lab[lv]}/{lab[native]}, {where[k]}": [format_number(v, 3) for v in kind[f"ratio_{lv}_{k}"]]
            for lv in pair for k in where}})
-    return fit(latex_table(df, caption=caption, label=label, escape=False,
-                           column_format="lll" + "r" * (len(df.columns) - 3),
-                           notes=[f"{escape_latex(IN_KIND_NOTE)}. ``better'': the level with the better mean "
-                                  "where the corrected $p$ is below 0.05, else none."]))
+    return latex_table(df, caption=caption, label=label, escape=False,
+                       column_format="lll" + "r" * (len(df.columns) - 3),
+                       notes=[f"{escape_latex(IN_KIND_NOTE)}. ``better'': the level with the better mean "
+                              "where the corrected $p$ is below 0.05, else none."])
 
 
 def write(*, name: str, rerun: pd.DataFrame | None, published: pd.DataFrame, levels: Sequence[str],

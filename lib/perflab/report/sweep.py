@@ -25,7 +25,6 @@ from scipy import stats as sps
 from ..stats.describe import describe
 from . import figures, lineage, macros, style
 from .latex import escape_latex, format_number, latex_table
-from .tables import fit
 
 
 @dataclass
@@ -298,8 +297,8 @@ def summary_table(result: Sweep, *, scale: float, unit: str, quantity: str, xlab
                          escape_latex(xlabel): escape_latex(str(r[result.factor])), "$n$": str(int(r["n"])),
                          f"{escape_latex(quantity)} ({escape_latex(unit)})": format_number(r["mean"] / scale),
                          "95\\,\\% CI": ci})
-    return fit(latex_table(pd.DataFrame(rows), caption=caption, label=label, escape=False,
-                           column_format="l" * (len(cols) + 1) + "rrr"))
+    return latex_table(pd.DataFrame(rows), caption=caption, label=label, escape=False,
+                           column_format="l" * (len(cols) + 1) + "rrr")
 
 
 def littles_table(result: Sweep, *, caption: str, label: str, tolerance: float = 0.25) -> str:
@@ -339,8 +338,8 @@ def littles_table(result: Sweep, *, caption: str, label: str, tolerance: float =
             f"the I/Os in flight, numjobs $\\times$ iodepth. $\\dagger$: ratio farther than {tolerance:g} from 1."
             + (" Published ratio: the same check on the thesis's IOPS and latency for that cell." if len(pub) else ""))
     table = pd.DataFrame(rows)
-    return fit(latex_table(table, caption=caption, label=label, notes=[note], escape=False,
-                           column_format="l" * len(cell) + "r" * (table.shape[1] - len(cell))))
+    return latex_table(table, caption=caption, label=label, notes=[note], escape=False,
+                           column_format="l" * len(cell) + "r" * (table.shape[1] - len(cell)))
 
 
 def kind_table(result: Sweep, *, xlabel: str, caption: str, label: str) -> str:
@@ -358,7 +357,7 @@ def kind_table(result: Sweep, *, xlabel: str, caption: str, label: str) -> str:
                      "Spearman $\\rho$": "--" if pd.isna(r["spearman"]) else format_number(r["spearman"], 2)})
     note = ("Over the levels both sweeps have: span = largest over smallest mean of the curve; best = level of "
             "the largest mean; $\\rho$: Spearman rank correlation of the two curves (shape, not size).")
-    return fit(latex_table(pd.DataFrame(rows), caption=caption, label=label, notes=[note], escape=False))
+    return latex_table(pd.DataFrame(rows), caption=caption, label=label, notes=[note], escape=False)
 
 
 def write(result: Sweep, *, name: str, paper_dir: str | Path, inputs: Sequence[str | Path], generator: str,
