@@ -8,14 +8,18 @@ are stopped by process group.
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import os
 import shlex
 import socket
+import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Mapping
 
-import invoke
 import paramiko
 from fabric import Config, Connection
 
@@ -45,17 +49,71 @@ class HostError(RuntimeError):
     """A host could not be reached or refused a command; the message names the host."""
 
 
+def known_hosts_file(entry: HostEntry) -> Path:
+    """The known_hosts file that holds ``entry``'s key: the inventory's, else ``~/.ssh/known_hosts``."""
+    return Path(entry.known_hosts) if entry.known_hosts else Path.home() / ".ssh" / "known_hosts"
+
+
+def _key_name(entry: HostEntry) -> str:
+    """The host's name in known_hosts (``[address]:port`` for a port other than 22, as OpenSSH writes it)."""
+    return entry.address if entry.port == 22 else f"[{entry.address}]:{entry.port}"
+
+
+def _fingerprint(key: paramiko.PKey) -> str:
+    """``<type> SHA256:<base64>``, as ``ssh-keygen -l`` prints a key's fingerprint."""
+    digest = base64.b64encode(hashlib.sha256(key.asbytes()).digest()).decode().rstrip("=")
+    return f"{key.get_name()} SHA256:{digest}"
+
+
+class _UnknownHostKey(paramiko.SSHException):
+    """The host offered a key that the known_hosts file does not list."""
+
+
+class _KeyPolicy(paramiko.MissingHostKeyPolicy):
+    """Refuse unknown host keys (as OpenSSH's StrictHostKeyChecking=yes), or append them when opted in."""
+
+    def __init__(self, host: "Host", known: Path) -> None:
+        self.host, self.known, self.accepted = host, known, False
+
+    def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey) -> None:
+        """Raise :class:`_UnknownHostKey` with the fix, or record and append the key (accept-new)."""
+        entry = self.host.entry
+        if not entry.accept_new_host_keys:
+            raise _UnknownHostKey(
+                f"no host key for {hostname} in {self.known} (offered {_fingerprint(key)}); check that "
+                f"fingerprint out of band, then run `ssh-keyscan -p {entry.port} {entry.address} >> {self.known}` "
+                f"(or set `accept_new_host_keys: true` for this host in the inventory, which is recorded)")
+        self.known.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.known, "a") as fh:
+            fh.write(f"{hostname} {key.get_name()} {key.get_base64()}\n")
+        self.accepted = True
+
+
 @dataclass(frozen=True)
 class Result:
-    """What one command did on one host: verbatim output, exit status and wall-clock times."""
+    """What one command did on one host: verbatim output bytes, exit status and wall-clock times.
+
+    ``out`` and ``err`` are the bytes the command wrote, unaltered: store those. ``stdout``
+    and ``stderr`` decode them (UTF-8, undecodable bytes replaced) for parsers and messages.
+    """
 
     host: str
     command: str
-    stdout: str
-    stderr: str
+    out: bytes
+    err: bytes
     exit_code: int
     started: float
     ended: float
+
+    @property
+    def stdout(self) -> str:
+        """The standard output as text, for parsing (never store this: store ``out``)."""
+        return self.out.decode("utf-8", "replace")
+
+    @property
+    def stderr(self) -> str:
+        """The standard error as text, for parsing and messages (never store this: store ``err``)."""
+        return self.err.decode("utf-8", "replace")
 
     @property
     def ok(self) -> bool:
@@ -115,8 +173,8 @@ class _Shell:
             raise EOFError("the shell's channel closed")
         self.buf += data
 
-    def run(self, line: str, timeout: float | None) -> tuple[str, str, int]:
-        """Run ``line`` in the shell; return (stdout, stderr, exit status)."""
+    def run(self, line: str, timeout: float | None) -> tuple[bytes, bytes, int]:
+        """Run ``line`` in the shell; return (stdout, stderr, exit status), the bytes verbatim."""
         deadline = None if timeout is None else time.monotonic() + timeout
         self.chan.sendall(f"__pl {shlex.quote(line)}\n".encode())
         while (at := self.buf.find(self.MARK)) < 0 or self.buf.find(b"\n", at) < 0:
@@ -127,7 +185,7 @@ class _Shell:
             self._fill(deadline)
         body = self.buf[end + 1:end + 1 + n_out + n_err]
         self.buf = self.buf[end + 1 + n_out + n_err:]
-        return (body[:n_out].decode("utf-8", "replace"), body[n_out:].decode("utf-8", "replace"), code)
+        return body[:n_out], body[n_out:], code
 
 
 class Host:
@@ -142,6 +200,9 @@ class Host:
         self._shell: _Shell | None = None
         self._connect_timeout = connect_timeout
         self.workdir = f"/tmp/perflab-{entry.name}"
+        #: How the host key was checked (file, policy, key fingerprint, whether it was newly
+        #: accepted), set on connection; None before the first connection and for local hosts.
+        self.host_key: dict[str, Any] | None = None
 
     def __repr__(self) -> str:
         return f"Host({self.name!r}, {self.address!r}{', local' if self.entry.local else ''})"
@@ -152,7 +213,13 @@ class Host:
         return self.entry.local
 
     def connection(self) -> Connection:
-        """The host's Fabric connection, opened on first use and kept for the campaign."""
+        """The host's Fabric connection, opened on first use and kept for the campaign.
+
+        The host key is always checked against the inventory's ``known_hosts`` (else the
+        user's ``~/.ssh/known_hosts``): an unknown or changed key is refused with the
+        command that fixes it, unless the inventory opts in with ``accept_new_host_keys``
+        (then an unknown key is appended to that file and recorded in :attr:`host_key`).
+        """
         if self._conn is None:
             cfg = Config(overrides={"run": {"in_stream": False}})
             kwargs: dict[str, Any] = {"look_for_keys": False, "allow_agent": False}
@@ -160,14 +227,31 @@ class Host:
                 kwargs["key_filename"] = self.entry.key
             conn = Connection(self.entry.address, user=self.entry.user, port=self.entry.port, config=cfg,
                               connect_timeout=int(self._connect_timeout), connect_kwargs=kwargs)
-            if self.entry.known_hosts:
-                conn.client.load_host_keys(self.entry.known_hosts)
-                conn.client.set_missing_host_key_policy(paramiko.RejectPolicy())
+            known = known_hosts_file(self.entry)
+            if known.exists():
+                try:
+                    conn.client.load_host_keys(str(known))
+                except (OSError, paramiko.SSHException) as exc:
+                    raise HostError(f"host {self.name}: cannot read known_hosts file {known}: {exc}") from None
+            policy = _KeyPolicy(self, known)
+            conn.client.set_missing_host_key_policy(policy)
+            where = f"host {self.name} ({self.entry.user}@{self.address}:{self.entry.port})"
             try:
                 conn.open()
+            except paramiko.BadHostKeyException as exc:
+                raise HostError(f"{where}: cannot connect: the host key changed (offered {_fingerprint(exc.key)}, "
+                                f"{known} has {_fingerprint(exc.expected_key)}); this may be an attack. If the "
+                                f"host was really reinstalled, check the new key out of band, then run "
+                                f"`ssh-keygen -f {known} -R {shlex.quote(_key_name(self.entry))}` and "
+                                f"`ssh-keyscan -p {self.entry.port} {self.address} >> {known}`") from None
+            except _UnknownHostKey as exc:
+                raise HostError(f"{where}: cannot connect: {exc}") from None
             except (OSError, paramiko.SSHException) as exc:
-                raise HostError(f"host {self.name} ({self.entry.user}@{self.address}:{self.entry.port}): "
-                                f"cannot connect: {exc}. Is the lab up (`perflab lab status`)?") from exc
+                raise HostError(f"{where}: cannot connect: {exc}. Is the lab up (`perflab lab status`)?") from exc
+            server_key = conn.transport.get_remote_server_key()
+            self.host_key = {"known_hosts": str(known), "key": _fingerprint(server_key),
+                             "accepted_new": policy.accepted, "policy": "accept-new" if
+                             self.entry.accept_new_host_keys else "strict"}
             conn.transport.set_keepalive(15)
             self._conn = conn
         return self._conn
@@ -185,8 +269,9 @@ class Host:
         started = time.time()
         with self._lock:
             if self.is_local:
-                res = invoke.run(line, hide=True, warn=True, in_stream=False)
-                return Result(self.name, command, res.stdout, res.stderr, res.exited, started, time.time())
+                done = subprocess.run(["sh", "-c", line], capture_output=True, stdin=subprocess.DEVNULL)
+                code = done.returncode if done.returncode >= 0 else 128 - done.returncode
+                return Result(self.name, command, done.stdout, done.stderr, code, started, time.time())
             try:
                 if self._shell is None:
                     self._shell = _Shell(self.connection())
