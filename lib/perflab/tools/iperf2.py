@@ -31,6 +31,8 @@ class Iperf2(Tool):
 
     def commands(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> list[Command]:
         """A server service on ``server`` and one client run on ``client``."""
+        if str(params.get("protocol", "tcp")).lower() not in ("tcp", "udp"):
+            raise ValueError(f"protocol {params['protocol']!r}: expected 'tcp' or 'udp'")
         port = str(params.get("port", DEFAULT_PORT))
         udp = str(params.get("protocol", "tcp")).lower() == "udp"
         server = ["iperf", "-s", "-B", addresses["server"], "-p", port]

@@ -18,6 +18,7 @@ Metrics: ``cpu_usr``, ``cpu_nice``, ``cpu_sys``, ``cpu_iowait``, ``cpu_irq``,
 
 from __future__ import annotations
 
+import shlex
 from collections import defaultdict
 from datetime import date, datetime, timedelta
 from statistics import fmean
@@ -77,7 +78,7 @@ class Sadf(Tool):
     def commands(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> list[Command]:
         """Record with sadc for ``duration`` s, then print ``sadf -j -- -u ALL -P ALL -q -n DEV -d``."""
         interval, count = _interval_count(params)
-        sadc = params.get("sadc", "/usr/lib/sysstat/sadc")
+        sadc = shlex.quote(str(params.get("sadc", "/usr/lib/sysstat/sadc")))
         script = (f'f=$(mktemp) && {sadc} -S XALL {interval} {count + 1} "$f" && '
                   'LC_ALL=C sadf -j "$f" -- -u ALL -P ALL -q -n DEV -d; rc=$?; rm -f "$f"; exit $rc')
         return [Command("client", ("sh", "-c", script))]
