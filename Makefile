@@ -8,7 +8,7 @@ export PATH := $(BIN):$(PATH)
 CORES ?= 1
 SNAKEMAKE := snakemake --cores $(CORES) --printshellcmds --rerun-incomplete
 
-.PHONY: reproduce test install deps venv rerun clean-outputs lab-up lab-down jupyter
+.PHONY: reproduce test install deps venv lock rerun clean-outputs lab-up lab-down jupyter
 
 reproduce: install ## install everything and run the whole pipeline on the embedded lab
 	$(SNAKEMAKE)
@@ -23,12 +23,22 @@ deps:
 
 venv: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml requirements.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[test]"
+	$(BIN)/python -m pip install --quiet -r requirements.lock
+	$(BIN)/python -m pip install --quiet --no-deps -e ".[test]"
 	$(BIN)/python -m ipykernel install --sys-prefix --name perflab --display-name "Python (perflab)" >/dev/null
 	touch $@
+
+lock: ## refresh requirements.lock from pyproject.toml in a fresh venv (then commit it)
+	rm -rf .lock-venv && $(PYTHON) -m venv .lock-venv
+	.lock-venv/bin/python -m pip install --quiet --upgrade pip
+	.lock-venv/bin/python -m pip install --quiet -e ".[test]"
+	{ echo "# Pinned versions of every Python package perflab installs (from pyproject.toml, extras [test])."; \
+	  echo "# Refresh: make lock (a fresh venv, pip install -e .[test], pip freeze). make install uses this file."; \
+	  .lock-venv/bin/python -m pip freeze --exclude-editable | grep -v '^perflab'; } > requirements.lock
+	rm -rf .lock-venv
 
 rerun: install ## measure CAMPAIGN again: its old raw data is moved aside, never deleted
 	@test -n "$(CAMPAIGN)" || { echo "usage: make rerun CAMPAIGN=<campaign id>"; exit 2; }

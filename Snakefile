@@ -1,5 +1,5 @@
-# perflab pipeline: campaign -> raw (experiment notebook) -> tidy, statistics, figures,
-# tables (analysis notebook) -> paper PDF and HTML report. See README.md.
+# perflab pipeline: studies (studies/*/study.yaml) -> campaigns -> raw (experiment notebook)
+# -> tidy tables -> analyses (notebook templates) -> paper PDF and HTML report. See README.md.
 from snakemake.utils import min_version, validate
 
 min_version("9.0")

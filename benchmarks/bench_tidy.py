@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import tempfile
 import time
 from pathlib import Path
 
-from perflab import store, tidy
+from perflab import __version__, records, store, tidy
 
 FIXTURE = Path(__file__).resolve().parents[1] / "tests/fixtures/lab/iperf3-tcp-P4.json"
 
@@ -15,13 +14,16 @@ FIXTURE = Path(__file__).resolve().parents[1] / "tests/fixtures/lab/iperf3-tcp-P
 def campaign(root: Path, n: int) -> Path:
     """A raw store with ``n`` copies of a real iperf3 sample."""
     s = store.RawStore(root, f"bench{n}")
-    s.begin({"campaign": s.campaign, "design_digest": "bench", "spec": {"factors": {"parallel": [4]}}})
+    s.begin(records.CampaignRecord(campaign=s.campaign, design_digest="bench", spec={"factors": {"parallel": [4]}},
+                                   source="bench", perflab=__version__, python="3", schedule=[], inventory={}))
     out = FIXTURE.read_text()
     for i in range(n):
-        meta = {"campaign": s.campaign, "run_id": f"r{i:07d}", "tool": "iperf3", "cell": {"parallel": 4},
-                "repetition": i, "warmup": False, "block": i, "position": 0,
-                "commands": [{"host": "h1", "started_utc": "2026-11-22T00:00:00.000Z"}]}
-        s.put_sample(f"r{i:07d}", {"stdout": out, "stderr": "", "meta.json": json.dumps(meta)})
+        meta = records.SampleMeta(
+            campaign=s.campaign, run_id=f"r{i:07d}", tool="iperf3", cell={"parallel": 4}, cell_index=0,
+            repetition=i, warmup=False, block=i, position=0, seed=None, attempt=1, status="ok", reason=None,
+            roles={}, settle=None, neighbours=[], perflab=__version__,
+            commands=[{"host": "h1", "started_utc": "2026-11-22T00:00:00.000Z"}])
+        s.put_sample(f"r{i:07d}", {"stdout": out, "stderr": "", "meta.json": meta.to_json()})
     return s.dir
 
 

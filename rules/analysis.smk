@@ -1,74 +1,42 @@
-# Analysis: raw -> tidy table -> statistics -> figure, tables and inline values for the paper.
+# Analysis: raw -> tidy table (one rule per campaign) -> each study's analyses (notebook
+# templates with the parameters its study.yaml gives) -> figures, tables and inline values.
 
 
-def analysis_outputs(campaign):
-    """Files the analysis of `campaign` writes (the paper includes them)."""
-    stem = output_stem(campaign, config["campaigns"][campaign]["analysis"]["metric"])
-    return {
-        "notebook": f"reports/notebooks/{campaign}-analysis.ipynb",
-        "parquet": f"data/processed/{campaign}.parquet",
-        "csv": f"data/processed/{campaign}.csv",
-        "figure_pdf": f"paper/figures/{stem}.pdf",
-        "figure_png": f"paper/figures/{stem}.png",
-        "summary": f"paper/tables/{stem}-summary.tex",
-        "comparison": f"paper/tables/{stem}-comparison.tex",
-        "checks": f"paper/tables/{stem}-checks.tex",
-        "macros": f"paper/macros/{stem}.tex",
-        "section": f"paper/sections/{stem}.tex",
-    }
+rule tidy:
+    input:
+        raw="data/raw/{campaign}/experiment.ipynb",
+        lib=LIB,
+    output:
+        parquet="data/processed/{campaign}.parquet",
+        csv="data/processed/{campaign}.csv",
+        quarantine="data/processed/{campaign}.quarantine.csv",
+        lineage="data/processed/{campaign}.lineage.json",
+    log:
+        "logs/tidy/{campaign}.log",
+    shell:
+        "perflab tidy data/raw/{wildcards.campaign} --out data/processed > {log} 2>&1 || {{ cat {log}; exit 1; }}"
 
 
-for _campaign in CAMPAIGNS:
+def _study(analysis):
+    return next(s for s in STUDIES if s.id == analysis.study)
+
+
+for _a in ANALYSES:
 
     rule:
         name:
-            f"analysis_{_campaign.replace('-', '_')}"
+            f"analysis_{_a.name.replace('-', '_')}"
         input:
-            raw=f"data/raw/{_campaign}/experiment.ipynb",
-            notebook=config["campaigns"][_campaign]["analysis"]["notebook"],
+            notebook=_a.notebook,
+            tidy=[f"data/processed/{_a.campaign}.parquet"] if _a.campaign else [],
+            published=list(_study(_a).published),
             lib=LIB,
         output:
-            **analysis_outputs(_campaign),
+            **_a.outputs,
         log:
-            f"logs/analysis/{_campaign}.log",
+            f"logs/analysis/{_a.name}.log",
         params:
-            cmd=lambda wc, input, output, c=_campaign: papermill(
-                input.notebook, output.notebook,
-                {"campaign": c, "metric": config["campaigns"][c]["analysis"]["metric"],
-                 **config["campaigns"][c]["analysis"].get("parameters", {})},
-                f"logs/analysis/{c}.log"),
+            cmd=lambda wc, input, output, a=_a: papermill(
+                input.notebook, output.notebook, a.papermill_parameters(), f"logs/analysis/{a.name}.log"),
         shell:
             "{params.cmd}"
-
-
-# Re-checks of published statistics (digitized tables in data/raw/published/).
-RECHECKS = ["003-openstack-opennebula"]
-
-
-def recheck_outputs(study):
-    """Files the re-check of `study` writes."""
-    return {
-        "notebook": f"reports/notebooks/{study}-recheck.ipynb",
-        "pvalues": f"paper/tables/{study}-recheck-p.tex",
-        "claims": f"paper/tables/{study}-recheck-claims.tex",
-        "macros": f"paper/macros/{study}-recheck.tex",
-    }
-
-
-rule recheck:
-    input:
-        published=lambda wc: sorted(str(p) for p in Path("data/raw/published").glob(f"{wc.study}-*.csv")),
-        notebook="notebooks/{study}-recheck.ipynb",
-        lib=LIB,
-    output:
-        notebook="reports/notebooks/{study}-recheck.ipynb",
-        pvalues="paper/tables/{study}-recheck-p.tex",
-        claims="paper/tables/{study}-recheck-claims.tex",
-        macros="paper/macros/{study}-recheck.tex",
-    log:
-        "logs/recheck/{study}.log",
-    params:
-        cmd=lambda wc, input, output: papermill(
-            input.notebook, output.notebook, {"study": wc.study}, f"logs/recheck/{wc.study}.log"),
-    shell:
-        "{params.cmd}"

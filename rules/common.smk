@@ -1,20 +1,19 @@
-# Helpers shared by the rule files: campaign lookups and the papermill command line.
+# Helpers shared by the rule files: the studies, their campaigns and analyses, and the papermill
+# command line. Everything is discovered from studies/*/study.yaml (see docs/studies.md).
 import shlex
 from pathlib import Path
 
-import yaml
+from perflab import study as studies
 
-from perflab.report.levels import output_stem
-
-CAMPAIGNS = sorted(c for c, conf in config["campaigns"].items()
-                   if config.get("tool_demos", True) or not conf.get("demo", False))
+STUDIES = studies.discover(".", demos=config.get("demos", True))
+#: Campaign id -> its reference (file, inventory), over every included study.
+CAMPAIGNS = {c.id: c for s in STUDIES for c in s.campaigns}
+ANALYSES = [a for s in STUDIES for a in s.analyses]
 #: The package's code: analyses rerun when it changes (experiments never do).
 LIB = sorted(str(p) for p in Path("lib/perflab").rglob("*.py"))
 
-
-def campaign_conf(wildcards):
-    """The config block of the campaign named by the wildcard."""
-    return config["campaigns"][wildcards.campaign]
+wildcard_constraints:
+    campaign="|".join(CAMPAIGNS) or "(?!)",
 
 
 def papermill(notebook, output, parameters, log):
@@ -24,6 +23,8 @@ def papermill(notebook, output, parameters, log):
     failed run's partial notebook goes to logs/failed/ for inspection. Cell output is
     streamed (--log-output) to the terminal and to `log`.
     """
+    import yaml
+
     out = Path(output)
     tmp = out.with_name(f".{out.stem}.tmp.ipynb")
     y = yaml.safe_dump(dict(parameters), default_flow_style=True, width=1 << 20).strip()

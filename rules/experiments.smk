@@ -5,7 +5,7 @@
 
 rule experiment:
     input:
-        campaign=lambda wc: ancient(campaign_conf(wc)["file"]),
+        campaign=lambda wc: ancient(CAMPAIGNS[wc.campaign].file),
         notebook=ancient("notebooks/experiment.ipynb"),
     output:
         notebook="data/raw/{campaign}/experiment.ipynb",
@@ -14,7 +14,16 @@ rule experiment:
     params:
         cmd=lambda wc, input, output: papermill(
             input.notebook, output.notebook,
-            {"campaign": input.campaign, "inventory": campaign_conf(wc).get("inventory", config["inventory"]),
+            {"campaign": input.campaign, "inventory": CAMPAIGNS[wc.campaign].inventory or config["inventory"],
              "raw_root": "data/raw"}, f"logs/experiment/{wc.campaign}.log"),
     shell:
         "{params.cmd} && perflab seal data/raw/{wildcards.campaign}"
+
+
+rule plan_macros:
+    input:
+        campaign=lambda wc: CAMPAIGNS[wc.campaign].file,
+    output:
+        "paper/macros/{campaign}-plan.tex",
+    shell:
+        "perflab plan --macros {output} {input.campaign} > /dev/null"

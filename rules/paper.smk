@@ -1,11 +1,25 @@
-# Paper: latexmk builds paper/main.pdf from the sources and every generated include.
+# Paper: latexmk builds paper/main.pdf from the sources, the generated list of studies'
+# chapters and inline values, and every generated include.
+
+
+rule paper_index:
+    input:
+        [s.declaration for s in STUDIES],
+    output:
+        macros="paper/macros/studies-macros.tex",
+        chapters="paper/macros/studies-chapters.tex",
+    params:
+        demos="" if config.get("demos", True) else "--no-demos",
+    shell:
+        "perflab studies index --paper-dir paper {params.demos}"
 
 
 rule paper:
     input:
-        sources=["paper/main.tex", "paper/perflab.sty"] + sorted(str(p) for p in Path("paper/chapters").glob("*.tex")),
-        generated=[f for c in CAMPAIGNS for k, f in analysis_outputs(c).items() if k not in ("notebook", "parquet", "csv")]
-        + [f for s in RECHECKS for k, f in recheck_outputs(s).items() if k != "notebook"],
+        sources=["paper/main.tex", "paper/perflab.sty"] + [s.chapter for s in STUDIES if s.chapter],
+        index=rules.paper_index.output,
+        generated=[f for a in ANALYSES for k, f in a.outputs.items() if k != "notebook"]
+        + [f for s in STUDIES for f in s.macro_files()],
     output:
         "paper/main.pdf",
     log:

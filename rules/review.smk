@@ -3,8 +3,8 @@
 
 rule report:
     input:
-        experiments=expand("data/raw/{campaign}/experiment.ipynb", campaign=CAMPAIGNS),
-        analyses=[analysis_outputs(c)["notebook"] for c in CAMPAIGNS] + [recheck_outputs(s)["notebook"] for s in RECHECKS],
+        experiments=expand("data/raw/{campaign}/experiment.ipynb", campaign=sorted(CAMPAIGNS)),
+        analyses=[a.outputs["notebook"] for a in ANALYSES],
         paper="paper/main.pdf",
     output:
         "reports/index.html",

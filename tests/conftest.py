@@ -7,7 +7,13 @@ import os
 import pytest
 
 from helpers import leftovers
-from perflab import inventory, lab as lab_mod, remote
+from perflab import inventory, lab as lab_mod, remote, tools
+
+
+@pytest.fixture
+def probe(monkeypatch):
+    """Register the test-only ``probe`` tool (helpers.Probe: the sample is a shell command)."""
+    monkeypatch.setitem(tools.REGISTRY, "probe", "helpers:Probe")
 
 
 @pytest.fixture(scope="session")

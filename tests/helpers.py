@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import os
 import subprocess
+from pathlib import Path
 
 import pytest
 
-from perflab import lab as lab_mod
+from typing import Any, Mapping
+
+from perflab import lab as lab_mod, records, spec
+from perflab.tools.base import Command, Measurement, Rows, Tool
 
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="the lab needs root (network namespaces, sshd)")
 
@@ -23,3 +27,45 @@ def leftovers(name: str) -> list[str]:
     found += [layout.bridge] if f" {layout.bridge}:" in links else []
     found += procs.splitlines()
     return found
+
+
+def campaign_record(name: str = "c", factors: dict | None = None, digest: str = "d") -> records.CampaignRecord:
+    """A minimal campaign record for a store made by hand in a test."""
+    return records.CampaignRecord(campaign=name, design_digest=digest, spec={"factors": factors or {}},
+                                  source=f"{name}.yaml", perflab="test", python="3", schedule=[], inventory={})
+
+
+def sample_meta(run_id: str, cell: dict, block: int, *, campaign: str = "c", tool: str = "iperf3",
+                warmup: bool = False, host: str = "h1", started_utc: str = "2026-11-22T19:42:11.876Z") -> str:
+    """A sample's meta.json text for a store made by hand in a test."""
+    return records.SampleMeta(
+        campaign=campaign, run_id=run_id, tool=tool, cell=cell, cell_index=0, repetition=block, warmup=warmup,
+        block=block, position=0, seed=None, attempt=1, status="ok", reason=None, roles={}, settle=None,
+        neighbours=[], perflab="test", commands=[{"host": host, "started_utc": started_utc}]).to_json()
+
+
+def load_campaign(text: str, tmp_path: Path | None = None) -> spec.Campaign:
+    """A campaign from YAML ``text``; written to ``tmp_path/c.yaml`` first when given (errors then name it)."""
+    if tmp_path is None:
+        return spec.load("c.yaml", text=text)
+    path = tmp_path / "c.yaml"
+    path.write_text(text)
+    return spec.load(path)
+
+
+class Probe(Tool):
+    """A test-only adapter: the sample is the shell command ``params['cmd']``; its stdout is one number."""
+
+    name = "probe"
+    roles = ("client",)
+
+    def commands(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> list[Command]:
+        return [Command("client", ("sh", "-c", str(params["cmd"])))]
+
+    def parse(self, stdout: str, stderr: str = "", *, source: str = "") -> list[Measurement]:
+        rows = Rows(source)
+        rows.add("value", stdout.strip(), "1", "stdout")
+        return rows
+
+    def expected_duration(self, params: Mapping[str, Any]) -> float:
+        return 0.1

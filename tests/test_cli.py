@@ -2,13 +2,14 @@
 
 from pathlib import Path
 
+from helpers import campaign_record
 from perflab import cli, store
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_plan_prints_schedule_size_and_duration(capsys):
-    assert cli.main(["plan", str(ROOT / "campaigns/iperf3-streams.yaml"), "--head", "3"]) == 0
+    assert cli.main(["plan", str(ROOT / "studies/iperf3-streams/campaigns/iperf3-streams.yaml"), "--head", "3"]) == 0
     out = capsys.readouterr().out
     assert "2 cells x (1 warm-up + 40 repetitions) = 82 samples" in out
     assert out.count("block ") == 3 and "79 more" in out
@@ -25,7 +26,7 @@ def test_invalid_campaign_exits_2_with_file_line_field(tmp_path, capsys):
 
 def test_verify_exit_code_follows_the_manifest(tmp_path, capsys):
     raw = store.RawStore(tmp_path, "c")
-    raw.begin({"design_digest": "d"})
+    raw.begin(campaign_record())
     raw.put_sample("r", {"stdout": "x"})
     assert cli.main(["verify", str(raw.dir)]) == 0
     (raw.dir / "samples/r/stdout").write_text("y")
@@ -34,7 +35,7 @@ def test_verify_exit_code_follows_the_manifest(tmp_path, capsys):
 
 
 def test_pilot_refuses_a_single_repetition(capsys):
-    assert cli.main(["pilot", str(ROOT / "campaigns/iperf3-streams.yaml"), "--repetitions", "1",
+    assert cli.main(["pilot", str(ROOT / "studies/iperf3-streams/campaigns/iperf3-streams.yaml"), "--repetitions", "1",
                      "--inventory", "localhost", "--raw", "/nonexistent"]) == 2
     assert "at least 2 repetitions" in capsys.readouterr().err
 

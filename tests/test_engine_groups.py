@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers import ROOT_ONLY
-from perflab import design, runner, spec, store, tidy, tools
+from helpers import ROOT_ONLY, load_campaign
+from perflab import design, runner, spec, store, tidy
 from perflab.ledger import Ledger
 
 GROUPS = """\
@@ -42,17 +42,6 @@ THREE = "groups: [{client: h1, server: h2}, {client: h3, server: h4}, {client: h
 PING %= THREE
 
 
-@pytest.fixture
-def probe(monkeypatch):
-    monkeypatch.setitem(tools.REGISTRY, "probe", "test_engine_lab:Probe")
-
-
-def load(tmp_path: Path, text: str) -> spec.Campaign:
-    path = tmp_path / "c.yaml"
-    path.write_text(text)
-    return spec.load(path)
-
-
 def problems(text: str) -> list[str]:
     with pytest.raises(spec.SpecError) as info:
         spec.load("c.yaml", text=text)
@@ -60,9 +49,9 @@ def problems(text: str) -> list[str]:
 
 
 def test_groups_suffix_run_ids_keep_the_order_and_leave_campaigns_without_groups_alone(tmp_path):
-    c = load(tmp_path, PING)
-    plain = load(tmp_path, PING.replace("parallel_groups: 2\n", "").replace("hosts: {neighbour: h9}\n", "").replace(
-        THREE, "hosts: {client: h1, server: h2}"))
+    c = load_campaign(PING, tmp_path)
+    plain = load_campaign(PING.replace("parallel_groups: 2\n", "").replace("hosts: {neighbour: h9}\n", "").replace(
+        THREE, "hosts: {client: h1, server: h2}"), tmp_path)
     base = design.schedule(plain)
     runs = design.schedule(c)
     assert [r.group for r in base] == [None] * 8
@@ -78,14 +67,14 @@ def test_groups_suffix_run_ids_keep_the_order_and_leave_campaigns_without_groups
 
 
 def test_plan_counts_samples_over_groups_and_divides_time_by_the_pool(probe, tmp_path):
-    c = load(tmp_path, PING)
-    one = load(tmp_path, PING.replace("parallel_groups: 2\n", "").replace(THREE, "groups: [{client: h1, server: h2}]"))
+    c = load_campaign(PING, tmp_path)
+    one = load_campaign(PING.replace("parallel_groups: 2\n", "").replace(THREE, "groups: [{client: h1, server: h2}]"), tmp_path)
     info, single = runner.plan(c), runner.plan(one)
     assert (info["samples"], single["samples"]) == (24, 8)
     assert (info["parallel_groups"], single["parallel_groups"]) == (2, 1)
     assert info["estimated_seconds"] == pytest.approx(3 * single["estimated_seconds"] / 2, abs=0.1)
-    assert "groups" not in runner.plan(load(tmp_path, GROUPS.replace("groups: [{client: h1}, {client: h2}]",
-                                                                     "hosts: {client: h1}")))
+    assert "groups" not in runner.plan(load_campaign(GROUPS.replace("groups: [{client: h1}, {client: h2}]",
+                                                                     "hosts: {client: h1}"), tmp_path))
 
 
 def test_spec_rejects_overlapping_and_incomplete_groups(probe, tmp_path):
@@ -114,7 +103,7 @@ def metas(raw: Path) -> list[dict]:
 @ROOT_ONLY
 @pytest.mark.lab
 def test_groups_run_concurrently_store_every_run_once_and_resume_exactly(probe, lab_inventory, tmp_path):
-    c = load(tmp_path, GROUPS)
+    c = load_campaign(GROUPS, tmp_path)
     raw = tmp_path / "raw"
     planned = [r.run_id for r in design.schedule(c)]
     first = runner.run(c, lab_inventory, raw, stream=open(os.devnull, "w"), limit=2)
@@ -128,7 +117,7 @@ def test_groups_run_concurrently_store_every_run_once_and_resume_exactly(probe, 
         assert m["run_id"].endswith(f"-g{m['group']}")
         assert m["group_hosts"] == {"client": f"h{m['group'] + 1}"} == m["roles"]
         assert m["commands"][0]["host"] == f"h{m['group'] + 1}"
-    done = Counter(e["run_id"] for e in Ledger(summary.raw_dir / "ledger.jsonl").events() if e["state"] == "done")
+    done = Counter(e.run_id for e in Ledger(summary.raw_dir / "ledger.jsonl").events() if e.state == "done")
     assert done == Counter(planned)
     assert store.verify(summary.raw_dir) == []
     spans = {k: [(m["commands"][0]["started"], m["commands"][0]["ended"]) for m in found
@@ -142,7 +131,7 @@ def test_groups_run_concurrently_store_every_run_once_and_resume_exactly(probe, 
 @ROOT_ONLY
 @pytest.mark.lab
 def test_a_group_whose_host_is_gone_stops_alone_and_is_reported(probe, lab_inventory, tmp_path):
-    c = load(tmp_path, GROUPS.replace("{client: h2}", "{client: gone}"))
+    c = load_campaign(GROUPS.replace("{client: h2}", "{client: gone}"), tmp_path)
     entries = {**lab_inventory, "gone": dataclasses.replace(lab_inventory["h2"], name="gone", port=1)}
     with pytest.raises(runner.RunnerError, match=r"^group 1: host gone .*cannot connect.*rerun the same command"):
         runner.run(c, entries, tmp_path / "raw", stream=open(os.devnull, "w"))

@@ -10,45 +10,14 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any, Mapping
 
 import pytest
 
-from helpers import ROOT_ONLY
-from perflab import design, remote, runner, spec, store, tools
+from helpers import ROOT_ONLY, load_campaign
+from perflab import design, remote, runner, store
 from perflab.ledger import Ledger
-from perflab.tools.base import Command, Measurement, Rows, Tool
 
 pytestmark = [ROOT_ONLY, pytest.mark.lab]
-
-
-class Probe(Tool):
-    """A test-only adapter: the sample is the shell command ``params['cmd']``; its stdout is one number."""
-
-    name = "probe"
-    roles = ("client",)
-
-    def commands(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> list[Command]:
-        return [Command("client", ("sh", "-c", str(params["cmd"])))]
-
-    def parse(self, stdout: str, stderr: str = "", *, source: str = "") -> list[Measurement]:
-        rows = Rows(source)
-        rows.add("value", stdout.strip(), "1", "stdout")
-        return rows
-
-    def expected_duration(self, params: Mapping[str, Any]) -> float:
-        return 0.1
-
-
-@pytest.fixture
-def probe(monkeypatch):
-    monkeypatch.setitem(tools.REGISTRY, "probe", f"{__name__}:Probe")
-
-
-def load(tmp_path: Path, text: str) -> spec.Campaign:
-    path = tmp_path / "c.yaml"
-    path.write_text(text)
-    return spec.load(path)
 
 
 def metas(raw: Path, kind: str = "samples") -> list[dict]:
@@ -74,7 +43,7 @@ neighbours:
 
 
 def test_neighbour_runs_only_in_its_cells_with_monitors_settle_and_warmups(probe, lab_inventory, tmp_path):
-    c = load(tmp_path, NEIGHBOUR)
+    c = load_campaign(NEIGHBOUR, tmp_path)
     summary = runner.run(c, lab_inventory, tmp_path / "raw", stream=open(os.devnull, "w"))
     assert summary.complete and not summary.failed
     assert count_procs("slee[p] 1000.5") == 0
@@ -111,7 +80,7 @@ settle: {max_load1: 0, timeout: 0.3, poll: 0.1}
 
 
 def test_settle_timeout_and_sample_timeout_are_recorded(probe, lab_inventory, tmp_path):
-    c = load(tmp_path, TIMEOUTS)
+    c = load_campaign(TIMEOUTS, tmp_path)
     summary = runner.run(c, lab_inventory, tmp_path / "raw", stream=open(os.devnull, "w"))
     assert summary.done == 1 and len(summary.failed) == 1
     (ok,) = metas(summary.raw_dir)
@@ -137,7 +106,7 @@ teardown: [{on: client, run: "ip link set dev eth0 mtu 1500"}]
 
 
 def test_fingerprints_report_an_mtu_change_made_by_a_setup_step(probe, lab_inventory, tmp_path):
-    c = load(tmp_path, MTU)
+    c = load_campaign(MTU, tmp_path)
     with remote.connect(lab_inventory, ["h1"]) as hosts:
         assert hosts["h1"].check("cat /sys/class/net/eth0/mtu").strip() == "1500"
         out = tmp_path / "out.txt"
@@ -171,7 +140,7 @@ monitors: false
 
 
 def test_kill_9_at_arbitrary_points_then_resume_yields_exactly_the_planned_runs(lab, lab_inventory, tmp_path):
-    c = load(tmp_path, KILL)
+    c = load_campaign(KILL, tmp_path)
     raw = tmp_path / "raw"
     samples = raw / "killed" / "samples"
     argv = [sys.executable, "-m", "perflab.cli", "run", str(tmp_path / "c.yaml"),
@@ -192,7 +161,7 @@ def test_kill_9_at_arbitrary_points_then_resume_yields_exactly_the_planned_runs(
     planned = [r.run_id for r in design.schedule(c)]
     assert summary.complete and summary.already_done + summary.done == 12
     assert sorted(p.name for p in samples.iterdir()) == sorted(planned)
-    done_events = Counter(e["run_id"] for e in Ledger(raw / "killed" / "ledger.jsonl").events() if e["state"] == "done")
+    done_events = Counter(e.run_id for e in Ledger(raw / "killed" / "ledger.jsonl").events() if e.state == "done")
     assert set(done_events) <= set(planned) and max(done_events.values()) == 1
     assert store.verify(raw / "killed") == []
     assert sorted(p.name for p in (raw / "killed" / "blocks").iterdir()) == [str(b) for b in range(6)]

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from helpers import load_campaign
+
 from perflab import cli, inventory, remote, runner, spec, tools
 from perflab.ledger import Ledger
 
@@ -39,21 +41,17 @@ neighbours:
 """
 
 
-def load(text: str) -> spec.Campaign:
-    return spec.load("c.yaml", text=text)
-
-
 def test_new_fields_load_with_their_defaults():
-    c = load(GOOD)
+    c = load_campaign(GOOD)
     assert c.settle == spec.Settle(("client", "server"), 0.5, 30.0, 1.0)
     assert c.setup == (spec.Step("client", "ip link set dev eth0 mtu 1500"),)
     assert c.neighbours[0].cells == {"load": ("on",)} and c.neighbours[0].applies({"load": "on", "parallel": 1})
     assert not c.neighbours[0].applies({"load": "off", "parallel": 1})
     assert (c.monitors, c.fingerprints) == (True, True)
     assert c.involved() == ["h1", "h2", "h3"]
-    plain = load(GOOD.split("settle:")[0])
+    plain = load_campaign(GOOD.split("settle:")[0])
     assert (plain.settle, plain.setup, plain.neighbours) == (None, (), ())
-    assert load(GOOD.replace("hosts: [client, server]", "hosts: [h1, h9]")).involved() == ["h1", "h2", "h3", "h9"]
+    assert load_campaign(GOOD.replace("hosts: [client, server]", "hosts: [h1, h9]")).involved() == ["h1", "h2", "h3", "h9"]
 
 
 @pytest.mark.parametrize("old,new,expected", [
@@ -75,18 +73,18 @@ def test_new_fields_load_with_their_defaults():
 def test_invalid_engine_fields_name_file_line_field_value_and_what_is_allowed(old, new, expected):
     assert old in GOOD
     with pytest.raises(spec.SpecError) as info:
-        load(GOOD.replace(old, new))
+        load_campaign(GOOD.replace(old, new))
     assert any(p.startswith(expected) for p in info.value.problems), info.value.problems
 
 
 def test_yaml_on_off_yes_no_stay_strings_and_placeholders_are_shell_quoted():
-    c = load(GOOD.replace('["off", "on"]', "[off, on]").replace('[\"on\"]', "[on]"))
+    c = load_campaign(GOOD.replace('["off", "on"]', "[off, on]").replace('[\"on\"]', "[on]"))
     assert c.factors["load"] == ("off", "on") and c.neighbours[0].on == "neighbour"
     assert spec.fill("tc qdisc {x} {y} '{print}'", {"x": "a b", "y": 4}) == "tc qdisc 'a b' 4 '{print}'"
 
 
 def test_plan_reports_engine_settings_and_overheads(capsys):
-    c = load(GOOD)
+    c = load_campaign(GOOD)
     info = runner.plan(c)
     assert (info["samples"], info["blocks"], info["hosts"]) == (4 * 4, 4, ["h1", "h2", "h3"])
     assert info["measure_seconds"] == 16 * 2.0
@@ -94,7 +92,7 @@ def test_plan_reports_engine_settings_and_overheads(capsys):
                                                      + 16 * 2 * runner.SETTLE_POLL_SECONDS, abs=0.1)
     assert info["settle_max_seconds"] == 16 * 30
     assert info["neighbours"] == [{"on": "neighbour", "run": "stress-ng --cpu 1 --timeout 600", "cells": {"load": ["on"]}}]
-    quiet = runner.plan(load(GOOD.split("settle:")[0] + "monitors: false\nfingerprints: false\n"))
+    quiet = runner.plan(load_campaign(GOOD.split("settle:")[0] + "monitors: false\nfingerprints: false\n"))
     assert quiet["overhead_seconds"] == 0 and quiet["estimated_seconds"] == quiet["measure_seconds"]
 
 
@@ -125,11 +123,11 @@ class Gone(remote.Host):
 
 
 def test_a_lost_host_records_the_attempt_and_stops_with_a_resume_hint(tmp_path, monkeypatch):
-    monkeypatch.setitem(tools.REGISTRY, "probe", "test_engine_lab:Probe")
+    monkeypatch.setitem(tools.REGISTRY, "probe", "helpers:Probe")
     text = ("campaign: lost\nbenchmark: {tool: probe}\nhosts: {client: h1}\nfactors: {cmd: ['echo 1', 'echo VANISH']}\n"
             "repetitions: 2\nwarmups: 0\nseed: 1\nmonitors: false\nfingerprints: false\n")
-    c = load(text)
-    monkeypatch.setattr(runner, "connect", lambda entries, names: remote.Hosts({n: Gone(entries[n]) for n in names}))
+    c = load_campaign(text)
+    monkeypatch.setattr(runner.samples, "connect", lambda entries, names: remote.Hosts({n: Gone(entries[n]) for n in names}))
     with pytest.raises(runner.RunnerError, match="rerun the same command to resume"):
         runner.run(c, inventory.localhost(), tmp_path, stream=open(os.devnull, "w"))
     (failed,) = (tmp_path / "lost" / "failed").iterdir()
@@ -139,7 +137,7 @@ def test_a_lost_host_records_the_attempt_and_stops_with_a_resume_hint(tmp_path, 
 
 
 def test_a_second_run_of_the_same_campaign_is_refused_while_the_first_holds_it(tmp_path):
-    c = load(GOOD)
+    c = load_campaign(GOOD)
     with runner._exclusive(tmp_path / c.name):
         with pytest.raises(runner.RunnerError, match=f"another perflab run \\(pid {os.getpid()}\\) is running"):
             runner.run(c, inventory.localhost(), tmp_path, stream=open(os.devnull, "w"))

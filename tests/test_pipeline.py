@@ -34,13 +34,14 @@ def test_pipeline_runs_end_to_end_and_a_second_run_does_nothing(tmp_path):
         if (ROOT / name).is_file():
             (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
             (tmp_path / name).write_bytes((ROOT / name).read_bytes())
-    campaign = yaml.safe_load((tmp_path / "campaigns/iperf3-streams.yaml").read_text())
+    campaign_file = tmp_path / "studies/iperf3-streams/campaigns/iperf3-streams.yaml"
+    campaign = yaml.safe_load(campaign_file.read_text())
     campaign.update(repetitions=3, warmups=1)
     campaign["benchmark"]["params"]["duration"] = 1
-    (tmp_path / "campaigns/iperf3-streams.yaml").write_text(yaml.safe_dump(campaign))
+    campaign_file.write_text(yaml.safe_dump(campaign))
     name = f"p{os.getpid() % 100000}"
     env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"}
-    cmd = ["snakemake", "--cores", "1", "--config", f"inventory=lab:{name}", "tool_demos=False"]
+    cmd = ["snakemake", "--cores", "1", "--config", f"inventory=lab:{name}", "demos=False"]
     try:
         first = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
         assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
@@ -52,7 +53,7 @@ def test_pipeline_runs_end_to_end_and_a_second_run_does_nothing(tmp_path):
     raw = tmp_path / "data/raw/iperf3-streams"
     assert "experiment.ipynb" in store.read_manifest(raw) and store.verify(raw) == []
     assert len(list((raw / "samples").iterdir())) == 8
-    for out in ("paper/main.pdf", "reports/index.html", "reports/notebooks/iperf3-streams-analysis.ipynb",
+    for out in ("paper/main.pdf", "reports/index.html", "reports/notebooks/iperf3-streams-throughput.ipynb",
                 "data/processed/iperf3-streams.parquet", "paper/figures/iperf3-streams-throughput.png"):
         assert (tmp_path / out).stat().st_size > 0, out
     assert (tmp_path / "paper/main.pdf").read_bytes()[:5] == b"%PDF-"

@@ -4,6 +4,8 @@ import time
 
 import pytest
 
+from helpers import load_campaign
+
 from perflab import spec
 
 GOOD = """\
@@ -21,15 +23,11 @@ seed: 7
 """
 
 
-def load(text):
-    return spec.load("c.yaml", text=text)
-
-
 def test_valid_campaign_gets_defaults():
-    c = load(GOOD)
+    c = load_campaign(GOOD)
     assert (c.name, c.tool, c.design, c.warmups, c.retries) == ("demo", "iperf3", "rmit", 1, 1)
     assert c.factors == {"parallel": (1, 4)}
-    assert c.digest() == load(GOOD).digest() != load(GOOD.replace("seed: 7", "seed: 8")).digest()
+    assert c.digest() == load_campaign(GOOD).digest() != load_campaign(GOOD.replace("seed: 7", "seed: 8")).digest()
 
 
 @pytest.mark.parametrize("old,new,expected", [
@@ -47,13 +45,13 @@ def test_valid_campaign_gets_defaults():
 ])
 def test_errors_name_file_line_field_and_problem(old, new, expected):
     with pytest.raises(spec.SpecError) as err:
-        load(GOOD.replace(old, new))
+        load_campaign(GOOD.replace(old, new))
     assert expected in str(err.value)
 
 
 def test_every_problem_is_reported_at_once():
     with pytest.raises(spec.SpecError) as err:
-        load(GOOD.replace("repetitions: 3", "repetitions: -1").replace("seed: 7", "seed: x"))
+        load_campaign(GOOD.replace("repetitions: 3", "repetitions: -1").replace("seed: 7", "seed: x"))
     assert len(err.value.problems) == 2
 
 

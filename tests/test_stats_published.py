@@ -12,7 +12,7 @@ from scipy import stats
 from perflab.stats import StatsInputError, load_claims, load_published, recheck, recheck_claims, recheck_table_latex
 
 PUBLISHED = Path(__file__).resolve().parents[1] / "data" / "raw" / "published"
-SEED = Path("/work/shared/seeds/003_2419cbac4418997d.txt")
+SEED = Path(__file__).resolve().parents[2] / "shared/seeds/003_2419cbac4418997d.txt"  # ../shared/seeds/
 
 
 def _table(rows: list[tuple]) -> pd.DataFrame:

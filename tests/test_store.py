@@ -5,6 +5,7 @@ import subprocess
 
 import pytest
 
+from helpers import campaign_record
 from perflab import store
 from perflab.ledger import Ledger
 
@@ -12,7 +13,7 @@ from perflab.ledger import Ledger
 @pytest.fixture
 def raw(tmp_path):
     s = store.RawStore(tmp_path, "camp")
-    s.begin({"campaign": "camp", "design_digest": "abc"})
+    s.begin(campaign_record("camp", digest="abc"))
     return s
 
 
@@ -67,9 +68,9 @@ def test_recover_drops_unfinished_samples_and_seals_complete_files(raw):
 
 def test_a_different_design_cannot_continue_a_campaign_directory(raw, tmp_path):
     again = store.RawStore(tmp_path, "camp")
-    again.begin({"campaign": "camp", "design_digest": "abc"})
+    again.begin(campaign_record("camp", digest="abc"))
     with pytest.raises(store.StoreError, match="different design"):
-        again.begin({"campaign": "camp", "design_digest": "other"})
+        again.begin(campaign_record("camp", digest="other"))
 
 
 def test_manifest_with_a_broken_line_is_reported_with_its_line(raw):

@@ -6,21 +6,20 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from helpers import campaign_record, sample_meta
 from perflab import store, tidy
 
 FIXTURE = Path(__file__).parent / "fixtures/lab/iperf3-tcp-P4.json"
 
 
 def meta(run_id, parallel, block, warmup=False):
-    return json.dumps({"campaign": "c", "run_id": run_id, "tool": "iperf3", "cell": {"parallel": parallel},
-                       "repetition": block, "warmup": warmup, "block": block, "position": 0,
-                       "commands": [{"host": "h1", "started_utc": "2026-11-22T19:42:11.876Z"}]})
+    return sample_meta(run_id, {"parallel": parallel}, block, warmup=warmup)
 
 
 @pytest.fixture
 def raw(tmp_path):
     s = store.RawStore(tmp_path / "raw", "c")
-    s.begin({"campaign": "c", "design_digest": "d", "spec": {"factors": {"parallel": [1, 4]}}})
+    s.begin(campaign_record("c", {"parallel": [1, 4]}))
     s.put_sample("good", {"stdout": FIXTURE.read_text(), "stderr": "", "meta.json": meta("good", 4, 1)})
     s.put_sample("warm", {"stdout": FIXTURE.read_text(), "stderr": "", "meta.json": meta("warm", 4, 0, True)})
     s.put_sample("bad", {"stdout": '{"start": {}, "error": "unable to connect to server"}', "stderr": "",
@@ -61,3 +60,33 @@ def test_altered_raw_data_is_refused(raw):
 def test_a_directory_without_campaign_is_a_clear_error(tmp_path):
     with pytest.raises(tidy.TidyError, match="no campaign.json"):
         tidy.frame(tmp_path)
+
+
+def _differences(block, **kinds):
+    record = {"block": block, "changed": [], "between_hosts_before": [], "between_hosts_after": [],
+              "since_previous_block": []}
+    record.update(kinds)
+    return json.dumps(record)
+
+
+def test_a_host_fact_that_changed_between_blocks_is_refused_by_name(raw):
+    mtu = {"key": "net.eth0.mtu", "before": 1500, "after": 9000, "hosts": ["h1"]}
+    kernel = {"key": "kernel.release", "before": "6.1.0", "after": "6.12.0", "hosts": ["h1", "h2"]}
+    boot = {"key": "boot_id", "before": "a", "after": "b", "hosts": ["h1"]}
+    raw.put_file("blocks/0/differences.json", _differences(0, between_hosts_before=[kernel]))
+    raw.put_file("blocks/1/differences.json", _differences(1, since_previous_block=[mtu, boot]))
+    with pytest.raises(tidy.TidyError, match=r"h1: net.eth0.mtu changed from 1500 to 9000 \(before block 1\)"):
+        tidy.check_comparable(raw.dir)
+    notes = tidy.check_comparable(raw.dir, expected=("net.*.mtu",))
+    assert notes == ["kernel.release differs between hosts: h1='6.1.0', h2='6.12.0'"], "boot_id is not a checked fact"
+    assert len(tidy.check_comparable(raw.dir, refuse=False)) == 2
+    lineage = json.loads(tidy.write(raw.dir, raw.dir.parent / "out")["lineage"].read_text())
+    assert "h1: net.eth0.mtu changed from 1500 to 9000" in lineage["host_fact_differences"]
+    assert lineage["planned"]["factors"] == {"parallel": [1, 4]}
+
+
+def test_an_unknown_record_format_is_refused_with_the_file(raw):
+    raw.put_sample("future", {"stdout": "", "stderr": "", "meta.json": json.dumps({"format": 99})})
+    with pytest.raises(ValueError, match=r"samples/future/meta.json: sample record of format 99; this perflab reads "
+                                         r"format 1 or 2"):
+        tidy.frame(raw.dir)

@@ -45,6 +45,13 @@ def _lab(args: argparse.Namespace) -> int:
 
 def _plan(args: argparse.Namespace) -> int:
     campaign = spec.load(args.campaign)
+    if args.macros:
+        from .report import macros
+
+        out = macros.write(args.macros, runner.planned_values(campaign), inputs=[args.campaign],
+                           generator="perflab plan --macros")
+        print(f"planned values: {out}")
+        return 0
     info = runner.plan(campaign)
     runs = info.pop("runs")
     if args.json:
@@ -81,6 +88,27 @@ def _plan(args: argparse.Namespace) -> int:
         print(f"  block {r.block:>3} pos {r.position:>2}  {'warm-up' if r.warmup else 'sample '}  {r.run_id}")
     if len(shown) < len(runs):
         print(f"  ... {len(runs) - len(shown)} more (--all to list them)")
+    return 0
+
+
+def _studies(args: argparse.Namespace) -> int:
+    from . import study
+    from .files import atomic_write
+
+    found = study.discover(".", demos=not args.no_demos)
+    if args.studies_cmd == "index":
+        for name, text in study.paper_index(found, args.paper_dir).items():
+            print(f"paper index: {atomic_write(Path(args.paper_dir) / 'macros' / name, text)}")
+        return 0
+    for s in found:
+        print(f"{s.id}  {s.title}{'  (demo)' if s.demo else ''}")
+        print(f"  declared in {s.declaration}; chapter {s.chapter or '(none)'}; part {s.part}")
+        for c in s.campaigns:
+            print(f"  campaign {c.id}: {c.file}" + (f" on {c.inventory}" if c.inventory else ""))
+        for p in s.published:
+            print(f"  published {p}")
+        for a in s.analyses:
+            print(f"  analysis {a.name}: {a.notebook}" + (f" on {a.campaign}" if a.campaign else ""))
     return 0
 
 
@@ -163,7 +191,18 @@ def parser() -> argparse.ArgumentParser:
     pp.add_argument("--head", type=int, default=12, help="runs to list (default 12)")
     pp.add_argument("--all", action="store_true", help="list every run")
     pp.add_argument("--json", action="store_true")
+    pp.add_argument("--macros", metavar="FILE", help="write the planned values as inline values for the paper "
+                    "(\\plset{<campaign>/plan/...}) to FILE instead of printing the plan")
     pp.set_defaults(func=_plan)
+
+    st = sub.add_parser("studies", help="the studies declared in studies/*/study.yaml",
+                        description="List the declared studies, or write the paper's generated list of their "
+                        "chapters and inline values (paper/macros/studies-*.tex).",
+                        epilog="example: perflab studies list; perflab studies index --paper-dir paper")
+    st.add_argument("studies_cmd", choices=["list", "index"], help="list: print them; index: write the paper index")
+    st.add_argument("--paper-dir", default="paper", help="the paper's directory (default paper)")
+    st.add_argument("--no-demos", action="store_true", help="leave out studies marked demo: true")
+    st.set_defaults(func=_studies)
 
     rp = sub.add_parser("run", help="run or resume a campaign")
     rp.add_argument("campaign", help="campaign YAML file")

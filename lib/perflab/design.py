@@ -47,11 +47,17 @@ class Run:
     group: int | None = None
 
 
-def cells(factors: Mapping[str, tuple], crossing: str = "grid") -> list[Cell]:
-    """The cells of a design: the cross product of the factors' levels, or their zip."""
+def cells(factors: Mapping[str, tuple], crossing: str = "grid",
+          exclude: tuple[Mapping[str, Any], ...] = ()) -> list[Cell]:
+    """The cells of a design: the cross product of the factors' levels, or their zip, less the ``exclude``d ones.
+
+    A cell is excluded when it matches every factor -> level pair of one ``exclude`` item.
+    """
     names = list(factors)
     combos = zip(*factors.values()) if crossing == "zip" else itertools.product(*factors.values())
-    return [Cell(i, dict(zip(names, combo))) for i, combo in enumerate(combos)]
+    kept = [dict(zip(names, combo)) for combo in combos]
+    kept = [levels for levels in kept if not any(all(levels[k] == v for k, v in e.items()) for e in exclude)]
+    return [Cell(i, levels) for i, levels in enumerate(kept)]
 
 
 def run_id(campaign: str, cell: Cell, repetition: int, warmup: bool, seed: int) -> str:
@@ -73,7 +79,7 @@ def schedule(spec: Campaign) -> list[Run]:
 
 
 def _schedule(spec: Campaign) -> list[Run]:
-    grid = cells(spec.factors, spec.crossing)
+    grid = cells(spec.factors, spec.crossing, spec.exclude)
     runs: list[Run] = []
     if spec.design == "sequential":
         for cell in grid:

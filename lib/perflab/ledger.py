@@ -15,6 +15,8 @@ import os
 import time
 from pathlib import Path
 
+from .records import LedgerEvent, RecordError, parse_event
+
 STATES = ("todo", "running", "done", "failed")
 
 
@@ -24,12 +26,12 @@ class Ledger:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
 
-    def _append(self, run_id: str, state: str, **extra: object) -> None:
-        event = {"t": round(time.time(), 3), "run_id": run_id, "state": state, **extra}
+    def _append(self, run_id: str, state: str, attempt: int, reason: str | None = None) -> None:
+        event = LedgerEvent(t=round(time.time(), 3), run_id=run_id, state=state, attempt=attempt, reason=reason)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.path, "a") as fh:
             fcntl.flock(fh, fcntl.LOCK_EX)
-            fh.write(json.dumps(event) + "\n")
+            fh.write(event.to_line())
             fh.flush()
             os.fsync(fh.fileno())
 
@@ -45,30 +47,33 @@ class Ledger:
         """Mark an attempt as failed, with the reason."""
         self._append(run_id, "failed", attempt=attempt, reason=reason)
 
-    def events(self) -> list[dict]:
-        """All events in order; a line cut short by a crash is skipped."""
+    def events(self) -> list[LedgerEvent]:
+        """All events in order; a line cut short by a crash (the last one) is skipped."""
         if not self.path.exists():
             return []
         out = []
-        for line in self.path.read_text().splitlines():
+        lines = self.path.read_text().splitlines()
+        for lineno, line in enumerate(lines, 1):
             try:
-                out.append(json.loads(line))
+                out.append(parse_event(line, f"{self.path}:{lineno}"))
             except json.JSONDecodeError:
-                continue
+                if lineno < len(lines):
+                    raise RecordError(f"{self.path}:{lineno}: not a JSON line; the ledger is append-only, "
+                                      "restore the original file") from None
         return out
 
     def states(self, planned: list[str]) -> dict[str, str]:
         """State of every planned run id (``todo`` when it has no event)."""
         state = dict.fromkeys(planned, "todo")
         for event in self.events():
-            if event["run_id"] in state:
-                state[event["run_id"]] = event["state"]
+            if event.run_id in state:
+                state[event.run_id] = event.state
         return state
 
     def failures(self) -> dict[str, list[str]]:
         """Failure reasons per run id, oldest first."""
         out: dict[str, list[str]] = {}
         for event in self.events():
-            if event["state"] == "failed":
-                out.setdefault(event["run_id"], []).append(event.get("reason", ""))
+            if event.state == "failed":
+                out.setdefault(event.run_id, []).append(event.reason or "")
         return out

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import itertools
 import json
 import math
 import re
@@ -154,6 +155,30 @@ def unsafe_placeholders(command: str) -> list[tuple[str, str]]:
     return out
 
 
+@dataclass(frozen=True)
+class ServiceDef:
+    """A declared fixture: started on ``on`` once per ``scope`` for the cells it applies to, checked, stopped."""
+
+    name: str
+    on: str
+    start: str
+    ready: str | None = None
+    stop: str | None = None
+    scope: str = "campaign"
+    order: int = 0
+    timeout: float = 30.0
+    cells: Mapping[str, tuple] = field(default_factory=dict)
+
+    def applies(self, levels: Mapping[str, Any]) -> bool:
+        """True when a cell with ``levels`` needs this service."""
+        return all(levels.get(k) in v for k, v in self.cells.items())
+
+
+def label(level: Any) -> Any:
+    """The name of a factor level: itself, or the ``label`` of a level that sets several parameters."""
+    return level["label"] if isinstance(level, Mapping) else level
+
+
 def fill(command: str, values: Mapping[str, Any]) -> str:
     """``command`` with each ``{name}`` replaced by the shell-quoted ``values[name]`` (others left alone)."""
     return PLACEHOLDER.sub(lambda m: shlex.quote(str(values[m[1]])) if m[1] in values else m[0], command)
@@ -189,6 +214,11 @@ class Campaign:
     parallel_groups: int = 1
     #: The index of the group this campaign is restricted to (see :meth:`for_group`), else None.
     group: int | None = None
+    #: Factor -> level label -> the tool parameters that level sets (only levels given as {label, set}).
+    level_sets: Mapping[str, Mapping[Any, Mapping[str, Any]]] = field(default_factory=dict)
+    #: Cells left out of the grid: factor -> level label, all pairs matching.
+    exclude: tuple[Mapping[str, Any], ...] = ()
+    services: tuple[ServiceDef, ...] = ()
 
     def for_group(self, index: int) -> Campaign:
         """This campaign restricted to group ``index``: its roles on the group's hosts, without other groups."""
@@ -198,15 +228,26 @@ class Campaign:
         """The inventory host name of ``target``: a role's host, or ``target`` itself (a host name)."""
         return self.hosts.get(target, target)
 
+    def cell_params(self, levels: Mapping[str, Any]) -> dict[str, Any]:
+        """The tool parameters of a cell: fixed params, plain levels, and what labelled levels set."""
+        out = dict(self.params)
+        for factor, level in levels.items():
+            sets = self.level_sets.get(factor)
+            if sets is None:
+                out[factor] = level
+            else:
+                out.update(sets[level])
+        return out
+
     def values(self, levels: Mapping[str, Any], addresses: Mapping[str, str]) -> dict[str, Any]:
-        """Placeholder values of a cell: benchmark params, the cell's ``levels`` and ``<role>_address``."""
-        return {**self.params, **levels, **{f"{role}_address": a for role, a in addresses.items()}}
+        """Placeholder values of a cell: its tool parameters, its level labels and ``<role>_address``."""
+        return {**self.cell_params(levels), **levels, **{f"{role}_address": a for role, a in addresses.items()}}
 
     def involved(self) -> list[str]:
         """Every inventory host the campaign touches: its roles' hosts and those named by its steps."""
         names = set(self.hosts.values()) | {name for group in self.groups for name in group.values()}
         names |= {self.host_of(t) for t in (self.settle.hosts if self.settle else ())}
-        names |= {self.host_of(s.on) for s in (*self.setup, *self.teardown, *self.neighbours)}
+        names |= {self.host_of(s.on) for s in (*self.setup, *self.teardown, *self.neighbours, *self.services)}
         return sorted(names)
 
     def digest(self) -> str:
@@ -246,14 +287,19 @@ def _explain(err: jsonschema.ValidationError) -> str:
     return err.message + hint
 
 
-def load(path: str | Path, *, text: str | None = None) -> Campaign:
-    """Load and validate a campaign file; raise :class:`SpecError` listing every problem."""
+def read_yaml(path: str | Path, schema: Mapping[str, Any], kind: str, *,
+              text: str | None = None) -> tuple[dict[str, Any], dict[tuple, int]]:
+    """Read a YAML ``kind`` file (campaign, study, lab ...) and check it against ``schema``.
+
+    Returns the document and a map from field paths to line numbers; raises
+    :class:`SpecError` with one ``file:line: field: problem`` line per schema violation.
+    """
     path = str(path)
     if text is None:
         try:
             text = Path(path).read_text()
         except OSError as exc:
-            raise SpecError(path, [f"{path}: cannot read campaign file: {exc.strerror}"]) from None
+            raise SpecError(path, [f"{path}: cannot read {kind} file: {exc.strerror}"]) from None
     try:
         node = yaml.compose(text)
         doc = yaml.load(text, Loader=_Loader)
@@ -261,23 +307,37 @@ def load(path: str | Path, *, text: str | None = None) -> Campaign:
         line = exc.problem_mark.line + 1 if exc.problem_mark else 1
         raise SpecError(path, [f"{path}:{line}: not valid YAML: {exc.problem}"]) from None
     if not isinstance(doc, dict):
-        raise SpecError(path, [f"{path}:1: expected a mapping of campaign fields; found {type(doc).__name__}"])
+        raise SpecError(path, [f"{path}:1: expected a mapping of {kind} fields; found {type(doc).__name__}"])
     lines = _line_map(node)
+    validator = jsonschema.Draft202012Validator(schema)
     problems = []
-    validator = jsonschema.Draft202012Validator(SCHEMA)
     for err in sorted(validator.iter_errors(doc), key=lambda e: _where(lines, tuple(e.absolute_path))):
         where = ".".join(map(str, err.absolute_path)) or "(top level)"
         problems.append(f"{path}:{_where(lines, tuple(err.absolute_path))}: {where}: {_explain(err)}")
     if problems:
         raise SpecError(path, problems)
-    problems += _semantic_problems(doc, lines, path)
+    return doc, lines
+
+
+def load(path: str | Path, *, text: str | None = None) -> Campaign:
+    """Load and validate a campaign file; raise :class:`SpecError` listing every problem."""
+    path = str(path)
+    doc, lines = read_yaml(path, SCHEMA, "campaign", text=text)
+    problems = _semantic_problems(doc, lines, path)
     if problems:
         raise SpecError(path, problems)
     settle = doc.get("settle")
     groups = tuple(dict(g) for g in doc.get("groups", []))
     return Campaign(
         name=doc["campaign"], tool=doc["benchmark"]["tool"], params=doc["benchmark"].get("params", {}),
-        hosts=doc.get("hosts", {}), factors={k: tuple(v) for k, v in doc["factors"].items()},
+        hosts=doc.get("hosts", {}), factors={k: tuple(label(x) for x in v) for k, v in doc["factors"].items()},
+        level_sets={k: {x["label"]: dict(x["set"]) for x in v} for k, v in doc["factors"].items()
+                    if any(isinstance(x, Mapping) for x in v)},
+        exclude=tuple(dict(e) for e in doc.get("exclude", [])),
+        services=tuple(ServiceDef(
+            name=d["name"], on=d["on"], start=d["start"], ready=d.get("ready"), stop=d.get("stop"),
+            scope=d.get("scope", "campaign"), order=d.get("order", 0), timeout=float(d.get("timeout", 30)),
+            cells={k: tuple(v) for k, v in d.get("cells", {}).items()}) for d in doc.get("services", [])),
         crossing=doc.get("crossing", "grid"), repetitions=doc.get("repetitions", 40),
         warmups=doc.get("warmups", 1), design=doc.get("design", "rmit"), seed=doc.get("seed", 0),
         timeout=doc.get("timeout"), retries=doc.get("retries", 1), source=path, doc=doc,
@@ -320,7 +380,8 @@ def _number_problems(doc: dict, lines: dict[tuple, int], path: str) -> list[str]
                             f"write a number such as 10")
             continue
         name = where[-2] if where[:1] == ("factors",) and len(where) == 3 else where[-1] if (
-            where[:2] == ("benchmark", "params") and len(where) == 3) else None
+            where[:2] == ("benchmark", "params") and len(where) == 3
+            or where[:1] == ("factors",) and len(where) == 5 and where[3] == "set") else None
         if name in POSITIVE and isinstance(value, (int, float)) and not isinstance(value, bool) and (
                 value < 0 or (value == 0 and name not in ZERO_OK)):
             problems.append(f"{path}:{_where(lines, where)}: {dotted}: {name} must be "
@@ -378,8 +439,11 @@ def _command_problems(doc: dict, tool: tools.Tool, lines: dict[tuple, int], path
                 f"{tool.name}'s output and cannot run it; choose a tool that `perflab parse --list` marks runnable"]
     params, factors = doc["benchmark"].get("params", {}), doc["factors"]
     addresses = {role: "198.18.0.1" for role in tool.roles}
-    first = {name: levels[0] for name, levels in factors.items()}
-    checked = [((), {**params, **first})] + [(("factors", name, i), {**params, **first, name: level})
+    def sets(name: str, level: Any) -> dict[str, Any]:
+        return dict(level["set"]) if isinstance(level, Mapping) else {name: level}
+
+    first = {k: v for name, levels in factors.items() for k, v in sets(name, levels[0]).items()}
+    checked = [((), {**params, **first})] + [(("factors", name, i), {**params, **first, **sets(name, level)})
                                             for name, levels in factors.items() for i, level in enumerate(levels)]
     for where, values in checked:
         try:
@@ -389,14 +453,14 @@ def _command_problems(doc: dict, tool: tools.Tool, lines: dict[tuple, int], path
         except Exception as exc:  # an adapter refusing a value: report it against the campaign file
             at = where or ("benchmark", "params")
             return [f"{path}:{_where(lines, at)}: {'.'.join(map(str, at))}: {tool.name} cannot use "
-                    f"{_level_text(where, values)}: {exc}; fix the value"]
+                    f"{_level_text(where, factors)}: {exc}; fix the value"]
     return []
 
 
-def _level_text(where: tuple, values: Mapping[str, Any]) -> str:
+def _level_text(where: tuple, factors: Mapping[str, list]) -> str:
     if where:
-        return f"{where[1]}={values[where[1]]!r}"
-    return "these parameters" if values else "its defaults"
+        return f"{where[1]}={label(factors[where[1]][where[2]])!r}"
+    return "these parameters"
 
 
 def _group_problems(doc: dict, tool_roles: tuple[str, ...], lines: dict[tuple, int], path: str) -> list[str]:
@@ -423,7 +487,9 @@ def _reference_problems(doc: dict, lines: dict[tuple, int], path: str) -> list[s
     problems = []
     roles = _roles(doc)
     names = set(roles.values()) | {name for group in doc.get("groups", []) for name in group.values()}
-    known = [*doc["factors"], *doc["benchmark"].get("params", {}), *(f"{role}_address" for role in roles)]
+    sets = [k for levels in doc["factors"].values() for x in levels if isinstance(x, Mapping) for k in x["set"]]
+    known = list(dict.fromkeys([*doc["factors"], *doc["benchmark"].get("params", {}), *sets,
+                                *(f"{role}_address" for role in roles)]))
 
     def target(where: tuple, value: str) -> None:
         if value in roles or value in names:
@@ -452,16 +518,52 @@ def _reference_problems(doc: dict, lines: dict[tuple, int], path: str) -> list[s
         for i, item in enumerate(doc.get(kind, [])):
             target((kind, i, "on"), item["on"])
             command((kind, i, "run"), item["run"])
-    for i, item in enumerate(doc.get("neighbours", [])):
+    for i, item in enumerate(doc.get("services", [])):
+        target(("services", i, "on"), item["on"])
+        for field_ in ("start", "ready", "stop"):
+            if field_ in item:
+                command(("services", i, field_), item[field_])
+    for kind, i, item in [*(("neighbours", i, n) for i, n in enumerate(doc.get("neighbours", []))),
+                          *(("services", i, n) for i, n in enumerate(doc.get("services", [])))]:
         for factor, levels in item.get("cells", {}).items():
-            where = ("neighbours", i, "cells", factor)
+            where = (kind, i, "cells", factor)
             if factor not in doc["factors"]:
                 problems.append(f"{path}:{_where(lines, where)}: {'.'.join(map(str, where))}: unknown factor "
                                 f"{factor!r}; factors: {', '.join(doc['factors'])}")
                 continue
+            labels = [label(x) for x in doc["factors"][factor]]
             for level in levels:
-                if level not in doc["factors"][factor]:
+                if level not in labels:
                     problems.append(f"{path}:{_where(lines, where)}: {'.'.join(map(str, where))}: level {level!r} "
-                                    f"is not a level of factor {factor} (levels: "
-                                    f"{', '.join(map(repr, doc['factors'][factor]))})")
+                                    f"is not a level of factor {factor} (levels: {', '.join(map(repr, labels))})")
+    return problems + _design_problems(doc, lines, path)
+
+
+def _design_problems(doc: dict, lines: dict[tuple, int], path: str) -> list[str]:
+    """Labelled levels, excluded cells and service names that do not fit the factors."""
+    problems = []
+    for factor, levels in doc["factors"].items():
+        labels = [label(x) for x in levels]
+        for dup in sorted({str(x) for x in labels if labels.count(x) > 1}):
+            problems.append(f"{path}:{_where(lines, ('factors', factor))}: factors.{factor}: level label {dup!r} "
+                            "is used twice; give every level its own label")
+    for i, item in enumerate(doc.get("exclude", [])):
+        for factor, level in item.items():
+            where = ("exclude", i, factor)
+            if factor not in doc["factors"]:
+                problems.append(f"{path}:{_where(lines, where)}: exclude.{i}.{factor}: unknown factor {factor!r}; "
+                                f"factors: {', '.join(doc['factors'])}")
+            elif level not in [label(x) for x in doc["factors"][factor]]:
+                problems.append(f"{path}:{_where(lines, where)}: exclude.{i}.{factor}: {level!r} is not a level of "
+                                f"factor {factor} (levels: {', '.join(repr(label(x)) for x in doc['factors'][factor])})")
+    if doc.get("exclude") and not problems and doc.get("crossing", "grid") == "grid":
+        labels = [[label(x) for x in v] for v in doc["factors"].values()]
+        if math.prod(map(len, labels)) <= 100_000 and all(
+                any(all(dict(zip(doc["factors"], combo))[k] == v for k, v in e.items()) for e in doc["exclude"])
+                for combo in itertools.product(*labels)):
+            problems.append(f"{path}:{_where(lines, ('exclude',))}: exclude: leaves no cell to measure; "
+                            "remove an item")
+    names = [d["name"] for d in doc.get("services", [])]
+    for dup in sorted({n for n in names if names.count(n) > 1}):
+        problems.append(f"{path}:{_where(lines, ('services',))}: services: two services named {dup!r}; rename one")
     return problems

@@ -17,14 +17,15 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
-import json
 import os
 import shutil
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Iterable, Mapping
+
+from . import records
+from .files import atomic_write, fsync
 
 MANIFEST = "MANIFEST.sha256"
-FORMAT_VERSION = 1
 
 
 class StoreError(RuntimeError):
@@ -40,29 +41,12 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def write_once(path: Path, data: bytes | str) -> None:
     """Create ``path`` atomically with ``data``; refuse if it exists (raw data is never rewritten)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data.encode() if isinstance(data, str) else data)
-        fh.flush()
-        os.fsync(fh.fileno())
     try:
-        os.link(tmp, path)
+        atomic_write(path, data, exclusive=True)
     except FileExistsError:
         raise StoreError(f"{path}: already exists; raw files are written once") from None
-    finally:
-        tmp.unlink()
-    _fsync_dir(path.parent)
 
 
 class RawStore:
@@ -77,19 +61,19 @@ class RawStore:
         """The append-only checksum manifest."""
         return self.dir / MANIFEST
 
-    def begin(self, record: Mapping[str, Any]) -> None:
+    def begin(self, record: records.CampaignRecord) -> None:
         """Record the campaign once; refuse to continue a directory made by a different design."""
         path = self.dir / "campaign.json"
         if path.exists():
-            old = json.loads(path.read_text())
-            if old.get("design_digest") != record.get("design_digest"):
+            old = records.read_campaign(path)
+            if old.design_digest != record.design_digest:
                 raise StoreError(
                     f"{self.dir}: holds raw data of a different design of campaign {self.campaign!r} "
-                    f"(digest {str(old.get('design_digest'))[:12]} != {str(record.get('design_digest'))[:12]}). "
+                    f"(digest {old.design_digest[:12]} != {record.design_digest[:12]}). "
                     "Rename the campaign, choose another output directory, or move the old data away.")
             return
         self.dir.mkdir(parents=True, exist_ok=True)
-        write_once(path, json.dumps({"format": FORMAT_VERSION, **record}, indent=1, default=str) + "\n")
+        write_once(path, record.to_json())
         self._append_manifest([path])
 
     def done_ids(self) -> set[str]:
@@ -119,9 +103,9 @@ class RawStore:
                 fh.write(data.encode() if isinstance(data, str) else data)
                 fh.flush()
                 os.fsync(fh.fileno())
-        _fsync_dir(tmp)
+        fsync(tmp)
         os.rename(tmp, final)
-        _fsync_dir(final.parent)
+        fsync(final.parent)
         self._append_manifest(sorted(p for p in final.rglob("*") if p.is_file()))
         return final
 

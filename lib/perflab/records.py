@@ -1,0 +1,184 @@
+"""Raw records on disk: the campaign record, a sample's ``meta.json`` and the ledger's events.
+
+Each record is a dataclass written as plain JSON with a ``format`` version. Every reader
+checks the version and refuses one it does not know, naming the file and the versions it
+reads, as pyperf does for its JSON. The runner writes these records, the tidy stage and the
+benchmarks read them; no other module builds them by hand.
+
+Format history (add a line for every change, and bump the version of that record):
+
+- ``campaign.json`` format 1 (perflab 0.1): ``campaign``, ``design_digest``, ``spec`` (the
+  resolved campaign document), ``source`` (the campaign file), ``perflab``, ``python``,
+  ``schedule`` (planned run ids in order), ``inventory`` (host -> address, local).
+- ``meta.json`` format 1 (perflab 0.1): the run (``run_id``, ``cell``, ``cell_index``,
+  ``repetition``, ``warmup``, ``block``, ``position``, ``seed``, ``attempt``), its outcome
+  (``status`` ok/failed, ``reason``), ``roles``, the measured ``commands`` (argv, host,
+  exit code, start and end), ``settle``, ``neighbours`` running, ``perflab``; with host
+  groups also ``group`` and ``group_hosts``.
+- ``meta.json`` format 2 (perflab 0.1, campaign ``services``): adds ``services``, the declared
+  services running during the sample (host, command, name, scope). Format 1 is still read
+  (as ``services: []``).
+- ledger event format 1 (perflab 0.1): one JSON object per line of ``ledger.jsonl`` with
+  ``t``, ``run_id``, ``state`` (running/done/failed), ``attempt`` and, for failures,
+  ``reason``. Lines written before the field existed carry no ``format``; they are format 1.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import MISSING, asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any, Mapping
+
+#: Format versions this perflab writes (and the only ones it reads).
+CAMPAIGN_FORMAT = 1
+SAMPLE_FORMAT = 2
+LEDGER_FORMAT = 1
+#: Older formats a reader still accepts, per record.
+_READS = {"campaign record": {1}, "sample record": {1, 2}, "ledger event": {1}}
+
+
+class RecordError(ValueError):
+    """A raw record is of an unknown format or misses a field; the message names the file."""
+
+
+def _check(kind: str, data: Mapping[str, Any], where: str) -> None:
+    version = data.get("format", 1 if kind == "ledger event" else None)
+    known = _READS[kind]
+    if version not in known:
+        raise RecordError(f"{where}: {kind} of format {version!r}; this perflab reads format "
+                          f"{' or '.join(map(str, sorted(known)))}. Use the perflab version that wrote it "
+                          "(see its 'perflab' field), or upgrade perflab.")
+
+
+def _build(cls: type, data: Mapping[str, Any], where: str, kind: str) -> Any:
+    names = {f.name for f in fields(cls)}
+    missing = [f.name for f in fields(cls)
+               if f.name not in data and f.default is MISSING and f.default_factory is MISSING]
+    if missing:
+        raise RecordError(f"{where}: {kind} lacks field(s) {', '.join(missing)}; the file is damaged or not perflab's")
+    return cls(**{k: v for k, v in data.items() if k in names})
+
+
+def _dumps(record: Any) -> str:
+    return json.dumps(asdict(record), indent=1, default=str) + "\n"
+
+
+@dataclass(frozen=True)
+class CampaignRecord:
+    """What a campaign directory holds: the resolved campaign, its design digest and the planned schedule."""
+
+    campaign: str
+    design_digest: str
+    spec: dict[str, Any]
+    source: str
+    perflab: str
+    python: str
+    schedule: list[str]
+    inventory: dict[str, dict[str, Any]]
+    format: int = CAMPAIGN_FORMAT
+
+    def to_json(self) -> str:
+        """The record as written to ``campaign.json``."""
+        return _dumps(self)
+
+    @property
+    def planned(self) -> dict[str, Any]:
+        """The campaign's planned values (design, seed, repetitions, warm-ups, fixed parameters, factors)."""
+        doc = self.spec
+        return {"design": doc.get("design", "rmit"), "seed": doc.get("seed"),
+                "repetitions": doc.get("repetitions"), "warmups": doc.get("warmups", 0),
+                "tool": doc.get("tool"), "params": dict(doc.get("params") or {}),
+                "factors": {k: list(v) if isinstance(v, list) else v for k, v in (doc.get("factors") or {}).items()},
+                "samples": len(self.schedule)}
+
+
+@dataclass(frozen=True)
+class SampleMeta:
+    """One stored attempt of a planned run: where it sits in the design, what ran, and how it ended."""
+
+    campaign: str
+    run_id: str
+    tool: str
+    cell: dict[str, Any]
+    cell_index: int
+    repetition: int
+    warmup: bool
+    block: int
+    position: int
+    seed: int | None
+    attempt: int
+    status: str
+    reason: str | None
+    roles: dict[str, str]
+    commands: list[dict[str, Any]]
+    settle: dict[str, Any] | None
+    neighbours: list[dict[str, str]]
+    perflab: str
+    group: int | None = None
+    group_hosts: dict[str, str] | None = None
+    services: list[dict[str, str]] = field(default_factory=list)
+    format: int = SAMPLE_FORMAT
+
+    def to_json(self) -> str:
+        """The record as written to ``meta.json`` (group fields only for grouped campaigns)."""
+        data = asdict(self)
+        if self.group is None:
+            data.pop("group"), data.pop("group_hosts")
+        return json.dumps(data, indent=1, default=str) + "\n"
+
+
+@dataclass(frozen=True)
+class LedgerEvent:
+    """One state change of a planned run in ``ledger.jsonl``."""
+
+    t: float
+    run_id: str
+    state: str
+    attempt: int | None = None
+    reason: str | None = None
+    format: int = LEDGER_FORMAT
+
+    def to_line(self) -> str:
+        """The event as one JSON line (no ``reason`` unless failed)."""
+        data = asdict(self)
+        if data["reason"] is None:
+            data.pop("reason")
+        return json.dumps(data) + "\n"
+
+
+def read_campaign(path: str | Path) -> CampaignRecord:
+    """Read and check a ``campaign.json``."""
+    where = str(path)
+    data = _load(path)
+    _check("campaign record", data, where)
+    return _build(CampaignRecord, data, where, "campaign record")
+
+
+def read_sample(path: str | Path) -> SampleMeta:
+    """Read and check a sample's ``meta.json``."""
+    where = str(path)
+    data = _load(path)
+    _check("sample record", data, where)
+    return _build(SampleMeta, data, where, "sample record")
+
+
+def parse_event(line: str, where: str) -> LedgerEvent:
+    """Parse one ledger line (``where`` is ``file:line`` for errors)."""
+    data = json.loads(line)
+    if not isinstance(data, dict):
+        raise RecordError(f"{where}: a ledger line must be a JSON object")
+    _check("ledger event", data, where)
+    return _build(LedgerEvent, data, where, "ledger event")
+
+
+def _load(path: str | Path) -> dict[str, Any]:
+    try:
+        data = json.loads(Path(path).read_text(), parse_constant=lambda c: math.nan)
+    except json.JSONDecodeError as exc:
+        raise RecordError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg}); raw records are never edited, "
+                          "restore the original file") from None
+    if not isinstance(data, dict):
+        raise RecordError(f"{path}: expected a JSON object")
+    return data

@@ -1,0 +1,124 @@
+"""The runner: executes a campaign's schedule on its hosts and stores every sample raw.
+
+One Fabric connection per host for the whole campaign; services (e.g. an iperf3 server)
+start once for the cells that share them and stop at the end, also on failure or Ctrl-C;
+each sample runs under a remote-side timeout; its stdout, stderr and metadata go to the
+raw store atomically; the ledger records every state change, so a rerun resumes exactly
+where the last one stopped.
+
+Around the samples, in this order: when the schedule enters a new block, every involved
+host is fingerprinted (``blocks/<b>/fingerprint-before-<host>.json``); when it enters a
+new cell, the previous cell's teardown and the new cell's setup steps run; the cell's
+neighbour loads start (and loads of other cells stop); services start; the settle
+condition is waited for; then sysstat monitors run on every involved host while the
+measured commands run, and their files go into the sample's ``monitors/<host>/``. When a
+block ends, the hosts are fingerprinted again and the differences (before/after per host,
+between hosts, since the previous block) are printed and stored in
+``blocks/<b>/differences.json``. Teardown, neighbours, services and monitors are stopped
+whatever happens (failure, lost host, Ctrl-C).
+
+A campaign with ``groups`` runs the whole schedule once per group, each group on its own
+hosts with its own connections, services, neighbours, monitors and fingerprints, in a
+thread pool of ``parallel_groups`` workers. A group whose host goes away stops (its
+processes stopped) while the others run on; the run then raises :class:`RunnerError`
+naming it, and a rerun resumes.
+
+The package is split by job: :mod:`.plan` (schedule summary and time estimates),
+:mod:`.progress` (progress lines), :mod:`.session` (services, neighbour loads, cell steps
+and block fingerprints on the connected hosts), :mod:`.samples` (the sample loop) and
+:mod:`.pool` (parallel host groups); this module holds the entry point :func:`run`.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import platform
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Callable, Iterator, Mapping, TextIO
+
+from .. import __version__, design, records
+from ..inventory import HostEntry
+from ..remote import HostError
+from ..spec import Campaign
+from ..store import RawStore
+from .plan import FINGERPRINT_SECONDS, MONITOR_SECONDS, SETTLE_POLL_SECONDS, plan, planned_values, sample_timeout
+from .pool import run_groups
+from .progress import Progress, format_duration
+from .samples import session
+from .session import RunnerError, Summary
+
+__all__ = ["FINGERPRINT_SECONDS", "MONITOR_SECONDS", "SETTLE_POLL_SECONDS", "RunnerError", "Summary",
+           "format_duration", "plan", "planned_values", "run", "sample_timeout"]
+
+
+def run(spec: Campaign, entries: Mapping[str, HostEntry], raw_root: str | Path, *,
+        stream: TextIO | None = None, limit: int | None = None,
+        on_sample: Callable[[design.Run], None] | None = None) -> Summary:
+    """Run (or resume) ``spec`` on the inventory ``entries``, storing raw data under ``raw_root``.
+
+    ``limit`` stops after that many samples (for pilots and tests; with groups, per group);
+    ``on_sample`` is called after each stored sample (with groups, from the groups' threads).
+    A host that goes away records the failed attempt and raises :class:`RunnerError` after
+    everything started was stopped (with groups, after the other groups finished); rerunning resumes.
+    """
+    names = spec.involved()
+    missing = [name for name in names if name not in entries]
+    if missing:
+        raise RunnerError(f"{spec.source}: hosts {', '.join(missing)} are not in the inventory "
+                          f"(it has {', '.join(sorted(entries))})")
+    runs = design.schedule(spec)
+    store = RawStore(raw_root, spec.name)
+    with _exclusive(store.dir):
+        return _run(spec, entries, runs, store, stream=stream, limit=limit, on_sample=on_sample)
+
+
+@contextmanager
+def _exclusive(directory: Path) -> Iterator[None]:
+    """Hold an exclusive lock on a campaign directory, so two runs never store the same samples."""
+    directory.mkdir(parents=True, exist_ok=True)
+    with open(directory / ".lock", "a+") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.seek(0)
+            raise RunnerError(f"{directory}: another perflab run (pid {fh.read().strip() or '?'}) is running this "
+                              "campaign; wait for it to finish or stop it, then rerun to resume") from None
+        fh.truncate(0)
+        fh.write(str(os.getpid()))
+        fh.flush()
+        yield
+
+
+def _run(spec: Campaign, entries: Mapping[str, HostEntry], runs: list[design.Run], store: RawStore, *,
+         stream: TextIO | None, limit: int | None, on_sample: Callable[[design.Run], None] | None) -> Summary:
+    store.begin(records.CampaignRecord(
+        campaign=spec.name, design_digest=spec.digest(), spec=dict(spec.doc), source=spec.source,
+        perflab=__version__, python=platform.python_version(), schedule=[r.run_id for r in runs],
+        inventory={n: {"address": e.address, "local": e.local} for n, e in entries.items()}))
+    summary = Summary(planned=len(runs), already_done=0, raw_dir=store.dir)
+    summary.notes += store.recover()
+    done = store.done_ids()
+    todo = [r for r in runs if r.run_id not in done]
+    summary.already_done = len(runs) - len(todo)
+    out = stream or sys.stdout
+    if not todo:
+        print(f"{spec.name}: all {len(runs)} samples are stored in {store.dir}; nothing to do", file=out, flush=True)
+        return summary
+    if summary.already_done:
+        print(f"{spec.name}: resuming, {summary.already_done} of {len(runs)} samples already stored", file=out, flush=True)
+    progress = Progress(len(runs), summary.already_done, stream=out)
+    if spec.groups:
+        return run_groups(spec, entries, runs, todo, store, progress, limit=limit, on_sample=on_sample,
+                          summary=summary)
+    try:
+        session(spec, entries, runs, todo[:limit], store, progress, on_sample=on_sample, summary=summary)
+    except HostError as exc:
+        raise RunnerError(f"{exc}. The campaign stopped after {summary.already_done + summary.done} of "
+                          f"{len(runs)} samples; bring the host back, then rerun the same command to resume "
+                          f"(stored samples are kept)") from exc
+    return summary
+
+

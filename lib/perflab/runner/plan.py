@@ -1,0 +1,113 @@
+"""Planning: what a campaign will run, for how long, and at what overhead (``perflab plan``)."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from .. import design, tools
+from ..spec import Campaign
+
+
+def sample_timeout(spec: Campaign, params: Mapping[str, Any]) -> float:
+    """Seconds a sample may take: the campaign's ``timeout`` or twice the expected time plus 15 s."""
+    return spec.timeout or 2 * tools.get(spec.tool).expected_duration(params) + 15
+
+
+#: Seconds the monitors add per sample and host (start and stop, measured over SSH in the lab).
+MONITOR_SECONDS = 0.55
+#: Seconds one fingerprint takes per host (one round trip, measured over SSH in the lab).
+FINGERPRINT_SECONDS = 0.2
+#: Seconds one settle poll of one host takes when the hosts are already quiet.
+SETTLE_POLL_SECONDS = 0.01
+
+
+def fingerprint_block(spec: Campaign, run_: design.Run) -> int:
+    """The block a run's fingerprints belong to: its RMIT block, or its cell under a sequential design.
+
+    A sequential schedule gives every sample its own block; fingerprinting around each
+    would double the round trips, so there a block of fingerprints is a cell's run of samples.
+    """
+    return run_.cell.index if spec.design == "sequential" else run_.block
+
+
+def plan(spec: Campaign) -> dict[str, Any]:
+    """The schedule summary ``perflab plan`` prints: cells, samples, estimated duration and overheads.
+
+    ``estimated_seconds`` is the tools' expected measurement time plus ``overhead_seconds``
+    (monitors, fingerprints and one settle poll per sample); ``settle_max_seconds`` is the
+    most the settle condition can add when the hosts never settle. With groups, samples
+    count every group's runs and the times are divided by the pool size ``parallel_groups``.
+    """
+    runs = design.schedule(spec)
+    parts = [spec.for_group(k) for k in range(len(spec.groups))] if spec.groups else [spec]
+    estimates = [_estimate(part, [r for r in runs if r.group == part.group]) for part in parts]
+    measure, overhead = sum(m for m, _ in estimates), sum(o for _, o in estimates)
+    settle_max = len(runs) * spec.settle.timeout if spec.settle else 0.0
+    grouped = {}
+    if spec.groups:
+        measure, overhead, settle_max = (x / spec.parallel_groups for x in (measure, overhead, settle_max))
+        grouped = {"groups": [dict(g) for g in spec.groups], "parallel_groups": spec.parallel_groups}
+    hosts = spec.involved()
+    blocks = len({fingerprint_block(spec, r) for r in runs})
+    return {"campaign": spec.name, "tool": spec.tool, "design": spec.design, "seed": spec.seed,
+            "cells": len(design.cells(spec.factors, spec.crossing, spec.exclude)), "repetitions": spec.repetitions,
+            "warmups": spec.warmups, "samples": len(runs), "blocks": blocks, "hosts": hosts,
+            "measure_seconds": round(measure, 1), "overhead_seconds": round(overhead, 1),
+            "estimated_seconds": round(measure + overhead, 1),
+            "settle_max_seconds": round(settle_max, 1),
+            "settle": None if spec.settle is None else vars(spec.settle) | {"hosts": list(spec.settle.hosts)},
+            "setup": [vars(st) for st in spec.setup], "teardown": [vars(st) for st in spec.teardown],
+            "neighbours": [{"on": n.on, "run": n.run, "cells": {k: list(v) for k, v in n.cells.items()}}
+                           for n in spec.neighbours],
+            "services": [{"name": d.name, "on": d.on, "start": d.start, "scope": d.scope, "order": d.order,
+                          "cells": {k: list(v) for k, v in d.cells.items()}} for d in spec.services],
+            "monitors": spec.monitors, "fingerprints": spec.fingerprints, **grouped, "runs": runs}
+
+
+def _estimate(spec: Campaign, runs: list[design.Run]) -> tuple[float, float]:
+    """Expected measurement seconds and overhead seconds of ``runs`` on the hosts of ``spec`` (no groups)."""
+    tool = tools.get(spec.tool)
+    measure = sum(tool.expected_duration(spec.cell_params(r.cell.levels)) for r in runs)
+    hosts = spec.involved()
+    blocks = len({fingerprint_block(spec, r) for r in runs})
+    overhead = len(runs) * len(hosts) * (MONITOR_SECONDS if spec.monitors else 0)
+    overhead += 2 * blocks * len(hosts) * (FINGERPRINT_SECONDS if spec.fingerprints else 0)
+    if spec.settle:
+        overhead += len(runs) * len(spec.settle.hosts) * SETTLE_POLL_SECONDS
+    return measure, overhead
+
+
+
+
+def planned_values(spec: Campaign) -> dict[str, str]:
+    """The campaign's planned values as inline-value keys for the paper (``<campaign>/plan/...``).
+
+    Prose never types a repetition count, a duration or a seed: it cites these, taken from the
+    campaign file (``repetitions``, ``warmups``, ``seed``, ``design``, ``cells``, ``samples``,
+    ``estimated-minutes``, every fixed tool parameter as ``params/<name>`` and every factor's
+    levels as ``levels/<factor>``).
+    """
+    info = plan(spec)
+    key = f"{spec.name}/plan"
+    values = {f"{key}/repetitions": str(spec.repetitions), f"{key}/warmups": str(spec.warmups),
+              f"{key}/seed": str(spec.seed), f"{key}/design": "RMIT" if spec.design == "rmit" else spec.design,
+              f"{key}/cells": str(info["cells"]), f"{key}/samples": str(info["samples"]),
+              f"{key}/estimated-minutes": f"{info['estimated_seconds'] / 60:.0f}"}
+    for name, value in spec.params.items():
+        if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+            values[f"{key}/params/{_slug(name)}"] = _latex(str(value))
+    for factor, levels in spec.factors.items():
+        values[f"{key}/levels/{_slug(factor)}"] = ", ".join(_latex(str(v)) for v in levels)
+    return values
+
+
+def _slug(name: str) -> str:
+    return "".join(ch if ch.isalnum() else "-" for ch in name.lower()).strip("-")
+
+
+def _latex(text: str) -> str:
+    """Plain text made safe inside a LaTeX macro argument."""
+    for ch, rep in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("$", r"\$"), ("#", r"\#"),
+                    ("_", r"\_"), ("{", r"\{"), ("}", r"\}"), ("~", r"\textasciitilde{}"), ("^", r"\^{}")):
+        text = text.replace(ch, rep)
+    return text

@@ -1,0 +1,210 @@
+"""The sample loop: bring the hosts into a run's state, measure under the monitors, store raw."""
+
+from __future__ import annotations
+
+import shlex
+import threading
+import time
+from typing import Any, Callable, Mapping
+
+from .. import __version__, design, monitors, records, settle, tools
+from ..inventory import HostEntry
+from ..ledger import Ledger
+from ..remote import HostError, Hosts, connect
+from ..spec import Campaign, fill
+from ..store import RawStore
+from ..tools.base import Command, ParseError
+from .plan import fingerprint_block, sample_timeout
+from .progress import Progress
+from .session import Background, Blocks, Cells, RunnerError, Summary, Want
+
+
+def session(spec: Campaign, entries: Mapping[str, HostEntry], runs: list[design.Run], todo: list[design.Run],
+             store: RawStore, progress: Progress, *, on_sample: Callable[[design.Run], None] | None,
+             summary: Summary, stop: threading.Event | None = None) -> None:
+    """Run ``todo`` (part of ``runs``) on one connection per host of ``spec``, counting into ``summary``.
+
+    Stops early when ``stop`` is set; cells, neighbours and services are stopped whatever happens.
+    """
+    last_of_block = {fingerprint_block(spec, r): r.run_id for r in runs}
+    with connect(entries, spec.involved()) as hosts:
+        engine = Engine(spec, hosts, store, progress)
+        try:
+            for run_ in todo:
+                if stop is not None and stop.is_set():
+                    break
+                if engine.sample(run_):
+                    summary.done += 1
+                    if on_sample:
+                        on_sample(run_)
+                else:
+                    summary.failed.append(run_.run_id)
+                if last_of_block[fingerprint_block(spec, run_)] == run_.run_id:
+                    engine.blocks.finish()
+        finally:
+            summary.notes += engine.close()
+
+
+
+class Engine:
+    """One campaign session on connected hosts: cells, neighbours, services, settle, monitors, fingerprints."""
+
+    def __init__(self, spec: Campaign, hosts: Hosts, store: RawStore, progress: Progress) -> None:
+        self.spec, self.hosts, self.store, self.progress = spec, hosts, store, progress
+        self.tool = tools.get(spec.tool)
+        self.ledger = Ledger(store.dir / "ledger.jsonl")
+        self.addresses = {role: hosts[name].address for role, name in spec.hosts.items()}
+        self.cells = Cells(spec, hosts, self.addresses)
+        self.blocks = Blocks(spec, hosts, store, progress)
+        self.services, self.neighbours, self.fixtures = Background(hosts), Background(hosts), Background(hosts)
+
+    def prepare(self, run_: design.Run) -> list[Command]:
+        """Bring the hosts into the state of ``run_``'s block and cell; return the measured commands."""
+        params = self.spec.cell_params(run_.cell.levels)
+        self.blocks.enter(fingerprint_block(self.spec, run_))
+        self.cells.enter(run_.cell)
+        values = self.spec.values(run_.cell.levels, self.addresses)
+        self.fixtures.ensure(self._fixtures(run_, values))
+        self.neighbours.ensure([Want(self.spec.host_of(n.on), f"neighbour-{i}", fill(n.run, values))
+                                for i, n in enumerate(self.spec.neighbours) if n.applies(run_.cell.levels)])
+        commands = self.tool.commands(params, self.addresses)
+        self.services.ensure([Want(self.spec.hosts[c.role], f"{self.tool.name}-{c.role}", c.line(),
+                                   self.tool.ready(params, self.addresses)) for c in commands if c.service])
+        return [c for c in commands if not c.service]
+
+    def _fixtures(self, run_: design.Run, values: Mapping[str, Any]) -> list[Want]:
+        """The declared services ``run_`` needs, in start order, each keyed by its scope."""
+        wanted = []
+        for d in sorted(self.spec.services, key=lambda d: d.order):
+            if not d.applies(run_.cell.levels):
+                continue
+            scope = {"campaign": "campaign", "cell": f"cell {run_.cell.index}",
+                     "block": f"block {fingerprint_block(self.spec, run_)}"}[d.scope]
+            wanted.append(Want(self.spec.host_of(d.on), f"service-{d.name}", fill(d.start, values),
+                               fill(d.ready, values) if d.ready else None, scope,
+                               fill(d.stop, values) if d.stop else None, d.timeout))
+        return wanted
+
+    def _settle(self) -> dict[str, Any] | None:
+        cond = self.spec.settle
+        if cond is None:
+            return None
+        res = settle.wait([self.hosts[self.spec.host_of(h)] for h in cond.hosts],
+                          max_load1=cond.max_load1, timeout=cond.timeout, poll=cond.poll)
+        if not res.satisfied:
+            self.progress.note(f"settle: {res}; running the sample anyway")
+        return {"satisfied": res.satisfied, "waited": round(res.waited, 3), "loads": dict(res.loads),
+                "polls": res.polls, "max_load1": res.max_load1}
+
+    def _measure(self, run_: design.Run, measured: list[Command], params: Mapping[str, Any],
+                 files: dict[str, str]) -> tuple[list, str]:
+        """Run the measured commands under the monitors; monitor files go into ``files``."""
+        results: list = []
+        reason = ""
+        watched = [self.hosts[n] for n in self.hosts] if self.spec.monitors else []
+        try:
+            with monitors.monitoring(watched, run_.run_id) as outputs:
+                for cmd in measured:
+                    host = self.hosts[self.spec.hosts[cmd.role]]
+                    res = host.run(cmd.line(), timeout=sample_timeout(self.spec, params))
+                    results.append((cmd, host, res))
+                    if res.timed_out:
+                        reason = f"timed out after {sample_timeout(self.spec, params):g} s on {host.name}"
+                    elif not res.ok:
+                        reason = f"exit code {res.exit_code} on {host.name}: {res.stderr.strip()[:200]}"
+                    if reason:
+                        break
+        except monitors.MonitorError as exc:
+            files["monitors/errors.txt"] = f"{exc}\n"
+        for host, produced in outputs.items():
+            files.update({f"monitors/{host}/{name}": text for name, text in produced.items()})
+        return results, reason
+
+    def sample(self, run_: design.Run) -> bool:
+        """Run one planned sample with its retries; True when a sample was stored."""
+        params = self.spec.cell_params(run_.cell.levels)
+        group = "" if run_.group is None else f"g{run_.group} "
+        label = f"{group}{run_.cell.slug} {'warm-up' if run_.warmup else 'rep'} {run_.repetition}"
+        measured = self.prepare(run_)
+        first = self.store.attempts(run_.run_id) + 1
+        for attempt in range(first, first + self.spec.retries + 1):
+            files: dict[str, str] = {}
+            settled = self._settle()
+            self.ledger.running(run_.run_id, attempt)
+            try:
+                results, reason = self._measure(run_, measured, params, files)
+            except HostError as exc:
+                files.update(_sample_files(self.spec, self.tool, run_, attempt, [], str(exc),
+                                           settle=settled, neighbours=self.neighbours.lines(),
+                                       services=self.fixtures.lines()))
+                self.store.put_sample(run_.run_id, files, failed=True)
+                self.ledger.failed(run_.run_id, attempt, str(exc))
+                self.progress.update(label, ok=False, detail=str(exc)[:160])
+                raise
+            detail = ""
+            if not reason and results:
+                try:
+                    rows = self.tool.parse(results[0][2].stdout, results[0][2].stderr, source=f"{run_.run_id}/stdout")
+                    detail = _headline(rows, self.tool.primary_metric)
+                except ParseError as exc:
+                    reason = f"output does not parse: {exc}"
+            files.update(_sample_files(self.spec, self.tool, run_, attempt, results, reason,
+                                       settle=settled, neighbours=self.neighbours.lines(),
+                                       services=self.fixtures.lines()))
+            self.store.put_sample(run_.run_id, files, failed=bool(reason))
+            if reason:
+                self.ledger.failed(run_.run_id, attempt, reason)
+                self.progress.update(label, ok=False, detail=reason[:160])
+                continue
+            self.ledger.done(run_.run_id, attempt)
+            self.progress.update(label, ok=True, detail=detail)
+            return True
+        return False
+
+    def close(self) -> list[str]:
+        """Tear the current cell down and stop neighbours and services, whatever happened; return notes."""
+        notes = []
+        try:
+            self.cells.leave()
+        except (RunnerError, HostError) as exc:
+            notes.append(f"teardown: {exc}")
+        notes += self.neighbours.stop_all() + self.services.stop_all() + self.fixtures.stop_all()
+        for note in notes:
+            self.progress.note(note)
+        return notes
+
+
+def _headline(rows: list, primary: str | None) -> str:
+    """The value a progress line shows: the tool's primary summary metric, else its first summary row."""
+    summary = [m for m in rows if not m.dims and m.value is not None]
+    m = next((m for m in summary if m.metric == primary), summary[0] if summary else None)
+    if m is None:
+        return ""
+    if m.unit == "bit/s":
+        return f"{m.metric} {m.value / 1e9:.3g} Gbit/s"
+    return f"{m.metric} {m.value:.4g} {m.unit}"
+
+
+def _sample_files(spec: Campaign, tool: tools.Tool, run_: design.Run, attempt: int, results: list, reason: str,
+                  *, settle: dict[str, Any] | None, neighbours: list[dict[str, str]],
+                  services: list[dict[str, str]]) -> dict[str, str]:
+    files: dict[str, str] = {}
+    commands = []
+    for i, (cmd, host, res) in enumerate(results):
+        suffix = "" if i == 0 else f".{cmd.role}"
+        files[f"stdout{suffix}"] = res.stdout
+        files[f"stderr{suffix}"] = res.stderr
+        commands.append({"role": cmd.role, "host": host.name, "address": host.address, "argv": list(cmd.argv),
+                         "command": shlex.join(cmd.argv), "exit_code": res.exit_code,
+                         "started": res.started, "ended": res.ended,
+                         "started_utc": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(res.started))
+                         + f".{int(res.started % 1 * 1000):03d}Z"})
+    meta = records.SampleMeta(
+        campaign=spec.name, run_id=run_.run_id, tool=tool.name, cell=dict(run_.cell.levels),
+        cell_index=run_.cell.index, repetition=run_.repetition, warmup=run_.warmup, block=run_.block,
+        position=run_.position, seed=spec.seed, attempt=attempt, status="failed" if reason else "ok",
+        reason=reason or None, roles=dict(spec.hosts), commands=commands, settle=settle, neighbours=neighbours, services=services,
+        perflab=__version__, group=spec.group,
+        group_hosts=None if spec.group is None else dict(spec.doc["groups"][spec.group]))
+    files["meta.json"] = meta.to_json()
+    return files

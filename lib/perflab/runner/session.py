@@ -1,0 +1,218 @@
+"""The per-host session of a campaign: background services and loads, cell setup and teardown,
+and the host fingerprints around each block."""
+
+from __future__ import annotations
+
+import json
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping
+
+from .. import design, fingerprint
+from ..remote import Host, HostError, Service
+from ..spec import Campaign, Step, fill
+from ..store import RawStore
+from .progress import Progress
+
+
+class RunnerError(RuntimeError):
+    """The campaign cannot run (a role's host is missing, a service does not start, ...)."""
+
+
+@dataclass
+class Summary:
+    """What one invocation of :func:`run` did."""
+
+    planned: int
+    already_done: int
+    done: int = 0
+    failed: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    raw_dir: Path | None = None
+
+    @property
+    def complete(self) -> bool:
+        """True when every planned run has a stored sample."""
+        return self.already_done + self.done == self.planned
+
+
+@dataclass(frozen=True)
+class Want:
+    """A background process wanted on a host: a tool's server, a neighbour load or a declared service.
+
+    ``scope_key`` makes a process restart when it changes (a service of scope ``cell`` or
+    ``block`` carries the cell or block); ``stop`` runs before the process group is stopped.
+    """
+
+    host: str
+    name: str
+    line: str
+    ready: str | None = None
+    scope_key: str = ""
+    stop: str | None = None
+    timeout: float = 15.0
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        """What identifies the process: host, command line and scope key."""
+        return (self.host, self.line, self.scope_key)
+
+
+class Background:
+    """Background processes on the hosts, started in the order wanted and stopped in reverse.
+
+    :meth:`ensure` stops those no longer wanted and starts the missing ones, so a process
+    shared by consecutive cells keeps running; :meth:`stop_all` ends every one of them.
+    """
+
+    def __init__(self, hosts: Mapping[str, Host]) -> None:
+        self.hosts: Mapping[str, Host] = hosts
+        self.running: dict[tuple[str, str, str], tuple[Want, Service]] = {}
+        #: Suffix of pidfile and log names, so that campaigns run at the same time on hosts that
+        #: share a file system (the lab's namespaces) never stop each other's processes.
+        self.tag = secrets.token_hex(4)
+
+    def _stop(self, key: tuple[str, str, str]) -> str:
+        want, service = self.running.pop(key)
+        host = self.hosts[want.host]
+        if want.stop:
+            res = host.run(want.stop, timeout=60)
+            if not res.ok:
+                host.stop(service)
+                raise RunnerError(f"host {want.host}: stop command of {want.name} `{want.stop}` exited "
+                                  f"{res.exit_code}: {res.stderr.strip()[:300] or 'no error output'}")
+        return host.stop(service)
+
+    def ensure(self, wanted: list[Want]) -> None:
+        """Make exactly ``wanted`` run, starting the missing ones in order and checking each is ready."""
+        keys = {w.key for w in wanted}
+        for key in [k for k in reversed(self.running) if k not in keys]:
+            self._stop(key)
+        for want in wanted:
+            if want.key in self.running:
+                continue
+            host = self.hosts[want.host]
+            self.running[want.key] = (want, host.start(f"{want.name}-{self.tag}", want.line))
+            if want.ready:
+                res = host.run(f"until {want.ready}; do sleep 0.05; done", timeout=want.timeout)
+                if not res.ok:
+                    log = self._stop(want.key)
+                    raise RunnerError(f"host {want.host}: {want.name} `{want.line}` did not become ready in "
+                                      f"{want.timeout:g} s; its output: {log.strip()[:400] or '(none)'}")
+
+    def lines(self) -> list[dict[str, str]]:
+        """What runs now, for a sample's metadata."""
+        return [{"host": w.host, "command": w.line} | ({"name": w.name, "scope": w.scope_key} if w.scope_key else {})
+                for w, _ in self.running.values()]
+
+    def stop_all(self) -> list[str]:
+        """Stop everything, last started first; return a note per process that could not be stopped."""
+        notes = []
+        for key in list(reversed(self.running)):
+            try:
+                self._stop(key)
+            except (HostError, RunnerError) as exc:
+                notes.append(f"could not stop `{key[1]}`: {exc}")
+        return notes
+
+
+class Cells:
+    """Runs the setup steps when the schedule enters a cell and the teardown steps when it leaves it."""
+
+    def __init__(self, spec: Campaign, hosts: Mapping[str, Host], addresses: Mapping[str, str]) -> None:
+        self.spec, self.hosts, self.addresses, self.current = spec, hosts, addresses, None  # type: design.Cell | None
+
+    def _steps(self, steps: tuple[Step, ...], cell: design.Cell, kind: str) -> None:
+        values = self.spec.values(cell.levels, self.addresses)
+        for i, step in enumerate(steps):
+            host = self.hosts[self.spec.host_of(step.on)]
+            res = host.run(fill(step.run, values), timeout=step.timeout)
+            if not res.ok:
+                raise RunnerError(f"{self.spec.source}: {kind}[{i}] `{fill(step.run, values)}` on host {host.name} "
+                                  f"(cell {cell.slug}) exited {res.exit_code}"
+                                  f"{' (timed out)' if res.timed_out else ''}: {res.stderr.strip()[:300] or 'no error output'}; "
+                                  f"fix the step or the host, then rerun to resume")
+
+    def enter(self, cell: design.Cell) -> None:
+        """Leave the current cell (teardown) unless it is ``cell``, then set ``cell`` up."""
+        if self.current is not None and self.current.index == cell.index:
+            return
+        self.leave()
+        self.current = cell
+        self._steps(self.spec.setup, cell, "setup")
+
+    def leave(self) -> None:
+        """Run the current cell's teardown steps (if a cell is entered)."""
+        cell, self.current = self.current, None
+        if cell is not None:
+            self._steps(self.spec.teardown, cell, "teardown")
+
+
+class Blocks:
+    """Fingerprints of every involved host before and after each block, and their differences."""
+
+    def __init__(self, spec: Campaign, hosts: Mapping[str, Host], store: RawStore, progress: Progress) -> None:
+        self.spec, self.hosts, self.store, self.progress = spec, hosts, store, progress
+        self.current: int | None = None
+        self.reported: set[str] = set()
+        #: Groups fingerprint (and compare) their own hosts, each into its own files.
+        self.suffix = "" if spec.group is None else f"-g{spec.group}"
+
+    def _path(self, block: int, when: str, host: str) -> str:
+        return f"blocks/{block}/fingerprint-{when}-{host}{self.suffix}.json"
+
+    def _load(self, block: int, when: str) -> dict[str, dict]:
+        out = {}
+        for host in self.hosts:
+            path = self.store.dir / self._path(block, when, host)
+            if path.exists():
+                out[host] = json.loads(path.read_text())
+        return out
+
+    def _collect(self, block: int, when: str) -> None:
+        for name, host in self.hosts.items():
+            if not (self.store.dir / self._path(block, when, name)).exists():
+                fp = fingerprint.collect(host)
+                self.store.put_file(self._path(block, when, name), json.dumps(fp, indent=1, sort_keys=True) + "\n")
+
+    def enter(self, block: int) -> None:
+        """Finish the current block, then fingerprint the hosts before ``block``.
+
+        A host fingerprinted before ``block`` by an interrupted earlier session keeps that fingerprint.
+        """
+        if not self.spec.fingerprints or block == self.current:
+            return
+        self.finish()
+        self.current = block
+        self._collect(block, "before")
+
+    def finish(self) -> None:
+        """Fingerprint the hosts after the current block and store and print the differences."""
+        block, self.current = self.current, None
+        if block is None:
+            return
+        self._collect(block, "after")
+        before, after = self._load(block, "before"), self._load(block, "after")
+        found = {"block": block,
+                 "changed": [d for h in after if h in before for d in fingerprint.diff(before[h], after[h])],
+                 "between_hosts_before": fingerprint.compare_hosts(before),
+                 "between_hosts_after": fingerprint.compare_hosts(after),
+                 "since_previous_block": []}
+        previous = self._load(block - 1, "after") if block > 0 else {}
+        found["since_previous_block"] = [d for h in before if h in previous
+                                         for d in fingerprint.diff(previous[h], before[h])]
+        for kind in ("since_previous_block", "changed", "between_hosts_before", "between_hosts_after"):
+            for d in found[kind]:
+                text = f"block {block}: {d}" if kind != "since_previous_block" else f"before block {block}: {d}"
+                if kind.startswith("between") and str(d) in self.reported:
+                    continue
+                self.reported.add(str(d))
+                self.progress.note(f"fingerprint: {text}")
+        record = {k: [vars(d) | {"hosts": list(d.hosts)} for d in v] if isinstance(v, list) else v
+                  for k, v in found.items()}
+        path = f"blocks/{block}/differences{self.suffix}.json"
+        if not (self.store.dir / path).exists():
+            self.store.put_file(path, json.dumps(record, indent=1, default=str) + "\n")
+
+

@@ -1,0 +1,240 @@
+"""Studies: each one declared once, in ``studies/<id>/study.yaml``; everything else discovers it.
+
+A study names its title and source document, its campaigns (files in its own folder), its
+published data (under ``data/raw/published/``), its analyses (notebook templates under
+``notebooks/`` with their parameters) and its chapter. The Snakefile, the paper's list of
+chapters and inline values, the review report and the tests read these declarations; no
+shared list names a study. The declaration format is documented in ``docs/studies.md``.
+
+An analysis template says in its notebook metadata (``metadata.perflab``) how its default
+name is formed and which files it writes, as patterns over ``{name}``, ``{study}``,
+``{campaign}`` and its parameters, e.g.::
+
+    "perflab": {"name": "{campaign}-{metric}",
+                "outputs": {"notebook": "reports/notebooks/{name}.ipynb",
+                            "macros": "paper/macros/{name}.tex"}}
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from . import spec
+
+SCHEMA = json.loads(resources.files("perflab").joinpath("schemas/study.schema.json").read_text())
+STUDIES_DIR = "studies"
+NOTEBOOKS_DIR = "notebooks"
+#: Where every study's published data lives (raw data stays under data/raw/).
+PUBLISHED_DIR = "data/raw/published"
+
+
+class StudyError(ValueError):
+    """A study declaration is invalid; ``str()`` lists ``file:line: field: problem`` lines."""
+
+
+@dataclass(frozen=True)
+class CampaignRef:
+    """A campaign a study runs: its id (from the campaign file), file and inventory (None: the pipeline's)."""
+
+    id: str
+    file: str
+    inventory: str | None = None
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """One run of an analysis template: its name, notebook, parameters and the files it writes."""
+
+    name: str
+    study: str
+    notebook: str
+    campaign: str | None
+    parameters: dict[str, Any]
+    outputs: dict[str, str]
+
+    def papermill_parameters(self) -> dict[str, Any]:
+        """What the pipeline passes to the notebook: study, campaign and the declared parameters."""
+        base = {"study": self.study, "name": self.name}
+        if self.campaign:
+            base["campaign"] = self.campaign
+        return {**base, **self.parameters}
+
+
+@dataclass(frozen=True)
+class Study:
+    """A study's declaration, with every path relative to the project root."""
+
+    id: str
+    title: str
+    folder: str
+    source: str | None = None
+    cite: str | None = None
+    order: int = 50
+    part: str = "main"
+    demo: bool = False
+    chapter: str | None = None
+    published: tuple[str, ...] = ()
+    campaigns: tuple[CampaignRef, ...] = ()
+    analyses: tuple[Analysis, ...] = field(default_factory=tuple)
+
+    @property
+    def declaration(self) -> str:
+        """The study's ``study.yaml``."""
+        return f"{self.folder}/study.yaml"
+
+    def macro_files(self) -> list[str]:
+        """The inline-value files the paper inputs for this study: planned values, then analysis results."""
+        return [f"paper/macros/{c.id}-plan.tex" for c in self.campaigns] + [
+            a.outputs["macros"] for a in self.analyses if "macros" in a.outputs]
+
+
+def slug(value: object) -> str:
+    """``value`` as a file-name part: lowercase letters, digits and '-' (``hpl_rate`` -> ``hpl-rate``)."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return re.sub(r"[^a-z0-9]+", "-", str(value).lower()).strip("-")
+
+
+@cache
+def template(notebook: str, root: str = ".") -> dict[str, Any]:
+    """The ``metadata.perflab`` block of ``notebooks/<notebook>.ipynb`` (name pattern and outputs)."""
+    path = Path(root) / NOTEBOOKS_DIR / f"{notebook}.ipynb"
+    meta = json.loads(path.read_text()).get("metadata", {}).get("perflab")
+    if not isinstance(meta, dict) or not isinstance(meta.get("outputs"), dict):
+        raise StudyError(f"{path}: notebook metadata lacks perflab.outputs; an analysis template declares the "
+                         "files it writes (see docs/studies.md)")
+    return meta
+
+
+def load(folder: str | Path, root: str | Path = ".") -> Study:
+    """Load and check ``<folder>/study.yaml`` (``folder`` relative to ``root``)."""
+    root = Path(root)
+    folder = Path(folder)
+    rel = folder.relative_to(root).as_posix() if folder.is_absolute() else folder.as_posix()
+    path = f"{rel}/study.yaml"
+    try:
+        doc, lines = spec.read_yaml(root / path, SCHEMA, "study")
+    except spec.SpecError as exc:
+        raise StudyError("\n".join(p.replace(str(root / path), path) for p in exc.problems)) from None
+
+    def at(*where: object) -> str:
+        key = tuple(where)
+        while key and key not in lines:
+            key = key[:-1]
+        return f"{path}:{lines.get(key, 1)}: {'.'.join(map(str, where)) or '(top level)'}"
+
+    problems = []
+    if doc["study"] != Path(rel).name:
+        problems.append(f"{at('study')}: {doc['study']!r} differs from the folder name {Path(rel).name!r}; "
+                        "rename one of them")
+    chapter = f"{rel}/{doc['chapter']}" if doc.get("chapter") else None
+    if chapter and not (root / chapter).is_file():
+        problems.append(f"{at('chapter')}: {chapter} does not exist")
+    for i, pub in enumerate(doc.get("published", [])):
+        if not pub.startswith(PUBLISHED_DIR + "/"):
+            problems.append(f"{at('published', i)}: {pub} is not under {PUBLISHED_DIR}/ (published data is raw data)")
+        elif not (root / pub).is_file():
+            problems.append(f"{at('published', i)}: {pub} does not exist")
+    campaigns = []
+    for i, ref in enumerate(doc.get("campaigns", [])):
+        file = f"{rel}/{ref['file']}"
+        try:
+            camp = spec.load(root / file)
+        except spec.SpecError as exc:
+            problems += [f"{at('campaigns', i, 'file')}: {p}" for p in exc.problems]
+            continue
+        declared = camp.doc.get("study")
+        if declared is not None and declared != doc["study"]:
+            problems.append(f"{at('campaigns', i, 'file')}: {file} says study {declared!r}; this is {doc['study']!r}")
+        campaigns.append(CampaignRef(camp.name, file, ref.get("inventory")))
+    ids = {c.id for c in campaigns}
+    analyses = []
+    for i, a in enumerate(doc.get("analyses", [])):
+        if a.get("campaign") is not None and a["campaign"] not in ids:
+            problems.append(f"{at('analyses', i, 'campaign')}: {a['campaign']!r} is not a campaign of this study "
+                            f"(it has {', '.join(sorted(ids)) or 'none'})")
+            continue
+        try:
+            meta = template(a["notebook"], str(root))
+        except (OSError, json.JSONDecodeError):
+            problems.append(f"{at('analyses', i, 'notebook')}: no template {NOTEBOOKS_DIR}/{a['notebook']}.ipynb")
+            continue
+        except StudyError as exc:
+            problems.append(f"{at('analyses', i, 'notebook')}: {exc}")
+            continue
+        params = dict(a.get("parameters", {}))
+        fields_ = {"study": doc["study"], "campaign": a.get("campaign") or "", **params}
+        try:
+            name = a.get("name") or slug(meta.get("name", "{study}-{notebook}").format(notebook=a["notebook"], **fields_))
+            outputs = {k: v.format(name=name, **fields_) for k, v in meta["outputs"].items()}
+        except KeyError as exc:
+            problems.append(f"{at('analyses', i)}: template {a['notebook']} needs parameter {exc.args[0]!r}")
+            continue
+        analyses.append(Analysis(name, doc["study"], f"{NOTEBOOKS_DIR}/{a['notebook']}.ipynb", a.get("campaign"),
+                                 params, outputs))
+    names = [a.name for a in analyses]
+    for dup in sorted({n for n in names if names.count(n) > 1}):
+        problems.append(f"{at('analyses')}: two analyses named {dup!r}; give one a `name:`")
+    if problems:
+        raise StudyError("\n".join(problems))
+    return Study(id=doc["study"], title=doc["title"], folder=rel, source=doc.get("source"), cite=doc.get("cite"),
+                 order=doc.get("order", 50), part=doc.get("part", "main"), demo=doc.get("demo", False),
+                 chapter=chapter, published=tuple(doc.get("published", [])), campaigns=tuple(campaigns),
+                 analyses=tuple(analyses))
+
+
+def discover(root: str | Path = ".", *, demos: bool = True) -> list[Study]:
+    """Every study under ``<root>/studies/``, in paper order (main part, then appendix; by ``order``, id).
+
+    Checks across studies too: campaign ids and output files are unique. ``demos=False``
+    leaves out studies marked ``demo: true``.
+    """
+    root = Path(root)
+    found = [load(d.relative_to(root), root) for d in sorted((root / STUDIES_DIR).iterdir())
+             if (d / "study.yaml").is_file()] if (root / STUDIES_DIR).is_dir() else []
+    problems = []
+    owner: dict[str, str] = {}
+    for s in found:
+        for c in s.campaigns:
+            if c.id in owner:
+                problems.append(f"{s.declaration}: campaign {c.id!r} is already declared by {owner[c.id]}")
+            owner[c.id] = s.declaration
+        for a in s.analyses:
+            for out in a.outputs.values():
+                if out in owner:
+                    problems.append(f"{s.declaration}: analysis {a.name} writes {out}, as does {owner[out]}")
+                owner[out] = s.declaration
+    if problems:
+        raise StudyError("\n".join(problems))
+    found = [s for s in found if demos or not s.demo]
+    return sorted(found, key=lambda s: (s.part != "main", s.order, s.id))
+
+
+def paper_index(studies: list[Study], paper_dir: str = "paper") -> dict[str, str]:
+    """The two generated LaTeX files the paper inputs: every study's inline values, and its chapters in order.
+
+    Paths in the texts are relative to ``paper_dir``, where LaTeX runs. A macro file the
+    pipeline has not made yet is skipped (``\\plv`` then marks each missing value).
+    """
+    def rel(path: str) -> str:
+        prefix = paper_dir.rstrip("/") + "/"
+        return path[len(prefix):] if path.startswith(prefix) else f"../{path}"
+
+    head = "% Generated by perflab from studies/*/study.yaml; do not edit.\n"
+    macros = head + "".join(f"\\IfFileExists{{{rel(m)}}}{{\\input{{{rel(m)}}}}}{{}}\n"
+                            for s in studies for m in s.macro_files())
+    chapters, appendix = [head], False
+    for s in studies:
+        if s.chapter is None:
+            continue
+        if s.part == "appendix" and not appendix:
+            chapters.append("\\appendix\n")
+            appendix = True
+        chapters.append(f"% {s.id}: {s.title}\n\\input{{{rel(s.chapter)}}}\n")
+    return {"studies-macros.tex": macros, "studies-chapters.tex": "".join(chapters)}

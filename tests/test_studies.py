@@ -1,0 +1,144 @@
+"""Studies are declared once (studies/<id>/study.yaml) and everything else discovers them."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from perflab import study
+
+ROOT = Path(__file__).resolve().parents[1]
+STUDIES = study.discover(ROOT)
+#: Files that list shared things; a study id never appears in them.
+SHARED = ["Snakefile", "config/config.yaml", "config/schema.yaml", "paper/main.tex", "Makefile",
+          *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "rules").glob("*.smk")),
+          *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "lib/perflab/schemas").glob("*.json"))]
+
+
+def test_every_study_folder_is_declared_and_loads():
+    folders = sorted(p.name for p in (ROOT / "studies").iterdir() if p.is_dir())
+    assert sorted(s.id for s in STUDIES) == folders
+    for s in STUDIES:
+        assert s.chapter and (ROOT / s.chapter).is_file(), s.id
+        for f in s.published:
+            assert (ROOT / f).is_file(), f
+        for a in s.analyses:
+            assert (ROOT / a.notebook).is_file() and "notebook" in a.outputs, a.name
+
+
+def test_no_shared_listing_names_a_study():
+    ids = [s.id for s in STUDIES] + [c.id for s in STUDIES for c in s.campaigns]
+    for name in SHARED:
+        text = (ROOT / name).read_text()
+        found = [i for i in ids if i in text]
+        assert not found, f"{name} names {found}: studies are discovered from studies/*/study.yaml"
+
+
+def test_seed_sources_are_relative_to_the_project_root():
+    for s in STUDIES:
+        if s.source:
+            assert s.source.startswith("../shared/seeds/"), s.source
+            if (ROOT.parent / "shared").is_dir():
+                assert (ROOT / s.source).is_file(), s.source
+
+
+def test_paper_index_lists_every_chapter_in_order_with_the_appendix_last():
+    index = study.paper_index(STUDIES)
+    chapters = [line for line in index["studies-chapters.tex"].splitlines() if line.startswith("\\")]
+    assert chapters[-2:] == ["\\appendix", "\\input{../studies/tools/chapter.tex}"]
+    assert chapters.index("\\input{../studies/iperf3-streams/chapter.tex}") < chapters.index("\\appendix")
+    macros = index["studies-macros.tex"]
+    assert "\\input{macros/iperf3-streams-plan.tex}" in macros
+    assert "\\input{macros/003-openstack-opennebula-recheck.tex}" in macros
+    assert "tools" not in "".join(study.paper_index(study.discover(ROOT, demos=False)).values())
+
+
+def _declare(root: Path, sid: str, body: str) -> Path:
+    folder = root / "studies" / sid
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "study.yaml").write_text(body)
+    return folder
+
+
+def _project(tmp_path: Path) -> Path:
+    """A minimal project: the notebook templates and one copy of a real study."""
+    shutil.copytree(ROOT / "notebooks", tmp_path / "notebooks")
+    shutil.copytree(ROOT / "studies/iperf3-streams", tmp_path / "studies/iperf3-streams")
+    return tmp_path
+
+
+def test_errors_name_the_file_line_and_field(tmp_path):
+    root = _project(tmp_path)
+    _declare(root, "zz-bad", "format: 1\nstudy: zz-other\ntitle: t\nchapter: nosuch.tex\n"
+             "analyses:\n  - notebook: compare-levels\n    campaign: nosuch\n")
+    with pytest.raises(study.StudyError) as err:
+        study.load("studies/zz-bad", root)
+    text = str(err.value)
+    assert "studies/zz-bad/study.yaml:2: study: 'zz-other' differs from the folder name 'zz-bad'" in text
+    assert "studies/zz-bad/study.yaml:4: chapter: studies/zz-bad/nosuch.tex does not exist" in text
+    assert "studies/zz-bad/study.yaml:7: analyses.0.campaign: 'nosuch' is not a campaign of this study" in text
+    _declare(root, "zz-bad", "format: 1\nstudy: zz-bad\ntitle: t\nchapters: x.tex\n")
+    with pytest.raises(study.StudyError, match=r"study.yaml:1: \(top level\): .*chapters"):
+        study.load("studies/zz-bad", root)
+
+
+def test_a_campaign_declared_by_two_studies_is_refused(tmp_path):
+    root = _project(tmp_path)
+    copy = root / "studies/zz-copy"
+    shutil.copytree(root / "studies/iperf3-streams", copy)
+    text = (copy / "study.yaml").read_text().replace("study: iperf3-streams", "study: zz-copy")
+    (copy / "study.yaml").write_text(text.split("analyses:")[0])
+    with pytest.raises(study.StudyError, match="campaign 'iperf3-streams' is already declared by "
+                                               "studies/iperf3-streams/study.yaml"):
+        study.discover(root)
+
+
+SIXTH = """\
+format: 1
+study: 999-sixth
+title: A sixth study
+order: 60
+chapter: chapter.tex
+campaigns:
+  - file: campaigns/sixth-ping.yaml
+analyses:
+  - notebook: compare-levels
+    campaign: sixth-ping
+    parameters: {metric: rtt_avg, factor: size, factor_label: Payload, quantity: RTT, scale: 1.0e-6, unit: us}
+"""
+SIXTH_CAMPAIGN = """\
+campaign: sixth-ping
+benchmark: {tool: ping, params: {count: 3, interval: 0.2}}
+hosts: {client: h1, server: h2}
+factors: {size: [56, 1400]}
+repetitions: 2
+warmups: 0
+seed: 6
+"""
+
+
+def test_a_sixth_study_is_one_new_folder_and_the_pipeline_finds_it(tmp_path):
+    files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    for name in files:
+        if (ROOT / name).is_file():
+            (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / name).write_bytes((ROOT / name).read_bytes())
+    folder = _declare(tmp_path, "999-sixth", SIXTH)
+    (folder / "campaigns").mkdir()
+    (folder / "campaigns/sixth-ping.yaml").write_text(SIXTH_CAMPAIGN)
+    (folder / "chapter.tex").write_text("\\chapter{Sixth}\n\\plv{sixth-ping/plan/repetitions} repetitions.\n")
+    found = {s.id: s for s in study.discover(tmp_path)}
+    assert found["999-sixth"].analyses[0].outputs["macros"] == "paper/macros/sixth-ping-rtt-avg.tex"
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    dry = subprocess.run(["snakemake", "-n", "--cores", "1", "--config", "demos=False"], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert dry.returncode == 0, dry.stderr[-2000:]
+    for job in ("analysis_sixth_ping_rtt_avg", "experiment", "plan_macros"):
+        assert job in dry.stdout, job
+    assert "data/raw/sixth-ping/experiment.ipynb" in dry.stdout
+    assert "tool-iperf2" not in dry.stdout, "demos=False must leave the demo study out"
