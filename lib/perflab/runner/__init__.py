@@ -97,7 +97,8 @@ def _run(spec: Campaign, entries: Mapping[str, HostEntry], runs: list[design.Run
     store.begin(records.CampaignRecord(
         campaign=spec.name, design_digest=spec.digest(), spec=dict(spec.doc), source=spec.source,
         perflab=__version__, python=platform.python_version(), schedule=[r.run_id for r in runs],
-        inventory={n: {"address": e.address, "local": e.local} for n, e in entries.items()}))
+        inventory={n: {"address": e.address, "local": e.local, "accept_new_host_keys": e.accept_new_host_keys}
+                   for n, e in entries.items()}))
     summary = Summary(planned=len(runs), already_done=0, raw_dir=store.dir)
     summary.notes += store.recover()
     done = store.done_ids()
