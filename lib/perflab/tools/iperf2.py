@@ -69,6 +69,7 @@ class Iperf2(Tool):
             reports = _iperf_text.csv_reports(stdout, source=source)
             protocol = "udp" if any(r.packets is not None for r in reports) else "tcp"
         else:
+            _iperf_text.refuse_other_dialect(stdout, "iperf2", source=source)
             reports = _iperf_text.text_reports(stdout, source=source)
             protocol = _iperf_text.protocol_of(stdout)
         if not reports:

@@ -64,6 +64,7 @@ class Iperf3(Tool):
         per-stream and per-interval rows."""
         rows = Rows(source)
         if "{" not in stdout and "bits/sec" in stdout:
+            _iperf_text.refuse_other_dialect(stdout, "iperf3", source=source)
             reports = _iperf_text.text_reports(stdout, source=source)
             if not reports:
                 _iperf_text.raise_no_reports(stdout, stderr, source=source)
