@@ -15,20 +15,24 @@ either complete or absent; nothing in the store is ever rewritten.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import hashlib
 import os
 import re
 import shutil
 from collections import Counter
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import Iterable, Iterator, Mapping
 
 from . import records
 from .files import atomic_write, fsync
 from .ledger import Ledger
 
 MANIFEST = "MANIFEST.sha256"
+#: Free bytes a campaign's file system must have before a run starts (the preflight of ``begin``).
+MIN_FREE = 64 * 2**20
 
 
 class StoreError(RuntimeError):
@@ -44,6 +48,19 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
+@contextmanager
+def _disk_space(what: str, tmp: Path) -> Iterator[None]:
+    """Turn a full disk (ENOSPC, EDQUOT) while ``what`` into a one-line :class:`StoreError`, removing ``tmp``."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        shutil.rmtree(tmp, ignore_errors=True) if tmp.is_dir() else tmp.unlink(missing_ok=True)
+        raise StoreError(f"{tmp.parent}: the disk is full ({exc.strerror}) while {what}; nothing partial was "
+                         f"kept: free space and rerun the same command to resume") from None
+
+
 class RawStore:
     """The raw data of one campaign."""
 
@@ -56,8 +73,18 @@ class RawStore:
         """The append-only checksum manifest."""
         return self.dir / MANIFEST
 
-    def begin(self, record: records.CampaignRecord) -> None:
-        """Record the campaign once; refuse to continue a directory made by a different design."""
+    def begin(self, record: records.CampaignRecord, *, min_free: int = MIN_FREE) -> None:
+        """Record the campaign once; refuse to continue a directory made by a different design.
+
+        First checks that the file system holds at least ``min_free`` bytes free (a full disk
+        found before the first sample rather than in the middle of one).
+        """
+        self.dir.mkdir(parents=True, exist_ok=True)
+        free = shutil.disk_usage(self.dir).free
+        if free < min_free:
+            raise StoreError(f"{self.dir}: only {free / 2**20:.1f} MiB free on its file system; perflab needs at "
+                             f"least {min_free / 2**20:.0f} MiB to store raw samples: free space or choose another "
+                             f"raw directory")
         path = self.dir / "campaign.json"
         if path.exists():
             old = records.read_campaign(path)
@@ -67,7 +94,6 @@ class RawStore:
                     f"(digest {old.design_digest[:12]} != {record.design_digest[:12]}). "
                     "Rename the campaign, choose another output directory, or move the old data away.")
             return
-        self.dir.mkdir(parents=True, exist_ok=True)
         self.put_file("campaign.json", record.to_json())
 
     def done_ids(self) -> set[str]:
@@ -90,6 +116,11 @@ class RawStore:
             raise StoreError(f"{final}: already stored; raw samples are written once")
         tmp = final.parent / f".tmp-{final.name}-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
+        with _disk_space(f"storing sample {final.relative_to(self.dir)}", tmp):
+            self._write_sample(tmp, final, files)
+        return final
+
+    def _write_sample(self, tmp: Path, final: Path, files: Mapping[str, bytes | str]) -> None:
         for name, data in files.items():
             target = tmp / name
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -104,7 +135,6 @@ class RawStore:
                                for p in sorted(tmp.rglob("*")) if p.is_file()])
         os.rename(tmp, final)
         fsync(final.parent)
-        return final
 
     def put_file(self, relpath: str, data: bytes | str) -> Path:
         """Store one extra raw file (e.g. a fingerprint) once, and checksum it."""
@@ -112,28 +142,41 @@ class RawStore:
         if path.exists():
             raise StoreError(f"{path}: already exists; raw files are written once")
         tmp = path.with_name(f".tmp-{path.name}-{os.getpid()}")
-        atomic_write(tmp, data)
-        self._append_manifest([(sha256_file(tmp), path)])
-        try:
-            os.link(tmp, path)
-        except FileExistsError:
-            raise StoreError(f"{path}: already exists; raw files are written once") from None
-        finally:
-            tmp.unlink(missing_ok=True)
-        fsync(path.parent)
+        with _disk_space(f"storing {relpath}", tmp):
+            atomic_write(tmp, data)
+            self._append_manifest([(sha256_file(tmp), path)])
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                raise StoreError(f"{path}: already exists; raw files are written once") from None
+            finally:
+                tmp.unlink(missing_ok=True)
+            fsync(path.parent)
         return path
 
     def _append_manifest(self, entries: Iterable[Path | tuple[str, Path]]) -> None:
-        """Append ``<sha256>  <path>`` lines, for files (hashed now) or (digest, path) pairs."""
+        """Append ``<sha256>  <path>`` lines, for files (hashed now) or (digest, path) pairs.
+
+        A failed write (a full disk) is cut back, so the manifest never ends in half a line.
+        """
         pairs = [e if isinstance(e, tuple) else (sha256_file(e), e) for e in entries]
-        lines = "".join(f"{digest}  {p.relative_to(self.dir).as_posix()}\n" for digest, p in pairs)
-        if not lines:
+        data = "".join(f"{digest}  {p.relative_to(self.dir).as_posix()}\n" for digest, p in pairs).encode()
+        if not data:
             return
-        with open(self.manifest, "a") as fh:
-            fcntl.flock(fh, fcntl.LOCK_EX)
-            fh.write(lines)
-            fh.flush()
-            os.fsync(fh.fileno())
+        fd = os.open(self.manifest, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            size = os.fstat(fd).st_size
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+                os.fsync(fd)
+            except OSError:
+                os.ftruncate(fd, size)
+                raise
+        finally:
+            os.close(fd)
 
     def recover(self) -> list[str]:
         """After a crash: finish or drop interrupted stores; refuse raw data that changed since it was written.

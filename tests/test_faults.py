@@ -1,0 +1,89 @@
+"""Faults: a full disk ends in one clear line, with nothing partial kept; raw bytes stay verbatim."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from helpers import campaign_record
+from perflab import store
+from perflab.remote import Result
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture()
+def tiny_disk(tmp_path):
+    """A 1 MiB tmpfs mounted for the test and unmounted after it."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    mnt = tmp_path / "tiny"
+    mnt.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "perflab-test", str(mnt)], check=True)
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", str(mnt)], check=True)
+
+
+def test_the_preflight_refuses_a_disk_without_room(tiny_disk):
+    raw = store.RawStore(tiny_disk, "camp")
+    with pytest.raises(store.StoreError, match=r"only 1\.0 MiB free on its file system; perflab needs at least 64 MiB"):
+        raw.begin(campaign_record("camp", digest="abc"))
+
+
+def test_a_disk_that_fills_up_mid_run_ends_in_one_line_with_nothing_partial(tiny_disk):
+    raw = store.RawStore(tiny_disk, "camp")
+    raw.begin(campaign_record("camp", digest="abc"), min_free=0)
+    stored = 0
+    with pytest.raises(store.StoreError) as err:
+        for i in range(100):
+            raw.put_sample(f"r{i}", {"stdout": os.urandom(100_000), "meta.json": "{}"})
+            stored += 1
+    message = str(err.value)
+    assert "the disk is full (No space left on device) while storing sample samples/r" in message
+    assert "\n" not in message and 5 <= stored < 100
+    assert not list((raw.dir / "samples").glob(".tmp-*"))
+    assert store.verify(raw.dir) == [] and raw.done_ids() == {f"r{i}" for i in range(stored)}
+    assert raw.manifest.read_bytes().endswith(b"\n")
+
+
+def test_perflab_run_on_a_full_disk_prints_one_line_and_no_traceback(tiny_disk):
+    campaign = ROOT / "studies/tools/campaigns/tool-sysbench.yaml"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "lib")}
+    done = subprocess.run([sys.executable, "-m", "perflab.cli", "run", str(campaign), "--inventory", "localhost",
+                           "--raw", str(tiny_disk)], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "MiB free on its file system" in done.stderr
+
+
+def test_non_utf8_output_is_stored_byte_for_byte_and_checksummed_as_such(tmp_path):
+    from perflab import design, tools
+    from perflab.runner import samples
+    raw = store.RawStore(tmp_path, "camp")
+    raw.begin(campaign_record("camp", digest="abc"))
+    now = time.time()
+    res = Result("h1", "printf", b"\xff\xfe 42\n", b"\x80err", 0, now, now)
+    from perflab import spec as spec_mod
+    campaign = spec_mod.load(ROOT / "studies/tools/campaigns/tool-sysbench.yaml")
+    run = design.schedule(campaign)[0]
+    cmd = tools.get("sysbench").commands(campaign.cell_params(run.cell.levels), {})[0]
+
+    class H:
+        name, address = "h1", "198.18.0.11"
+
+    files = samples._sample_files(campaign, tools.get("sysbench"), run, 1, [(cmd, H, res)], "",
+                                  settle=None, neighbours=[], services=[])
+    final = raw.put_sample(run.run_id, files)
+    assert (final / "stdout").read_bytes() == b"\xff\xfe 42\n" and (final / "stderr").read_bytes() == b"\x80err"
+    import hashlib
+    listed = store.read_manifest(raw.dir)
+    assert listed[f"samples/{run.run_id}/stdout"] == hashlib.sha256(b"\xff\xfe 42\n").hexdigest()
+    assert json.loads((final / "meta.json").read_text())["run_id"] == run.run_id
