@@ -115,3 +115,9 @@ def test_a_parse_only_tool_cannot_be_run(tmp_path):
     path, load = _load_text(tmp_path, "campaign: x\nbenchmark: {tool: npb}\nhosts: {client: h1}\nfactors: {p: [1]}\n")
     with pytest.raises(spec.SpecError, match="c.yaml:2: benchmark.tool: perflab only parses npb's output"):
         load()
+
+
+def test_a_key_yaml_reads_as_a_boolean_is_reported_not_a_crash(tmp_path):
+    path, load = _load_text(tmp_path, BASE + "factors: {p: [1]}\nsetup:\n  - {true: client, run: x, extra: 1}\n")
+    with pytest.raises(spec.SpecError, match=r"c.yaml:6: setup.0: unknown field\(s\) 'extra', True"):
+        load()

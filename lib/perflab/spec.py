@@ -281,7 +281,7 @@ def _explain(err: jsonschema.ValidationError) -> str:
         return f"got {err.instance!r}; allowed: {', '.join(map(repr, err.validator_value))}"
     if err.validator == "additionalProperties" and isinstance(err.instance, dict):
         allowed = sorted(schema.get("properties", {}))
-        extra = sorted(set(err.instance) - set(allowed))
+        extra = sorted(set(err.instance) - set(allowed), key=repr)  # YAML keys may be true, 1, ...
         return f"unknown field(s) {', '.join(map(repr, extra))}; allowed: {', '.join(allowed)}"
     hint = f" ({schema['description']})" if "description" in schema else ""
     return err.message + hint
