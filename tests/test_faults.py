@@ -87,3 +87,67 @@ def test_non_utf8_output_is_stored_byte_for_byte_and_checksummed_as_such(tmp_pat
     listed = store.read_manifest(raw.dir)
     assert listed[f"samples/{run.run_id}/stdout"] == hashlib.sha256(b"\xff\xfe 42\n").hexdigest()
     assert json.loads((final / "meta.json").read_text())["run_id"] == run.run_id
+
+
+LEFTOVERS = """\
+campaign: leftovers
+benchmark: {tool: iperf3, params: {duration: 1, port: 5299}}
+hosts: {client: h1, server: h2, neighbour: h3}
+factors: {load: ["on"]}
+repetitions: 40
+warmups: 0
+monitors: true
+fingerprints: false
+neighbours:
+  - {on: neighbour, run: "sleep 3600.25"}
+  - {on: neighbour, run: "sh -c 'setsid sleep 3600.5 & sleep 3600.75'"}
+"""
+
+
+def _owned(owner: str) -> list[str]:
+    """Processes on this kernel (the lab's hosts share it) registered to ``owner``."""
+    out = subprocess.run(["sh", "-c", f"grep -lzx PERFLAB_OWNER={owner} /proc/[0-9]*/environ 2>/dev/null"],
+                         capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if line]
+
+
+@pytest.mark.lab
+def test_kill_9_then_resume_stops_and_records_what_the_killed_run_left(lab, tmp_path):
+    from perflab import runner, spec
+    (tmp_path / "c.yaml").write_text(LEFTOVERS)
+    raw = tmp_path / "raw"
+    owner = store.RawStore(raw, "leftovers").owner
+    samples = raw / "leftovers" / "samples"
+    argv = [sys.executable, "-m", "perflab.cli", "run", str(tmp_path / "c.yaml"), "--inventory",
+            str(lab.inventory_path), "--raw", str(raw)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "lib")}
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    try:
+        deadline = time.monotonic() + 120
+        while not (samples.is_dir() and len(list(samples.iterdir())) >= 2):
+            assert proc.poll() is None and time.monotonic() < deadline, "the run ended before it was killed"
+            time.sleep(0.05)
+    finally:
+        proc.kill()
+        proc.wait()
+    left = _owned(owner)
+    assert len(left) >= 4, "expected the iperf3 server, both neighbours and the setsid child to be left"
+    campaign = spec.load(tmp_path / "c.yaml")
+    from perflab import inventory
+    summary = runner.run(campaign, inventory.load(lab.inventory_path), raw, limit=1, stream=open(os.devnull, "w"))
+    records_ = list((raw / "leftovers" / "leftovers").glob("*.json"))
+    assert len(records_) == 1 and any("stopped" in n and "earlier attempt" in n for n in summary.notes)
+    killed = json.loads(records_[0].read_text())["killed"]
+    assert any("3600.5" in line for lines in killed.values() for line in lines)  # the setsid child too
+    assert _owned(owner) == [], "the resumed run left processes behind"
+    assert store.verify(raw / "leftovers") == []
+    meta = json.loads(next(samples.iterdir()).joinpath("meta.json").read_text())
+    assert len(meta["neighbours"]) == 2
+
+
+@pytest.mark.lab
+def test_a_sample_timeout_kills_setsid_children_too(hosts):
+    host = hosts["h1"]
+    res = host.run("setsid sleep 3601.5 & sleep 30", timeout=1)
+    assert res.timed_out
+    assert host.run("pgrep -f 'sleep 3601.5'", tagged=False).stdout.strip() == ""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
+import secrets
 import shlex
 import socket
 import subprocess
@@ -31,6 +32,10 @@ KILL_AFTER = 5
 TIMEOUT_EXIT = 124
 
 
+#: Shell test: the process group "$p" has a member that is not a zombie (``kill -0`` counts zombies).
+_GROUP_ALIVE = "ps -e -o pgid= -o stat= | awk -v g=\"$p\" '$1 == g && $2 !~ /^Z/ {n++} END {exit !n}'"
+
+
 def halt_group(pidfile: str, *, grace: float = 2.0) -> str:
     """Shell lines that stop the process group whose leader's pid is in ``pidfile``.
 
@@ -38,11 +43,19 @@ def halt_group(pidfile: str, *, grace: float = 2.0) -> str:
     which ``kill -s 0`` reports alive until reaped, do not count), then sends KILL. Ends
     with a newline so callers can append more commands.
     """
-    alive = "ps -e -o pgid= -o stat= | awk -v g=\"$p\" '$1 == g && $2 !~ /^Z/ {n++} END {exit !n}'"
+    alive = _GROUP_ALIVE
     polls = max(1, int(grace / 0.02))
     return (f"p=$(cat {pidfile} 2>/dev/null); if [ -n \"$p\" ]; then kill -TERM -\"$p\" 2>/dev/null; i=0; "
             f"while {alive} && [ $i -lt {polls} ]; do sleep 0.02; i=$((i+1)); done; "
             f"kill -KILL -\"$p\" 2>/dev/null; fi\n")
+
+
+def sweep(variable: str, value: str) -> str:
+    """Shell lines that KILL every process whose environment holds ``variable=value``; prints "pid command" each."""
+    match = shlex.quote(f"{variable}={value}")
+    return (f"for f in $(grep -lzx {match} /proc/[0-9]*/environ 2>/dev/null); do p=${{f#/proc/}}; "
+            f"p=${{p%/environ}}; c=$(tr '\\0' ' ' < /proc/$p/cmdline 2>/dev/null); "
+            f"kill -KILL \"$p\" 2>/dev/null && echo \"$p $c\"; done; true")
 
 
 class HostError(RuntimeError):
@@ -193,6 +206,9 @@ class Host:
 
     def __init__(self, entry: HostEntry, *, connect_timeout: float = 10.0) -> None:
         self.entry = entry
+        #: The process registry this host's commands and services are tagged with (a campaign
+        #: directory's :attr:`~perflab.store.RawStore.owner`, set by the runner), or None.
+        self.owner: str | None = None
         self.name = entry.name
         self.address = entry.address
         self._lock = threading.Lock()
@@ -256,16 +272,27 @@ class Host:
             self._conn = conn
         return self._conn
 
-    def run(self, command: str, *, timeout: float | None = None, env: Mapping[str, str] | None = None) -> Result:
+    def run(self, command: str, *, timeout: float | None = None, env: Mapping[str, str] | None = None,
+            tagged: bool = True) -> Result:
         """Run ``command`` through ``sh -c`` on the host, bounded by a remote-side timeout.
 
-        Never raises for a non-zero exit; raises :class:`HostError` when the host is gone.
+        With a timeout, the command's processes carry the host's process registry in their
+        environment (``PERFLAB_OWNER``, and a ``PERFLAB_TAG`` of this command alone): when the
+        command ends or times out, every process still tagged with it is killed, so children
+        that left the process group (``setsid``) die with it. ``tagged=False`` is only for
+        the registry's own maintenance (:meth:`reap`). Never raises for a non-zero exit;
+        raises :class:`HostError` when the host is gone.
         """
         line = command
         if env:
             line = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()) + " " + line
         if timeout is not None:
             line = f"timeout --kill-after={KILL_AFTER} {timeout:g} sh -c {shlex.quote(line)}"
+            if tagged:
+                tag = secrets.token_hex(8)
+                owner = f"PERFLAB_OWNER={shlex.quote(self.owner)}; export PERFLAB_OWNER; " if self.owner else ""
+                line = (f"{owner}PERFLAB_TAG={tag}; export PERFLAB_TAG; {line}; rc=$?; "
+                        f"{{ {sweep('PERFLAB_TAG', tag)}; }} >/dev/null; exit $rc")
         started = time.time()
         with self._lock:
             if self.is_local:
@@ -293,19 +320,40 @@ class Host:
         return res.stdout
 
     def start(self, name: str, command: str) -> Service:
-        """Start ``command`` in the background under ``setsid``, with a pidfile and a log file."""
+        """Start ``command`` in the background under ``setsid``, with a pidfile and a log file.
+
+        The service carries the host's ``PERFLAB_OWNER`` (so :meth:`reap` finds it after a
+        crash) and a ``PERFLAB_TAG`` of its own instead of the starting command's (so it
+        outlives that command, and :meth:`stop` finds its ``setsid`` children).
+        """
         pidfile, logfile = f"{self.workdir}/{name}.pid", f"{self.workdir}/{name}.log"
         self.check(f"mkdir -p {self.workdir}")
         inner = f"echo $$ > {pidfile}; exec {command}"
-        self.check(f"setsid sh -c {shlex.quote(inner)} > {logfile} 2>&1 < /dev/null & "
+        owner = f" PERFLAB_OWNER={shlex.quote(self.owner)}" if self.owner else ""
+        tag = shlex.quote(f"PERFLAB_TAG=service:{pidfile}")
+        self.check(f"env {tag}{owner} setsid sh -c {shlex.quote(inner)} > {logfile} 2>&1 < /dev/null & "
                    f"for i in $(seq 100); do [ -s {pidfile} ] && break; sleep 0.02; done; [ -s {pidfile} ]")
         return Service(self, name, command, pidfile, logfile)
 
+    def alive(self, service: Service) -> bool:
+        """True when the service's process group still has a member (it did not exit after starting)."""
+        return self.run(f"p=$(cat {service.pidfile}) && [ -n \"$p\" ] && {_GROUP_ALIVE}", timeout=15).ok
+
+    def reap(self, owner: str) -> list[str]:
+        """Kill every process on this host registered to ``owner`` (left by an earlier, killed run).
+
+        Returns one ``"<pid> <command line>"`` per process killed. Hosts that share a kernel
+        (the lab's namespaces) see each other's processes, which carry the same owner.
+        """
+        res = self.run(sweep("PERFLAB_OWNER", owner), timeout=30, tagged=False)
+        return [line for line in res.stdout.splitlines() if line.strip()]
+
     def stop(self, service: Service) -> str:
-        """Stop a service's whole process group (TERM, then KILL) and return its log."""
+        """Stop a service's whole process group (TERM, then KILL) and its setsid children; return its log."""
         if service.stopped:
             return ""
-        script = (halt_group(service.pidfile) + f"cat {service.logfile} 2>/dev/null; "
+        script = (halt_group(service.pidfile) + f"{{ {sweep('PERFLAB_TAG', f'service:{service.pidfile}')}; }} >/dev/null; "
+                  f"cat {service.logfile} 2>/dev/null; "
                   f"rm -f {service.pidfile} {service.logfile}; true")
         out = self.run(script, timeout=30).stdout
         service.stopped = True
@@ -340,4 +388,21 @@ def connect(entries: Mapping[str, HostEntry], names: list[str] | None = None) ->
     """Hosts for the inventory ``entries`` (all, or only ``names``), connected lazily."""
     chosen = names if names is not None else list(entries)
     return Hosts({n: Host(entries[n]) for n in chosen})
+
+
+def reap(entries: Mapping[str, HostEntry], names: list[str], owner: str) -> tuple[dict[str, list[str]], list[str]]:
+    """Kill what earlier runs registered to ``owner`` left on hosts ``names``.
+
+    Returns host -> killed processes, and the hosts that could not be reached (their own
+    session reports them; what they hold is stopped by the next run that reaches them).
+    """
+    killed, unreachable = {}, []
+    with connect(entries, names) as hosts:
+        for name, host in hosts.items():
+            try:
+                if found := host.reap(owner):
+                    killed[name] = found
+            except HostError:
+                unreachable.append(name)
+    return killed, unreachable
 

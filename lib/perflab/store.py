@@ -69,6 +69,17 @@ class RawStore:
         self.campaign = campaign
 
     @property
+    def owner(self) -> str:
+        """The process registry of this campaign directory's runs on the hosts: campaign name and path digest.
+
+        Every process a run starts carries it (see :meth:`perflab.remote.Host.run`), so the
+        next run can find and stop what a killed one left, and never touches processes of the
+        same campaign stored elsewhere.
+        """
+        digest = hashlib.sha256(str(self.dir.resolve()).encode()).hexdigest()[:8]
+        return f"{self.campaign}-{digest}"
+
+    @property
     def manifest(self) -> Path:
         """The append-only checksum manifest."""
         return self.dir / MANIFEST

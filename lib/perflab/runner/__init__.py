@@ -32,14 +32,16 @@ and block fingerprints on the connected hosts), :mod:`.samples` (the sample loop
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import platform
 import sys
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator, Mapping, TextIO
 
-from .. import __version__, design, records
+from .. import __version__, design, records, remote
 from ..inventory import HostEntry
 from ..remote import HostError
 from ..spec import Campaign
@@ -92,6 +94,18 @@ def _exclusive(directory: Path) -> Iterator[None]:
         yield
 
 
+def _reap(spec: Campaign, entries: Mapping[str, HostEntry], store: RawStore) -> list[str]:
+    """Stop what an earlier, killed attempt of this campaign left running on its hosts; record it in the raw data."""
+    killed, unreachable = remote.reap(entries, spec.involved(), store.owner)
+    notes = [f"could not check {', '.join(unreachable)} for processes an earlier attempt left"] if unreachable else []
+    if not killed:
+        return notes
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    store.put_file(f"leftovers/{stamp}.json", json.dumps({"owner": store.owner, "killed": killed}, indent=1) + "\n")
+    return notes + [f"stopped {sum(map(len, killed.values()))} process(es) an earlier attempt left on "
+                    f"{', '.join(sorted(killed))} (recorded in leftovers/{stamp}.json)"]
+
+
 def _run(spec: Campaign, entries: Mapping[str, HostEntry], runs: list[design.Run], store: RawStore, *,
          stream: TextIO | None, limit: int | None, on_sample: Callable[[design.Run], None] | None) -> Summary:
     store.begin(records.CampaignRecord(
@@ -101,6 +115,7 @@ def _run(spec: Campaign, entries: Mapping[str, HostEntry], runs: list[design.Run
                    for n, e in entries.items()}))
     summary = Summary(planned=len(runs), already_done=0, raw_dir=store.dir)
     summary.notes += store.recover()
+    summary.notes += _reap(spec, entries, store)
     done = store.done_ids()
     todo = [r for r in runs if r.run_id not in done]
     summary.already_done = len(runs) - len(todo)

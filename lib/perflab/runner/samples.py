@@ -28,6 +28,8 @@ def session(spec: Campaign, entries: Mapping[str, HostEntry], runs: list[design.
     """
     last_of_block = {fingerprint_block(spec, r): r.run_id for r in runs}
     with connect(entries, spec.involved()) as hosts:
+        for host in hosts.values():
+            host.owner = store.owner  # the process registry every command and service is tagged with
         engine = Engine(spec, hosts, store, progress)
         try:
             for run_ in todo:
