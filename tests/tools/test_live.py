@@ -41,7 +41,8 @@ def server(bench_host, command: Command, ready: str):
     that succeeds once the server listens.
     """
     pidfile = bench_host.run("mktemp", timeout=5).stdout.strip()
-    started = bench_host.run(f"setsid {command.line()} >/dev/null 2>&1 < /dev/null & echo $! > {pidfile}", timeout=5)
+    # no timeout: a command with one has what it leaves running killed when it ends (the process registry)
+    started = bench_host.run(f"setsid {command.line()} >/dev/null 2>&1 < /dev/null & echo $! > {pidfile}", timeout=None)
     assert started.exit_code == 0, started.stderr
     try:
         waited = bench_host.run(f"for i in $(seq 50); do {ready} && exit 0; sleep 0.1; done; exit 1", timeout=10)
