@@ -151,3 +151,20 @@ def test_a_sample_timeout_kills_setsid_children_too(hosts):
     res = host.run("setsid sleep 3601.5 & sleep 30", timeout=1)
     assert res.timed_out
     assert host.run("pgrep -f 'sleep 3601.5'", tagged=False).stdout.strip() == ""
+
+
+@pytest.mark.lab
+def test_a_service_whose_port_another_process_holds_is_refused_not_measured(lab, hosts, tmp_path):
+    from perflab import inventory, runner, spec
+    text = LEFTOVERS.replace("campaign: leftovers", "campaign: squatted").replace("5299", "5298")
+    (tmp_path / "c.yaml").write_text(text.split("neighbours:")[0])
+    address = inventory.load(lab.inventory_path)["h2"].address
+    squatter = hosts["h2"].start(f"squatter-{os.getpid()}", f"iperf3 -s -B {address} -p 5298")
+    try:
+        hosts["h2"].run("until ss -Hltn 'sport = :5298' | grep -q .; do sleep 0.05; done", timeout=10)
+        with pytest.raises(runner.RunnerError, match=r"iperf3-server .* exited although its readiness check passed"):
+            runner.run(spec.load(tmp_path / "c.yaml"), inventory.load(lab.inventory_path), tmp_path / "raw",
+                       limit=1, stream=open(os.devnull, "w"))
+    finally:
+        hosts["h2"].stop(squatter)
+    assert not (tmp_path / "raw" / "squatted" / "samples").exists()
