@@ -54,7 +54,8 @@ def sweep(variable: str, value: str) -> str:
     """Shell lines that KILL every process whose environment holds ``variable=value``; prints "pid command" each."""
     match = shlex.quote(f"{variable}={value}")
     return (f"for f in $(grep -lzx {match} /proc/[0-9]*/environ 2>/dev/null); do p=${{f#/proc/}}; "
-            f"p=${{p%/environ}}; c=$(tr '\\0' ' ' < /proc/$p/cmdline 2>/dev/null); "
+            f"p=${{p%/environ}}; kill -0 \"$p\" 2>/dev/null || continue; "
+            f"c=$(tr '\\0' ' ' < /proc/$p/cmdline 2>/dev/null); "
             f"kill -KILL \"$p\" 2>/dev/null && echo \"$p $c\"; done; true")
 
 
