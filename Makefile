@@ -8,7 +8,7 @@ export PATH := $(BIN):$(PATH)
 CORES ?= 1
 SNAKEMAKE := snakemake --cores $(CORES) --printshellcmds --rerun-incomplete
 
-.PHONY: reproduce test install deps venv lock rerun clean-outputs lab-up lab-down jupyter
+.PHONY: reproduce test install deps venv lock bench help rerun clean-outputs lab-up lab-down jupyter
 
 reproduce: install ## install everything and run the whole pipeline on the embedded lab
 	$(SNAKEMAKE)
@@ -52,10 +52,16 @@ clean-outputs: ## remove everything the pipeline regenerates (raw data stays)
 	  paper/figures/* paper/tables/* paper/macros/* paper/main.pdf
 	cd paper && latexmk -C main.tex >/dev/null 2>&1 || true
 
-lab-up: install
+bench: install ## run perflab's own benchmarks; writes the results table into benchmarks/README.md
+	python benchmarks/run.py
+
+help: ## list the make targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 16
+
+lab-up: install ## bring the flat lab of two hosts up (perflab lab up --file labs/NAME.yaml for a lab file)
 	perflab lab up --hosts 2
 
-lab-down:
+lab-down: ## remove the lab
 	perflab lab down
 
 jupyter: install ## open the notebooks in JupyterLab on the project's kernel

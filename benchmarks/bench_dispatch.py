@@ -9,6 +9,8 @@ from __future__ import annotations
 import subprocess
 import time
 
+from measure import Result
+
 from perflab import inventory, lab, remote
 
 N = 50
@@ -22,8 +24,8 @@ def per_call(fn, n: int = N) -> float:
     return (time.perf_counter() - t0) / n
 
 
-def main() -> None:
-    """Bring a one-host lab up, measure, and take it down."""
+def results() -> list[Result]:
+    """Bring a one-host lab up, measure the three paths, take it down; one :class:`Result` each (no target)."""
     created = lab.up("bench", 1)
     try:
         with remote.connect(inventory.load(created.inventory_path)) as hosts:
@@ -35,11 +37,18 @@ def main() -> None:
         local = per_call(lambda: subprocess.run(["true"], check=True))
     finally:
         lab.down("bench")
-    print(f"local fork/exec               {local * 1e3:8.2f} ms per command")
-    print(f"SSH exec per command (Fabric) {exec_ * 1e3:8.2f} ms per command  ({exec_ / local:.0f}x local)")
-    print(f"perflab persistent shell      {shell * 1e3:8.2f} ms per command  ({shell / local:.0f}x local)")
-    print(f"exec / persistent shell: {exec_ / shell:.0f}x; overhead on a 1 s sample: "
-          f"{exec_ * 100:.1f} % vs {shell * 100:.2f} %")
+    return [
+        Result("remote command via perflab's persistent shell", f"{shell * 1e3:.2f} ms", "(none)", None,
+               f"{shell / local:.0f}x a local fork/exec ({local * 1e3:.2f} ms); mean of {N}"),
+        Result("remote command via one SSH exec (Fabric's run)", f"{exec_ * 1e3:.2f} ms", "(none)", None,
+               f"{exec_ / shell:.0f}x the persistent shell"),
+    ]
+
+
+def main() -> None:
+    """Print each dispatch cost."""
+    for result in results():
+        print(result.line())
 
 
 if __name__ == "__main__":

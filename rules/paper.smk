@@ -25,5 +25,7 @@ rule paper:
     log:
         "logs/paper.log",
     shell:
+        # The build macros (version, git commit, date) are written with the paper they describe.
+        "python -c 'from perflab.report import macros; macros.write_build()' && "
         "latexmk -pdf -interaction=nonstopmode -halt-on-error -cd paper/main.tex > {log} 2>&1 "
         "|| {{ tail -n 40 {log}; exit 1; }}"

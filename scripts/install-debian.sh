@@ -1,12 +1,19 @@
 #!/usr/bin/env bash
 # Install the Debian packages perflab needs (benchmarks, sshd, namespaces, TeX), only if missing.
 set -euo pipefail
-packages=(
-  python3 python3-venv openssh-server openssh-client iproute2 procps psmisc iputils-ping util-linux coreutils
-  iperf3 iperf fio sysstat sysbench stress-ng hpcc
-  latexmk texlive-latex-base texlive-latex-recommended texlive-latex-extra texlive-fonts-recommended
-  lmodern fonts-lmodern poppler-utils
-)
+# The list comes from scripts/debian-packages.py (a base list plus what the tool adapters
+# and library modules declare); it needs only python3, installed first when absent.
+if ! command -v python3 >/dev/null 2>&1; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "python3 is missing; install it as root: apt-get install -y python3" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends python3 >/dev/null
+fi
+list=$(python3 "$(dirname "$0")/debian-packages.py")
+mapfile -t packages <<<"$list"
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
+from typing import Any, Mapping
 
 import pytest
-
-from typing import Any, Mapping
 
 from perflab import lab as lab_mod, records, spec
 from perflab.tools.base import Command, Measurement, Rows, Tool
@@ -17,30 +15,24 @@ ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="the lab needs root (ne
 
 
 def leftovers(name: str) -> list[str]:
-    """Namespaces, links and sshd processes of lab ``name`` still present on the machine."""
-    layout = lab_mod.layout(name, 8)
-    ns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
-    procs = subprocess.run(["pgrep", "-af", f"{lab_mod.STATE_ROOT}/{name}/"], capture_output=True, text=True).stdout
-    found = [line for line in ns.splitlines() if line.startswith(f"perflab-{name}-")]
-    found += [h.veth for h in layout.hosts if f" {h.veth}@" in links or f" {h.veth}:" in links]
-    found += [layout.bridge] if f" {layout.bridge}:" in links else []
-    found += procs.splitlines()
-    return found
+    """Namespaces, links, sshd processes, cgroups and loop devices of lab ``name`` still on the machine."""
+    return lab_mod.traces(name)
 
 
-def campaign_record(name: str = "c", factors: dict | None = None, digest: str = "d") -> records.CampaignRecord:
-    """A minimal campaign record for a store made by hand in a test."""
-    return records.CampaignRecord(campaign=name, design_digest=digest, spec={"factors": factors or {}},
+def campaign_record(name: str = "c", factors: dict | None = None, digest: str = "d",
+                    spec: dict | None = None) -> records.CampaignRecord:
+    """A minimal campaign record for a store made by hand in a test (``spec`` adds to its campaign document)."""
+    return records.CampaignRecord(campaign=name, design_digest=digest, spec={"factors": factors or {}, **(spec or {})},
                                   source=f"{name}.yaml", perflab="test", python="3", schedule=[], inventory={})
 
 
 def sample_meta(run_id: str, cell: dict, block: int, *, campaign: str = "c", tool: str = "iperf3",
-                warmup: bool = False, host: str = "h1", started_utc: str = "2026-11-22T19:42:11.876Z") -> str:
+                warmup: bool = False, host: str = "h1", started_utc: str = "2026-11-22T19:42:11.876Z",
+                position: int = 0) -> str:
     """A sample's meta.json text for a store made by hand in a test."""
     return records.SampleMeta(
         campaign=campaign, run_id=run_id, tool=tool, cell=cell, cell_index=0, repetition=block, warmup=warmup,
-        block=block, position=0, seed=None, attempt=1, status="ok", reason=None, roles={}, settle=None,
+        block=block, position=position, seed=None, attempt=1, status="ok", reason=None, roles={}, settle=None,
         neighbours=[], perflab="test", commands=[{"host": host, "started_utc": started_utc}]).to_json()
 
 

@@ -93,3 +93,95 @@ def test_a_service_that_never_gets_ready_stops_the_campaign_with_its_output(prob
     with pytest.raises(runner.RunnerError, match=r"host h2: service-percell `sleep 602` did not become ready in 1 s"):
         runner.run(c, lab_inventory, tmp_path / "raw", stream=open(os.devnull, "w"))
     assert [count(f"sleep 60{k}") for k in (1, 2, 3)] == [0, 0, 0]
+
+
+PREFLIGHT = LEVELS + """\
+requires:
+  - {on: all, commands: [sh, no-such-program-xyz], free_mib: {/: 1.0e+12}}
+  - {on: client, modules: [no_such_module_xyz], filesystems: [no_such_fs_xyz]}
+"""
+
+
+def test_preflight_names_every_missing_thing_and_nothing_runs(probe, tmp_path, capsys):
+    from perflab import cli, inventory
+
+    c = load_campaign(PREFLIGHT, tmp_path)
+    with pytest.raises(runner.RunnerError) as err:
+        runner.run(c, inventory.localhost(), tmp_path / "raw", stream=open(os.devnull, "w"))
+    text = str(err.value)
+    assert "nothing was run" in text
+    assert "host h1: command no-such-program-xyz is missing" in text
+    assert "host h1: module no_such_module_xyz is missing" in text
+    assert "host h1: filesystem no_such_fs_xyz is missing" in text
+    assert "host h1: / has " in text and "the campaign needs 1000000000000 MiB" in text
+    assert "command sh" not in text
+    assert not (tmp_path / "raw/levels/samples").exists()
+    assert cli.main(["plan", str(tmp_path / "c.yaml"), "--check", "--inventory", "localhost"]) == 1
+    assert "4 problem(s)" in capsys.readouterr().out
+
+
+def test_an_rmit_campaign_without_a_seed_draws_one_stores_it_and_a_resume_reuses_it(probe, tmp_path):
+    from perflab import inventory
+
+    c = load_campaign(LEVELS.replace("seed: 3\n", ""), tmp_path)
+    assert c.seed is None and runner.plan(c)["seed"] is None
+    out = tmp_path / "out.txt"
+    with open(out, "w") as fh:
+        runner.run(c, inventory.localhost(), tmp_path / "raw", stream=fh, limit=2)
+    drawn = json.loads((tmp_path / "raw/levels/campaign.json").read_text())["spec"]["seed"]
+    assert f"drew the RMIT seed {drawn}" in out.read_text()
+    with open(out, "w") as fh:
+        summary = runner.run(c, inventory.localhost(), tmp_path / "raw", stream=fh)
+    assert summary.complete and f"using the seed {drawn} drawn by its first run" in out.read_text()
+    metas = [json.loads(p.read_text()) for p in (tmp_path / "raw/levels/samples").glob("*/meta.json")]
+    assert {m["seed"] for m in metas} == {drawn} and len(metas) == 6
+
+
+def test_a_parse_only_tool_is_refused_for_running():
+    with pytest.raises(spec.SpecError, match=r"c.yaml:2: benchmark.tool: perflab only parses npb's output"):
+        load_campaign(LEVELS.replace("tool: probe", "tool: npb"))
+
+
+MONITORED = """\
+campaign: monitored
+benchmark: {tool: ping, params: {count: 8, interval: 0.3}}
+hosts: {client: h1, server: h2}
+factors: {size: [56]}
+repetitions: 2
+warmups: 0
+seed: 1
+fingerprints: false
+"""
+
+
+@ROOT_ONLY
+@pytest.mark.lab
+def test_monitors_reach_the_tidy_table_per_host_and_never_as_summary_rows(lab_inventory, tmp_path):
+    c = load_campaign(MONITORED, tmp_path)
+    assert runner.run(c, lab_inventory, tmp_path / "raw", stream=open(os.devnull, "w")).complete
+    df, quarantine = tidy.frame(tmp_path / "raw/monitored")
+    assert quarantine.empty, list(quarantine["reason"])
+    mon = df[df["tool"].isin(["sadf", "procstat"])]
+    assert set(mon["host"]) == {"h1", "h2"} and not mon["summary"].any()
+    cpu = mon[(mon["tool"] == "sadf") & (mon["metric"] == "cpu_usr") & (mon["cpu"] == "all")]
+    assert len(cpu) == 4 and cpu["value"].between(0, 100).all()  # 2 samples x 2 hosts, a percentage
+    elapsed = mon[(mon["tool"] == "procstat") & (mon["metric"] == "elapsed")]
+    assert len(elapsed) == 4 and (elapsed["value"] > 0).all()
+    ping = df[df["summary"]]
+    assert set(ping["tool"]) == {"ping"} and set(ping["host"]) == {"h1"}
+
+
+@ROOT_ONLY
+@pytest.mark.lab
+def test_the_services_example_runs_on_the_lab_and_records_its_flow(lab_inventory, tmp_path):
+    import dataclasses
+
+    full = spec.load(Path(__file__).resolve().parents[1] / "campaigns/examples/services-and-levels.yaml")
+    short = dataclasses.replace(full, repetitions=1, warmups=0, doc={**full.doc, "repetitions": 1, "warmups": 0})
+    assert runner.plan(short)["cells"] == 5
+    assert runner.run(short, lab_inventory, tmp_path, stream=open(os.devnull, "w")).complete
+    for p in (tmp_path / "services-and-levels/samples").glob("*/meta.json"):
+        m = json.loads(p.read_text())
+        names = [s["name"] for s in m["services"]]
+        assert names == (["service-flow-server", "service-flow-client"] if m["cell"]["load"] == "flow" else [])
+    assert count("iperf3 -s -p 5299") == 0 and count("-p 5299 -t 3600") == 0

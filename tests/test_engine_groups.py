@@ -35,6 +35,7 @@ parallel_groups: 2
 factors: {size: [56, 1000]}
 repetitions: 3
 warmups: 1
+seed: 4
 monitors: false
 fingerprints: false
 """

@@ -12,6 +12,7 @@ import pytest
 from helpers import load_campaign
 
 from perflab import cli, inventory, remote, runner, spec, tools
+from perflab.runner import samples
 from perflab.ledger import Ledger
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -64,7 +65,7 @@ def test_new_fields_load_with_their_defaults():
     ("cells: {load: [\"on\"]}", "cells: {load: [\"high\"]}",
      "c.yaml:21: neighbours.0.cells.load: level 'high' is not a level of factor load (levels: 'off', 'on')"),
     ("run: \"sync\"", "run: \"echo {paralel}\"",
-     "c.yaml:17: teardown.0.run: placeholder {paralel} names no factor, benchmark parameter or <role>_address (known: parallel, load, duration, client_address, server_address, neighbour_address)"),
+     "c.yaml:17: teardown.0.run: placeholder {paralel} names no factor, benchmark parameter, <role>_address or <role>_address_<link> (known: parallel, load, duration, client_address, server_address, neighbour_address)"),
     ("  max_load1: 0.5", "  max_load1: low", "c.yaml:12: settle.max_load1: 'low' is not of type 'number'"),
     ("  timeout: 30", "  timeout: 30\n  every: 2", "c.yaml:10: settle: unknown field(s) 'every'; allowed: hosts, max_load1, poll, timeout"),
     ("    run: \"stress-ng", "    command: \"stress-ng", "c.yaml:19: neighbours.0: 'run' is a required property"),
@@ -88,12 +89,14 @@ def test_plan_reports_engine_settings_and_overheads(capsys):
     info = runner.plan(c)
     assert (info["samples"], info["blocks"], info["hosts"]) == (4 * 4, 4, ["h1", "h2", "h3"])
     assert info["measure_seconds"] == 16 * 2.0
-    assert info["overhead_seconds"] == pytest.approx(16 * 3 * runner.MONITOR_SECONDS + 2 * 4 * 3 * runner.FINGERPRINT_SECONDS
+    assert info["overhead_seconds"] == pytest.approx(runner.STARTUP_SECONDS + 16 * 3 * runner.MONITOR_SECONDS
+                                                     + 2 * 4 * 3 * runner.FINGERPRINT_SECONDS
                                                      + 16 * 2 * runner.SETTLE_POLL_SECONDS, abs=0.1)
     assert info["settle_max_seconds"] == 16 * 30
     assert info["neighbours"] == [{"on": "neighbour", "run": "stress-ng --cpu 1 --timeout 600", "cells": {"load": ["on"]}}]
     quiet = runner.plan(load_campaign(GOOD.split("settle:")[0] + "monitors: false\nfingerprints: false\n"))
-    assert quiet["overhead_seconds"] == 0 and quiet["estimated_seconds"] == quiet["measure_seconds"]
+    assert quiet["overhead_seconds"] == runner.STARTUP_SECONDS
+    assert quiet["estimated_seconds"] == quiet["measure_seconds"] + runner.STARTUP_SECONDS
 
 
 @pytest.mark.parametrize("path", sorted((ROOT / "campaigns" / "examples").glob("*.yaml")), ids=lambda p: p.name)
@@ -127,7 +130,7 @@ def test_a_lost_host_records_the_attempt_and_stops_with_a_resume_hint(tmp_path, 
     text = ("campaign: lost\nbenchmark: {tool: probe}\nhosts: {client: h1}\nfactors: {cmd: ['echo 1', 'echo VANISH']}\n"
             "repetitions: 2\nwarmups: 0\nseed: 1\nmonitors: false\nfingerprints: false\n")
     c = load_campaign(text)
-    monkeypatch.setattr(runner.samples, "connect", lambda entries, names: remote.Hosts({n: Gone(entries[n]) for n in names}))
+    monkeypatch.setattr(samples, "connect", lambda entries, names: remote.Hosts({n: Gone(entries[n]) for n in names}))
     with pytest.raises(runner.RunnerError, match="rerun the same command to resume"):
         runner.run(c, inventory.localhost(), tmp_path, stream=open(os.devnull, "w"))
     (failed,) = (tmp_path / "lost" / "failed").iterdir()

@@ -1,6 +1,9 @@
-"""environment.yml (conda) and pyproject.toml (pip) describe the same environment."""
+"""environment.yml (conda) and pyproject.toml (pip) describe the same environment; the Debian list is collected."""
 
+import os
 import re
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -26,3 +29,20 @@ def test_conda_environment_installs_the_project():
     env = yaml.safe_load((ROOT / "environment.yml").read_text())
     pip_section = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
     assert "-e ." in pip_section
+
+
+def test_install_script_checks_exactly_the_collected_package_list(tmp_path):
+    collected = subprocess.run([sys.executable, "-I", str(ROOT / "scripts/debian-packages.py")],
+                               capture_output=True, text=True, check=True).stdout.split()
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    asked = tmp_path / "asked"
+    # A dpkg-query that records each package asked about and says it is installed.
+    (fake / "dpkg-query").write_text(f"#!/bin/sh\nfor last; do :; done\necho \"$last\" >> {asked}\n"
+                                     "printf 'install ok installed'\n")
+    (fake / "dpkg-query").chmod(0o755)
+    env = {**os.environ, "PATH": f"{fake}:{os.environ['PATH']}"}
+    done = subprocess.run(["bash", str(ROOT / "scripts/install-debian.sh")], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"Debian packages: all {len(collected)} present"
+    assert asked.read_text().split() == collected

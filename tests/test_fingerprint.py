@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 
 import pytest
 
-from perflab import fingerprint, inventory, remote
+from perflab import fingerprint, inventory, remote, tools
 from perflab.fingerprint import Difference, FingerprintError
 
 
@@ -226,6 +227,25 @@ def test_script_refuses_names_that_are_not_plain(bad):
         fingerprint.script(tools=(bad,))
 
 
+def test_script_probes_only_the_tools_asked_for_with_their_adapters_commands():
+    assert "@@perflab tool:" not in subprocess.run(["sh", "-c", fingerprint.script(("lo",))],
+                                                   capture_output=True, text=True).stdout
+    text = fingerprint.script(("lo",), tools=("iperf", "npb"))
+    assert shlex.join(tools.get("iperf2").version_command) in text
+    assert "tool:iperf2" in text and "tool:npb" not in text  # canonical name; parse-only: no probe
+    assert "fio" not in text and "stress-ng" not in text
+    with pytest.raises(FingerprintError, match="unknown tool 'netperf'"):
+        fingerprint.script(tools=("netperf",))
+
+
+def test_a_tools_version_is_the_first_line_its_version_command_prints():
+    host = remote.Host(inventory.HostEntry("fpcdd", "127.0.0.1", local=True))
+    fp = fingerprint.collect(host, interfaces=("lo",), tools=("dd",))
+    by_hand = subprocess.run(tools.get("dd").version_command, capture_output=True, text=True, check=True)
+    assert fp["versions"] == {"dd": by_hand.stdout.splitlines()[0]}
+    assert fp["facts"]["tool.dd"] in by_hand.stdout.splitlines()[0]
+
+
 def test_diff_of_identical_fingerprints_is_empty():
     assert fingerprint.diff(_fp("h1"), _fp("h1")) == []
 
@@ -290,7 +310,7 @@ def test_collect_on_this_machine_without_ssh():
 
 @pytest.mark.lab
 def test_collect_on_a_lab_host(hosts):
-    fp = fingerprint.collect(hosts["h1"])
+    fp = fingerprint.collect(hosts["h1"], tools=("iperf3",))
     facts = fp["facts"]
     assert facts["hostname"] == "h1"  # the host's own UTS namespace, not this machine's
     assert (facts["net.eth0.mtu"], facts["net.eth0.kind"], facts["net.eth0.state"]) == (1500, "veth", "UP")

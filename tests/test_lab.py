@@ -1,12 +1,13 @@
 """The embedded lab on real namespaces and sshd: identity, strict host keys, MTU, rate, cleanup."""
 
+import json
 import os
 import subprocess
 
 import pytest
 
 from helpers import ROOT_ONLY, leftovers
-from perflab import inventory, lab as lab_mod, remote
+from perflab import inventory, lab as lab_mod, labspec, remote
 
 pytestmark = [ROOT_ONLY, pytest.mark.lab]
 
@@ -70,9 +71,9 @@ def test_mtu_and_rate_limit_are_applied_and_down_removes_everything():
     assert lab_mod.status(name) is None
 
 
-def test_layout_rejects_bad_names():
-    with pytest.raises(lab_mod.LabError, match="lowercase"):
-        lab_mod.layout("Bad-Name")
+def test_flat_lab_rejects_bad_names():
+    with pytest.raises(labspec.LabFileError, match="--name: 'Bad-Name'.*lowercase"):
+        labspec.simple("Bad-Name", 2)
 
 
 def test_persistent_shell_frames_output_exactly(hosts):
@@ -83,3 +84,24 @@ def test_persistent_shell_frames_output_exactly(hosts):
     assert big.stdout == "a" * 300000
     assert host.run("cat").stdout == "", "a command must not read the shell's own stdin"
     assert host.run("hostname").stdout.strip() == "h1"
+
+
+def test_down_removes_a_lab_recorded_in_the_first_state_format():
+    name = f"o{os.getpid() % 100000}"
+    netns, veth, bridge = f"perflab-{name}-h1", f"pl{name}h1", f"plb-{name}"
+    state_dir = lab_mod.STATE_ROOT / name
+    state_dir.mkdir(parents=True)
+    (state_dir / "state.json").write_text(json.dumps({
+        "name": name, "bridge": bridge, "gateway": "198.19.255.1", "mtu": 1500, "rate": None,
+        "hosts": [{"name": "h1", "netns": netns, "veth": veth, "address": "198.19.255.11"}]}))
+    for argv in (["ip", "link", "add", bridge, "type", "bridge"], ["ip", "netns", "add", netns],
+                 ["ip", "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", netns],
+                 ["ip", "link", "set", veth, "master", bridge]):
+        subprocess.run(argv, check=True)
+    with pytest.raises(lab_mod.LabError, match=f"another perflab version .* `perflab lab down --name {name}`$"):
+        lab_mod.status(name)
+    removed = lab_mod.down(name)
+    assert removed[0] == f"netns {netns} (0 processes killed)" and f"bridge {bridge}" in removed
+    links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
+    assert bridge not in links and veth not in links and not state_dir.exists()
+    assert netns not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout

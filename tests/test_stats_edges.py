@@ -52,27 +52,28 @@ def test_describe_documents_n_equal_one_and_zero_variance():
     assert mean_ci([3.0, 3.0]) == (3.0, 3.0)
 
 
-def test_constant_groups_use_mann_whitney_and_report_why():
-    differ = compare([1.0, 1.0, 1.0], [2.0, 2.0, 2.0], n_resamples=99)
-    assert differ.test == "Mann-Whitney U"
-    assert "constant (zero variance)" in differ.reason
+def test_constant_groups_keep_the_named_test_and_say_normality_cannot_be_checked():
+    differ = compare([1.0, 1.0, 1.0], [2.0, 2.0, 2.0])
+    assert differ.test == "Welch's t" and differ.statistic == math.inf and differ.p_value == 0.0
+    assert any("cannot be checked" in n for n in differ.notes)
     assert differ.hedges_g == math.inf and differ.cliffs_delta == 1.0
-    assert differ.rel_diff_ci == (1.0, 1.0)
-    assert differ.rel_diff_ci_method == "Fieller (t); bootstrap degenerate"
-    same = compare([1.0, 1.0, 1.0], [1.0, 1.0, 1.0], n_resamples=99)
-    assert same.p_value == 1.0 and math.isnan(same.hedges_g) and same.cliffs_delta == 0.0
+    assert differ.estimate_ci == (1.0, 1.0) and differ.rel_diff_ci == (1.0, 1.0)
+    ranked = compare([1.0, 1.0, 1.0], [2.0, 2.0, 2.0], test="mannwhitney")
+    assert ranked.test == "Mann-Whitney U" and ranked.estimate == 1.0
+    same = compare([1.0, 1.0, 1.0], [1.0, 1.0, 1.0])
+    assert math.isnan(same.p_value) and math.isnan(same.hedges_g) and same.cliffs_delta == 0.0
 
 
-def test_tiny_groups_fall_back_to_welch_with_reason():
-    result = compare([1.0, 2.0], [3.0, 4.5, 5.0], n_resamples=99)
-    assert result.test == "Welch's t"
-    assert "n < 3 in a (n = 2)" in result.reason
+def test_tiny_groups_run_the_default_test_with_a_note():
+    result = compare([1.0, 2.0], [3.0, 4.5, 5.0])
+    assert result.test == "Welch's t" and result.reason.startswith("default for independent groups")
+    assert "normality of a cannot be checked (n < 3 or constant)" in result.notes
 
 
-def test_paired_constant_differences_choose_wilcoxon():
-    result = compare([1.0, 2.0, 3.0, 4.0], [2.0, 3.0, 4.0, 5.0], paired=True, n_resamples=99)
-    assert result.test == "Wilcoxon signed-rank"
-    assert "differences are equal" in result.reason
+def test_paired_constant_differences_keep_the_paired_t():
+    result = compare([1.0, 2.0, 3.0, 4.0], [2.0, 3.0, 4.0, 5.0], paired=True)
+    assert result.test == "paired t" and result.estimate == 1.0 and result.estimate_ci == (1.0, 1.0)
+    assert any("differences cannot be checked" in n for n in result.notes)
 
 
 def test_argument_errors_name_the_fix():
@@ -80,10 +81,13 @@ def test_argument_errors_name_the_fix():
         compare([1.0, 2.0, 3.0], [1.0, 2.0], paired=True)
     with pytest.raises(StatsInputError, match="paired=True for the paired test 'wilcoxon'"):
         compare([1.0, 2.0, 3.0], [1.0, 2.0, 4.0], test="wilcoxon")
-    with pytest.raises(StatsInputError, match="'auto' or one of"):
-        compare([1.0, 2.0, 3.0], [1.0, 2.0, 4.0], test="ttest")
+    for name in ("ttest", "auto"):  # no automatic choice any more
+        with pytest.raises(StatsInputError, match="no automatic choice"):
+            compare([1.0, 2.0, 3.0], [1.0, 2.0, 4.0], test=name)
     with pytest.raises(StatsInputError, match="strictly between 0 and 1"):
         compare([1.0, 2.0, 3.0], [1.0, 2.0, 4.0], level=95)
+    with pytest.raises(StatsInputError, match="non-blank group label"):
+        compare([1.0, 2.0, 3.0], [1.0, 2.0, 4.0], labels=("a", " "))
 
 
 def test_ratio_intervals_when_mean_a_is_zero_or_indistinguishable_from_zero():
@@ -135,13 +139,17 @@ def test_multi_group_errors():
         omnibus({"a": [1.0, 2.0]})
     with pytest.raises(StatsInputError, match="equal length"):
         omnibus({"a": [1.0, 2.0], "b": [1.0, 2.0, 3.0], "c": [2.0, 3.0]}, paired=True)
-    with pytest.raises(StatsInputError, match="'tukey', 'games-howell' or 'dunn'"):
+    with pytest.raises(StatsInputError, match=r"one of \['dunn', 'games-howell'"):
         posthoc({"a": [1.0, 2.0], "b": [1.0, 3.0]}, method="scheffe")
 
 
-def test_omnibus_auto_falls_back_to_kruskal_for_constant_groups():
+def test_omnibus_runs_its_post_hoc_and_documents_constant_groups():
     result = omnibus({"a": [1.0, 1.0, 1.0], "b": [1.0, 2.0, 3.0], "c": [2.0, 3.0, 4.0]})
-    assert result.test == "Kruskal-Wallis" and "constant" in result.reason
+    assert result.test == "Welch's ANOVA" and math.isnan(result.p_value)  # a zero variance has no weight
+    assert result.posthoc == "Games-Howell" and len(result.pairs) == 3
+    assert {p["method"] for p in result.pairs} == {"Games-Howell"}
+    with pytest.raises(StatsInputError, match="paired=True for 'friedman'; found paired=False"):
+        omnibus({"a": [1.0, 2.0], "b": [1.0, 3.0], "c": [2.0, 4.0]}, test="friedman")
 
 
 def test_planning_and_equivalence_errors():

@@ -9,7 +9,8 @@ import pandas as pd
 
 from perflab.report.latex import (escape_latex, format_ci, format_number, format_p, latex_table,
                                   significance_marker, significance_note)
-from perflab.stats import compare, comparison_table, comparison_table_latex
+from perflab.report.tables import comparison_table as comparison_table_tex
+from perflab.stats import compare, comparison_table
 
 
 def test_latex_table_is_a_complete_booktabs_environment():
@@ -35,6 +36,8 @@ def test_formatters():
     assert escape_latex("50% of a_b & c") == r"50\% of a\_b \& c"
     assert format_number(float("nan")) == "--" and format_number(math.inf) == r"$\infty$"
     assert format_number(12) == "12" and format_number(0.000123456) == "0.000123"
+    assert format_number(12345.6) == "12346" and format_number(0.5) == "0.5" and format_number(-1.0) == "-1"
+    assert format_number(1.5e20) == "1.5e+20"
     assert format_p(0.0004) == "$<$0.001" and format_p(0.0421) == "0.042" and format_p(0.5) == "0.50"
     assert format_p(0.003, markers=True) == "0.003**"
     assert [significance_marker(p) for p in (0.0001, 0.005, 0.03, 0.2, float("nan"))] == ["***", "**", "*", "", ""]
@@ -42,14 +45,22 @@ def test_formatters():
     assert significance_note().startswith("* $p < 0.05$")
 
 
-def test_comparison_table_latex_names_tests_correction_and_markers():
+def test_comparison_table_corrects_the_family():
     rng = np.random.default_rng(8)
     a, b, c = rng.normal(10, 1, 30), rng.normal(11, 1, 30), rng.lognormal(2.3, 0.5, 30)
     table = comparison_table([compare(a, b, labels=("A", "B"), n_resamples=999),
                               compare(a, c, labels=("A", "C"), n_resamples=999)], correction="bh")
     assert (table["p_adjusted"] >= table["p_value"]).all() and set(table["correction"]) == {"Benjamini-Hochberg"}
-    tex = comparison_table_latex(table, caption="Comparisons", label="tab:cmp")
-    assert "B vs A" in tex and "Benjamini-Hochberg over 2 comparisons" in tex
-    assert all(f"{t} (" in tex for t in table["test"])
-    assert "***" in tex  # B differs from A by one SD with n = 30
-    assert r"95\,\% CI" in tex
+    assert list(table["effect"]) == ["difference of means"] * 2
+
+
+def test_paper_comparison_table_names_test_effect_and_adjusted_p():
+    rng = np.random.default_rng(8)
+    a, b, c = rng.normal(10, 1, 30), rng.normal(11, 1, 30), rng.lognormal(2.3, 0.5, 30)
+    results = [compare(a, b, labels=("A", "B")), compare(a, c, labels=("A", "C"), test="mannwhitney")]
+    tex = comparison_table_tex(results, caption="Comparisons", label="tab:cmp", p_adjusted=[0.0001, 0.5],
+                               unit="ms")
+    assert "B vs A" in tex and "Welch's t" in tex and "Mann-Whitney U" in tex
+    assert "effect: difference of means" in tex and "effect: Hodges-Lehmann shift" in tex
+    assert r"$p_\mathrm{Holm}$" in tex and "0.50" in tex and "***" in tex
+    assert r"95\,\% CI] (ms)" in tex

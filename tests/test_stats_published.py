@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from perflab.stats import StatsInputError, load_claims, load_published, recheck, recheck_claims, recheck_table_latex
+from perflab.report.recheck import recheck_table_latex
+from perflab.stats import StatsInputError, load_claims, load_published, recheck, recheck_claims
 
 PUBLISHED = Path(__file__).resolve().parents[1] / "data" / "raw" / "published"
 SEED = Path(__file__).resolve().parents[2] / "shared/seeds/003_2419cbac4418997d.txt"  # ../shared/seeds/

@@ -19,6 +19,7 @@ from statsmodels.stats.weightstats import ttost_ind, ttost_paired
 from perflab.stats import (adjust_pvalues, cliffs_delta, compare, describe, hedges_g, hodges_lehmann,
                            min_detectable_effect, n_for_effect, n_for_halfwidth, omnibus, plan,
                            rel_diff_bootstrap, rel_diff_fieller, tost)
+from perflab.stats import BOOTSTRAP_MIN_N, StatsInputError
 
 _rng = np.random.default_rng(12345)
 DATASETS = {
@@ -93,24 +94,23 @@ def test_paired_tests_match_scipy(name, test):
 
 
 @pytest.mark.parametrize("name", DATASETS)
-def test_auto_reports_the_assumption_checks_it_used(name):
+def test_diagnostics_are_reported_and_never_switch_the_test(name):
     a, b = DATASETS[name]
-    result = compare(a, b, labels=("base", "new"), n_resamples=999)
+    result = compare(a, b, labels=("base", "new"))
     checks = result.assumptions
     assert checks["levene_p"] == pytest.approx(stats.levene(a, b, center="median").pvalue)
-    if a.size >= 3:
-        assert checks["shapiro_p_base"] == pytest.approx(stats.shapiro(a).pvalue)
-        assert checks["shapiro_p_new"] == pytest.approx(stats.shapiro(b).pvalue)
+    assert checks["shapiro_p_base"] == pytest.approx(stats.shapiro(a).pvalue)
+    assert checks["shapiro_p_new"] == pytest.approx(stats.shapiro(b).pvalue)
+    assert result.test == "Welch's t" and result.effect == "difference of means"
     non_normal = min(checks["shapiro_p_base"], checks["shapiro_p_new"]) < 0.05
-    expected = "Mann-Whitney U" if non_normal else "Welch's t" if checks["levene_p"] < 0.05 else "Student's t"
-    assert result.test == expected
-    assert expected in result.reason
+    assert non_normal == any(n.startswith("normality is rejected") for n in result.notes)
+    assert (checks["levene_p"] < 0.05) == any(n.startswith("the spreads differ") for n in result.notes)
 
 
-def test_auto_choices_on_the_designed_datasets():
-    assert compare(*DATASETS["skewed"], n_resamples=999).test == "Mann-Whitney U"
-    assert compare(*DATASETS["unequal_var"], n_resamples=999).test == "Welch's t"
-    assert compare(*DATASETS["n40"], n_resamples=999).test == "Student's t"
+def test_the_designed_datasets_trigger_the_diagnostics_they_were_built_for():
+    assert any("normality is rejected" in n for n in compare(*DATASETS["skewed"]).notes)
+    assert any("spreads differ" in n for n in compare(*DATASETS["unequal_var"]).notes)
+    assert not compare(*DATASETS["n40"]).notes[:-1]  # only the bootstrap note would remain (n = 40: none)
 
 
 @pytest.mark.parametrize("name", DATASETS)
@@ -181,8 +181,11 @@ def test_fieller_endpoints_give_the_critical_welch_statistic(name):
 
 
 @pytest.mark.parametrize("name", DATASETS)
-def test_bootstrap_interval_matches_scipy_bca(name):
+def test_bootstrap_interval_matches_scipy_bca_from_its_minimum_n(name):  # smaller samples are tiled up to it
     a, b = DATASETS[name]
+    with pytest.raises(StatsInputError, match=f"at least {BOOTSTRAP_MIN_N} values per group"):
+        rel_diff_bootstrap(a, b, n_resamples=999, seed=7)
+    a, b = np.tile(a, -(-BOOTSTRAP_MIN_N // a.size)), np.tile(b, -(-BOOTSTRAP_MIN_N // b.size))
     low, high = rel_diff_bootstrap(a, b, n_resamples=999, seed=7)
     res = stats.bootstrap((a, b), lambda x, y, axis: y.mean(axis) / x.mean(axis) - 1, n_resamples=999,
                           method="BCa", vectorized=True, rng=np.random.default_rng(7))
@@ -192,13 +195,27 @@ def test_bootstrap_interval_matches_scipy_bca(name):
         assert np.isnan(low)
 
 
-def test_compare_keeps_both_rel_diff_intervals_and_names_the_primary_one():
-    parametric = compare(*DATASETS["n40"], n_resamples=999)
-    assert parametric.rel_diff_ci == parametric.rel_diff_ci_fieller
-    assert parametric.rel_diff_ci_method == "Fieller (t)"
-    rank = compare(*DATASETS["skewed"], n_resamples=999)
-    assert rank.rel_diff_ci == rank.rel_diff_ci_bootstrap
-    assert rank.rel_diff_ci_method == "bootstrap BCa"
+def test_compare_reports_the_effect_of_its_test():
+    a, b = DATASETS["n40"]
+    parametric = compare(a, b)
+    assert parametric.rel_diff_ci == rel_diff_fieller(a, b) and parametric.rel_diff_ci_method == "Fieller (t)"
+    welch = stats.ttest_ind(b, a, equal_var=False)
+    assert parametric.estimate == pytest.approx(b.mean() - a.mean())
+    assert parametric.estimate_ci == pytest.approx(tuple(welch.confidence_interval(0.95)))
+    assert all(np.isnan(parametric.rel_diff_ci_bootstrap))  # n = 40 < BOOTSTRAP_MIN_N: not computed
+    big = _rng.lognormal(3, 0.5, BOOTSTRAP_MIN_N), _rng.lognormal(3.1, 0.5, BOOTSTRAP_MIN_N)
+    assert compare(*big, n_resamples=999).rel_diff_ci_bootstrap == pytest.approx(
+        rel_diff_bootstrap(*big, n_resamples=999))
+    a, b = DATASETS["skewed"]
+    rank = compare(a, b, test="mannwhitney")
+    shift, ci = hodges_lehmann(a, b)
+    assert rank.effect.startswith("Hodges-Lehmann shift") and (rank.estimate, rank.estimate_ci) == (shift, ci)
+    assert rank.rel_diff == pytest.approx(shift / np.median(a))
+    assert "inverted Mann-Whitney U" in rank.rel_diff_ci_method
+    paired = compare(a, b, paired=True, test="wilcoxon")
+    assert paired.estimate == hodges_lehmann(a, b, paired=True)[0] and paired.effect.startswith("pseudomedian")
+    tiny = compare(*DATASETS["tiny"])
+    assert all(np.isnan(tiny.rel_diff_ci_bootstrap)) and any("no bootstrap interval" in n for n in tiny.notes)
 
 
 @pytest.mark.parametrize("name", ["normal", "skewed", "n40"])

@@ -76,12 +76,13 @@ def test_lakens_movie_ratings_effect_sizes():
 
 
 def test_plant_growth_omnibus_tests_match_r():
-    anova = omnibus(PLANTS)
-    assert anova.test == "one-way ANOVA"
+    anova = omnibus(PLANTS, test="anova")
+    assert anova.test == "one-way ANOVA" and anova.posthoc == "Tukey HSD"
     assert anova.statistic == pytest.approx(4.846, abs=1e-3)
     assert (anova.df_num, anova.df_denom) == (2, 27)
     assert anova.p_value == pytest.approx(0.01591, abs=1e-5)
-    welch = omnibus(PLANTS, test="welch-anova")
+    welch = omnibus(PLANTS)  # the default
+    assert welch.test == "Welch's ANOVA" and welch.posthoc == "Games-Howell" and len(welch.pairs) == 3
     assert welch.statistic == pytest.approx(5.181, abs=1e-3)
     assert welch.df_denom == pytest.approx(17.128, abs=1e-3)
     assert welch.p_value == pytest.approx(0.01739, abs=1e-5)
@@ -114,8 +115,8 @@ def test_rank_sum_hodges_lehmann_matches_r_exact():
     result = compare(untreated, treated, test="mannwhitney")
     assert result.statistic == 25
     assert result.p_value == pytest.approx(0.5054, abs=1e-4)
-    assert result.hl_shift == -83.5
-    assert result.hl_ci == (-807.0, 198.0)
+    assert result.estimate == -83.5
+    assert result.estimate_ci == (-807.0, 198.0)
 
 
 def test_signed_rank_hodges_lehmann_matches_r_exact():

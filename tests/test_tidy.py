@@ -90,3 +90,27 @@ def test_an_unknown_record_format_is_refused_with_the_file(raw):
     with pytest.raises(ValueError, match=r"samples/future/meta.json: sample record of format 99; this perflab reads "
                                          r"format 1 or 2"):
         tidy.frame(raw.dir)
+
+
+def test_samples_of_emulated_and_native_hosts_are_not_compared_unless_told(tmp_path):
+    s = store.RawStore(tmp_path / "raw", "c")
+    s.begin(campaign_record("c", {"parallel": [1, 4]}))
+    native = sample_meta("native", {"parallel": 1}, 0)
+    emulated = json.loads(sample_meta("guest", {"parallel": 4}, 0))
+    emulated["commands"][0]["emulated"] = True
+    s.put_sample("native", {"stdout": FIXTURE.read_text(), "stderr": "", "meta.json": native})
+    s.put_sample("guest", {"stdout": FIXTURE.read_text(), "stderr": "", "meta.json": json.dumps(emulated)})
+    with pytest.raises(tidy.TidyError, match=r"emulated \(TCG\) hosts \(guest\) and on native ones \(native\)"):
+        tidy.check_comparable(s.dir)
+    assert tidy.check_comparable(s.dir, expected=("emulated",)) == []
+
+
+def test_batches_join_into_the_same_table_as_one_batch(raw, monkeypatch):
+    ping = (Path(__file__).parent / "fixtures/ping/loopback_c5.txt").read_text()
+    ping_meta = json.loads(meta("ping", 1, 3)) | {"tool": "ping"}
+    raw.put_sample("ping", {"stdout": ping, "stderr": "", "meta.json": json.dumps(ping_meta)})
+    whole, _ = tidy.frame(raw.dir)
+    monkeypatch.setattr(tidy, "BATCH_ROWS", 1)
+    batched, _ = tidy.frame(raw.dir)
+    assert set(whole["tool"]) == {"iperf3", "ping"} and {"stream", "seq"} <= set(whole.columns)
+    pd.testing.assert_frame_equal(batched, whole, check_exact=True)

@@ -3,43 +3,77 @@
 from __future__ import annotations
 
 import argparse
+import ast
 import importlib
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
-from . import __version__, lab, runner, spec, store, tidy
-from .inventory import InventoryError
+from . import __version__
 
-#: Modules that add their own subcommands through ``register(subparsers)``.
+
+class _Deferred:
+    """A perflab module imported on its first attribute access.
+
+    Each subcommand imports only the stages it runs: ``perflab --help`` imports none and
+    ``perflab plan`` no statistics, pandas or Arrow (``benchmarks/bench_startup.py``).
+    """
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(importlib.import_module(self._name), attr)
+
+
+lab, labspec, runner, spec, store, tidy = (_Deferred(f"perflab.{m}")
+                                           for m in ("lab", "labspec", "runner", "spec", "store", "tidy"))
+
+#: Modules that add their own subcommands through ``register(subparsers)``. A module is
+#: imported only when one of its subcommands runs; otherwise its subcommands are listed
+#: with the help text of its ``add_parser`` calls, read from its source.
 PLUGINS = ("perflab.stats.cli", "perflab.tools.cli")
+
+#: Errors a user can fix, as module -> class name: printed in one line, not as a traceback.
+USER_ERRORS = {"perflab.spec": "SpecError", "perflab.lab": "LabError", "perflab.runner": "RunnerError",
+               "perflab.inventory": "InventoryError", "perflab.store": "StoreError", "perflab.tidy": "TidyError"}
 
 
 def _lab(args: argparse.Namespace) -> int:
     if args.lab_cmd == "up":
-        created = lab.up(args.name, args.hosts, mtu=args.mtu, rate=args.rate)
+        flat = {"--hosts": args.hosts, "--mtu": args.mtu, "--rate": args.rate}
+        if args.file:
+            described = labspec.load(args.file)
+            if args.name not in (None, described.name):
+                raise lab.LabError(f"--name {args.name}: {args.file} describes lab {described.name!r}; drop --name")
+            if any(v is not None for v in flat.values()):
+                raise lab.LabError(f"{', '.join(k for k, v in flat.items() if v is not None)}: only for the flat lab; "
+                                   f"{args.file} sets the links and hosts")
+            created = lab.bring_up(described)
+        else:
+            created = lab.up(args.name or "default", 2 if args.hosts is None else args.hosts,
+                             mtu=1500 if args.mtu is None else args.mtu, rate=args.rate)
         print(f"lab {created.name}: {len(created.hosts)} hosts up; inventory {created.inventory_path}")
         for h in created.hosts:
-            print(f"  {h.name}  {h.address}  netns {h.netns}")
-    elif args.lab_cmd == "down":
-        removed = lab.down(args.name)
-        print("\n".join(f"removed {r}" for r in removed) if removed else f"lab {args.name} is not up")
-    elif args.lab_cmd == "status":
-        state = lab.status(args.name)
-        if state is None:
-            print(f"lab {args.name} is not up")
+            print(f"  {h.name}  {' '.join(f'{p.link}={p.address}' for p in h.ports)}  netns {h.netns}")
+        return 0
+    name = args.name or "default"
+    if args.lab_cmd == "down":
+        removed = lab.down(name)
+        print("\n".join(f"removed {r}" for r in removed) if removed else f"lab {name} is not up")
+        left = lab.traces(name)
+        if left:
+            print(f"lab {name}: still present (remove by hand): {'; '.join(left)}", file=sys.stderr)
             return 1
-        if args.json:
-            print(json.dumps(state, indent=1))
-            return 0
-        print(f"lab {state['name']}: bridge {state['bridge']} ({'present' if state['bridge_present'] else 'MISSING'}), "
-              f"MTU {state['mtu']}, rate {state['rate'] or 'unlimited'}; inventory {state['inventory']}")
-        for h in state["hosts"]:
-            alive = f"sshd pid {h['sshd_pid']}" if h["sshd_pid"] else "sshd NOT running"
-            print(f"  {h['name']}  {h['address']}  netns {h['netns']} "
-                  f"({'present' if h['netns_present'] else 'MISSING'}), {alive}")
+    elif args.lab_cmd == "status":
+        state = lab.status(name)
+        if state is None:
+            print(f"lab {name} is not up")
+            return 1
+        print(json.dumps(state, indent=1) if args.json else lab.draw(state))
     elif args.lab_cmd == "inventory":
-        print(lab.layout(args.name).inventory_path)
+        print(lab.STATE_ROOT / name / "inventory.yaml")
     return 0
 
 
@@ -59,7 +93,8 @@ def _plan(args: argparse.Namespace) -> int:
                              "warmup": r.warmup, "cell": dict(r.cell.levels)} for r in runs]
         print(json.dumps(info, indent=1, default=str))
         return 0
-    print(f"campaign {info['campaign']}: tool {info['tool']}, design {info['design']} (seed {info['seed']})")
+    seed = "seed drawn at the first run" if info["seed"] is None else f"seed {info['seed']}"
+    print(f"campaign {info['campaign']}: tool {info['tool']}, design {info['design']} ({seed})")
     print(f"  {info['cells']} cells x ({info['warmups']} warm-up + {info['repetitions']} repetitions) "
           f"= {info['samples']} samples; {info['blocks']} fingerprinted block(s) on hosts {', '.join(info['hosts'])}")
     if info.get("groups"):
@@ -83,6 +118,18 @@ def _plan(args: argparse.Namespace) -> int:
         print(f"  neighbour on {n['on']} ({where}): {n['run']}")
     print(f"  monitors (sysstat): {'on' if info['monitors'] else 'off'}; "
           f"fingerprints per block: {'on' if info['fingerprints'] else 'off'}")
+    if args.check:
+        from . import preflight, remote
+
+        entries = lab.resolve_inventory(args.inventory, hosts=max(2, len(campaign.involved())))
+        with remote.connect(entries, campaign.involved()) as hosts:
+            problems = preflight.check(campaign, hosts)
+        for p in problems:
+            print(f"  preflight: {p}")
+        print(f"  preflight on {', '.join(campaign.involved())}: "
+              + (f"{len(problems)} problem(s); fix them before `perflab run`" if problems else "ready"))
+        if problems:
+            return 1
     shown = runs if args.all else runs[: args.head]
     for r in shown:
         print(f"  block {r.block:>3} pos {r.position:>2}  {'warm-up' if r.warmup else 'sample '}  {r.run_id}")
@@ -144,12 +191,35 @@ def _tidy(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    problems = store.verify(args.raw_dir)
-    for p in problems:
-        print(f"{args.raw_dir}: {p}")
-    if not problems:
-        print(f"{args.raw_dir}: {len(store.read_manifest(args.raw_dir))} files match {store.MANIFEST}")
-    return 1 if problems else 0
+    import tempfile
+
+    from . import verify
+
+    if not args.raw_dir:
+        report = verify.repository(args.root)
+        if args.rebuild:
+            scratch = Path(args.scratch or tempfile.mkdtemp(prefix="perflab-verify-"))
+            findings, notes, compared = verify.rebuild(args.root, scratch, kernel=args.kernel)
+            report.findings += findings
+            report.notes += [*notes, f"outputs rebuilt into {scratch}"]
+            report.count("outputs rebuilt and compared", compared)
+        for finding in report.findings:
+            print(finding)
+        for note in report.notes:
+            print(f"note: {note}")
+        counts = ", ".join(f"{n} {kind}" for kind, n in report.checked.items()) or "nothing"
+        print(f"{'verified' if report.ok else 'checked'} {counts}; "
+              f"{len(report.findings)} file(s) do not verify" + ("" if report.ok else " (listed above)"))
+        return 0 if report.ok else 1
+    failed = False
+    for raw_dir in args.raw_dir:
+        findings = verify.raw_directory(raw_dir)
+        for finding in findings:
+            print(finding)
+        if not findings:
+            print(f"{raw_dir}: {len(store.read_manifest(raw_dir))} files match {store.MANIFEST}")
+        failed = failed or bool(findings)
+    return 1 if failed else 0
 
 
 def _seal(args: argparse.Namespace) -> int:
@@ -159,15 +229,41 @@ def _seal(args: argparse.Namespace) -> int:
     return 0
 
 
-def _report(args: argparse.Namespace) -> int:
-    from .report import site
+def _lineage(args: argparse.Namespace) -> int:
+    from .report import lineage
 
-    print(f"report: {site.build(args.notebooks, args.out)}")
+    try:
+        lines = lineage.chain(args.file, args.root)
+    except FileNotFoundError as exc:
+        raise ValueError(str(exc)) from None
+    print("\n".join(lines))
+    return 1 if any("CHANGED" in line or "MISSING" in line or "do not match" in line for line in lines) else 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    from . import crate
+
+    print(f"export: {crate.export(args.name, args.out, root=args.root)}")
     return 0
 
 
-def parser() -> argparse.ArgumentParser:
-    """The argument parser of the ``perflab`` command."""
+def _import(args: argparse.Namespace) -> int:
+    from . import crate
+
+    for note in crate.import_crate(args.crate, root=args.root):
+        print(note)
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    from .report import site
+
+    print(f"report: {site.build(args.notebooks, args.out, root=args.root)}")
+    return 0
+
+
+def parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser of the ``perflab`` command, with the full parser of ``command`` if a plugin adds it."""
     p = argparse.ArgumentParser(prog="perflab", description=__doc__)
     p.add_argument("--version", action="version", version=f"perflab {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
@@ -175,14 +271,17 @@ def parser() -> argparse.ArgumentParser:
     lp = sub.add_parser("lab", help="the embedded lab of network-namespace hosts")
     lsub = lp.add_subparsers(dest="lab_cmd", required=True)
     up = lsub.add_parser("up", help="create (or complete) the lab; idempotent")
-    up.add_argument("--hosts", type=int, default=2, help="number of hosts h1..hN (default 2)")
-    up.add_argument("--mtu", type=int, default=1500, help="MTU of every host's eth0 (default 1500)")
-    up.add_argument("--rate", help="egress rate limit per host, tc syntax, e.g. 1gbit (default: none)")
+    up.add_argument("--file", help="lab description (YAML, see docs/lab.md), e.g. labs/routed.yaml; "
+                    "without it: a flat lab of --hosts hosts on one link")
+    up.add_argument("--hosts", type=int, help="flat lab: number of hosts h1..hN (default 2)")
+    up.add_argument("--mtu", type=int, help="flat lab: MTU of every host's eth0 (default 1500)")
+    up.add_argument("--rate", help="flat lab: egress rate limit per host, tc syntax, e.g. 1gbit (default: none)")
     for name in ("down", "status", "inventory"):
-        lsub.add_parser(name, help={"down": "remove everything up created", "status": "hosts, addresses, sshd",
+        lsub.add_parser(name, help={"down": "remove everything up created",
+                                    "status": "draw links, hosts, routes, rules, cgroups and disks as text",
                                     "inventory": "print the inventory file's path"}[name])
     for sp in lsub.choices.values():
-        sp.add_argument("--name", default="default", help="lab name (default: default)")
+        sp.add_argument("--name", help="lab name (default: the file's lab, else default)")
     lsub.choices["status"].add_argument("--json", action="store_true")
     lp.set_defaults(func=_lab)
 
@@ -191,6 +290,9 @@ def parser() -> argparse.ArgumentParser:
     pp.add_argument("--head", type=int, default=12, help="runs to list (default 12)")
     pp.add_argument("--all", action="store_true", help="list every run")
     pp.add_argument("--json", action="store_true")
+    pp.add_argument("--check", action="store_true", help="also check on the hosts what the campaign requires "
+                    "(commands, packages, file systems, modules, free space); exit 1 if anything is missing")
+    pp.add_argument("--inventory", default="lab", help="hosts for --check, as for `perflab run` (default: lab)")
     pp.add_argument("--macros", metavar="FILE", help="write the planned values as inline values for the paper "
                     "(\\plset{<campaign>/plan/...}) to FILE instead of printing the plan")
     pp.set_defaults(func=_plan)
@@ -227,37 +329,130 @@ def parser() -> argparse.ArgumentParser:
     tp.add_argument("--out", default="data/processed", help="output directory (default data/processed)")
     tp.set_defaults(func=_tidy)
 
-    vp = sub.add_parser("verify", help="check a campaign's raw files against its manifest")
-    vp.add_argument("raw_dir")
+    vp = sub.add_parser(
+        "verify", help="check raw data, published data, processed tables and outputs against their records",
+        description="Without an argument, check the whole repository as a reviewer would: every raw campaign "
+                    "and data/raw/published/ against its MANIFEST.sha256, every processed table against the "
+                    "table re-derived from raw (exactly), and every lineage sidecar under paper/ against the "
+                    "files it names. With directories, check only those raw directories. Exit status 0 when "
+                    "everything verifies, 1 when a file differs (each is named), 2 when there is nothing to check.",
+        epilog="examples:\n  perflab verify\n  perflab verify --rebuild\n  perflab verify data/raw/iperf3-streams",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    vp.add_argument("raw_dir", nargs="*", help="raw campaign directories (default: the whole repository)")
+    vp.add_argument("--root", default=".", help="project root when checking the repository (default: .)")
+    vp.add_argument("--rebuild", action="store_true",
+                    help="also rerun every generating notebook into a scratch directory and compare its outputs "
+                         "with paper/ byte for byte (takes minutes)")
+    vp.add_argument("--scratch", help="directory for --rebuild (default: a new temporary directory, kept)")
+    vp.add_argument("--kernel", default="perflab", help="Jupyter kernel for --rebuild (default perflab)")
     vp.set_defaults(func=_verify)
 
     sp = sub.add_parser("seal", help="checksum raw files the manifest lacks (e.g. the executed notebook)")
     sp.add_argument("raw_dir")
     sp.set_defaults(func=_seal)
 
-    hp = sub.add_parser("report", help="render executed notebooks to an HTML report with an index")
+    hp = sub.add_parser(
+        "report", help="build the review site: notebooks, figures, raw data, manifests, lineage, machines",
+        description="Render the executed notebooks with nbconvert and write a static review site: an index, a "
+                    "page per campaign (figures, tables, fingerprint differences, links to raw samples, the "
+                    "manifest, processed CSVs and lineage sidecars) and a page per host fingerprint. Links are "
+                    "relative to the project, so open OUT/index.html from the checkout.",
+        epilog="example:\n  perflab report --out reports data/raw/*/experiment.ipynb reports/notebooks/*.ipynb",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     hp.add_argument("notebooks", nargs="+", help="executed notebooks")
     hp.add_argument("--out", default="reports", help="output directory (default reports)")
+    hp.add_argument("--root", default=".", help="project root holding data/ and paper/ (default: .)")
     hp.set_defaults(func=_report)
 
+    gp = sub.add_parser(
+        "lineage", help="print how a figure, table or macro file was made, down to raw files and hosts",
+        description="Read the lineage sidecar of FILE (FILE itself when it is a .lineage.json) and print the "
+                    "chain: the output and its SHA-256, the generating notebook, its parameters, the git commit "
+                    "and package versions, each input with its hash and, recursively, how it was made, down to "
+                    "the raw campaign, its manifest and the host fingerprints. Every hash is compared with the "
+                    "file on disk. Exit status 1 when a file changed or is missing.",
+        epilog="examples:\n  perflab lineage paper/figures/iperf3-streams-throughput.pdf\n"
+               "  perflab lineage paper/tables/003-openstack-opennebula-recheck-p.tex",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    gp.add_argument("file", help="a generated file (or its .lineage.json)")
+    gp.add_argument("--root", default=".", help="project root the recorded paths are relative to (default: .)")
+    gp.set_defaults(func=_lineage)
+
+    ep = sub.add_parser(
+        "export", help="write a campaign or a published study as an RO-Crate for reviewers or another lab",
+        description="Write OUT/NAME/ with ro-crate-metadata.json (RO-Crate 1.1): for a campaign, its raw data "
+                    "(samples, manifest, fingerprints, executed experiment notebook), campaign file, processed "
+                    "tables, executed analysis notebook and paper outputs with lineage; for a study, its "
+                    "digitized published tables, manifest and re-check outputs; and the environment's package "
+                    "lock. Every file is listed with its size and SHA-256. Raw data that does not match its "
+                    "manifest is not exported.",
+        epilog="examples:\n  perflab export iperf3-streams --out exports\n"
+               "  perflab export 003-openstack-opennebula --out exports",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    ep.add_argument("name", help="campaign id (data/raw/NAME) or study id (data/raw/published/NAME-*.csv)")
+    ep.add_argument("--out", default="exports", help="directory to write the crate into (default exports)")
+    ep.add_argument("--root", default=".", help="project root (default: .)")
+    ep.set_defaults(func=_export)
+
+    ip = sub.add_parser(
+        "import", help="check an RO-Crate from `perflab export` and add its raw data to this project",
+        description="Check every file of the crate against ro-crate-metadata.json and each raw directory "
+                    "against its MANIFEST.sha256, then copy the raw data (and the campaign file) into the "
+                    "project's data/raw/, where the pipeline analyses it without rerunning the experiment. "
+                    "Identical files already present are kept; different ones are refused, never overwritten.",
+        epilog="example:\n  perflab import exports/iperf3-streams",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    ip.add_argument("crate", help="the crate directory")
+    ip.add_argument("--root", default=".", help="project root to import into (default: .)")
+    ip.set_defaults(func=_import)
+
     for module in PLUGINS:
-        try:
+        declared = plugin_commands(module)
+        if command in declared:
             importlib.import_module(module).register(sub)
-        except ModuleNotFoundError as exc:
-            if exc.name != module:
-                raise
+            continue
+        for name, text in declared.items():
+            sub.add_parser(name, help=text, add_help=False)
     return p
+
+
+def plugin_commands(module: str) -> dict[str, str]:
+    """Subcommand name -> help text of the ``add_parser`` calls in plugin ``module``, read without importing it."""
+    path = Path(__file__).parent.joinpath(*module.split(".")[1:]).with_suffix(".py")
+    if not path.exists():
+        return {}
+    found = {}
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_parser"
+                and node.args and isinstance(node.args[0], ast.Constant)):
+            found[node.args[0].value] = next((k.value.value for k in node.keywords
+                                              if k.arg == "help" and isinstance(k.value, ast.Constant)), None)
+    return found
+
+
+def _user_errors() -> tuple[type[Exception], ...]:
+    """ValueError and the :data:`USER_ERRORS` of the modules imported so far (no other can have been raised)."""
+    return (ValueError, *(getattr(sys.modules[m], name) for m, name in USER_ERRORS.items() if m in sys.modules))
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point: parse ``argv`` and run the subcommand; errors print one clear message."""
-    args = parser().parse_args(argv)
+    command = parser().parse_known_args(argv)[0].command
+    args = parser(command).parse_args(argv)
     try:
-        return args.func(args)
-    except (spec.SpecError, lab.LabError, runner.RunnerError, InventoryError, store.StoreError, tidy.TidyError,
-            ValueError) as exc:
+        code = args.func(args)
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
+        return code
+    except _user_errors() as exc:  # VerifyError and CrateError are ValueErrors
         print(f"perflab {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        import os
+
+        # The reader of stdout left early (`perflab parse ... | head`): not an error of ours. Point
+        # stdout at /dev/null so that the interpreter's final flush does not raise again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, what a shell reports for a command stopped by a closed pipe
     except KeyboardInterrupt:
         print(f"perflab {args.command}: interrupted; services, neighbour loads and monitors were stopped "
               "and stored samples are kept; rerun the same command to resume", file=sys.stderr)

@@ -72,6 +72,9 @@ def schedule(spec: Campaign) -> list[Run]:
 
     Every group gets the same order; its run ids carry the suffix ``-g<k>`` (ids without groups are unchanged).
     """
+    if spec.seed is None:
+        raise ValueError(f"{spec.source}: campaign {spec.name} has no seed yet; perflab run draws one "
+                         "(or write `seed:` in the campaign file)")
     runs = _schedule(spec)
     if not spec.groups:
         return runs

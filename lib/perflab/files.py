@@ -1,8 +1,9 @@
-"""Writing files atomically: a reader sees the old file or the whole new one, never a part."""
+"""Files: atomic writes (a reader sees the old file or the whole new one, never a part) and name parts."""
 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Callable
 
@@ -40,3 +41,10 @@ def fsync(path: str | Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def slug(value: object) -> str:
+    """``value`` as a file-name or macro-key part: lowercase letters, digits and '-' (``hpl_rate`` -> ``hpl-rate``, 2.0 -> 2)."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return re.sub(r"[^a-z0-9]+", "-", str(value).lower()).strip("-")

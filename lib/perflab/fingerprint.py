@@ -2,7 +2,8 @@
 
 :func:`collect` costs one round trip per host: a single shell script whose sections
 (each introduced by a line ``@@perflab <name>``) read ``/proc``, ``/sys``, ``lscpu``,
-``ip``/``tc``/``ethtool`` for the interfaces in use and the tools' version banners;
+``ip``/``tc``/``ethtool`` for the interfaces in use and the version banners of the
+campaign's tools (each adapter's ``version_command``, nothing for tools not asked for);
 :func:`parse` turns that verbatim output into a fingerprint::
 
     {"schema": 1, "host": "h1", "address": "198.18.7.11",
@@ -30,9 +31,12 @@ import json
 import re
 import shlex
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from .remote import Host
+from . import tools as _tools
+
+if TYPE_CHECKING:
+    from .remote import Host
 
 #: Version of the fingerprint format; bump it (and extend the history above) on any change.
 SCHEMA = 1
@@ -44,21 +48,6 @@ MATCH_KEYS: tuple[str, ...] = (
     "cpu.model", "cpu.count", "cpu.threads_per_core", "cpu.governor", "cpu.turbo", "cpu.smt",
     "kernel.release", "net.*.mtu", "net.*.speed", "net.*.qdisc", "net.*.offload.*", "tool.*",
 )
-
-#: Tool name -> (program that must exist, command printing its version). ``hpcc`` has no
-#: version option (running it starts the benchmark), so its package version is asked.
-VERSION_COMMANDS: dict[str, tuple[str, str]] = {
-    "iperf3": ("iperf3", "iperf3 --version"),
-    "iperf": ("iperf", "iperf -v"),
-    "fio": ("fio", "fio --version"),
-    "sysbench": ("sysbench", "sysbench --version"),
-    "stress-ng": ("stress-ng", "stress-ng --version"),
-    "hpcc": ("hpcc", "dpkg-query -W -f '${Version}\\n' hpcc || rpm -q --qf '%{VERSION}-%{RELEASE}\\n' hpcc"),
-    "sysstat": ("sar", "sar -V"),
-    "ping": ("ping", "ping -V"),
-}
-#: Tools fingerprinted by default; a name outside :data:`VERSION_COMMANDS` is asked ``--version``.
-DEFAULT_TOOLS: tuple[str, ...] = tuple(VERSION_COMMANDS)
 
 #: Offload features taken from ``ethtool -k`` (when ethtool is installed).
 OFFLOADS: tuple[str, ...] = (
@@ -151,8 +140,13 @@ def split_sections(output: str) -> dict[str, str]:
     return {name: text.strip("\n") for name, text in zip(pieces[1::2], pieces[2::2])}
 
 
-def script(interfaces: Sequence[str] = ("eth0",), tools: Sequence[str] = DEFAULT_TOOLS) -> str:
-    """The fingerprint script for ``interfaces`` and ``tools`` (what :func:`collect` runs)."""
+def script(interfaces: Sequence[str] = ("eth0",), tools: Sequence[str] = ()) -> str:
+    """The fingerprint script for ``interfaces`` and the versions of ``tools`` (what :func:`collect` runs).
+
+    ``tools`` are adapter names (see :mod:`perflab.tools`); each adds its adapter's
+    ``version_command`` when that command's program exists on the host. A tool without a
+    version command (parse-only tools, /proc readers) adds nothing.
+    """
     commands = {name: f"{{ {cmd} ; }} 2>/dev/null" for name, cmd in _HOST_SECTIONS.items()}
     for iface in interfaces:
         _check_name(iface, "interface")
@@ -164,12 +158,21 @@ def script(interfaces: Sequence[str] = ("eth0",), tools: Sequence[str] = DEFAULT
             f"driver:{iface}": f"readlink /sys/class/net/{q}/device/driver 2>/dev/null",
             f"offload:{iface}": f"ethtool -k {q} 2>/dev/null",
         }
-    for tool in tools:
-        _check_name(tool, "tool")
-        program, command = VERSION_COMMANDS.get(tool, (tool, f"{shlex.quote(tool)} --version"))
-        commands[f"tool:{tool}"] = (f"if command -v {shlex.quote(program)} >/dev/null 2>&1; then "
-                                    f"{{ {command} ; }} </dev/null 2>&1 | head -n 5; fi")
+    for name in tools:
+        _check_name(name, "tool")
+        tool = _adapter(name)
+        argv = tool.version_command
+        if argv:
+            commands[f"tool:{tool.name}"] = (f"if command -v {shlex.quote(argv[0])} >/dev/null 2>&1; then "
+                                             f"{{ {shlex.join(argv)} ; }} </dev/null 2>&1 | head -n 5; fi")
     return sectioned(commands)
+
+
+def _adapter(name: str) -> _tools.Tool:
+    try:
+        return _tools.get(name)
+    except KeyError as exc:
+        raise FingerprintError(f"fingerprint: {exc.args[0]}; check the campaign's tool") from None
 
 
 def _check_name(name: str, what: str) -> None:
@@ -179,8 +182,11 @@ def _check_name(name: str, what: str) -> None:
                                "interfaces and tools")
 
 
-def collect(host: Host, interfaces: Sequence[str] = ("eth0",), tools: Sequence[str] = DEFAULT_TOOLS) -> dict:
-    """Fingerprint ``host`` in one round trip: host facts, ``interfaces`` and ``tools`` versions.
+def collect(host: Host, interfaces: Sequence[str] = ("eth0",), tools: Sequence[str] = ()) -> dict:
+    """Fingerprint ``host`` in one round trip: host facts, ``interfaces`` and the versions of ``tools``.
+
+    Pass the tools the campaign runs on that host (adapter names): probing others costs
+    time per fingerprint and records facts no analysis compares.
 
     Raises :class:`FingerprintError` when the script fails and
     :class:`perflab.remote.HostError` when the host is unreachable.

@@ -8,15 +8,21 @@ An inventory maps host names to how to reach them::
 
 Host keys are checked strictly against ``known_hosts`` (default: ``~/.ssh/known_hosts``);
 ``accept_new_host_keys: true`` appends unknown keys instead of refusing them (recorded).
+Hosts of a lab also list ``addresses`` (link -> address) and ``devices`` (docs/lab.md).
+
 ``local: true`` marks a host reached without SSH (Fabric's local runner), as in the
 built-in ``localhost`` inventory used when the lab cannot be brought up.
+
+Ansible inventories (YAML or INI) are read as they are, see :func:`load_ansible`.
 """
 
 from __future__ import annotations
 
+import re
+import shlex
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Mapping
+from typing import Any, Mapping
 
 import yaml
 
@@ -39,6 +45,12 @@ class HostEntry:
     #: Opt-in (recorded with each sample) to append a host key that known_hosts lacks, as
     #: OpenSSH's ``StrictHostKeyChecking=accept-new``; a changed key is refused regardless.
     accept_new_host_keys: bool = False
+    #: Lab hosts: the host's address on each lab link (link -> address), to pick a path.
+    addresses: dict[str, str] | None = None
+    #: Lab hosts: scratch devices, name -> {device, and when formatted: mount, fs}.
+    devices: dict[str, dict[str, str]] | None = None
+    #: Virtual lab hosts: the QEMU configuration, with ``emulated: true`` under TCG.
+    vm: dict | None = None
 
 
 def localhost(names: tuple[str, ...] = ("h1", "h2", "h3", "h4")) -> dict[str, HostEntry]:
@@ -47,8 +59,10 @@ def localhost(names: tuple[str, ...] = ("h1", "h2", "h3", "h4")) -> dict[str, Ho
 
 
 def load(path: str | Path) -> dict[str, HostEntry]:
-    """Read an inventory file; errors name the file, the host and the field."""
+    """Read an inventory file (perflab's or Ansible's); errors name the file, the host and the field."""
     path = Path(path)
+    if ansible_format(path):
+        return load_ansible(path)
     try:
         doc = yaml.safe_load(path.read_text())
     except FileNotFoundError:
@@ -79,3 +93,203 @@ def dump(entries: Mapping[str, HostEntry], path: str | Path, *, comment: str = "
     hosts = {n: {k: v for k, v in asdict(e).items() if k != "name" and v not in (None, False)} for n, e in entries.items()}
     text = (f"# {comment}\n" if comment else "") + yaml.safe_dump({"hosts": hosts}, sort_keys=False)
     Path(path).write_text(text)
+
+
+#: Ansible's connection variables -> HostEntry fields (first found wins; older ``ansible_ssh_*`` names last).
+ANSIBLE_VARS = {"address": ("ansible_host", "ansible_ssh_host"), "user": ("ansible_user", "ansible_ssh_user"),
+                "port": ("ansible_port", "ansible_ssh_port"), "key": ("ansible_ssh_private_key_file",
+                                                                 "ansible_private_key_file")}
+_GROUP_KEYS = {"hosts", "children", "vars"}
+_RANGE_RE = re.compile(r"\[(\d+):(\d+)\]")
+_KNOWN_HOSTS_RE = re.compile(r"UserKnownHostsFile=(\S+)")
+
+
+def ansible_format(path: Path) -> str | None:
+    """``"yaml"`` or ``"ini"`` when ``path`` holds an Ansible inventory, None for perflab's format."""
+    try:
+        text = path.read_text()
+    except OSError:
+        return None
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError:
+        doc = None
+    if isinstance(doc, dict):
+        if "hosts" in doc:
+            return None
+        groups = all(v is None or (isinstance(v, dict) and set(v) <= _GROUP_KEYS) for v in doc.values())
+        return "yaml" if doc and groups else None
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith(("#", ";"))]
+    return "ini" if lines and (doc is None or isinstance(doc, str) or lines[0].startswith("[")) else None
+
+
+def load_ansible(path: str | Path) -> dict[str, HostEntry]:
+    """Hosts of an Ansible inventory, YAML or INI, with their connection variables.
+
+    Groups (``children`` nested at any depth), group variables and host variables are
+    merged as Ansible does: ``all``, then groups by depth (then name), then the host's own.
+    ``ansible_host`` (default: the host's name), ``ansible_user`` (default ``root``),
+    ``ansible_port`` and ``ansible_ssh_private_key_file`` give the address, user, port and
+    key; ``ansible_connection=local`` runs without SSH; ``-o UserKnownHostsFile=FILE`` in
+    ``ansible_ssh_common_args`` or ``ansible_ssh_extra_args`` names the known-hosts file.
+    Other variables are ignored. Numeric ranges such as ``node[01:04]`` are expanded.
+    """
+    path = Path(path)
+    kind = ansible_format(path)
+    if kind is None:
+        raise InventoryError(f"{path}: not an Ansible inventory (expected YAML groups with hosts/children/vars, "
+                             "or INI with [group] sections)")
+    groups = _ansible_yaml(path) if kind == "yaml" else _ansible_ini(path)
+    depth = _depths(groups, path)
+    out: dict[str, HostEntry] = {}
+    for host in sorted({h for g in groups.values() for h in g["hosts"]}, key=_natural):
+        member = [name for name in groups if name == "all" or host in _members(groups, name)]
+        merged: dict[str, Any] = {}
+        for name in sorted(member, key=lambda n: (depth[n], n)):
+            merged |= groups[name]["vars"]
+        for name in member:
+            merged |= groups[name]["hosts"].get(host, {})
+        out[host] = _entry(host, merged, path)
+    if not out:
+        raise InventoryError(f"{path}: the Ansible inventory names no host; add hosts under a group")
+    return out
+
+
+def _group() -> dict[str, Any]:
+    return {"hosts": {}, "children": set(), "vars": {}}
+
+
+def _ansible_yaml(path: Path) -> dict[str, dict[str, Any]]:
+    groups: dict[str, dict[str, Any]] = {}
+
+    def visit(name: str, body: Any) -> None:
+        if body is not None and not (isinstance(body, dict) and set(body) <= _GROUP_KEYS):
+            raise InventoryError(f"{path}: group {name!r}: expected a mapping of hosts, children and vars; "
+                                 f"found {body!r}")
+        group = groups.setdefault(str(name), _group())
+        body = body or {}
+        for field in _GROUP_KEYS:
+            if body.get(field) is not None and not isinstance(body[field], dict):
+                raise InventoryError(f"{path}: group {name!r}: '{field}' must be a mapping; found {body[field]!r}")
+        for pattern, host_vars in (body.get("hosts") or {}).items():
+            if host_vars is not None and not isinstance(host_vars, dict):
+                raise InventoryError(f"{path}: group {name!r}: host {pattern!r}: expected a mapping of variables; "
+                                     f"found {host_vars!r}")
+            for host in _expand(str(pattern), path):
+                group["hosts"].setdefault(host, {}).update(host_vars or {})
+        group["vars"].update(body.get("vars") or {})
+        for child, child_body in (body.get("children") or {}).items():
+            group["children"].add(str(child))
+            visit(str(child), child_body)
+
+    for name, body in yaml.safe_load(path.read_text()).items():
+        visit(str(name), body)
+    return groups
+
+
+def _ansible_ini(path: Path) -> dict[str, dict[str, Any]]:
+    groups: dict[str, dict[str, Any]] = {"ungrouped": _group()}
+    name, kind = "ungrouped", "hosts"
+    for number, raw in enumerate(path.read_text().splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith(("#", ";")):
+            continue
+        where = f"{path}:{number}"
+        if line.startswith("["):
+            if not line.endswith("]"):
+                raise InventoryError(f"{where}: expected a section header such as [web] or [web:vars]; found {line!r}")
+            name, _, kind = line[1:-1].partition(":")
+            kind = kind or "hosts"
+            if kind not in ("hosts", "vars", "children"):
+                raise InventoryError(f"{where}: section [{line[1:-1]}]: expected [group], [group:vars] or "
+                                     "[group:children]")
+            groups.setdefault(name, _group())
+            continue
+        try:
+            words = shlex.split(line, comments=True)
+        except ValueError as exc:
+            raise InventoryError(f"{where}: {exc} in {line!r}") from None
+        if kind == "vars":
+            key, sep, value = line.partition("=")
+            if not sep:
+                raise InventoryError(f"{where}: [{name}:vars]: expected key=value; found {line!r}")
+            groups[name]["vars"][key.strip()] = value.strip().strip("'\"")
+        elif kind == "children":
+            groups[name]["children"].add(words[0])
+            groups.setdefault(words[0], _group())
+        else:
+            host_vars = {}
+            for word in words[1:]:
+                key, sep, value = word.partition("=")
+                if not sep:
+                    raise InventoryError(f"{where}: host {words[0]!r}: expected key=value variables; found {word!r}")
+                host_vars[key] = value
+            pattern, _, port = words[0].rpartition(":") if re.search(r":\d+$", words[0]) else (words[0], "", "")
+            if port:
+                host_vars.setdefault("ansible_port", port)
+            for host in _expand(pattern, path):
+                groups[name]["hosts"].setdefault(host, {}).update(host_vars)
+    return groups
+
+
+def _expand(pattern: str, path: Path) -> list[str]:
+    """``node[01:03]`` -> node01, node02, node03 (zero padding kept); other names as they are."""
+    match = _RANGE_RE.search(pattern)
+    if not match:
+        return [pattern]
+    low, high = match.group(1), match.group(2)
+    if int(low) > int(high):
+        raise InventoryError(f"{path}: host range {pattern!r}: the start is after the end")
+    width = len(low) if low.startswith("0") else 0
+    return [name for i in range(int(low), int(high) + 1)
+            for name in _expand(pattern[:match.start()] + str(i).zfill(width) + pattern[match.end():], path)]
+
+
+def _members(groups: Mapping[str, dict[str, Any]], name: str, seen: frozenset[str] = frozenset()) -> set[str]:
+    """Hosts of group ``name`` and of its children, recursively."""
+    if name in seen:
+        return set()
+    hosts = set(groups[name]["hosts"])
+    for child in groups[name]["children"]:
+        hosts |= _members(groups, child, seen | {name})
+    return hosts
+
+
+def _depths(groups: Mapping[str, dict[str, Any]], path: Path) -> dict[str, int]:
+    """Each group's depth below ``all`` (its longest chain of parents); ``all`` is 0, a top-level group 1."""
+    parents: dict[str, set[str]] = {name: set() for name in groups}
+    for name, group in groups.items():
+        for child in group["children"]:
+            parents.setdefault(child, set()).add(name)
+
+    def depth(name: str, chain: tuple[str, ...]) -> int:
+        if name in chain:
+            raise InventoryError(f"{path}: groups {' -> '.join(chain + (name,))} form a cycle")
+        if name == "all":
+            return 0
+        return 1 + max((depth(p, chain + (name,)) for p in parents.get(name, ()) if p != "all"), default=0)
+
+    return {name: depth(name, ()) for name in groups}
+
+
+def _natural(name: str) -> list[Any]:
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
+
+
+def _entry(host: str, variables: Mapping[str, Any], path: Path) -> HostEntry:
+    """The HostEntry of ``host`` from its merged Ansible variables."""
+    def first(field: str) -> Any:
+        return next((variables[k] for k in ANSIBLE_VARS[field] if variables.get(k) not in (None, "")), None)
+
+    port = first("port")
+    try:
+        port = 22 if port is None else int(port)
+    except (TypeError, ValueError):
+        raise InventoryError(f"{path}: host {host!r}: ansible_port {port!r} is not a port number") from None
+    ssh_args = " ".join(str(variables.get(k) or "") for k in ("ansible_ssh_common_args", "ansible_ssh_extra_args"))
+    known = _KNOWN_HOSTS_RE.search(ssh_args)
+    key = first("key")
+    return HostEntry(name=host, address=str(first("address") or host), user=str(first("user") or "root"), port=port,
+                     key=str(Path(str(key)).expanduser()) if key else None,
+                     known_hosts=str(Path(known.group(1).strip("'\"")).expanduser()) if known else None,
+                     local=variables.get("ansible_connection") == "local")

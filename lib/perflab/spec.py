@@ -17,16 +17,39 @@ import json
 import math
 import re
 import shlex
+import sys
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-import jsonschema
 import yaml
 
 from . import tools
 from .tools.base import ParseOnly
+
+
+def _import_jsonschema() -> Any:
+    """jsonschema, imported without the optional libraries of its format checkers.
+
+    The campaign schema asserts no ``format``, yet ``import jsonschema`` imports every
+    format library it finds, and ``rfc3987_syntax`` compiles a grammar (~1.5 s, paid by every
+    ``perflab`` command). They are hidden during this import only: other code still imports
+    them, but jsonschema's format checkers in this process lack the formats they provide.
+    """
+    hidden = [name for name in ("fqdn", "idna", "rfc3987", "rfc3986_validator", "rfc3987_syntax",
+                                "rfc3339_validator", "webcolors", "jsonpointer", "uri_template", "isoduration")
+              if name not in sys.modules]
+    sys.modules.update(dict.fromkeys(hidden))
+    try:
+        import jsonschema
+    finally:
+        for name in hidden:
+            del sys.modules[name]
+    return jsonschema
+
+
+jsonschema = _import_jsonschema()
 
 SCHEMA = json.loads(resources.files("perflab").joinpath("schemas/campaign.schema.json").read_text())
 #: Columns of the tidy table that a factor must not shadow.
@@ -197,7 +220,8 @@ class Campaign:
     repetitions: int
     warmups: int
     design: str
-    seed: int
+    #: The RMIT seed; None until the runner draws one (campaign files without ``seed``).
+    seed: int | None
     timeout: float | None
     retries: int
     source: str
@@ -219,6 +243,8 @@ class Campaign:
     #: Cells left out of the grid: factor -> level label, all pairs matching.
     exclude: tuple[Mapping[str, Any], ...] = ()
     services: tuple[ServiceDef, ...] = ()
+    #: Role -> lab link (or ``{factor}``) whose address the role's host is reached at.
+    links: Mapping[str, str] = field(default_factory=dict)
 
     def for_group(self, index: int) -> Campaign:
         """This campaign restricted to group ``index``: its roles on the group's hosts, without other groups."""
@@ -239,13 +265,26 @@ class Campaign:
                 out.update(sets[level])
         return out
 
-    def values(self, levels: Mapping[str, Any], addresses: Mapping[str, str]) -> dict[str, Any]:
-        """Placeholder values of a cell: its tool parameters, its level labels and ``<role>_address``."""
-        return {**self.cell_params(levels), **levels, **{f"{role}_address": a for role, a in addresses.items()}}
+    def values(self, levels: Mapping[str, Any], addresses: Mapping[str, str],
+               link_addresses: Mapping[str, Mapping[str, str]] | None = None) -> dict[str, Any]:
+        """Placeholder values of a cell: its tool parameters, its level labels, ``<role>_address`` and,
+        from ``link_addresses`` (role -> link -> address), ``<role>_address_<link>``."""
+        per_link = {f"{role}_address_{link}": a for role, table in (link_addresses or {}).items()
+                    for link, a in table.items()}
+        return {**self.cell_params(levels), **levels, **per_link,
+                **{f"{role}_address": a for role, a in addresses.items()}}
+
+    def link_of(self, role: str, levels: Mapping[str, Any]) -> str | None:
+        """The lab link ``role`` is reached on in a cell with ``levels`` (None: the host's first link)."""
+        link = self.links.get(role)
+        if link is not None and link.startswith("{"):
+            return str(levels[link[1:-1]])
+        return link
 
     def involved(self) -> list[str]:
         """Every inventory host the campaign touches: its roles' hosts and those named by its steps."""
         names = set(self.hosts.values()) | {name for group in self.groups for name in group.values()}
+        names |= {self.host_of(r["on"]) for r in self.doc.get("requires", []) if r["on"] != "all"}
         names |= {self.host_of(t) for t in (self.settle.hosts if self.settle else ())}
         names |= {self.host_of(s.on) for s in (*self.setup, *self.teardown, *self.neighbours, *self.services)}
         return sorted(names)
@@ -309,14 +348,20 @@ def read_yaml(path: str | Path, schema: Mapping[str, Any], kind: str, *,
     if not isinstance(doc, dict):
         raise SpecError(path, [f"{path}:1: expected a mapping of {kind} fields; found {type(doc).__name__}"])
     lines = _line_map(node)
-    validator = jsonschema.Draft202012Validator(schema)
-    problems = []
-    for err in sorted(validator.iter_errors(doc), key=lambda e: _where(lines, tuple(e.absolute_path))):
-        where = ".".join(map(str, err.absolute_path)) or "(top level)"
-        problems.append(f"{path}:{_where(lines, tuple(err.absolute_path))}: {where}: {_explain(err)}")
+    problems = schema_problems(doc, schema, lines, path)
     if problems:
         raise SpecError(path, problems)
     return doc, lines
+
+
+def schema_problems(doc: Any, schema: Mapping[str, Any], lines: Mapping[tuple, int], path: str) -> list[str]:
+    """One ``file:line: field: problem`` line per violation of ``schema`` by ``doc``, in file order."""
+    validator = jsonschema.Draft202012Validator(schema)
+    out = []
+    for err in sorted(validator.iter_errors(doc), key=lambda e: _where(lines, tuple(e.absolute_path))):
+        where = ".".join(map(str, err.absolute_path)) or "(top level)"
+        out.append(f"{path}:{_where(lines, tuple(err.absolute_path))}: {where}: {_explain(err)}")
+    return out
 
 
 def load(path: str | Path, *, text: str | None = None) -> Campaign:
@@ -333,13 +378,14 @@ def load(path: str | Path, *, text: str | None = None) -> Campaign:
         hosts=doc.get("hosts", {}), factors={k: tuple(label(x) for x in v) for k, v in doc["factors"].items()},
         level_sets={k: {x["label"]: dict(x["set"]) for x in v} for k, v in doc["factors"].items()
                     if any(isinstance(x, Mapping) for x in v)},
-        exclude=tuple(dict(e) for e in doc.get("exclude", [])),
+        exclude=tuple(dict(e) for e in doc.get("exclude", [])), links=dict(doc.get("links", {})),
         services=tuple(ServiceDef(
             name=d["name"], on=d["on"], start=d["start"], ready=d.get("ready"), stop=d.get("stop"),
             scope=d.get("scope", "campaign"), order=d.get("order", 0), timeout=float(d.get("timeout", 30)),
             cells={k: tuple(v) for k, v in d.get("cells", {}).items()}) for d in doc.get("services", [])),
         crossing=doc.get("crossing", "grid"), repetitions=doc.get("repetitions", 40),
-        warmups=doc.get("warmups", 1), design=doc.get("design", "rmit"), seed=doc.get("seed", 0),
+        warmups=doc.get("warmups", 1), design=doc.get("design", "rmit"),
+        seed=doc.get("seed", None if doc.get("design", "rmit") == "rmit" else 0),
         timeout=doc.get("timeout"), retries=doc.get("retries", 1), source=path, doc=doc,
         settle=None if settle is None else Settle(
             tuple(settle.get("hosts", sorted(_roles(doc)))), float(settle["max_load1"]),
@@ -411,6 +457,9 @@ def _semantic_problems(doc: dict, lines: dict[tuple, int], path: str) -> list[st
         tool = tools.get(tool_name)
     except KeyError as exc:
         return [f"{path}:{_where(lines, ('benchmark', 'tool'))}: benchmark.tool: {exc.args[0]}"]
+    if isinstance(tool, tools.base.ParseOnly):
+        return [f"{path}:{_where(lines, ('benchmark', 'tool'))}: benchmark.tool: perflab only parses {tool_name}'s "
+                f"output (it cannot run it here); run it outside perflab and use `perflab parse {tool_name} FILE`"]
     if "groups" in doc:
         problems += _group_problems(doc, tool.roles, lines, path)
     else:
@@ -503,10 +552,10 @@ def _reference_problems(doc: dict, lines: dict[tuple, int], path: str) -> list[s
 
     def command(where: tuple, value: str) -> None:
         for name in PLACEHOLDER.findall(value):
-            if name not in known:
+            if name not in known and not any(name.startswith(f"{role}_address_") for role in roles):
                 problems.append(f"{path}:{_where(lines, where)}: {'.'.join(map(str, where))}: placeholder "
-                                f"{{{name}}} names no factor, benchmark parameter or <role>_address (known: "
-                                f"{', '.join(known) or 'none'})")
+                                f"{{{name}}} names no factor, benchmark parameter, <role>_address or "
+                                f"<role>_address_<link> (known: {', '.join(known) or 'none'})")
         for name, why in unsafe_placeholders(value):
             problems.append(f"{path}:{_where(lines, where)}: {'.'.join(map(str, where))}: placeholder {{{name}}} "
                             f"{why} would let its value run as shell code; put it outside quotes as an argument "
@@ -518,6 +567,9 @@ def _reference_problems(doc: dict, lines: dict[tuple, int], path: str) -> list[s
         for i, item in enumerate(doc.get(kind, [])):
             target((kind, i, "on"), item["on"])
             command((kind, i, "run"), item["run"])
+    for i, item in enumerate(doc.get("requires", [])):
+        if item["on"] != "all":
+            target(("requires", i, "on"), item["on"])
     for i, item in enumerate(doc.get("services", [])):
         target(("services", i, "on"), item["on"])
         for field_ in ("start", "ready", "stop"):
@@ -563,6 +615,13 @@ def _design_problems(doc: dict, lines: dict[tuple, int], path: str) -> list[str]
                 for combo in itertools.product(*labels)):
             problems.append(f"{path}:{_where(lines, ('exclude',))}: exclude: leaves no cell to measure; "
                             "remove an item")
+    for role, link in doc.get("links", {}).items():
+        if role not in _roles(doc):
+            problems.append(f"{path}:{_where(lines, ('links', role))}: links.{role}: {role!r} is not a role of hosts "
+                            f"(roles: {', '.join(_roles(doc))})")
+        if link.startswith("{") and link[1:-1] not in doc["factors"]:
+            problems.append(f"{path}:{_where(lines, ('links', role))}: links.{role}: {link} names no factor "
+                            f"(factors: {', '.join(doc['factors'])})")
     names = [d["name"] for d in doc.get("services", [])]
     for dup in sorted({n for n in names if names.count(n) > 1}):
         problems.append(f"{path}:{_where(lines, ('services',))}: services: two services named {dup!r}; rename one")

@@ -18,7 +18,6 @@ name is formed and which files it writes, as patterns over ``{name}``, ``{study}
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from . import spec
+from .files import slug
 
 SCHEMA = json.loads(resources.files("perflab").joinpath("schemas/study.schema.json").read_text())
 STUDIES_DIR = "studies"
@@ -92,13 +92,6 @@ class Study:
         """The inline-value files the paper inputs for this study: planned values, then analysis results."""
         return [f"paper/macros/{c.id}-plan.tex" for c in self.campaigns] + [
             a.outputs["macros"] for a in self.analyses if "macros" in a.outputs]
-
-
-def slug(value: object) -> str:
-    """``value`` as a file-name part: lowercase letters, digits and '-' (``hpl_rate`` -> ``hpl-rate``)."""
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    return re.sub(r"[^a-z0-9]+", "-", str(value).lower()).strip("-")
 
 
 @cache

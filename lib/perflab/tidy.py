@@ -8,23 +8,29 @@ sample's host group (an integer; missing for campaigns without groups).
 The raw directory is verified against its manifest first; a sample whose output does not
 parse is quarantined with the reason, never turned into a number. Outputs are written
 next to each other in ``data/processed/``: ``<campaign>.parquet`` (typed), ``<campaign>.csv``
-(for reviewers), ``<campaign>.quarantine.csv`` and ``<campaign>.lineage.json``.
+(for reviewers, written by pyarrow: strings quoted, booleans ``true``/``false``, times in
+UTC with ``Z``), ``<campaign>.quarantine.csv`` and ``<campaign>.lineage.json``.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import json
-import os
 import time
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.csv
+import pyarrow.parquet
 
 from . import __version__, fingerprint, records, store, tools
-from .tools.base import ParseError
+from .files import atomic_write
+from .tools.base import Measurement, ParseError
 
+#: Rows per Arrow table while parsing (bounds the Python objects alive at once).
+BATCH_ROWS = 65536
 #: Columns every tidy table starts with, in this order; factor and dimension columns follow.
 BASE_COLUMNS = ["campaign", "run_id", "block", "position", "repetition", "warmup", "tool", "host",
                 "group", "started_utc", "metric", "summary", "value", "unit"]
@@ -35,7 +41,11 @@ class TidyError(RuntimeError):
 
 
 def frame(raw_dir: str | Path, *, verify: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Parse every stored sample of a campaign; return (tidy rows, quarantined samples)."""
+    """Parse every stored sample of a campaign; return (tidy rows, quarantined samples).
+
+    Rows are gathered column by column into Arrow tables of about :data:`BATCH_ROWS` rows,
+    so memory grows with the compact Arrow columns rather than one Python dict per row.
+    """
     raw_dir = Path(raw_dir)
     if not (raw_dir / "campaign.json").exists():
         raise TidyError(f"{raw_dir}: no campaign.json; is this a campaign's raw directory? "
@@ -47,14 +57,15 @@ def frame(raw_dir: str | Path, *, verify: bool = True) -> tuple[pd.DataFrame, pd
                             + "\nRestore the original files (raw data is never edited) before analysing.")
     campaign = records.read_campaign(raw_dir / "campaign.json")
     factors = list(campaign.spec["factors"])
-    rows: list[dict[str, Any]] = []
+    batch = _Batch()
+    tables: list[pa.Table] = []
     quarantine: list[dict[str, Any]] = []
     sample_dirs = sorted(p for p in (raw_dir / "samples").iterdir() if not p.name.startswith(".")) \
         if (raw_dir / "samples").is_dir() else []
     for sdir in sample_dirs:
         meta = records.read_sample(sdir / "meta.json")
         tool = tools.get(meta.tool)
-        source = sdir.relative_to(raw_dir.parent).as_posix() + "/stdout"
+        source = f"{raw_dir.name}/samples/{sdir.name}/stdout"
         first = meta.commands[0] if meta.commands else {}
         common = {"campaign": meta.campaign, "run_id": meta.run_id, "block": meta.block,
                   "position": meta.position, "repetition": meta.repetition, "warmup": meta.warmup,
@@ -66,22 +77,114 @@ def frame(raw_dir: str | Path, *, verify: bool = True) -> tuple[pd.DataFrame, pd
         except (ParseError, FileNotFoundError) as exc:
             quarantine.append({**common, "source": source, "reason": str(exc)})
             continue
-        for m in measurements:
-            summary = bool(m.dims.get("summary", not m.dims))
-            rows.append({**common, **m.as_row(), "summary": summary, "parser_version": tool.parser_version,
-                         "source": source})
-    df = pd.DataFrame(rows)
-    if df.empty:
-        df = pd.DataFrame(columns=BASE_COLUMNS + factors)
-    extra = [c for c in df.columns if c not in BASE_COLUMNS and c not in factors]
-    df = df[BASE_COLUMNS[:10] + factors + BASE_COLUMNS[10:] + extra]
+        batch.add(common, measurements, parser_version=tool.parser_version, source=source)
+        monitor_rows(batch, sdir, raw_dir.parent, common, quarantine)
+        if batch.rows >= BATCH_ROWS:
+            tables.append(batch.table())
+            batch = _Batch()
+    tables.append(batch.table())
+    table = pa.concat_tables(tables, promote_options="permissive")
+    order = BASE_COLUMNS[:10] + factors + BASE_COLUMNS[10:]
+    if table.num_rows:
+        order += [c for c in table.column_names if c not in order]
+        table = table.sort_by([("block", "ascending"), ("position", "ascending"), ("metric", "ascending")])
+        # self_destruct frees each Arrow column once converted: the peak holds one copy, not two.
+        df = table.select(order).to_pandas(self_destruct=True, split_blocks=True)
+    else:
+        df = pd.DataFrame(columns=order)
     df = df.astype({"block": "int64", "position": "int64", "repetition": "int64", "warmup": "bool", "summary": "bool",
                     "value": "float64", "group": "Int64"})
     df["started_utc"] = pd.to_datetime(df["started_utc"], utc=True)
     for col in ("campaign", "run_id", "tool", "host", "metric", "unit", "source"):
         if col in df:
             df[col] = df[col].astype("string")
-    return df.sort_values(["block", "position", "metric"], kind="stable").reset_index(drop=True), pd.DataFrame(quarantine)
+    return df, pd.DataFrame(quarantine)
+
+
+class _Batch:
+    """Tidy rows of consecutive samples, held column by column until turned into an Arrow table."""
+
+    def __init__(self) -> None:
+        self.rows = 0
+        self.columns: dict[str, list[Any]] = {}
+
+    def _extend(self, name: str, values: list[Any]) -> None:
+        column = self.columns.get(name)
+        if column is None:
+            column = self.columns[name] = [None] * self.rows
+        column.extend(values)
+
+    def add(self, common: dict[str, Any], measurements: list[Measurement], *, parser_version: int, source: str,
+            summary: bool | None = None) -> None:
+        """Append one sample's ``measurements``; ``common`` holds the values its rows share.
+
+        A row is ``{**common, **measurement.as_row(), "summary", "parser_version", "source"}``
+        (a dim may override a common value); columns appear in the order keys first appear.
+        ``summary`` forces the summary flag (default: a row without dimensions, or its
+        ``summary`` dimension).
+        """
+        n = len(measurements)
+        if not n:
+            return
+        dims = [m.dims for m in measurements]
+        dim_keys = dict.fromkeys(key for d in dims for key in d)
+        own = {"metric": [m.metric for m in measurements], "value": [m.value for m in measurements],
+               "unit": [m.unit for m in measurements]}
+        last = {"summary": [bool(d.get("summary", not d)) if summary is None else summary for d in dims],
+                "parser_version": [parser_version] * n, "source": [source] * n}
+        for key in dict.fromkeys([*common, *own, *dims[0], *last, *dim_keys]):
+            if key in last:
+                values = last[key]
+            elif key in own:
+                values = [d.get(key, v) for d, v in zip(dims, own[key])] if key in dim_keys else own[key]
+            elif key in dim_keys:
+                default = common.get(key)
+                values = [d.get(key, default) for d in dims]
+            else:
+                values = [common[key]] * n
+            self._extend(key, values)
+        self.rows += n
+        for column in self.columns.values():
+            if len(column) < self.rows:
+                column.extend([None] * (self.rows - len(column)))
+
+    def table(self) -> pa.Table:
+        """The rows so far as an Arrow table (column types inferred; all-missing columns are null)."""
+        return pa.table({name: pa.array(values) for name, values in self.columns.items()})
+
+
+def monitor_rows(batch: _Batch, sample_dir: Path, base: Path, common: dict[str, Any],
+                 quarantine: list[dict[str, Any]]) -> None:
+    """Add a sample's monitor rows to ``batch``: per host, sysstat's means over the sample and /proc deltas.
+
+    They carry the host monitored in ``host``, the monitor's parser in ``tool`` (``sadf``,
+    ``procstat``) and are never summary rows, so an analysis of the benchmark's metrics
+    never picks them up by accident. A monitor file that does not parse is quarantined.
+    """
+    for hdir in sorted(p for p in (sample_dir / "monitors").glob("*") if p.is_dir()):
+        inputs = {"sadf": [hdir / "sar.json"], "procstat": [hdir / "proc-before.txt", hdir / "proc-after.txt"]}
+        for name, files in inputs.items():
+            if not all(f.is_file() for f in files) or (name == "sadf" and _no_intervals(files[0])):
+                continue
+            source = files[0].relative_to(base).as_posix()
+            parser = tools.get(name)
+            try:
+                found = parser.parse("".join(_read(f) for f in files), source=source)
+            except ParseError as exc:
+                quarantine.append({**common, "host": hdir.name, "source": source, "reason": str(exc)})
+                continue
+            kept = [m for m in found if "timestamp" not in m.dims and "interval_start" not in m.dims]
+            batch.add({**common, "tool": name, "host": hdir.name}, kept, parser_version=parser.parser_version,
+                      source=source, summary=False)
+
+
+def _no_intervals(sar_json: Path) -> bool:
+    """True for a sysstat recording shorter than its one-second interval: it holds no statistics."""
+    try:
+        hosts = json.loads(_read(sar_json))["sysstat"]["hosts"]
+    except (ValueError, KeyError, TypeError):
+        return False  # not what sadf writes: the parser says what is wrong
+    return all(not h.get("statistics") for h in hosts) if isinstance(hosts, list) else False
 
 
 def _read(path: Path) -> str:
@@ -96,9 +199,10 @@ def write(raw_dir: str | Path, out_dir: str | Path) -> dict[str, Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {"parquet": out_dir / f"{name}.parquet", "csv": out_dir / f"{name}.csv",
              "quarantine": out_dir / f"{name}.quarantine.csv", "lineage": out_dir / f"{name}.lineage.json"}
-    _atomic(paths["parquet"], lambda p: df.to_parquet(p, index=False))
-    _atomic(paths["csv"], lambda p: df.to_csv(p, index=False))
-    _atomic(paths["quarantine"], lambda p: quarantine.to_csv(p, index=False))
+    table = pa.Table.from_pandas(df, preserve_index=False)  # what DataFrame.to_parquet writes
+    atomic_write(paths["parquet"], lambda p: pyarrow.parquet.write_table(table, p))
+    atomic_write(paths["csv"], csv_bytes(table))
+    atomic_write(paths["quarantine"], lambda p: quarantine.to_csv(p, index=False))
     manifest = raw_dir / store.MANIFEST
     lineage = {"output": [p.name for k, p in paths.items() if k != "lineage"], "generator": "perflab.tidy.write",
                "perflab": __version__, "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -108,14 +212,17 @@ def write(raw_dir: str | Path, out_dir: str | Path) -> dict[str, Path]:
                "parsers": {t: int(v) for t, v in df.groupby("tool")["parser_version"].first().items()} if len(df) else {},
                "planned": records.read_campaign(raw_dir / "campaign.json").planned,
                "host_fact_differences": [d["text"] for d in fact_differences(raw_dir)]}
-    _atomic(paths["lineage"], lambda p: p.write_text(json.dumps(lineage, indent=1) + "\n"))
+    atomic_write(paths["lineage"], lambda p: p.write_text(json.dumps(lineage, indent=1) + "\n"))
     return paths
 
 
-def _atomic(path: Path, write_fn) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    write_fn(tmp)
-    os.replace(tmp, path)
+def csv_bytes(table: pd.DataFrame | pa.Table) -> bytes:
+    """The CSV mirror of a tidy table, byte for byte as :func:`write` writes it (pyarrow's CSV writer)."""
+    if isinstance(table, pd.DataFrame):
+        table = pa.Table.from_pandas(table, preserve_index=False)
+    sink = pa.BufferOutputStream()
+    pyarrow.csv.write_csv(table, sink)
+    return sink.getvalue().to_pybytes()
 
 
 def load(processed: str | Path) -> pd.DataFrame:
@@ -147,15 +254,31 @@ def fact_differences(raw_dir: str | Path) -> list[dict[str, Any]]:
     return list(found.values())
 
 
+def _emulation(raw_dir: str | Path) -> dict[bool, list[str]]:
+    """Sample ids by whether any of their measured commands ran on an emulated host."""
+    out: dict[bool, list[str]] = {}
+    for path in sorted(Path(raw_dir).glob("samples/*/meta.json")):
+        meta = records.read_sample(path)
+        out.setdefault(any(c.get("emulated") for c in meta.commands), []).append(meta.run_id)
+    return out
+
+
 def check_comparable(raw_dir: str | Path, *, expected: tuple[str, ...] = (), refuse: bool = True) -> list[str]:
     """Refuse (or, with ``refuse=False``, return as warnings) host facts that changed during a campaign.
 
     A comparison of cells is only sound when they ran under the same host facts; a fact
     that changed between or within blocks is named in the error. ``expected`` lists fact
-    patterns that change on purpose (e.g. ``net.*.mtu`` when MTU is a factor). Facts that
-    differ between hosts (say client and server kernels) are always returned as warnings.
+    patterns that change on purpose (e.g. ``net.*.mtu`` when MTU is a factor; ``emulated`` to
+    compare samples of emulated guests with native ones). Facts that differ between hosts
+    (say client and server kernels) are always returned as warnings.
     """
     problems, warnings = [], []
+    if "emulated" not in expected:
+        kinds = _emulation(raw_dir)
+        if len(kinds) > 1:
+            problems.append(f"samples ran on emulated (TCG) hosts ({', '.join(kinds[True][:3])}) and on native ones "
+                            f"({', '.join(kinds[False][:3])}): an emulated guest measures the emulator, not the "
+                            "platform (expected=('emulated',) to compare them anyway)")
     for d in fact_differences(raw_dir):
         if any(fnmatch.fnmatchcase(d["key"], p) for p in expected):
             continue

@@ -1,12 +1,17 @@
-"""The shared contract: units, JSON extraction, measurements, windows, Little's law, registry."""
+"""The shared contract: units, JSON extraction, measurements, windows, Little's law, registry, packages."""
 
 from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from perflab import tools
-from perflab.tools.base import (Measurement, ParseError, Rows, extract_json, in_windows, littles_law_flags,
-                                littles_law_ratio, number, quantity, require, seconds, unit_factor)
+from perflab.tools.base import (Measurement, ParseError, ParseOnly, Rows, extract_json, in_windows,
+                                littles_law_flags, littles_law_ratio, number, quantity, require, seconds,
+                                unit_factor)
 
 
 @pytest.mark.parametrize(("unit", "binary", "expected"), [
@@ -104,3 +109,35 @@ def test_registry_resolves_every_tool_and_alias():
 def test_parse_only_tools_refuse_to_build_commands(name):
     with pytest.raises(NotImplementedError, match="only parses"):
         tools.get(name).commands({}, {"client": "10.0.0.1"})
+
+
+ROOT = Path(__file__).resolve().parents[2]
+COLLECTOR = ROOT / "scripts" / "debian-packages.py"
+
+
+def _collect(root: Path = ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-I", str(COLLECTOR), str(root)], capture_output=True, text=True)
+
+
+def test_install_list_holds_every_runnable_tools_packages():
+    printed = _collect().stdout.split()
+    assert printed == sorted(set(printed)) and "python3" in printed
+    for name in tools.REGISTRY:
+        adapter = tools.get(name)
+        if isinstance(adapter, ParseOnly):
+            assert adapter.debian_packages == () and adapter.version_command == (), name
+        else:
+            assert adapter.debian_packages, f"{name} declares no Debian package"
+            assert set(adapter.debian_packages) <= set(printed), name
+
+
+def test_collector_reads_module_lists_and_refuses_computed_ones(tmp_path):
+    lib = tmp_path / "lib" / "perflab"
+    (lib / "tools").mkdir(parents=True)
+    (lib / "lab.py").write_text('DEBIAN_PACKAGES: tuple[str, ...] = ("bridge-utils",)\n')
+    (lib / "tools" / "x.py").write_text('class X:\n    debian_packages = ("netperf",)\n')
+    assert {"bridge-utils", "netperf"} <= set(_collect(tmp_path).stdout.split())
+    (lib / "tools" / "x.py").write_text('class X:\n    debian_packages = tuple(["net" + "perf"])\n')
+    result = _collect(tmp_path)
+    assert result.returncode != 0
+    assert "x.py:2 (class X): expected a literal tuple of package names" in result.stderr

@@ -28,7 +28,8 @@ def escape_latex(text: str) -> str:
 
 
 def format_number(value: object, digits: int = 3) -> str:
-    """Format a number with ``digits`` significant digits; nan/None as an en dash, inf as ±∞."""
+    """Format a number with ``digits`` significant digits in fixed notation (12345.6 -> "12346", not
+    "1.23e+04"; e-notation only below 1e-6 or from 1e15); nan/None as an en dash, inf as ±∞."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "--"
     if isinstance(value, (int,)) and not isinstance(value, bool):
@@ -36,7 +37,10 @@ def format_number(value: object, digits: int = 3) -> str:
     if isinstance(value, float) and math.isinf(value):
         return r"$\infty$" if value > 0 else r"$-\infty$"
     if isinstance(value, float):
-        return f"{value:.{digits}g}"
+        if value == 0 or not 1e-6 <= abs(value) < 1e15:
+            return f"{value:.{digits}g}"
+        text = f"{value:.{max(0, digits - 1 - math.floor(math.log10(abs(value))))}f}"  # %g without e-notation
+        return text.rstrip("0").rstrip(".") if "." in text else text
     return str(value)
 
 

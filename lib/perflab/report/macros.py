@@ -7,10 +7,13 @@ the pipeline did not produce it.
 
 from __future__ import annotations
 
+import os
 import re
+import time
 from pathlib import Path
 from typing import Mapping, Sequence
 
+from .. import __version__
 from . import lineage
 
 KEY_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9./_-]*$")
@@ -31,3 +34,21 @@ def write(path: str | Path, values: Mapping[str, str], *, inputs: Sequence[str |
     out = lineage.atomic_text(path, render(values))
     lineage.write([out], inputs, generator=generator)
     return out
+
+
+def build_values(root: str | Path = ".") -> dict[str, str]:
+    """What identifies a build of the paper: perflab version, git commit (and whether it had
+    uncommitted changes) and the UTC date (``SOURCE_DATE_EPOCH`` when set, for reproducible builds)."""
+    git = lineage.git_state(str(Path(root).resolve()))
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    when = time.gmtime(int(epoch)) if epoch and epoch.isdigit() else time.gmtime()
+    return {"build/version": __version__,
+            "build/commit": git["commit"][:12] if git else "unknown",
+            "build/commit-full": git["commit"] if git else "unknown",
+            "build/state": ("with uncommitted changes" if git["dirty"] else "clean") if git else "not a git checkout",
+            "build/date": time.strftime("%Y-%m-%d", when)}
+
+
+def write_build(path: str | Path = "paper/macros/build.tex", root: str | Path = ".") -> Path:
+    """Write the build macros the title page and PDF metadata print (see :func:`build_values`)."""
+    return write(path, build_values(root), inputs=[], generator="perflab.report.macros.write_build")

@@ -8,7 +8,7 @@ import pandas as pd
 
 from ..stats import published
 from . import lineage, macros
-from .latex import escape_latex, format_number, latex_table
+from .latex import escape_latex, format_number, format_p, latex_table
 from .tables import fit
 
 
@@ -24,6 +24,33 @@ def run(study: str, published_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFra
     claims = (published.recheck_claims(published.load_claims(claims_file), pd.concat(loaded, ignore_index=True))
               if claims_file.exists() else pd.DataFrame())
     return pvals, claims, [*tables, *([claims_file] if claims_file.exists() else [])]
+
+
+def recheck_table_latex(result: pd.DataFrame, *, caption: str = "Re-check of published p-values",
+                        label: str = "tab:recheck") -> str:
+    """A booktabs table of :func:`perflab.stats.published.recheck`: comparison, means, published and
+    recomputed p, status. Flagged rows carry a dagger; uncertain digitizations an asterisk on the name."""
+
+    def p_cell(row: pd.Series, test: str) -> str:
+        if f"p_{test}" not in row or pd.isna(row.get(f"p_{test}")):
+            return "--"
+        return format_p(row[f"p_{test}"], digits=3) + (r"\,$\surd$" if row[f"{test}_reproduces"] else "")
+
+    table = pd.DataFrame({
+        "Comparison": [escape_latex(str(n)) + ("$^*$" if u else "") for n, u in zip(result["name"], result["uncertain"])],
+        "Groups": [escape_latex(f"{a} vs {b}") for a, b in zip(result["group_a"], result["group_b"])],
+        "Means": [f"{format_number(a, 10)} / {format_number(b, 10)}" for a, b in zip(result["mean_a"], result["mean_b"])],
+        "Published $p$": [escape_latex(str(p)) or "--" for p in result["published_p"]],
+        "Student $p$": [p_cell(r, "student") for _, r in result.iterrows()],
+        "Welch $p$": [p_cell(r, "welch") for _, r in result.iterrows()],
+        "Status": [escape_latex(s) + (r" $\dagger$" if f else "") for s, f in zip(result["status"], result["flag"])],
+    })
+    notes = [r"Two-sided $p$ recomputed from the printed mean, SD and $n$ with "
+             r"\texttt{scipy.stats.ttest\_ind\_from\_stats}; $\surd$: the test reproduces the "
+             r"printed $p$ for some values the printed digits allow. $\dagger$: neither test reproduces it. "
+             r"$^*$: a value is uncertain in the text extraction."]
+    return latex_table(table, caption=caption, label=label, notes=notes, escape=False,
+                       column_format="llrrrrl")
 
 
 def claims_table(claims: pd.DataFrame, *, caption: str, label: str) -> str:
@@ -46,7 +73,7 @@ def write(study: str, published_dir: str | Path, paper_dir: str | Path, *, gener
     """Write the p-value and claims tables and the inline values of a study's re-check."""
     pvals, claims, inputs = run(study, published_dir)
     paper = Path(paper_dir)
-    out = {"pvalues": lineage.atomic_text(paper / "tables" / f"{study}-recheck-p.tex", fit(published.recheck_table_latex(
+    out = {"pvalues": lineage.atomic_text(paper / "tables" / f"{study}-recheck-p.tex", fit(recheck_table_latex(
         pvals, caption=f"Published $p$-values of study {study} recomputed from its summary statistics.",
         label=f"tab:{study}-recheck-p")))}
     if len(claims):

@@ -31,10 +31,12 @@ and block fingerprints on the connected hosts), :mod:`.samples` (the sample loop
 
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import json
 import os
 import platform
+import secrets
 import sys
 import time
 from contextlib import contextmanager
@@ -43,16 +45,14 @@ from typing import Callable, Iterator, Mapping, TextIO
 
 from .. import __version__, design, records, remote
 from ..inventory import HostEntry
-from ..remote import HostError
 from ..spec import Campaign
 from ..store import RawStore
-from .plan import FINGERPRINT_SECONDS, MONITOR_SECONDS, SETTLE_POLL_SECONDS, plan, planned_values, sample_timeout
-from .pool import run_groups
+from .plan import (FINGERPRINT_SECONDS, MONITOR_SECONDS, SETTLE_POLL_SECONDS, STARTUP_SECONDS, plan, planned_values,
+                   sample_timeout)
+from .outcome import RunnerError, Summary
 from .progress import Progress, format_duration
-from .samples import session
-from .session import RunnerError, Summary
 
-__all__ = ["FINGERPRINT_SECONDS", "MONITOR_SECONDS", "SETTLE_POLL_SECONDS", "RunnerError", "Summary",
+__all__ = ["FINGERPRINT_SECONDS", "MONITOR_SECONDS", "SETTLE_POLL_SECONDS", "STARTUP_SECONDS", "RunnerError", "Summary",
            "format_duration", "plan", "planned_values", "run", "sample_timeout"]
 
 
@@ -71,10 +71,30 @@ def run(spec: Campaign, entries: Mapping[str, HostEntry], raw_root: str | Path, 
     if missing:
         raise RunnerError(f"{spec.source}: hosts {', '.join(missing)} are not in the inventory "
                           f"(it has {', '.join(sorted(entries))})")
-    runs = design.schedule(spec)
     store = RawStore(raw_root, spec.name)
     with _exclusive(store.dir):
-        return _run(spec, entries, runs, store, stream=stream, limit=limit, on_sample=on_sample)
+        spec = _seeded(spec, store, stream or sys.stdout)
+        return _run(spec, entries, design.schedule(spec), store, stream=stream, limit=limit, on_sample=on_sample)
+
+
+def _emulated(entry: HostEntry) -> bool:
+    """True for a virtual lab host running under emulation (TCG): its numbers measure the emulator."""
+    return bool(entry.vm and entry.vm.get("emulated"))
+
+
+def _seeded(spec: Campaign, store: RawStore, out: TextIO) -> Campaign:
+    """``spec`` with its RMIT seed: its own, the one an earlier run of it drew, or a new one (printed)."""
+    if spec.seed is not None:
+        return spec
+    path = store.dir / "campaign.json"
+    if path.exists():
+        seed = records.read_campaign(path).spec.get("seed")
+        print(f"{spec.name}: using the seed {seed} drawn by its first run (stored in {path})", file=out, flush=True)
+    else:
+        seed = secrets.randbelow(2**31)
+        print(f"{spec.name}: drew the RMIT seed {seed}; it is stored in {path}. Write `seed: {seed}` in "
+              f"{spec.source} to fix it", file=out, flush=True)
+    return dataclasses.replace(spec, seed=seed, doc={**spec.doc, "seed": seed})
 
 
 @contextmanager
@@ -112,6 +132,7 @@ def _run(spec: Campaign, entries: Mapping[str, HostEntry], runs: list[design.Run
         campaign=spec.name, design_digest=spec.digest(), spec=dict(spec.doc), source=spec.source,
         perflab=__version__, python=platform.python_version(), schedule=[r.run_id for r in runs],
         inventory={n: {"address": e.address, "local": e.local, "accept_new_host_keys": e.accept_new_host_keys}
+                   | ({"emulated": True} if _emulated(e) else {})
                    for n, e in entries.items()}))
     summary = Summary(planned=len(runs), already_done=0, raw_dir=store.dir)
     summary.notes += store.recover()
@@ -126,6 +147,11 @@ def _run(spec: Campaign, entries: Mapping[str, HostEntry], runs: list[design.Run
     if summary.already_done:
         print(f"{spec.name}: resuming, {summary.already_done} of {len(runs)} samples already stored", file=out, flush=True)
     progress = Progress(len(runs), summary.already_done, stream=out)
+    # The sample loop and the pool import Fabric; planning (``perflab plan``) never needs them.
+    from ..remote import HostError
+    from .pool import run_groups
+    from .samples import session
+
     if spec.groups:
         return run_groups(spec, entries, runs, todo, store, progress, limit=limit, on_sample=on_sample,
                           summary=summary)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Mapping
 
 from .. import design, tools
+from ..files import slug
 from ..spec import Campaign
 
 
@@ -13,10 +15,13 @@ def sample_timeout(spec: Campaign, params: Mapping[str, Any]) -> float:
     return spec.timeout or 2 * tools.get(spec.tool).expected_duration(params) + 15
 
 
-#: Seconds the monitors add per sample and host (start and stop, measured over SSH in the lab).
-MONITOR_SECONDS = 0.55
-#: Seconds one fingerprint takes per host (one round trip, measured over SSH in the lab).
-FINGERPRINT_SECONDS = 0.2
+#: Seconds the monitors add per sample and host (start and stop over the persistent shell; measured on
+#: the lab with ``python benchmarks/bench_estimates.py``).
+MONITOR_SECONDS = 0.2
+#: Seconds one fingerprint takes per host (one round trip probing the campaign's tools only; same benchmark).
+FINGERPRINT_SECONDS = 0.1
+#: Seconds a run spends before its first sample: connecting to every host, the preflight check.
+STARTUP_SECONDS = 1.0
 #: Seconds one settle poll of one host takes when the hosts are already quiet.
 SETTLE_POLL_SECONDS = 0.01
 
@@ -38,6 +43,9 @@ def plan(spec: Campaign) -> dict[str, Any]:
     most the settle condition can add when the hosts never settle. With groups, samples
     count every group's runs and the times are divided by the pool size ``parallel_groups``.
     """
+    drawn = spec.seed is None
+    if drawn:  # the order is drawn at run time; any seed gives the same counts and estimates
+        spec = replace(spec, seed=0)
     runs = design.schedule(spec)
     parts = [spec.for_group(k) for k in range(len(spec.groups))] if spec.groups else [spec]
     estimates = [_estimate(part, [r for r in runs if r.group == part.group]) for part in parts]
@@ -49,7 +57,7 @@ def plan(spec: Campaign) -> dict[str, Any]:
         grouped = {"groups": [dict(g) for g in spec.groups], "parallel_groups": spec.parallel_groups}
     hosts = spec.involved()
     blocks = len({fingerprint_block(spec, r) for r in runs})
-    return {"campaign": spec.name, "tool": spec.tool, "design": spec.design, "seed": spec.seed,
+    return {"campaign": spec.name, "tool": spec.tool, "design": spec.design, "seed": None if drawn else spec.seed,
             "cells": len(design.cells(spec.factors, spec.crossing, spec.exclude)), "repetitions": spec.repetitions,
             "warmups": spec.warmups, "samples": len(runs), "blocks": blocks, "hosts": hosts,
             "measure_seconds": round(measure, 1), "overhead_seconds": round(overhead, 1),
@@ -70,7 +78,7 @@ def _estimate(spec: Campaign, runs: list[design.Run]) -> tuple[float, float]:
     measure = sum(tool.expected_duration(spec.cell_params(r.cell.levels)) for r in runs)
     hosts = spec.involved()
     blocks = len({fingerprint_block(spec, r) for r in runs})
-    overhead = len(runs) * len(hosts) * (MONITOR_SECONDS if spec.monitors else 0)
+    overhead = STARTUP_SECONDS + len(runs) * len(hosts) * (MONITOR_SECONDS if spec.monitors else 0)
     overhead += 2 * blocks * len(hosts) * (FINGERPRINT_SECONDS if spec.fingerprints else 0)
     if spec.settle:
         overhead += len(runs) * len(spec.settle.hosts) * SETTLE_POLL_SECONDS
@@ -90,19 +98,15 @@ def planned_values(spec: Campaign) -> dict[str, str]:
     info = plan(spec)
     key = f"{spec.name}/plan"
     values = {f"{key}/repetitions": str(spec.repetitions), f"{key}/warmups": str(spec.warmups),
-              f"{key}/seed": str(spec.seed), f"{key}/design": "RMIT" if spec.design == "rmit" else spec.design,
+              f"{key}/seed": "drawn at run time" if spec.seed is None else str(spec.seed), f"{key}/design": "RMIT" if spec.design == "rmit" else spec.design,
               f"{key}/cells": str(info["cells"]), f"{key}/samples": str(info["samples"]),
               f"{key}/estimated-minutes": f"{info['estimated_seconds'] / 60:.0f}"}
     for name, value in spec.params.items():
         if isinstance(value, (str, int, float)) and not isinstance(value, bool):
-            values[f"{key}/params/{_slug(name)}"] = _latex(str(value))
+            values[f"{key}/params/{slug(name)}"] = _latex(str(value))
     for factor, levels in spec.factors.items():
-        values[f"{key}/levels/{_slug(factor)}"] = ", ".join(_latex(str(v)) for v in levels)
+        values[f"{key}/levels/{slug(factor)}"] = ", ".join(_latex(str(v)) for v in levels)
     return values
-
-
-def _slug(name: str) -> str:
-    return "".join(ch if ch.isalnum() else "-" for ch in name.lower()).strip("-")
 
 
 def _latex(text: str) -> str:

@@ -13,7 +13,7 @@ from ..spec import Campaign
 from ..store import RawStore
 from .progress import Progress
 from .samples import session
-from .session import RunnerError, Summary
+from .outcome import RunnerError, Summary
 
 
 def run_groups(spec: Campaign, entries: Mapping[str, HostEntry], runs: list[design.Run], todo: list[design.Run],

@@ -7,7 +7,7 @@ import threading
 import time
 from typing import Any, Callable, Mapping
 
-from .. import __version__, design, monitors, records, settle, tools
+from .. import __version__, design, monitors, preflight, records, settle, tools
 from ..inventory import HostEntry
 from ..ledger import Ledger
 from ..remote import HostError, Hosts, connect
@@ -16,7 +16,8 @@ from ..store import RawStore
 from ..tools.base import Command, ParseError
 from .plan import fingerprint_block, sample_timeout
 from .progress import Progress
-from .session import Background, Blocks, Cells, RunnerError, Summary, Want
+from .outcome import RunnerError, Summary
+from .session import Background, Blocks, Cells, Want, addresses, cell_values
 
 
 def session(spec: Campaign, entries: Mapping[str, HostEntry], runs: list[design.Run], todo: list[design.Run],
@@ -30,6 +31,10 @@ def session(spec: Campaign, entries: Mapping[str, HostEntry], runs: list[design.
     with connect(entries, spec.involved()) as hosts:
         for host in hosts.values():
             host.owner = store.owner  # the process registry every command and service is tagged with
+        problems = preflight.check(spec, hosts)
+        if problems:
+            raise RunnerError(f"{spec.source}: the hosts are not ready for this campaign (nothing was run):\n  "
+                              + "\n  ".join(problems))
         engine = Engine(spec, hosts, store, progress)
         try:
             for run_ in todo:
@@ -55,8 +60,7 @@ class Engine:
         self.spec, self.hosts, self.store, self.progress = spec, hosts, store, progress
         self.tool = tools.get(spec.tool)
         self.ledger = Ledger(store.dir / "ledger.jsonl")
-        self.addresses = {role: hosts[name].address for role, name in spec.hosts.items()}
-        self.cells = Cells(spec, hosts, self.addresses)
+        self.cells = Cells(spec, hosts)
         self.blocks = Blocks(spec, hosts, store, progress)
         self.services, self.neighbours, self.fixtures = Background(hosts), Background(hosts), Background(hosts)
 
@@ -65,13 +69,14 @@ class Engine:
         params = self.spec.cell_params(run_.cell.levels)
         self.blocks.enter(fingerprint_block(self.spec, run_))
         self.cells.enter(run_.cell)
-        values = self.spec.values(run_.cell.levels, self.addresses)
+        path = addresses(self.spec, self.hosts, run_.cell.levels)
+        values = cell_values(self.spec, self.hosts, run_.cell.levels)
         self.fixtures.ensure(self._fixtures(run_, values))
         self.neighbours.ensure([Want(self.spec.host_of(n.on), f"neighbour-{i}", fill(n.run, values))
                                 for i, n in enumerate(self.spec.neighbours) if n.applies(run_.cell.levels)])
-        commands = self.tool.commands(params, self.addresses)
+        commands = self.tool.commands(params, path)
         self.services.ensure([Want(self.spec.hosts[c.role], f"{self.tool.name}-{c.role}", c.line(),
-                                   self.tool.ready(params, self.addresses)) for c in commands if c.service])
+                                   self.tool.ready(params, path)) for c in commands if c.service])
         return [c for c in commands if not c.service]
 
     def _fixtures(self, run_: design.Run, values: Mapping[str, Any]) -> list[Want]:
@@ -200,7 +205,8 @@ def _sample_files(spec: Campaign, tool: tools.Tool, run_: design.Run, attempt: i
                          "command": shlex.join(cmd.argv), "exit_code": res.exit_code,
                          "started": res.started, "ended": res.ended,
                          "started_utc": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(res.started))
-                         + f".{int(res.started % 1 * 1000):03d}Z"})
+                         + f".{int(res.started % 1 * 1000):03d}Z"}
+                        | ({"emulated": True} if host.entry.vm and host.entry.vm.get("emulated") else {}))
     meta = records.SampleMeta(
         campaign=spec.name, run_id=run_.run_id, tool=tool.name, cell=dict(run_.cell.levels),
         cell_index=run_.cell.index, repetition=run_.repetition, warmup=run_.warmup, block=run_.block,

@@ -5,36 +5,15 @@ from __future__ import annotations
 
 import json
 import secrets
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Mapping
+from dataclasses import dataclass
+from typing import Any, Mapping
 
 from .. import design, fingerprint
 from ..remote import Host, HostError, Service
 from ..spec import Campaign, Step, fill
 from ..store import RawStore
+from .outcome import RunnerError
 from .progress import Progress
-
-
-class RunnerError(RuntimeError):
-    """The campaign cannot run (a role's host is missing, a service does not start, ...)."""
-
-
-@dataclass
-class Summary:
-    """What one invocation of :func:`run` did."""
-
-    planned: int
-    already_done: int
-    done: int = 0
-    failed: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    raw_dir: Path | None = None
-
-    @property
-    def complete(self) -> bool:
-        """True when every planned run has a stored sample."""
-        return self.already_done + self.done == self.planned
 
 
 @dataclass(frozen=True)
@@ -122,14 +101,37 @@ class Background:
         return notes
 
 
+def addresses(spec: Campaign, hosts: Mapping[str, Host], levels: Mapping[str, Any]) -> dict[str, str]:
+    """Role -> the address its host is reached at in a cell: on the link ``links`` names, else its first."""
+    out = {}
+    for role, name in spec.hosts.items():
+        host, link = hosts[name], spec.link_of(role, levels)
+        table = host.entry.addresses or {}
+        if link is None:
+            out[role] = host.address
+        elif link in table:
+            out[role] = table[link]
+        else:
+            raise RunnerError(f"{spec.source}: links.{role}: host {name} has no address on link {link!r} (its links: "
+                              f"{', '.join(table) or 'none: not a lab host of a lab file with links'}); use a lab "
+                              "file that puts it on that link (docs/lab.md)")
+    return out
+
+
+def cell_values(spec: Campaign, hosts: Mapping[str, Host], levels: Mapping[str, Any]) -> dict[str, Any]:
+    """Placeholder values of a cell, with ``<role>_address`` on the cell's path and every ``<role>_address_<link>``."""
+    tables = {role: hosts[name].entry.addresses or {} for role, name in spec.hosts.items() if name in hosts}
+    return spec.values(levels, addresses(spec, hosts, levels), tables)
+
+
 class Cells:
     """Runs the setup steps when the schedule enters a cell and the teardown steps when it leaves it."""
 
-    def __init__(self, spec: Campaign, hosts: Mapping[str, Host], addresses: Mapping[str, str]) -> None:
-        self.spec, self.hosts, self.addresses, self.current = spec, hosts, addresses, None  # type: design.Cell | None
+    def __init__(self, spec: Campaign, hosts: Mapping[str, Host]) -> None:
+        self.spec, self.hosts, self.current = spec, hosts, None  # type: design.Cell | None
 
     def _steps(self, steps: tuple[Step, ...], cell: design.Cell, kind: str) -> None:
-        values = self.spec.values(cell.levels, self.addresses)
+        values = cell_values(self.spec, self.hosts, cell.levels)
         for i, step in enumerate(steps):
             host = self.hosts[self.spec.host_of(step.on)]
             res = host.run(fill(step.run, values), timeout=step.timeout)
@@ -163,6 +165,8 @@ class Blocks:
         self.reported: set[str] = set()
         #: Groups fingerprint (and compare) their own hosts, each into its own files.
         self.suffix = "" if spec.group is None else f"-g{spec.group}"
+        #: Versions probed: the campaign's tool, and sysstat when monitors run.
+        self.tools = (spec.tool, "sadf") if spec.monitors else (spec.tool,)
 
     def _path(self, block: int, when: str, host: str) -> str:
         return f"blocks/{block}/fingerprint-{when}-{host}{self.suffix}.json"
@@ -178,7 +182,8 @@ class Blocks:
     def _collect(self, block: int, when: str) -> None:
         for name, host in self.hosts.items():
             if not (self.store.dir / self._path(block, when, name)).exists():
-                fp = fingerprint.collect(host)
+                links = len(host.entry.addresses or {}) or 1
+                fp = fingerprint.collect(host, tuple(f"eth{i}" for i in range(links)), self.tools)
                 self.store.put_file(self._path(block, when, name), json.dumps(fp, indent=1, sort_keys=True) + "\n")
 
     def enter(self, block: int) -> None:

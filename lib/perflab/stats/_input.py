@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any, Iterable, Sequence
 
 import numpy as np
@@ -53,9 +54,13 @@ def check_level(level: float) -> float:
     return float(level)
 
 
-def as_pair(a: Sequence[float], b: Sequence[float], paired: bool, min_n: int = 2) -> tuple[np.ndarray, np.ndarray]:
-    """Return samples a and b as float arrays of at least ``min_n`` values, equally long when paired."""
-    x, y = as_sample(a, "sample a", min_n=min_n), as_sample(b, "sample b", min_n=min_n)
+def as_pair(a: Sequence[float], b: Sequence[float], paired: bool, min_n: int = 2,
+            labels: tuple[str, str] = ("a", "b")) -> tuple[np.ndarray, np.ndarray]:
+    """Return samples a and b as float arrays of at least ``min_n`` values, equally long when paired.
+
+    ``labels`` name the two groups in error messages."""
+    x = as_sample(a, f"group {labels[0]!r}" if labels[0] != "a" else "sample a", min_n=min_n)
+    y = as_sample(b, f"group {labels[1]!r}" if labels[1] != "b" else "sample b", min_n=min_n)
     if paired and x.size != y.size:
         raise StatsInputError("paired samples", "samples of equal length (one value per block)",
                               f"{x.size} values in a and {y.size} in b",
@@ -79,3 +84,49 @@ def shapiro_p(x: np.ndarray) -> float:
     if x.size < 3 or np.ptp(x) == 0:
         return np.nan
     return float(stats.shapiro(x).pvalue)
+
+
+def scale_of(*samples: np.ndarray) -> float:
+    """A power of two near the largest magnitude in ``samples`` (1 when all are zero).
+
+    Dividing by it is exact in floating point and brings values near 1e300 or 1e-300
+    to order 1, so that sums of squares neither overflow nor underflow. Every
+    statistic perflab reports is either scale-free (tests, ratios, standardized
+    effects) or multiplied back by this factor.
+    """
+    peak = max((float(np.max(np.abs(s))) for s in samples if s.size), default=0.0)
+    return 1.0 if peak == 0.0 or not math.isfinite(peak) else math.ldexp(1.0, math.frexp(peak)[1] - 1)
+
+
+def check_labels(labels: Iterable[Any], column: str, where: str) -> None:
+    """Refuse missing or blank group labels in ``column``: such rows would silently vanish or merge."""
+    blank = [repr(v) for v in labels if v is None or (isinstance(v, float) and math.isnan(v))
+             or str(v).strip() == ""]
+    if blank:
+        raise StatsInputError(f"{where}, column {column!r}", "a non-blank group label on every row",
+                              f"{len(blank)} row(s) with label {sorted(set(blank))[0]}",
+                              "Fill the label (or drop those rows explicitly) before comparing.")
+
+
+def json_value(value: Any) -> Any:
+    """A value for strict JSON: NaN (undefined) becomes null, ±inf (unbounded) the strings "inf"/"-inf"."""
+    if isinstance(value, dict):
+        return {k: json_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_value(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, float) and math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return value
+
+
+def p_text(p: float) -> str:
+    """A p-value for sentences: "p < 0.001", "p = 0.012", "p = 0.35" (no e-notation), "p = n/a" for nan."""
+    if p is None or math.isnan(p):
+        return "p = n/a"
+    if p < 0.001:
+        return "p < 0.001"
+    return f"p = {p:.2g}" if p < 0.01 else f"p = {p:.2f}"

@@ -10,36 +10,28 @@ import argparse
 import json
 import math
 import sys
-from itertools import combinations
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from ._input import StatsInputError, plain
-from .compare import compare
+from ._input import StatsInputError, json_value, p_text, plain
+from .compare import TEST_NAMES, Comparison, compare
 from .describe import describe
-from .multi import omnibus
+from .levels import PER_RUN, select_rows
+from .multi import OMNIBUS_FOR_TEST, Omnibus, omnibus
 from .published import load_claims, load_published, recheck, recheck_claims
-from .table import comparison_table
 
-
-def _json_safe(value: Any) -> Any:
-    """Replace NaN and ±inf (not valid JSON) by None, recursively."""
-    if isinstance(value, dict):
-        return {k: _json_safe(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_json_safe(v) for v in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
+#: Units that get an SI prefix in printed output (values are never changed in JSON).
+PREFIXABLE = ("bit/s", "B/s", "bit", "B", "op/s", "FLOP/s", "Hz", "pkt/s")
+PREFIXES = ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
 
 
 def _dump(payload: dict[str, Any]) -> str:
-    """Strict JSON (no NaN) of a payload holding plain values and DataFrames."""
+    """Strict JSON of a payload of plain values and DataFrames: NaN as null, ±inf as "inf"/"-inf"."""
     def convert(v: Any) -> Any:
         return v.to_dict(orient="records") if isinstance(v, pd.DataFrame) else v
-    return json.dumps(_json_safe(plain({k: convert(v) for k, v in payload.items()})), indent=1,
+    return json.dumps(json_value(plain({k: convert(v) for k, v in payload.items()})), indent=1,
                       allow_nan=False, default=str)
 
 
@@ -53,31 +45,45 @@ def read_table(path: str | Path) -> pd.DataFrame:
                               "Check the path (perflab tidy writes data/processed/<campaign>.parquet).") from None
 
 
-def select_metric(df: pd.DataFrame, metric: str, source: str) -> tuple[pd.DataFrame, str, list[str]]:
-    """Return (rows, value column, notes) for ``metric``: a column, or a value of a tidy ``metric`` column.
+def number(value: float, digits: int = 4) -> str:
+    """``value`` with ``digits`` significant digits in fixed notation (e-notation only beyond 1e15 or
+    below 1e-6); nan as "n/a", ±inf as "inf"/"-inf"."""
+    if value is None or math.isnan(value):
+        return "n/a"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    if value == 0:
+        return "0"
+    magnitude = math.floor(math.log10(abs(value)))
+    if magnitude >= 15 or magnitude < -6:
+        return f"{value:.{digits - 1}e}"
+    return f"{value:.{max(0, digits - 1 - magnitude)}f}"
 
-    In a tidy table the rows of that metric are kept, warm-up rows are dropped, and a
-    run with several rows for the metric is refused (pick one summary per run).
-    """
-    notes: list[str] = []
-    if metric in df.columns:
-        rows, column = df, metric
-    elif {"metric", "value"} <= set(df.columns) and (df["metric"] == metric).any():
-        rows, column = df[df["metric"] == metric], "value"
-    else:
-        known = sorted(df["metric"].astype(str).unique()) if "metric" in df.columns else []
-        raise StatsInputError(f"{source}, --metric", "a column name or a value of the 'metric' column",
-                              repr(metric), f"Use one of the columns {list(df.columns)}"
-                              + (f" or metrics {known}" if known else "") + ".")
-    if "warmup" in rows.columns and rows["warmup"].astype(bool).any():
-        notes.append(f"excluded {int(rows['warmup'].astype(bool).sum())} warm-up row(s)")
-        rows = rows[~rows["warmup"].astype(bool)]
-    if "run_id" in rows.columns and rows["run_id"].duplicated().any():
-        dup = rows.loc[rows["run_id"].duplicated(), "run_id"].iloc[0]
-        raise StatsInputError(f"{source}, metric {metric!r}", "one value per run",
-                              f"several rows for run {dup!r} (per-interval or per-stream values)",
-                              "Choose a per-run summary metric, or filter the table first.")
-    return rows, column, notes
+
+def display_unit(values: pd.Series, unit: str | None) -> tuple[float, str]:
+    """(divisor, label) that print ``values`` of ``unit`` with an SI prefix when the unit takes one."""
+    if not unit:
+        return 1.0, ""
+    peak = float(values.abs().median()) if len(values) else 0.0
+    if unit in PREFIXABLE:
+        for factor, prefix in PREFIXES:
+            if peak >= factor:
+                return factor, prefix + unit
+    return 1.0, unit
+
+
+def _where(items: list[str] | None, source: str) -> dict[str, str] | None:
+    """``--where COL=VALUE`` options as a select mapping (None when there are none)."""
+    if not items:
+        return None
+    out = {}
+    for item in items:
+        if "=" not in item:
+            raise StatsInputError(f"{source}, --where {item!r}", "COLUMN=VALUE (VALUE empty: the dimension is "
+                                  "empty; '*': any value)", "no '='", "Write e.g. --where stream= .")
+        column, value = item.split("=", 1)
+        out[column.strip()] = value.strip()
+    return out
 
 
 def _pair_blocks(rows: pd.DataFrame, value: str, by: str, block: str, source: str,
@@ -93,16 +99,47 @@ def _pair_blocks(rows: pd.DataFrame, value: str, by: str, block: str, source: st
     return {str(g): complete[g] for g in complete.columns}, notes
 
 
+def _print_comparison(c: Comparison, factor: float, unit: str) -> None:
+    """The comparison in words: test, effect with its interval in the unit and in %, p, effect sizes, diagnostics."""
+    u = f" {unit}" if unit else ""
+    pct = f"{100 * c.level:g} %"
+    print(f"\n{c.labels[1]} vs {c.labels[0]}: {c.test}; {c.reason}")
+    print(f"  {c.effect}: {number(c.estimate / factor)}{u}, {pct} CI [{number(c.estimate_ci[0] / factor)}, "
+          f"{number(c.estimate_ci[1] / factor)}]{u}")
+    print(f"  relative: {number(100 * c.rel_diff, 3)} %, {pct} CI [{number(100 * c.rel_diff_ci[0], 3)} %, "
+          f"{number(100 * c.rel_diff_ci[1], 3)} %] ({c.rel_diff_ci_method})")
+    df = "" if math.isnan(c.df) else f", df = {number(c.df, 3)}"
+    print(f"  statistic = {number(c.statistic)}{df}, {p_text(c.p_value)}; Hedges' g = {number(c.hedges_g, 3)}, "
+          f"Cliff's delta = {number(c.cliffs_delta, 3)}")
+    for note in c.notes:
+        print(f"  note: {note}")
+
+
+def _print_omnibus(o: Omnibus, by: str, factor: float, unit: str, level: float) -> None:
+    """The omnibus test and the rows of the post-hoc it ran."""
+    u = f" ({unit})" if unit else ""
+    df = f"df = {number(o.df_num, 3)}" + ("" if math.isnan(o.df_denom) else f", {number(o.df_denom, 3)}")
+    print(f"\nOmnibus: {o.test}; {o.reason}; statistic = {number(o.statistic)}, {df}, {p_text(o.p_value)}")
+    print(f"Post-hoc: {o.posthoc}; difference b - a{u} with {100 * level:g} % CI, adjusted p")
+    for r in o.pairs:
+        ci = "" if math.isnan(r["ci_low"]) else f" [{number(r['ci_low'] / factor)}, {number(r['ci_high'] / factor)}]"
+        diff = "" if math.isnan(r["diff"]) else f"{number(r['diff'] / factor)}{ci}, "
+        print(f"  {by}={r['group_b']} vs {by}={r['group_a']}: {diff}{p_text(r['p_adjusted'])}")
+
+
 def _compare_cmd(args: argparse.Namespace) -> int:
-    """Describe the groups of ``--by`` and compare them (all pairs, Holm-corrected, when k > 2)."""
+    """Describe the groups of ``--by`` and compare them: two groups with ``--test``, more with the
+    matching omnibus test and its post-hoc."""
     source = str(args.data)
+    paired = bool(args.paired_by)
     try:
-        rows, value, notes = select_metric(read_table(args.data), args.metric, source)
+        sel = select_rows(read_table(args.data), args.metric, _where(args.where, source),
+                          per_run=args.per_run, source=source)
+        rows, value, notes = sel.data, sel.value, sel.notes
         if args.by not in rows.columns:
-            raise StatsInputError(f"{source}, --by", "a column name", repr(args.by),
-                                  f"Use one of {list(rows.columns)}.")
-        desc = describe(rows, value, args.by, level=args.level)
-        if args.paired_by:
+            raise StatsInputError(f"{source}, --by", "a column name", repr(args.by), f"Use one of {list(rows.columns)}.")
+        desc = describe(rows, value, args.by, level=args.level, source=source)
+        if paired:
             if args.paired_by not in rows.columns:
                 raise StatsInputError(f"{source}, --paired-by", "a column name", repr(args.paired_by),
                                       f"Use one of {list(rows.columns)} (usually 'block').")
@@ -110,34 +147,43 @@ def _compare_cmd(args: argparse.Namespace) -> int:
             notes += more
         else:
             groups = {str(g): sub[value] for g, sub in rows.groupby(args.by, sort=True)}
-        paired = bool(args.paired_by)
-        results = [compare(groups[a], groups[b], paired=paired, level=args.level, labels=(a, b))
-                   for a, b in combinations(groups, 2)]
-        table = comparison_table(results, correction=args.correction)
-        overall = omnibus(groups, paired=paired) if len(groups) > 2 else None
+        result: Comparison | None = None
+        overall: Omnibus | None = None
+        if len(groups) == 2:
+            (a, xa), (b, xb) = groups.items()
+            result = compare(xa, xb, test=args.test, paired=paired, level=args.level,
+                             labels=(f"{args.by}={a}", f"{args.by}={b}"))
+        else:
+            overall = omnibus(groups, test=OMNIBUS_FOR_TEST[args.test] if args.test else None, paired=paired,
+                              level=args.level)
     except StatsInputError as exc:
-        print(f"perflab compare: error: {exc}", file=sys.stderr)
+        where = "" if str(exc).startswith(source) else f"{source}, --metric {args.metric}, "
+        print(f"perflab compare: error: {where}{exc}", file=sys.stderr)
         return 2
     if args.json:
-        print(_dump({"data": source, "metric": args.metric, "by": args.by, "paired_by": args.paired_by,
-                     "level": args.level, "notes": notes, "describe": desc,
-                     "ci_method": desc.attrs["ci_method"],
-                     "omnibus": overall.as_dict() if overall else None,
-                     "comparisons": [r.as_dict() for r in results], "table": table}))
+        print(_dump({"data": source, "metric": args.metric, "unit": sel.unit, "by": args.by,
+                     "paired_by": args.paired_by, "where": _where(args.where, source), "per_run": args.per_run,
+                     "level": args.level, "notes": notes, "describe": desc, "ci_method": desc.attrs["ci_method"],
+                     "comparison": result.as_dict() if result else None,
+                     "omnibus": overall.as_dict() if overall else None}))
         return 0
+    factor, unit = display_unit(rows[value], sel.unit)
+    shown = desc.copy()
+    for column in ("mean", "sd", "median", "min", "max", "mean_ci_low", "mean_ci_high", "median_ci_low",
+                   "median_ci_high"):
+        shown[column] = [number(v / factor) for v in desc[column]]
+    shown["cv"] = [number(100 * v, 3) for v in desc["cv"]]
+    shown = shown.rename(columns={"cv": "cv_%"})
+    print(f"{args.metric} by {args.by}" + (f", paired by {args.paired_by}" if paired else "")
+          + (f"; values in {unit}" if unit else "") + (f" ({'; '.join(notes)})" if notes else ""))
+    print(f"\nDescription ({100 * args.level:g} % CI: mean {desc.attrs['ci_method']['mean']}, "
+          f"median {desc.attrs['ci_method']['median']})")
     with pd.option_context("display.width", 200, "display.max_columns", 30):
-        print(f"{args.metric} by {args.by}" + (f", paired by {args.paired_by}" if paired else "")
-              + (f" ({'; '.join(notes)})" if notes else ""))
-        print(f"\nDescription (CI {100 * args.level:g} %: mean {desc.attrs['ci_method']['mean']}, "
-              f"median {desc.attrs['ci_method']['median']})")
-        print(desc.to_string(index=False))
-        if overall:
-            print(f"\nOmnibus: {overall.test}, statistic {overall.statistic:.4g}, p = {overall.p_value:.3g} "
-                  f"({overall.reason})")
-        print(f"\nComparisons (p adjusted: {table.attrs['correction']})")
-        print(table.to_string(index=False))
-        for r in results:
-            print(f"  {r.labels[1]} vs {r.labels[0]}: {r.test}; {r.reason}")
+        print(shown.to_string(index=False))
+    if result:
+        _print_comparison(result, factor, unit)
+    if overall:
+        _print_omnibus(overall, args.by, factor, unit, args.level)
     return 0
 
 
@@ -174,15 +220,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``compare`` and ``recheck`` subcommands to the ``perflab`` parser."""
     p = subparsers.add_parser("compare", help="describe and compare groups of a metric",
                               description="Describe each group of --by and compare them with a named "
-                                          "test, effect sizes and corrected p-values.")
+                                          "test (Welch's t by default), the effect that matches it, and "
+                                          "assumption checks as diagnostics.")
     p.add_argument("data", type=Path, help="tidy table (CSV or Parquet)")
     p.add_argument("--metric", required=True,
                    help="value column, or a value of the tidy 'metric' column (then 'value' is used)")
     p.add_argument("--by", required=True, help="column whose values are the groups")
     p.add_argument("--paired-by", help="column pairing runs across groups (e.g. block under RMIT)")
     p.add_argument("--level", type=float, default=0.95, help="confidence level (default 0.95)")
-    p.add_argument("--correction", default="holm", choices=["holm", "bh", "bonferroni", "none"],
-                   help="multiple-comparison correction over all pairs (default holm)")
+    p.add_argument("--test", choices=sorted(TEST_NAMES),
+                   help="welch (default), student, mannwhitney; paired: paired-t (default), wilcoxon. "
+                        "With 3+ groups the matching omnibus and its post-hoc run (welch: Welch's ANOVA + "
+                        "Games-Howell; student: ANOVA + Tukey; mannwhitney: Kruskal-Wallis + Dunn)")
+    p.add_argument("--where", action="append", metavar="COL=VALUE",
+                   help="keep rows whose dimension COL is VALUE (empty: no value; '*': any value); "
+                        "repeatable. Without it a tidy table's summary rows are used")
+    p.add_argument("--per-run", choices=sorted(PER_RUN),
+                   help="aggregate several selected rows of a run (e.g. intervals) into one value")
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
     p.set_defaults(func=_compare_cmd)
 

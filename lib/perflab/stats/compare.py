@@ -1,11 +1,17 @@
-"""Two-group comparison: a named test, the reason it was chosen, and effect sizes.
+"""Two-group comparison: a named test, the effect that matches it, and diagnostics beside it.
 
-Tests (all from ``scipy.stats``, oriented as b against a):
-``"student"`` ttest_ind, ``"welch"`` ttest_ind(equal_var=False), ``"mannwhitney"``
-mannwhitneyu, ``"paired-t"`` ttest_rel and ``"wilcoxon"`` wilcoxon on b - a.
-``"auto"`` checks normality (Shapiro-Wilk per group, or of the paired differences)
-and equal variances (Levene, median-centred, i.e. Brown-Forsythe) at
-``assumption_alpha`` and records the p-values and its reason in the result.
+Tests (all from ``scipy.stats``, oriented as b against a): ``"welch"`` ttest_ind(equal_var=False)
+(the default for independent groups), ``"student"`` ttest_ind, ``"paired-t"`` ttest_rel (the
+default for paired groups), and the rank-based choices ``"mannwhitney"`` mannwhitneyu and
+``"wilcoxon"`` wilcoxon on b - a. The test is never switched on the data: normality
+(Shapiro-Wilk) and equal spread (Brown-Forsythe) are computed and reported as diagnostics,
+with a sentence saying what they mean for the result (Zimmerman 2004 on why pre-testing
+distorts error rates; Delacre et al. 2017 on Welch by default).
+
+The reported effect matches the test: a difference of means (and its relative form with
+Fieller's interval) after a t test; the Hodges-Lehmann shift (independent) or the
+pseudomedian of the differences (paired), with the distribution-free interval that inverts
+the same rank test, after a rank test.
 """
 
 from __future__ import annotations
@@ -17,25 +23,43 @@ from typing import Any, Callable, Sequence
 import numpy as np
 from scipy import stats
 
-from ._input import DEFAULT_SEED, StatsInputError, as_pair, check_level, plain, shapiro_p
-from .effect import (Interval, cliffs_delta, hedges_g, hodges_lehmann, rel_diff,
+from ._input import (DEFAULT_SEED, StatsInputError, as_pair, check_labels, check_level, p_text, plain,
+                     scale_of, shapiro_p)
+from .effect import (BOOTSTRAP_MIN_N, Interval, cliffs_delta, hedges_g, hodges_lehmann, rel_diff,
                      rel_diff_bootstrap, rel_diff_fieller)
 
 #: Human names of the tests, by the key accepted in ``compare(test=...)``.
 TEST_NAMES = {
-    "student": "Student's t", "welch": "Welch's t", "mannwhitney": "Mann-Whitney U",
+    "welch": "Welch's t", "student": "Student's t", "mannwhitney": "Mann-Whitney U",
     "paired-t": "paired t", "wilcoxon": "Wilcoxon signed-rank",
 }
 PAIRED_TESTS = frozenset({"paired-t", "wilcoxon"})
-PARAMETRIC_TESTS = frozenset({"student", "welch", "paired-t"})
+RANK_TESTS = frozenset({"mannwhitney", "wilcoxon"})
+#: The test used when none is named: Welch's t for independent groups, the paired t for paired ones.
+DEFAULT_TESTS = {False: "welch", True: "paired-t"}
+#: What the reported ``estimate`` measures, by test.
+EFFECTS = {
+    "welch": "difference of means", "student": "difference of means",
+    "paired-t": "mean of the paired differences",
+    "mannwhitney": "Hodges-Lehmann shift (median of all b - a differences)",
+    "wilcoxon": "pseudomedian of the paired differences (Hodges-Lehmann)",
+}
+#: Significance level of the diagnostics (they inform; they never choose the test).
+DIAGNOSTIC_ALPHA = 0.05
 
 
 @dataclass(frozen=True)
 class Comparison:
-    """Result of :func:`compare`: the test, why it was used, its outcome and effect sizes.
+    """Result of :func:`compare`: the test, its outcome, the effect that matches it, diagnostics.
 
-    Differences are b against a: ``rel_diff = mean_b / mean_a - 1``, ``hedges_g``,
-    ``cliffs_delta`` and ``hl_shift`` are positive when b tends to be larger.
+    Everything is b against a and positive when b tends to be larger. ``estimate`` (in the
+    data's unit) is what ``effect`` names; ``rel_diff`` is the same effect relative to a's
+    location: ``(mean_b - mean_a) / |mean_a|`` after a t test (Fieller's interval),
+    ``shift / |median_a|`` after a rank test (the shift's interval divided by |median_a|,
+    taken as fixed). ``rel_diff_ci_bootstrap`` is the BCa interval of the relative
+    difference of means after a t test, computed only from
+    :data:`~perflab.stats.effect.BOOTSTRAP_MIN_N` values per group (else nan). ``assumptions`` holds the diagnostic p-values and
+    ``notes`` says what they mean.
     """
 
     test: str
@@ -49,27 +73,29 @@ class Comparison:
     mean_b: float
     median_a: float
     median_b: float
+    effect: str
+    estimate: float
+    estimate_ci: Interval
     rel_diff: float
     rel_diff_ci: Interval
     rel_diff_ci_method: str
-    rel_diff_ci_fieller: Interval
     rel_diff_ci_bootstrap: Interval
     hedges_g: float
     cliffs_delta: float
-    hl_shift: float
-    hl_ci: Interval
     assumptions: dict[str, float] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
     labels: tuple[str, str] = ("a", "b")
     paired: bool = False
     level: float = 0.95
 
     def as_dict(self) -> dict[str, Any]:
-        """Return the result as a JSON-ready dict (tuples become lists, numpy scalars floats)."""
+        """Return the result as a dict of plain values (tuples become lists, numpy scalars floats)."""
         return plain(asdict(self))
 
 
-def _run_test(key: str, x: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
-    """Run test ``key`` of b (``y``) against a (``x``); return statistic, p-value and df."""
+def _run_test(key: str, x: np.ndarray, y: np.ndarray, level: float) -> tuple[float, float, float, Interval | None]:
+    """Run test ``key`` of b (``y``) against a (``x``): statistic, p-value, df, and for t tests
+    the interval of the difference of means (None for rank tests)."""
     runners: dict[str, Callable[[], Any]] = {
         "student": lambda: stats.ttest_ind(y, x),
         "welch": lambda: stats.ttest_ind(y, x, equal_var=False),
@@ -80,99 +106,130 @@ def _run_test(key: str, x: np.ndarray, y: np.ndarray) -> tuple[float, float, flo
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         res = runners[key]()
-    return float(res.statistic), float(res.pvalue), float(getattr(res, "df", np.nan))
+        ci = None
+        if key not in RANK_TESTS:
+            bounds = res.confidence_interval(level)
+            ci = (float(bounds.low), float(bounds.high))
+    return float(res.statistic), float(res.pvalue), float(getattr(res, "df", np.nan)), ci
 
 
-def choose_test(a: Sequence[float], b: Sequence[float], *, paired: bool = False,
-                assumption_alpha: float = 0.05, labels: tuple[str, str] = ("a", "b"),
-                ) -> tuple[str, str, dict[str, float]]:
-    """The ``"auto"`` rule: return (test key, reason, assumption p-values).
+def diagnostics(a: Sequence[float], b: Sequence[float], *, test: str, paired: bool = False,
+                labels: tuple[str, str] = ("a", "b"), alpha: float = DIAGNOSTIC_ALPHA,
+                ) -> tuple[dict[str, float], list[str]]:
+    """Assumption checks of ``test`` on a and b: their p-values and what they mean, in sentences.
 
-    Independent: a group with n < 3 -> Welch (normality cannot be checked); a constant
-    group or Shapiro-Wilk p < alpha in either group -> Mann-Whitney U; otherwise
-    Levene p < alpha -> Welch's t, else Student's t. Paired: the same normality check
-    on b - a chooses Wilcoxon signed-rank or the paired t.
+    Shapiro-Wilk per group (of b - a when paired) and Brown-Forsythe (Levene, median-centred)
+    for equal spread. They are reported beside the result and never change the test.
     """
     x, y = as_pair(a, b, paired)
+    k = scale_of(x, y)
+    x, y = x / k, y / k
+    notes: list[str] = []
     if paired:
         d = y - x
-        p = shapiro_p(d)
-        checks = {"shapiro_p_diff": p}
-        if d.size < 3:
-            return "paired-t", f"n = {d.size} < 3 pairs: normality cannot be checked; paired t", checks
-        if np.ptp(d) == 0:
-            return "wilcoxon", "all paired differences are equal: normality cannot hold; Wilcoxon signed-rank", checks
-        if p < assumption_alpha:
-            return "wilcoxon", (f"Shapiro-Wilk rejects normality of the differences (p = {p:.3g} "
-                                f"< {assumption_alpha}); Wilcoxon signed-rank"), checks
-        return "paired-t", f"differences compatible with normality (Shapiro-Wilk p = {p:.3g}); paired t", checks
+        checks = {"shapiro_p_diff": shapiro_p(d)}
+        if d.size < 3 or np.ptp(d) == 0:
+            notes.append("normality of the differences cannot be checked (fewer than 3 pairs or all equal)")
+        elif checks["shapiro_p_diff"] < alpha:
+            notes.append(_normality_note(f"the paired differences (Shapiro-Wilk {p_text(checks['shapiro_p_diff'])})",
+                                         test, d.size))
+        return checks, notes
     checks = {f"shapiro_p_{labels[0]}": shapiro_p(x), f"shapiro_p_{labels[1]}": shapiro_p(y)}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         checks["levene_p"] = float(stats.levene(x, y, center="median").pvalue)
-    small = [f"{lab} (n = {s.size})" for lab, s in zip(labels, (x, y)) if s.size < 3]
-    if small:
-        return "welch", f"n < 3 in {', '.join(small)}: normality cannot be checked; Welch's t", checks
-    constant = [lab for lab, s in zip(labels, (x, y)) if np.ptp(s) == 0]
-    if constant:
-        return "mannwhitney", (f"{', '.join(constant)} constant (zero variance): normality cannot "
-                               "hold; Mann-Whitney U"), checks
-    rejected = [f"{lab} (p = {checks[f'shapiro_p_{lab}']:.3g})" for lab in labels
-                if checks[f"shapiro_p_{lab}"] < assumption_alpha]
+    unchecked = [lab for lab, s in zip(labels, (x, y)) if s.size < 3 or np.ptp(s) == 0]
+    if unchecked:
+        notes.append(f"normality of {', '.join(unchecked)} cannot be checked (n < 3 or constant)")
+    rejected = [f"{lab} (Shapiro-Wilk {p_text(checks[f'shapiro_p_{lab}'])})" for lab in labels
+                if checks[f"shapiro_p_{lab}"] < alpha]
     if rejected:
-        return "mannwhitney", (f"Shapiro-Wilk rejects normality of {', '.join(rejected)} at "
-                               f"{assumption_alpha}; Mann-Whitney U"), checks
-    normal = (f"both groups compatible with normality (Shapiro-Wilk p = "
-              f"{checks[f'shapiro_p_{labels[0]}']:.3g}, {checks[f'shapiro_p_{labels[1]}']:.3g})")
-    if checks["levene_p"] < assumption_alpha:
-        return "welch", f"{normal}; Levene rejects equal variances (p = {checks['levene_p']:.3g}); Welch's t", checks
-    return "student", f"{normal}; Levene does not reject equal variances (p = {checks['levene_p']:.3g}); Student's t", checks
+        notes.append(_normality_note(" and ".join(rejected), test, min(x.size, y.size)))
+    if checks["levene_p"] < alpha:
+        spread = f"the spreads differ (Brown-Forsythe {p_text(checks['levene_p'])})"
+        notes.append({
+            "welch": f"{spread}; Welch's t does not assume equal variances",
+            "student": f"{spread}; Student's t assumes equal variances and its p-value is then unreliable, "
+                       "most with unequal n: prefer Welch's t",
+            "mannwhitney": f"{spread}; Mann-Whitney then tests P(b > a) = 1/2 rather than a pure shift, "
+                           "so read the Hodges-Lehmann shift with care",
+        }[test])
+    return checks, notes
 
 
-def compare(a: Sequence[float], b: Sequence[float], *, test: str = "auto", paired: bool = False,
-            level: float = 0.95, labels: tuple[str, str] = ("a", "b"),
-            assumption_alpha: float = 0.05, n_resamples: int = 9999,
+def _normality_note(what: str, test: str, n: int) -> str:
+    """What a rejected normality check means for ``test`` at ``n`` (the smaller group); below 15 runs
+    the note says the t test's result is approximate (docs/statistics.md: even at n = 25 strongly
+    skewed differences raise its error rate to 8.5 %)."""
+    if test in RANK_TESTS:
+        return f"normality is rejected for {what}; the rank test does not assume it"
+    shift = "if a typical shift is the question, name a rank test (test='mannwhitney' or 'wilcoxon')"
+    if n < 15:
+        return (f"normality is rejected for {what}; with n = {n} the t test relies on near-normal data, so "
+                f"its p-value and interval are approximate: plan more runs, or {shift}")
+    return (f"normality is rejected for {what}; the t test concerns means and is robust to this at n = {n} "
+            f"unless the data are strongly skewed or heavy-tailed; {shift}")
+
+
+def compare(a: Sequence[float], b: Sequence[float], *, test: str | None = None, paired: bool = False,
+            level: float = 0.95, labels: tuple[str, str] = ("a", "b"), n_resamples: int = 9999,
             seed: int | None = DEFAULT_SEED) -> Comparison:
-    """Compare b against a with a two-sided test and effect sizes with ``level`` intervals.
+    """Compare b against a with a two-sided test and the effect that matches it, at ``level``.
 
-    ``test`` is ``"auto"`` or a key of :data:`TEST_NAMES`; paired tests need
-    ``paired=True`` and equal-length samples (position i of a and b is block i). Each
-    group needs n >= 2 and finite values. The primary interval of ``rel_diff`` is
-    Fieller's for t tests and the BCa bootstrap for rank tests (Fieller when the
-    bootstrap is degenerate); both are kept.
+    ``test`` is a key of :data:`TEST_NAMES`; by default Welch's t (independent) or the
+    paired t (``paired=True``: equal-length samples, position i of a and b is block i).
+    Each group needs n >= 2 finite values. Values are rescaled by a power of two before
+    computing, so results hold from 1e-300 to 1e300.
     """
     level = check_level(level)
-    x, y = as_pair(a, b, paired)
-    if test == "auto":
-        key, reason, checks = choose_test(x, y, paired=paired, assumption_alpha=assumption_alpha,
-                                          labels=labels)
-    elif test in TEST_NAMES:
-        if (test in PAIRED_TESTS) != paired:
-            kind = "paired" if test in PAIRED_TESTS else "independent-sample"
-            raise StatsInputError("compare(test=...)", f"paired={test in PAIRED_TESTS} for the {kind} test {test!r}",
-                                  f"paired={paired}", "Pass a matching test or paired flag.")
-        key, reason = test, "requested by the caller"
-        checks = choose_test(x, y, paired=paired, assumption_alpha=assumption_alpha, labels=labels)[2]
+    check_labels(labels, "labels", "compare")
+    x, y = as_pair(a, b, paired, labels=labels)
+    key = DEFAULT_TESTS[paired] if test is None else test
+    if key not in TEST_NAMES:
+        raise StatsInputError("compare(test=...)", f"one of {sorted(TEST_NAMES)}", repr(test),
+                              "Name the test (there is no automatic choice: pre-testing distorts error rates).")
+    if (key in PAIRED_TESTS) != paired:
+        kind = "paired" if key in PAIRED_TESTS else "independent-sample"
+        raise StatsInputError("compare(test=...)", f"paired={key in PAIRED_TESTS} for the {kind} test {key!r}",
+                              f"paired={paired}", "Pass a matching test or paired flag.")
+    reason = ("requested by the caller" if test is not None else
+              "default for paired samples" if paired else
+              "default for independent groups: it does not assume equal variances (Delacre et al. 2017)")
+    checks, notes = diagnostics(x, y, test=key, paired=paired, labels=labels)
+    k = scale_of(x, y)
+    xs, ys = x / k, y / k
+    statistic, p_value, df, t_ci = _run_test(key, xs, ys, level)
+    mean_a, mean_b = float(np.mean(xs)) * k, float(np.mean(ys)) * k
+    median_a, median_b = float(np.median(xs)) * k, float(np.median(ys)) * k
+    boot: Interval = (np.nan, np.nan)
+    if key not in RANK_TESTS and min(x.size, y.size) >= BOOTSTRAP_MIN_N:
+        boot = rel_diff_bootstrap(x, y, paired=paired, level=level, n_resamples=n_resamples, seed=seed)
+    if key in RANK_TESTS:
+        estimate, estimate_ci = hodges_lehmann(x, y, paired=paired, level=level)
+        base = abs(median_a)
+        rel = estimate / base if base > 0 else np.nan
+        rel_ci = (estimate_ci[0] / base, estimate_ci[1] / base) if base > 0 else (np.nan, np.nan)
+        rel_method = f"shift interval (inverted {TEST_NAMES[key]}) / |median of {labels[0]}|"
+        if base == 0:
+            notes.append(f"the median of {labels[0]} is 0: no relative shift")
     else:
-        raise StatsInputError("compare(test=...)", f"'auto' or one of {sorted(TEST_NAMES)}",
-                              repr(test), "Use one of the listed test names.")
-    statistic, p_value, df = _run_test(key, x, y)
-    fieller = rel_diff_fieller(x, y, paired=paired, level=level)
-    boot = rel_diff_bootstrap(x, y, paired=paired, level=level, n_resamples=n_resamples, seed=seed)
-    if key in PARAMETRIC_TESTS:
-        ci, ci_method = fieller, "Fieller (t)"
-    elif np.all(np.isfinite(boot)):
-        ci, ci_method = boot, "bootstrap BCa"
-    else:
-        ci, ci_method = fieller, "Fieller (t); bootstrap degenerate"
-    shift, shift_ci = hodges_lehmann(x, y, paired=paired, level=level)
+        estimate = float(np.mean(ys - xs) if paired else np.mean(ys) - np.mean(xs)) * k
+        estimate_ci = (t_ci[0] * k, t_ci[1] * k) if np.all(np.isfinite(t_ci)) else (estimate, estimate)
+        rel, rel_ci = rel_diff(x, y), rel_diff_fieller(x, y, paired=paired, level=level)
+        rel_method = "Fieller (t)"
+        if mean_a == 0:
+            notes.append(f"the mean of {labels[0]} is 0: no relative difference")
+        elif np.isinf(rel_ci[0]) or np.isinf(rel_ci[1]):
+            notes.append(f"the mean of {labels[0]} is not significantly different from 0: the relative "
+                         "difference is unbounded; read the difference of means instead")
+    if key not in RANK_TESTS and min(x.size, y.size) < BOOTSTRAP_MIN_N:
+        notes.append(f"no bootstrap interval: n < {BOOTSTRAP_MIN_N} per group, where resampling intervals "
+                     "are too narrow; the relative interval is Fieller's (t-based)")
     return Comparison(
         test=TEST_NAMES[key], reason=reason, statistic=statistic, p_value=p_value, df=df,
-        n_a=int(x.size), n_b=int(y.size), mean_a=float(np.mean(x)), mean_b=float(np.mean(y)),
-        median_a=float(np.median(x)), median_b=float(np.median(y)),
-        rel_diff=rel_diff(x, y), rel_diff_ci=ci, rel_diff_ci_method=ci_method,
-        rel_diff_ci_fieller=fieller, rel_diff_ci_bootstrap=boot,
-        hedges_g=hedges_g(x, y, paired=paired), cliffs_delta=cliffs_delta(x, y),
-        hl_shift=shift, hl_ci=shift_ci, assumptions=checks, labels=tuple(labels),
-        paired=paired, level=level,
+        n_a=int(x.size), n_b=int(y.size), mean_a=mean_a, mean_b=mean_b, median_a=median_a, median_b=median_b,
+        effect=EFFECTS[key], estimate=float(estimate), estimate_ci=tuple(map(float, estimate_ci)),
+        rel_diff=float(rel), rel_diff_ci=tuple(map(float, rel_ci)), rel_diff_ci_method=rel_method,
+        rel_diff_ci_bootstrap=boot, hedges_g=hedges_g(x, y, paired=paired), cliffs_delta=cliffs_delta(x, y),
+        assumptions=checks, notes=tuple(notes), labels=tuple(labels), paired=paired, level=level,
     )

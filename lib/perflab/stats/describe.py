@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ._input import StatsInputError, as_sample, check_level
+from ._input import StatsInputError, as_sample, check_labels, check_level, scale_of
 
 #: Methods behind the interval columns of :func:`describe` (also stored in ``df.attrs``).
 CI_METHODS = {"mean": "Student t", "median": "distribution-free order statistics (binomial)"}
@@ -32,12 +32,13 @@ def mean_ci(x: Sequence[float], level: float = 0.95) -> tuple[float, float]:
     level = check_level(level)
     if x.size < 2:
         return (np.nan, np.nan)
-    mean = float(np.mean(x))
-    sem = stats.sem(x)
+    k = scale_of(x)
+    mean = float(np.mean(x / k))
+    sem = stats.sem(x / k)
     if sem == 0.0:
-        return (mean, mean)
+        return (mean * k, mean * k)
     low, high = stats.t.interval(level, df=x.size - 1, loc=mean, scale=sem)
-    return (float(low), float(high))
+    return (float(low) * k, float(high) * k)
 
 
 def median_ci(x: Sequence[float], level: float = 0.95) -> tuple[float, float]:
@@ -58,9 +59,9 @@ def summarize(x: Sequence[float], level: float = 0.95, where: str = "sample") ->
     for sd, cv and the intervals.
     """
     x = as_sample(x, where)
-    n = x.size
-    mean = float(np.mean(x))
-    sd = float(np.std(x, ddof=1)) if n > 1 else np.nan
+    n, k = x.size, scale_of(x)
+    mean = float(np.mean(x / k)) * k
+    sd = float(np.std(x / k, ddof=1)) * k if n > 1 else np.nan
     low, high = mean_ci(x, level)
     med_low, med_high = median_ci(x, level)
     return {
@@ -72,11 +73,13 @@ def summarize(x: Sequence[float], level: float = 0.95, where: str = "sample") ->
     }
 
 
-def describe(df: pd.DataFrame, value: str, by: str | list[str], level: float = 0.95) -> pd.DataFrame:
+def describe(df: pd.DataFrame, value: str, by: str | list[str], level: float = 0.95, *,
+             source: str = "table") -> pd.DataFrame:
     """One row per group of ``by``: the group columns, then :data:`COLUMNS`.
 
     ``df.attrs["ci_method"]`` names the interval methods and ``df.attrs["level"]`` the
-    level. NaN in ``value`` raises :class:`StatsInputError` naming the group.
+    level. NaN in ``value`` and blank group labels raise :class:`StatsInputError` naming
+    ``source`` (the file), the column and the group.
     """
     keys = [by] if isinstance(by, str) else list(by)
     missing = [c for c in [value, *keys] if c not in df.columns]
@@ -84,10 +87,12 @@ def describe(df: pd.DataFrame, value: str, by: str | list[str], level: float = 0
         raise StatsInputError("describe", f"columns {[value, *keys]}", f"no column(s) {missing} "
                               f"among {list(df.columns)}", "Pass the names of existing columns.")
     level = check_level(level)
+    for key in keys:
+        check_labels(df[key], key, source)
     rows = []
     for group, sub in df.groupby(keys, sort=True, dropna=False):
         group = group if isinstance(group, tuple) else (group,)
-        where = f"column {value!r}, group " + ", ".join(f"{k}={g!r}" for k, g in zip(keys, group))
+        where = f"{source}, column {value!r}, group " + ", ".join(f"{k}={g!r}" for k, g in zip(keys, group))
         rows.append({**dict(zip(keys, group)), **summarize(sub[value], level, where)})
     out = pd.DataFrame(rows, columns=[*keys, *COLUMNS])
     out["n"] = out["n"].astype(int)

@@ -4,6 +4,11 @@
   Ljung-Box test (``statsmodels.stats.diagnostic.acorr_ljungbox``);
 - monotonic trend against run order: Mann-Kendall with Sen's slope
   (``pymannkendall.original_test``);
+- a change in level: the OLS-residual CUSUM test of a constant mean (Ploberger & Kraemer
+  1992, ``statsmodels.stats.diagnostic.breaks_cusumolsresid``), with the most likely
+  change point (the maximum of the absolute CUSUM);
+- a change in spread: Brown-Forsythe (``scipy.stats.levene(center="median")``) across
+  consecutive windows of the run;
 - block effect: two-way ANOVA ``value ~ C(cell) + C(block)`` (statsmodels OLS,
   ``anova_lm`` type II) and Friedman's test of blocks with cells as the blocking
   factor (``scipy.stats.friedmanchisquare``);
@@ -24,13 +29,15 @@ import pymannkendall
 import statsmodels.formula.api as smf
 from scipy import stats
 from statsmodels.stats.anova import anova_lm
-from statsmodels.stats.diagnostic import acorr_ljungbox
+from statsmodels.stats.diagnostic import acorr_ljungbox, breaks_cusumolsresid
 from statsmodels.tsa.stattools import acf
 
-from ._input import StatsInputError, as_sample, plain
+from ._input import StatsInputError, as_sample, p_text, plain, scale_of
 
 #: Robust-z threshold beyond which a value is flagged (Iglewicz & Hoaglin's 3.5).
 OUTLIER_THRESHOLD = 3.5
+#: Consecutive windows of the run compared by Brown-Forsythe, and the fewest values per window.
+VARIANCE_WINDOWS, MIN_WINDOW = 4, 3
 
 
 @dataclass(frozen=True)
@@ -46,10 +53,26 @@ class Drift:
     mann_kendall_p: float
     kendall_tau: float
     sen_slope: float
+    level_change_stat: float = np.nan
+    level_change_p: float = np.nan
+    change_at: int = -1
+    variance_windows: int = 0
+    variance_change_p: float = np.nan
 
     def as_dict(self) -> dict[str, Any]:
-        """Return the result as a JSON-ready dict."""
+        """Return the result as a dict of plain values."""
         return plain(asdict(self))
+
+    def flags(self, alpha: float = 0.05) -> list[str]:
+        """The checks that reject at ``alpha``, named in words (empty when none does)."""
+        named = ((f"serial dependence (Ljung-Box up to lag {self.ljung_box_lags}, {p_text(self.ljung_box_p)})",
+                  self.ljung_box_p),
+                 (f"a monotonic trend (Mann-Kendall {p_text(self.mann_kendall_p)})", self.mann_kendall_p),
+                 (f"a change in level after run {self.change_at + 1} of {self.n} "
+                  f"(CUSUM {p_text(self.level_change_p)})", self.level_change_p),
+                 (f"a change in spread across {self.variance_windows} windows of the run "
+                  f"(Brown-Forsythe {p_text(self.variance_change_p)})", self.variance_change_p))
+        return [text for text, p in named if p < alpha]
 
 
 @dataclass(frozen=True)
@@ -76,24 +99,37 @@ def _check_columns(df: pd.DataFrame, columns: Sequence[str], where: str) -> None
                               f"{list(df.columns)}", "Pass the names of existing columns.")
 
 
-def drift(values: Sequence[float], *, lags: int | None = None, alpha: float = 0.05) -> Drift:
-    """Lag-1 autocorrelation, Ljung-Box and Mann-Kendall trend of ``values`` in run order.
+def drift(values: Sequence[float], *, lags: int | None = None, alpha: float = 0.05,
+          windows: int = VARIANCE_WINDOWS) -> Drift:
+    """Serial dependence, trend, change in level and change in spread of ``values`` in run order.
 
-    ``lags`` defaults to min(10, n // 5), at least 1. Needs n >= 4; a constant
-    sequence gives nan autocorrelation and Ljung-Box, and "no trend".
+    Ljung-Box at ``lags`` (default min(10, n // 5), at least 1), lag-1 autocorrelation,
+    Mann-Kendall, the CUSUM test of a constant mean, and Brown-Forsythe across ``windows``
+    consecutive windows (fewer when a window would hold under 3 values; not run below 2).
+    Needs n >= 4; a constant sequence gives nan for the tests that need spread, and "no trend".
     """
     x = as_sample(values, "drift sequence", min_n=4)
+    k = scale_of(x)
+    x = x / k
     lags = lags or max(1, min(10, x.size // 5))
+    varies = np.ptp(x) > 0
+    windows = min(windows, x.size // MIN_WINDOW)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        r1 = float(acf(x, nlags=1)[1]) if np.ptp(x) > 0 else np.nan
-        lb = acorr_ljungbox(x, lags=[lags]) if np.ptp(x) > 0 else None
+        r1 = float(acf(x, nlags=1)[1]) if varies else np.nan
+        lb = acorr_ljungbox(x, lags=[lags]) if varies else None
         mk = pymannkendall.original_test(x, alpha=alpha)
+        resid = x - np.mean(x)
+        cusum = breaks_cusumolsresid(resid, ddof=1) if varies else (np.nan, np.nan)
+        chunks = np.array_split(x, windows) if windows >= 2 else []
+        bf = float(stats.levene(*chunks, center="median").pvalue) if varies and len(chunks) else np.nan
     return Drift(n=int(x.size), lag1_autocorr=r1, ljung_box_lags=int(lags),
                  ljung_box_stat=float(lb["lb_stat"].iloc[0]) if lb is not None else np.nan,
                  ljung_box_p=float(lb["lb_pvalue"].iloc[0]) if lb is not None else np.nan,
                  trend=str(mk.trend), mann_kendall_p=float(mk.p), kendall_tau=float(mk.Tau),
-                 sen_slope=float(mk.slope))
+                 sen_slope=float(mk.slope) * k, level_change_stat=float(cusum[0]), level_change_p=float(cusum[1]),
+                 change_at=int(np.argmax(np.abs(np.cumsum(resid)))) if varies else -1,
+                 variance_windows=len(chunks), variance_change_p=bf)
 
 
 def drift_table(df: pd.DataFrame, value: str, by: str | list[str], order: str, *,

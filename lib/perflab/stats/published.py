@@ -301,33 +301,3 @@ def recheck_claims(claims: pd.DataFrame, published: pd.DataFrame) -> pd.DataFram
         out["flag"] = out["status"] == "not reproduced"
         rows.append(out)
     return pd.DataFrame(rows)
-
-
-def recheck_table_latex(result: pd.DataFrame, *, caption: str = "Re-check of published p-values",
-                        label: str = "tab:recheck") -> str:
-    """A booktabs table of :func:`recheck`: comparison, means, published and recomputed p, status.
-
-    Flagged rows carry a dagger; uncertain digitizations an asterisk on the name.
-    """
-    from perflab.report.latex import escape_latex, format_number, format_p, latex_table
-
-    def p_cell(row: pd.Series, test: str) -> str:
-        if f"p_{test}" not in row or pd.isna(row.get(f"p_{test}")):
-            return "--"
-        return format_p(row[f"p_{test}"], digits=3) + (r"\,$\surd$" if row[f"{test}_reproduces"] else "")
-
-    table = pd.DataFrame({
-        "Comparison": [escape_latex(str(n)) + ("$^*$" if u else "") for n, u in zip(result["name"], result["uncertain"])],
-        "Groups": [escape_latex(f"{a} vs {b}") for a, b in zip(result["group_a"], result["group_b"])],
-        "Means": [f"{format_number(a, 10)} / {format_number(b, 10)}" for a, b in zip(result["mean_a"], result["mean_b"])],
-        "Published $p$": [escape_latex(str(p)) or "--" for p in result["published_p"]],
-        "Student $p$": [p_cell(r, "student") for _, r in result.iterrows()],
-        "Welch $p$": [p_cell(r, "welch") for _, r in result.iterrows()],
-        "Status": [escape_latex(s) + (r" $\dagger$" if f else "") for s, f in zip(result["status"], result["flag"])],
-    })
-    notes = [r"Two-sided $p$ recomputed from the printed mean, SD and $n$ with "
-             r"\texttt{scipy.stats.ttest\_ind\_from\_stats}; $\surd$: the test reproduces the "
-             r"printed $p$ for some values the printed digits allow. $\dagger$: neither test reproduces it. "
-             r"$^*$: a value is uncertain in the text extraction."]
-    return latex_table(table, caption=caption, label=label, notes=notes, escape=False,
-                       column_format="llrrrrl")

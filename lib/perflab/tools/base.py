@@ -98,10 +98,13 @@ class Tool:
     primary_metric: ClassVar[str | None] = None
     #: Roles a campaign must assign to hosts for this tool, client-side role first.
     roles: ClassVar[tuple[str, ...]] = ("client",)
-    #: Debian packages that provide the tool, installed on lab hosts.
-    packages: ClassVar[tuple[str, ...]] = ()
-    #: Command that prints the tool's version, for the host fingerprint (schemas drift).
-    version_argv: ClassVar[tuple[str, ...]] = ()
+    #: Debian packages that provide the tool; ``scripts/debian-packages.py`` reads these
+    #: literal tuples from the source (no import), so keep them plain string tuples.
+    debian_packages: ClassVar[tuple[str, ...]] = ()
+    #: Command that prints the tool's version on its first line, probed by the host
+    #: fingerprint of a campaign that uses the tool (output schemas drift between versions).
+    #: Empty: no version to probe (parse-only tools, /proc readers).
+    version_command: ClassVar[tuple[str, ...]] = ()
 
     def commands(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> list[Command]:
         """Commands for one sample with ``params``; ``addresses`` maps roles to host addresses."""
@@ -162,6 +165,8 @@ class Rows(list):
 
 
 _NAN_RE = re.compile(r"(?<![\w\"])(-?nan|-?inf(?:inity)?)(?![\w\"])", re.IGNORECASE)
+#: Python's decoder accepts NaN, Infinity and -Infinity; like bare nan they mean "missing".
+_DECODER = json.JSONDecoder(parse_constant=lambda _: None)
 
 
 def extract_json(text: str, *, source: str = "") -> Any:
@@ -169,14 +174,20 @@ def extract_json(text: str, *, source: str = "") -> Any:
 
     fio and iperf3 print warnings around their JSON and older versions write bare
     ``nan``; those become ``None``. Raises :class:`ParseError` when no object parses.
+    The text is decoded as is first; only when that fails are bare ``nan``/``inf``
+    replaced (a regex over every output would cost more than the decoding).
     """
     start = text.find("{")
     if start < 0:
         found = repr(text[:80]) if text.strip() else "empty output"
         raise ParseError(source, "a JSON object", found)
+    try:
+        return _DECODER.raw_decode(text, start)[0]
+    except json.JSONDecodeError:
+        pass
     cleaned = _NAN_RE.sub("null", text[start:])
     try:
-        obj, _ = json.JSONDecoder().raw_decode(cleaned)
+        obj, _ = _DECODER.raw_decode(cleaned)
     except json.JSONDecodeError as exc:
         truncated = exc.pos >= len(cleaned.rstrip()) or cleaned.count("{") > cleaned.count("}")
         found = ("output that ends before the JSON object is closed (truncated?)" if truncated

@@ -29,8 +29,8 @@ class Dd(Tool):
     name = "dd"
     parser_version = 1
     primary_metric = "throughput_computed"
-    packages = ("coreutils",)
-    version_argv = ("dd", "--version")
+    debian_packages = ("coreutils",)
+    version_command = ("dd", "--version")
 
     def commands(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> list[Command]:
         """``dd if=... of=... bs=... count=... [oflag=...]``."""
@@ -41,6 +41,10 @@ class Dd(Tool):
             if params.get(key) is not None:
                 argv.append(f"{key}={params[key]}")
         return [Command("client", tuple(argv))]
+
+    def expected_duration(self, params: Mapping[str, Any]) -> float:
+        """``bs`` x ``count`` at 200 MB/s (a local disk or page cache), plus process start-up."""
+        return _bytes(str(params.get("bs", "512"))) * float(params.get("count", 1)) / 200e6 + 0.3
 
     def parse(self, stdout: str, stderr: str = "", *, source: str = "") -> list[Measurement]:
         """Bytes, elapsed seconds, dd's printed rate and the exact bytes/elapsed rate."""
@@ -61,3 +65,13 @@ class Dd(Tool):
             rows.add("records_full", records[-1]["full"], "count", "records out (full)")
             rows.add("records_partial", records[-1]["partial"], "count", "records out (partial)")
         return rows
+
+
+def _bytes(size: str) -> float:
+    """dd's size syntax: a number with an optional k, M, G (powers of 1024) or kB, MB, GB (of 1000) suffix."""
+    match = re.fullmatch(r"(\d+)([kKMGT]?)(B?)", size.strip())
+    if not match:
+        return 512.0
+    number, unit, decimal = match.groups()
+    base = 1000 if decimal else 1024
+    return float(number) * base ** " KMGT".index(unit.upper() or " ")

@@ -46,8 +46,8 @@ class Fio(Tool):
     name = "fio"
     parser_version = 1
     roles = ("client",)
-    packages = ("fio",)
-    version_argv = ("fio", "--version")
+    debian_packages = ("fio",)
+    version_command = ("fio", "--version")
 
     def commands(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> list[Command]:
         """One fio run with the job given on the command line."""
@@ -57,8 +57,8 @@ class Fio(Tool):
         return [Command("client", tuple(argv))]
 
     def expected_duration(self, params: Mapping[str, Any]) -> float:
-        """The runtime plus ramp time plus a few seconds to lay out the file."""
-        return float(params.get("runtime", 10)) + float(params.get("ramp_time", 0)) + 5.0
+        """The runtime plus ramp time plus about a second for start-up and laying out a small file."""
+        return float(params.get("runtime", 10)) + float(params.get("ramp_time", 0)) + 1.0
 
     def parse(self, stdout: str, stderr: str = "", *, source: str = "") -> list[Measurement]:
         """Rows per job and direction, per-group summaries, Little's-law ratios, disk use."""

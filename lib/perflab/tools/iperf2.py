@@ -26,8 +26,8 @@ class Iperf2(Tool):
     parser_version = 1
     primary_metric = "throughput"
     roles = ("client", "server")
-    packages = ("iperf",)
-    version_argv = ("iperf", "-v")
+    debian_packages = ("iperf",)
+    version_command = ("iperf", "-v")
 
     def commands(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> list[Command]:
         """A server service on ``server`` and one client run on ``client``."""
@@ -53,8 +53,8 @@ class Iperf2(Tool):
         return [Command("server", tuple(server), service=True), Command("client", tuple(client))]
 
     def expected_duration(self, params: Mapping[str, Any]) -> float:
-        """Test time plus about two seconds for connection setup and the server report."""
-        return float(params.get("duration", 10)) + 2.0
+        """Test time plus about half a second for connection setup and the server report."""
+        return float(params.get("duration", 10)) + 0.5
 
     def parse(self, stdout: str, stderr: str = "", *, source: str = "") -> list[Measurement]:
         """Summary, per-stream and per-interval throughput; UDP receiver jitter and loss.

@@ -31,8 +31,8 @@ class Iperf3(Tool):
     parser_version = 2
     primary_metric = "throughput"
     roles = ("client", "server")
-    packages = ("iperf3",)
-    version_argv = ("iperf3", "--version")
+    debian_packages = ("iperf3",)
+    version_command = ("iperf3", "--version")
 
     def commands(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> list[Command]:
         """A server service on ``server`` and one ``-J`` client run on ``client``."""

@@ -30,8 +30,8 @@ class Ping(Tool):
     parser_version = 1
     primary_metric = "rtt_avg"
     roles = ("client", "server")
-    packages = ("iputils-ping",)
-    version_argv = ("ping", "-V")
+    debian_packages = ("iputils-ping",)
+    version_command = ("ping", "-V")
 
     def commands(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> list[Command]:
         """``ping -c COUNT [-i I] [-s SIZE] [-w DEADLINE] SERVER`` on the client."""
@@ -42,8 +42,8 @@ class Ping(Tool):
         return [Command("client", tuple(argv + [addresses["server"]]))]
 
     def expected_duration(self, params: Mapping[str, Any]) -> float:
-        """count x interval, plus a second for the last reply."""
-        return float(params.get("count", 10)) * float(params.get("interval", 1)) + 1.0
+        """(count - 1) intervals between the requests, plus the last reply (a LAN round trip, within 0.2 s)."""
+        return (float(params.get("count", 10)) - 1) * float(params.get("interval", 1)) + 0.2
 
     def parse(self, stdout: str, stderr: str = "", *, source: str = "") -> list[Measurement]:
         """RTT summary, counts and loss, and each reply's RTT."""

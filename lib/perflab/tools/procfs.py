@@ -45,7 +45,7 @@ class LoadAvg(Tool):
 
     name = "loadavg"
     parser_version = 1
-    packages = ("procps",)
+    debian_packages = ("procps",)
 
     def commands(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> list[Command]:
         """``cat /proc/loadavg``."""
@@ -87,7 +87,7 @@ class ProcStat(Tool):
 
     name = "procstat"
     parser_version = 1
-    packages = ("coreutils",)
+    debian_packages = ("coreutils",)
 
     def commands(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> list[Command]:
         """Snapshots every ``interval`` s for ``duration`` s (at least two: before and after)."""

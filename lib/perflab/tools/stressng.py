@@ -39,8 +39,8 @@ class StressNg(Tool):
 
     name = "stress-ng"
     parser_version = 1
-    packages = ("stress-ng",)
-    version_argv = ("stress-ng", "--version")
+    debian_packages = ("stress-ng",)
+    version_command = ("stress-ng", "--version")
 
     def commands(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> list[Command]:
         """One timed stress-ng run with the requested stressors."""

@@ -32,8 +32,8 @@ class Sysbench(Tool):
     name = "sysbench"
     parser_version = 1
     primary_metric = "events_per_second"
-    packages = ("sysbench",)
-    version_argv = ("sysbench", "--version")
+    debian_packages = ("sysbench",)
+    version_command = ("sysbench", "--version")
 
     def commands(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> list[Command]:
         """One ``sysbench TEST --time=... run``."""

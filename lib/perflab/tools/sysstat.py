@@ -46,8 +46,8 @@ class Mpstat(Tool):
 
     name = "mpstat"
     parser_version = 1
-    packages = ("sysstat",)
-    version_argv = ("mpstat", "-V")
+    debian_packages = ("sysstat",)
+    version_command = ("mpstat", "-V")
 
     def commands(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> list[Command]:
         """mpstat with ISO dates, every ``interval`` s for ``duration`` s."""
@@ -72,8 +72,8 @@ class Sadf(Tool):
 
     name = "sadf"
     parser_version = 1
-    packages = ("sysstat",)
-    version_argv = ("sadf", "-V")
+    debian_packages = ("sysstat",)
+    version_command = ("sadf", "-V")
 
     def commands(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> list[Command]:
         """Record with sadc for ``duration`` s, then print ``sadf -j -- -u ALL -P ALL -q -n DEV -d``."""

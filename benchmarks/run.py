@@ -1,0 +1,73 @@
+"""Run every benchmark of perflab itself and write the results table into benchmarks/README.md.
+
+Usage: ``python benchmarks/run.py [--only startup,tidy,dispatch] [--no-write]``. The lab
+benchmark (dispatch) needs root and is skipped, with a note, otherwise. Every metric is
+printed beside its target; the README table between the ``results`` markers is replaced.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import platform
+import re
+import time
+from pathlib import Path
+
+from measure import Result, markdown
+
+#: Benchmark name -> module; each module has ``results() -> list[Result]``.
+BENCHMARKS = {"startup": "bench_startup", "tidy": "bench_tidy", "dispatch": "bench_dispatch", "estimates": "bench_estimates"}
+NEEDS_ROOT = {"dispatch", "estimates"}
+README = Path(__file__).with_name("README.md")
+MARKERS = ("<!-- results: written by benchmarks/run.py -->", "<!-- end of results -->")
+
+
+def run(names: list[str]) -> tuple[list[Result], list[str]]:
+    """The results of the benchmarks ``names``, and notes on those skipped."""
+    results: list[Result] = []
+    skipped = []
+    for name in names:
+        if name in NEEDS_ROOT and os.geteuid() != 0:
+            skipped.append(f"{name}: skipped (needs root for the lab)")
+            continue
+        start = time.perf_counter()
+        found = importlib.import_module(BENCHMARKS[name]).results()
+        for result in found:
+            print(result.line(), flush=True)
+        print(f"  ({name}: {time.perf_counter() - start:.0f} s)", flush=True)
+        results += found
+    return results, skipped
+
+
+def write_readme(results: list[Result], skipped: list[str]) -> None:
+    """Replace the table between :data:`MARKERS` in the README with ``results``."""
+    machine = (f"{os.cpu_count()} CPUs, {platform.machine()}, Linux {platform.release()}, "
+               f"1-min load {os.getloadavg()[0]:.1f} at the start of the run")
+    body = "\n".join([MARKERS[0], f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {machine}.",
+                      "", markdown(results), *(f"\n{s}" for s in skipped), MARKERS[1]])
+    text = README.read_text()
+    pattern = re.compile(re.escape(MARKERS[0]) + ".*?" + re.escape(MARKERS[1]), re.DOTALL)
+    text = pattern.sub(lambda _: body, text) if pattern.search(text) else text.rstrip("\n") + "\n\n" + body + "\n"
+    README.write_text(text)
+
+
+def main() -> None:
+    """Run the benchmarks chosen on the command line (default: all) and write the README table."""
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--only", default=",".join(BENCHMARKS), help=f"comma-separated subset of {', '.join(BENCHMARKS)}")
+    p.add_argument("--no-write", action="store_true", help="print only; leave the README alone")
+    args = p.parse_args()
+    names = args.only.split(",")
+    unknown = sorted(set(names) - set(BENCHMARKS))
+    if unknown:
+        p.error(f"unknown benchmark(s) {', '.join(unknown)}; choose from {', '.join(BENCHMARKS)}")
+    results, skipped = run(names)
+    if not args.no_write:
+        write_readme(results, skipped)
+        print(f"table written to {README.relative_to(README.parents[1])}")
+
+
+if __name__ == "__main__":
+    main()

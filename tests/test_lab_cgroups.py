@@ -1,0 +1,86 @@
+"""Per-host cgroups on a real lab: CPU time is accounted per host, cpusets and memory limits hold."""
+
+import os
+
+import pytest
+
+from helpers import ROOT_ONLY, leftovers
+from perflab import inventory, lab as lab_mod, labspec, remote
+
+pytestmark = [ROOT_ONLY, pytest.mark.lab]
+
+NAME = f"c{os.getpid() % 100000}"
+TEXT = f"""\
+lab: {NAME}
+links: {{lan: }}
+hosts:
+  h1: {{links: [lan], cpuset: "0", memory: 128M}}
+  h2: {{links: [lan]}}
+"""
+#: Fixed CPU work that prints the CPU time it used itself.
+BUSY = "python3 -c 'import time; sum(i * i for i in range(3_000_000)); print(time.process_time())'"
+
+
+@pytest.fixture(scope="module")
+def hosts():
+    if not lab_mod.cgroup_hierarchies():
+        pytest.skip("no usable cgroup hierarchy mounted")
+    lab = lab_mod.bring_up(labspec.load(f"{NAME}.yaml", text=TEXT))
+    try:
+        with remote.connect(inventory.load(lab.inventory_path)) as connected:
+            yield connected
+    finally:
+        lab_mod.down(NAME)
+        assert leftovers(NAME) == []
+
+
+def test_cpu_time_of_a_command_counts_on_its_host_only(hosts):
+    before = {h: lab_mod.usage(NAME, h) for h in ("h1", "h2")}
+    used = float(hosts["h1"].check(BUSY))
+    after = {h: lab_mod.usage(NAME, h) for h in ("h1", "h2")}
+    h1 = after["h1"].cpu_seconds - before["h1"].cpu_seconds
+    h2 = after["h2"].cpu_seconds - before["h2"].cpu_seconds
+    assert h1 >= used > 0.1, (h1, used)
+    assert h2 < used / 10, (h2, used)
+    assert after["h1"].user_seconds - before["h1"].user_seconds >= used - 0.05  # cpuacct.stat ticks of 10 ms
+
+
+def test_a_cpuset_confines_the_hosts_processes(hosts):
+    assert hosts["h1"].check("grep Cpus_allowed_list /proc/self/status").split()[-1] == "0"
+    assert lab_mod.usage(NAME, "h1").cpus == "0"
+    every = lab_mod.usage(NAME, "h2").cpus
+    assert hosts["h2"].check("grep Cpus_allowed_list /proc/self/status").split()[-1] == every
+
+
+def test_the_memory_limit_is_set_and_enforced(hosts):
+    use = lab_mod.usage(NAME, "h1")
+    assert use.memory_limit_bytes == 128 << 20 and 0 < use.memory_bytes <= use.memory_limit_bytes
+    assert lab_mod.usage(NAME, "h2").memory_limit_bytes is None
+    res = hosts["h1"].run("python3 -c 'b = bytearray(256 << 20); b[::4096] = b\"x\" * len(b[::4096])'")
+    assert res.exit_code == 137, "the kernel kills what exceeds the host's memory limit"
+    assert hosts["h2"].run("python3 -c 'b = bytearray(256 << 20); b[::4096] = b\"x\" * len(b[::4096])'").ok
+
+
+def test_status_shows_the_limits(hosts):
+    text = lab_mod.draw(lab_mod.status(NAME))
+    assert "cgroup: cpuset 0, memory 128 MiB" in text and "cgroup: cpuset all, memory unlimited" in text
+    assert text.count("used since up: CPU ") == 2
+
+
+def test_usage_names_unknown_hosts(hosts):
+    with pytest.raises(lab_mod.LabError, match="has no host 'h9'"):
+        lab_mod.usage(NAME, "h9")
+
+
+def test_a_failed_up_says_so_and_down_removes_what_it_made():
+    if not lab_mod.cgroup_hierarchies():
+        pytest.skip("no usable cgroup hierarchy mounted")
+    name = f"f{os.getpid() % 100000}"
+    text = f"lab: {name}\nlinks: {{lan: }}\nhosts:\n  h1: {{links: [lan], cpuset: \"{os.cpu_count() + 7}\"}}\n"
+    try:
+        with pytest.raises(lab_mod.LabError, match=rf"host h1: cpuset .*`perflab lab down --name {name}` removes it"):
+            lab_mod.bring_up(labspec.load("f.yaml", text=text))
+        assert leftovers(name) != []
+    finally:
+        lab_mod.down(name)
+    assert leftovers(name) == []

@@ -1,0 +1,75 @@
+"""Lineage: every generated file names notebook, parameters, inputs, campaign, hosts, commit and versions."""
+
+import json
+import subprocess
+
+import pytest
+from test_site import make_project
+
+from perflab import cli, verify
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    git = ["git", "-c", "user.email=t@example.org", "-c", "user.name=t"]
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    (tmp_path / "README").write_text("x\n")
+    subprocess.run(git + ["add", "README"], cwd=tmp_path, check=True)
+    subprocess.run(git + ["commit", "-qm", "init"], cwd=tmp_path, check=True)
+    make_project(tmp_path, samples=4, notebook=False)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_a_figure_sidecar_names_everything_a_reviewer_needs(project):
+    record = json.loads((project / "paper/figures/demo-throughput.lineage.json").read_text())
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=project, capture_output=True, text=True).stdout.strip()
+    assert record["format"] == 2 and record["git"]["commit"] == head
+    assert record["notebook"]["path"] == "notebooks/analysis.ipynb" and len(record["notebook"]["sha256"]) == 64
+    assert record["parameters"] == {"campaign": "demo", "metric": "throughput", "factor": "parallel"}
+    assert record["campaigns"][0]["raw_dir"] == "data/raw/demo"
+    assert len(record["hosts"]) == 4 and all(k.startswith(("h1-", "h2-")) for k in record["hosts"])
+    assert {"python", "perflab", "numpy", "pandas", "scipy", "matplotlib"} <= set(record["packages"])
+    assert record["inputs"][0]["path"] == "data/processed/demo.parquet"
+
+
+def test_perflab_lineage_prints_the_chain_down_to_raw_files_and_hosts(project, capsys):
+    assert cli.main(["lineage", "paper/tables/demo-throughput-summary.tex"]) == 0
+    out = capsys.readouterr().out
+    assert "paper/tables/demo-throughput-summary.tex  sha256" in out and "(matches)" in out
+    assert "made by notebooks/analysis.ipynb" in out and "parameters: campaign='demo'" in out
+    assert "input data/processed/demo.parquet" in out
+    assert "from raw campaign data/raw/demo: 8 samples, 0 quarantined" in out
+    assert "raw files: 37 in the manifest; all match" in out
+    assert out.count("host h1-") == 2 and out.count("host h2-") == 2
+
+
+def test_a_changed_notebook_shows_in_lineage_and_fails_verify(project, capsys):
+    (project / "notebooks/analysis.ipynb").write_text("{}")
+    assert cli.main(["lineage", "paper/figures/demo-throughput.pdf"]) == 1
+    assert "CHANGED since recorded" in capsys.readouterr().out
+    report = verify.repository(project)
+    assert any(f.path == "notebooks/analysis.ipynb" and "generating notebook changed" in f.problem
+               for f in report.findings)
+
+
+def test_lineage_of_a_file_without_sidecar_is_a_clear_error(project, capsys):
+    assert cli.main(["lineage", "README"]) == 2
+    assert "README: no lineage sidecar README.lineage.json" in capsys.readouterr().err
+
+
+def test_parameters_papermill_injected_are_recorded_without_any_call(tmp_path, monkeypatch):
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from perflab.report import lineage
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "out.tex").write_text("x\n")
+    shell = InteractiveShell.instance()
+    try:
+        shell.user_ns["In"] = ["", 'campaign = "default"  # id\nlevel = 0.95\nselect = None\nx = f(1)\n',
+                               '# Parameters\ncampaign = "iperf3-streams"\nscale = 1e9\n', "print(1)"]
+        record = json.loads(lineage.write([tmp_path / "out.tex"], [], generator="g").read_text())
+    finally:
+        InteractiveShell.clear_instance()
+    assert record["parameters"] == {"campaign": "iperf3-streams", "level": 0.95, "select": None, "scale": 1e9}

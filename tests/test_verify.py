@@ -1,0 +1,123 @@
+"""`perflab verify`: a reviewer's check of the whole repository names every file that differs."""
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from helpers import campaign_record, sample_meta
+from perflab import cli, store, tidy, verify
+from perflab.report import lineage
+
+FIXTURE = Path(__file__).parent / "fixtures/lab/iperf3-tcp-P4.json"
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _meta(run_id, parallel, block):
+    return sample_meta(run_id, {"parallel": parallel}, block)
+
+
+@pytest.fixture
+def repo(tmp_path, monkeypatch):
+    """A tiny project: one raw campaign, its processed table, sealed published data, one lineage sidecar."""
+    s = store.RawStore(tmp_path / "data/raw", "c")
+    s.begin(campaign_record("c", {"parallel": [1, 4]}))
+    for i, p in enumerate((1, 4, 1, 4)):
+        s.put_sample(f"r{i}", {"stdout": FIXTURE.read_text(), "stderr": "", "meta.json": _meta(f"r{i}", p, i)})
+    pub = tmp_path / "data/raw/published"
+    pub.mkdir()
+    (pub / "study-table1.csv").write_text("name,mean\nx,1.5\n")
+    store.RawStore(pub.parent, pub.name).seal()
+    monkeypatch.chdir(tmp_path)
+    tidy.write("data/raw/c", "data/processed")
+    table = lineage.atomic_text("paper/tables/c-summary.tex", "\\begin{tabular}{r}1\\end{tabular}\n")
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "notebooks/analysis.ipynb").write_text("{}")
+    lineage.write([table], ["data/processed/c.parquet"], generator="notebooks/analysis.ipynb")
+    return tmp_path
+
+
+def _verify(capsys, *args):
+    code = cli.main(["verify", *args])
+    out = capsys.readouterr()
+    return code, out.out + out.err
+
+
+def test_an_untouched_repository_verifies(repo, capsys):
+    code, out = _verify(capsys)
+    assert code == 0, out
+    assert "1 raw campaigns" in out and "1 published files" in out and "2 processed tables" in out
+    assert "1 lineage records" in out
+
+
+def test_a_changed_raw_byte_fails_naming_the_file(repo, capsys):
+    path = repo / "data/raw/c/samples/r2/stdout"
+    data = bytearray(path.read_bytes())
+    data[100] ^= 1
+    path.write_bytes(bytes(data))
+    code, out = _verify(capsys)
+    assert code == 1
+    assert "data/raw/c/samples/r2/stdout: checksum differs" in out
+    assert "not re-derived" in out, "a processed table is not compared with altered raw data"
+
+
+def test_a_changed_processed_table_fails_naming_the_file_and_the_value(repo, capsys):
+    path = repo / "data/processed/c.parquet"
+    df = pd.read_parquet(path)
+    df.loc[3, "value"] = df.loc[3, "value"] * (1 + 1e-12)
+    df.to_parquet(path, index=False)
+    code, out = _verify(capsys)
+    assert code == 1
+    assert "data/processed/c.parquet: column 'value' differs in 1 row(s), first row 3" in out
+    assert "c.csv" not in out
+
+
+def test_a_changed_processed_csv_fails(repo, capsys):
+    path = repo / "data/processed/c.csv"
+    path.write_text(path.read_text().replace("iperf3", "iperf2", 1))
+    code, out = _verify(capsys)
+    assert code == 1 and "data/processed/c.csv: column 'tool' differs in 1 row(s)" in out
+
+
+def test_a_changed_published_csv_fails_naming_the_file(repo, capsys):
+    (repo / "data/raw/published/study-table1.csv").write_text("name,mean\nx,1.6\n")
+    code, out = _verify(capsys)
+    assert code == 1 and "data/raw/published/study-table1.csv: checksum differs" in out
+
+
+def test_published_data_without_a_manifest_fails(repo, capsys):
+    (repo / "data/raw/published" / store.MANIFEST).unlink()
+    code, out = _verify(capsys)
+    assert code == 1 and "data/raw/published: no MANIFEST.sha256" in out and "perflab seal" in out
+
+
+def test_a_changed_generated_table_or_notebook_fails(repo, capsys):
+    (repo / "paper/tables/c-summary.tex").write_text("edited by hand\n")
+    code, out = _verify(capsys)
+    assert code == 1 and "paper/tables/c-summary.tex: output changed since paper/tables/c-summary.lineage.json" in out
+
+
+def test_a_missing_directory_is_a_clear_error(repo, capsys):
+    code, out = _verify(capsys, "data/raw/nosuch")
+    assert code == 2 and "data/raw/nosuch: no such directory" in out
+
+
+def test_an_empty_directory_is_an_error(repo, capsys):
+    (repo / "data/raw/empty").mkdir()
+    (repo / "data/raw/empty" / store.MANIFEST).write_text("")
+    code, out = _verify(capsys, "data/raw/empty")
+    assert code == 2 and "lists no file" in out
+    code, out = _verify(capsys)
+    assert code == 1 and "data/raw/empty: a directory under data/raw/ with no campaign.json" in out
+
+
+def test_a_repository_with_no_data_is_an_error(tmp_path, capsys):
+    (tmp_path / "data/raw").mkdir(parents=True)
+    code, out = _verify(capsys, "--root", str(tmp_path))
+    assert code == 2 and "nothing to verify" in out
+
+
+def test_the_projects_published_data_is_sealed():
+    assert verify.raw_directory(ROOT / "data/raw/published") == []
+    assert "003-openstack-opennebula-table2-microbenchmarks.csv" in store.read_manifest(ROOT / "data/raw/published")
