@@ -76,10 +76,9 @@ def test_non_utf8_output_is_stored_byte_for_byte_and_checksummed_as_such(tmp_pat
     run = design.schedule(campaign)[0]
     cmd = tools.get("sysbench").commands(campaign.cell_params(run.cell.levels), {})[0]
 
-    class H:
-        name, address = "h1", "198.18.0.11"
-
-    files = samples._sample_files(campaign, tools.get("sysbench"), run, 1, [(cmd, H, res)], "",
+    from perflab import inventory, remote
+    host = remote.Host(inventory.localhost()["h1"])
+    files = samples._sample_files(campaign, tools.get("sysbench"), run, 1, [(cmd, host, res)], "",
                                   settle=None, neighbours=[], services=[])
     final = raw.put_sample(run.run_id, files)
     assert (final / "stdout").read_bytes() == b"\xff\xfe 42\n" and (final / "stderr").read_bytes() == b"\x80err"
