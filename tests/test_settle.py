@@ -23,7 +23,7 @@ class ScriptedHost:
         self.commands.append(command)
         load = self.loads.pop(0) if len(self.loads) > 1 else self.loads[0]
         now = time.time()
-        return Result(self.name, command, f"{load:.2f} 0.50 0.40 1/99 1234\n", "", 0, now, now)
+        return Result(self.name, command, f"{load:.2f} 0.50 0.40 1/99 1234\n".encode(), b"", 0, now, now)
 
 
 def test_waits_until_the_load_falls_to_the_threshold():

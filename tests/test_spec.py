@@ -1,5 +1,7 @@
 """Campaign files: valid ones load; invalid ones give file:line: field: problem."""
 
+import time
+
 import pytest
 
 from helpers import load_campaign
@@ -63,3 +65,59 @@ def test_shipped_campaigns_are_valid():
 
     for path in sorted(Path(__file__).resolve().parents[1].glob("campaigns/*.yaml")):
         assert spec.load(path).name == path.stem
+
+
+# --- refusals added for robustness: every message names the file and line ---------------------------
+
+def _load_text(tmp_path, text):
+    path = tmp_path / "c.yaml"
+    path.write_text(text)
+    return path, lambda: spec.load(path)
+
+
+BASE = "campaign: x\nbenchmark: {tool: iperf3, params: {duration: 1}}\nhosts: {client: h1, server: h2}\n"
+
+
+@pytest.mark.parametrize("extra, line, needle", [
+    ("factors: {p: [1]}\ntimeout: .nan\n", 5, "timeout: nan is not a finite number"),
+    ("factors: {p: [1]}\ntimeout: .inf\n", 5, "timeout: inf is not a finite number"),
+    ("factors: {duration: [5, -5]}\n", 4, "factors.duration.1: duration must be > 0; found -5"),
+    ("factors: {p: [1]}\nrepetitions: 3\nrepetitions: 4\n", 6, "duplicate key 'repetitions' (first on line 5)"),
+    ("factors: {p: [1], p: [2]}\n", 4, "duplicate key 'p'"),
+    ("factors: {protocol: [tcp, carrier-pigeon]}\n", 4, "factors.protocol.1: iperf3 cannot use protocol="),
+])
+def test_bad_values_are_refused_naming_file_line_and_field(tmp_path, extra, line, needle):
+    path, load = _load_text(tmp_path, BASE + extra)
+    with pytest.raises(spec.SpecError) as err:
+        load()
+    assert str(err.value).startswith(f"{path}:{line}: ") and needle in str(err.value), str(err.value)
+
+
+def test_negative_params_are_refused(tmp_path):
+    path, load = _load_text(tmp_path, BASE.replace("duration: 1", "duration: -5") + "factors: {p: [1]}\n")
+    with pytest.raises(spec.SpecError, match=r"c.yaml:2: benchmark.params.duration: duration must be > 0"):
+        load()
+
+
+def test_huge_grids_are_refused_before_anything_is_expanded(tmp_path):
+    levels = "[" + ", ".join(map(str, range(400))) + "]"
+    path, load = _load_text(tmp_path, BASE + f"factors: {{a: {levels}, b: {levels}}}\n")
+    started = time.monotonic()
+    with pytest.raises(spec.SpecError, match=r"factors: 160000 cells \(400 x 400\) is more than the limit of 100000"):
+        load()
+    assert time.monotonic() - started < 30
+    path, load = _load_text(tmp_path, BASE + "factors: {a: [1, 2, 3, 4, 5]}\nrepetitions: 100000\n")
+    with pytest.raises(spec.SpecError, match="repetitions: 500005 samples"):
+        load()
+
+
+def test_a_parse_only_tool_cannot_be_run(tmp_path):
+    path, load = _load_text(tmp_path, "campaign: x\nbenchmark: {tool: npb}\nhosts: {client: h1}\nfactors: {p: [1]}\n")
+    with pytest.raises(spec.SpecError, match="c.yaml:2: benchmark.tool: perflab only parses npb's output"):
+        load()
+
+
+def test_a_key_yaml_reads_as_a_boolean_is_reported_not_a_crash(tmp_path):
+    path, load = _load_text(tmp_path, BASE + "factors: {p: [1]}\nsetup:\n  - {true: client, run: x, extra: 1}\n")
+    with pytest.raises(spec.SpecError, match=r"c.yaml:6: setup.0: unknown field\(s\) 'extra', True"):
+        load()

@@ -6,6 +6,8 @@ An inventory maps host names to how to reach them::
       h1: {address: 198.18.0.11, user: root, port: 22, key: .../id_ed25519, known_hosts: .../known_hosts}
       h2: {address: 198.18.0.12, ...}
 
+Host keys are checked strictly against ``known_hosts`` (default: ``~/.ssh/known_hosts``);
+``accept_new_host_keys: true`` appends unknown keys instead of refusing them (recorded).
 Hosts of a lab also list ``addresses`` (link -> address) and ``devices`` (docs/lab.md).
 
 ``local: true`` marks a host reached without SSH (Fabric's local runner), as in the
@@ -40,6 +42,9 @@ class HostEntry:
     key: str | None = None
     known_hosts: str | None = None
     local: bool = False
+    #: Opt-in (recorded with each sample) to append a host key that known_hosts lacks, as
+    #: OpenSSH's ``StrictHostKeyChecking=accept-new``; a changed key is refused regardless.
+    accept_new_host_keys: bool = False
     #: Lab hosts: the host's address on each lab link (link -> address), to pick a path.
     addresses: dict[str, str] | None = None
     #: Lab hosts: scratch devices, name -> {device, and when formatted: mount, fs}.
@@ -76,6 +81,9 @@ def load(path: str | Path) -> dict[str, HostEntry]:
         unknown = set(spec) - allowed
         if unknown:
             raise InventoryError(f"{path}: host {name!r}: unknown field(s) {sorted(unknown)}; allowed: {sorted(allowed)}")
+        for flag in ("accept_new_host_keys", "local"):
+            if not isinstance(spec.get(flag, False), bool):
+                raise InventoryError(f"{path}: host {name!r}: {flag}: expected true or false; found {spec[flag]!r}")
         out[str(name)] = HostEntry(name=str(name), **spec)
     return out
 

@@ -8,14 +8,18 @@ are stopped by process group.
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import secrets
 import shlex
 import socket
+import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Mapping
 
-import invoke
 import paramiko
 from fabric import Config, Connection
 
@@ -27,6 +31,10 @@ KILL_AFTER = 5
 TIMEOUT_EXIT = 124
 
 
+#: Shell test: the process group "$p" has a member that is not a zombie (``kill -0`` counts zombies).
+_GROUP_ALIVE = "ps -e -o pgid= -o stat= | awk -v g=\"$p\" '$1 == g && $2 !~ /^Z/ {n++} END {exit !n}'"
+
+
 def halt_group(pidfile: str, *, grace: float = 2.0) -> str:
     """Shell lines that stop the process group whose leader's pid is in ``pidfile``.
 
@@ -34,28 +42,91 @@ def halt_group(pidfile: str, *, grace: float = 2.0) -> str:
     which ``kill -s 0`` reports alive until reaped, do not count), then sends KILL. Ends
     with a newline so callers can append more commands.
     """
-    alive = "ps -e -o pgid= -o stat= | awk -v g=\"$p\" '$1 == g && $2 !~ /^Z/ {n++} END {exit !n}'"
+    alive = _GROUP_ALIVE
     polls = max(1, int(grace / 0.02))
     return (f"p=$(cat {pidfile} 2>/dev/null); if [ -n \"$p\" ]; then kill -TERM -\"$p\" 2>/dev/null; i=0; "
             f"while {alive} && [ $i -lt {polls} ]; do sleep 0.02; i=$((i+1)); done; "
             f"kill -KILL -\"$p\" 2>/dev/null; fi\n")
 
 
+def sweep(variable: str, value: str) -> str:
+    """Shell lines that KILL every process whose environment holds ``variable=value``; prints "pid command" each."""
+    match = shlex.quote(f"{variable}={value}")
+    return (f"for f in $(grep -lzx {match} /proc/[0-9]*/environ 2>/dev/null); do p=${{f#/proc/}}; "
+            f"p=${{p%/environ}}; kill -0 \"$p\" 2>/dev/null || continue; "
+            f"c=$(tr '\\0' ' ' < /proc/$p/cmdline 2>/dev/null); "
+            f"kill -KILL \"$p\" 2>/dev/null && echo \"$p $c\"; done; true")
+
+
 class HostError(RuntimeError):
     """A host could not be reached or refused a command; the message names the host."""
 
 
+def known_hosts_file(entry: HostEntry) -> Path:
+    """The known_hosts file that holds ``entry``'s key: the inventory's, else ``~/.ssh/known_hosts``."""
+    return Path(entry.known_hosts) if entry.known_hosts else Path.home() / ".ssh" / "known_hosts"
+
+
+def _key_name(entry: HostEntry) -> str:
+    """The host's name in known_hosts (``[address]:port`` for a port other than 22, as OpenSSH writes it)."""
+    return entry.address if entry.port == 22 else f"[{entry.address}]:{entry.port}"
+
+
+def _fingerprint(key: paramiko.PKey) -> str:
+    """``<type> SHA256:<base64>``, as ``ssh-keygen -l`` prints a key's fingerprint."""
+    digest = base64.b64encode(hashlib.sha256(key.asbytes()).digest()).decode().rstrip("=")
+    return f"{key.get_name()} SHA256:{digest}"
+
+
+class _UnknownHostKey(paramiko.SSHException):
+    """The host offered a key that the known_hosts file does not list."""
+
+
+class _KeyPolicy(paramiko.MissingHostKeyPolicy):
+    """Refuse unknown host keys (as OpenSSH's StrictHostKeyChecking=yes), or append them when opted in."""
+
+    def __init__(self, host: "Host", known: Path) -> None:
+        self.host, self.known, self.accepted = host, known, False
+
+    def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey) -> None:
+        """Raise :class:`_UnknownHostKey` with the fix, or record and append the key (accept-new)."""
+        entry = self.host.entry
+        if not entry.accept_new_host_keys:
+            raise _UnknownHostKey(
+                f"no host key for {hostname} in {self.known} (offered {_fingerprint(key)}); check that "
+                f"fingerprint out of band, then run `ssh-keyscan -p {entry.port} {entry.address} >> {self.known}` "
+                f"(or set `accept_new_host_keys: true` for this host in the inventory, which is recorded)")
+        self.known.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.known, "a") as fh:
+            fh.write(f"{hostname} {key.get_name()} {key.get_base64()}\n")
+        self.accepted = True
+
+
 @dataclass(frozen=True)
 class Result:
-    """What one command did on one host: verbatim output, exit status and wall-clock times."""
+    """What one command did on one host: verbatim output bytes, exit status and wall-clock times.
+
+    ``out`` and ``err`` are the bytes the command wrote, unaltered: store those. ``stdout``
+    and ``stderr`` decode them (UTF-8, undecodable bytes replaced) for parsers and messages.
+    """
 
     host: str
     command: str
-    stdout: str
-    stderr: str
+    out: bytes
+    err: bytes
     exit_code: int
     started: float
     ended: float
+
+    @property
+    def stdout(self) -> str:
+        """The standard output as text, for parsing (never store this: store ``out``)."""
+        return self.out.decode("utf-8", "replace")
+
+    @property
+    def stderr(self) -> str:
+        """The standard error as text, for parsing and messages (never store this: store ``err``)."""
+        return self.err.decode("utf-8", "replace")
 
     @property
     def ok(self) -> bool:
@@ -115,8 +186,8 @@ class _Shell:
             raise EOFError("the shell's channel closed")
         self.buf += data
 
-    def run(self, line: str, timeout: float | None) -> tuple[str, str, int]:
-        """Run ``line`` in the shell; return (stdout, stderr, exit status)."""
+    def run(self, line: str, timeout: float | None) -> tuple[bytes, bytes, int]:
+        """Run ``line`` in the shell; return (stdout, stderr, exit status), the bytes verbatim."""
         deadline = None if timeout is None else time.monotonic() + timeout
         self.chan.sendall(f"__pl {shlex.quote(line)}\n".encode())
         while (at := self.buf.find(self.MARK)) < 0 or self.buf.find(b"\n", at) < 0:
@@ -127,7 +198,7 @@ class _Shell:
             self._fill(deadline)
         body = self.buf[end + 1:end + 1 + n_out + n_err]
         self.buf = self.buf[end + 1 + n_out + n_err:]
-        return (body[:n_out].decode("utf-8", "replace"), body[n_out:].decode("utf-8", "replace"), code)
+        return body[:n_out], body[n_out:], code
 
 
 class Host:
@@ -135,6 +206,9 @@ class Host:
 
     def __init__(self, entry: HostEntry, *, connect_timeout: float = 10.0) -> None:
         self.entry = entry
+        #: The process registry this host's commands and services are tagged with (a campaign
+        #: directory's :attr:`~perflab.store.RawStore.owner`, set by the runner), or None.
+        self.owner: str | None = None
         self.name = entry.name
         self.address = entry.address
         self._lock = threading.Lock()
@@ -142,6 +216,9 @@ class Host:
         self._shell: _Shell | None = None
         self._connect_timeout = connect_timeout
         self.workdir = f"/tmp/perflab-{entry.name}"
+        #: How the host key was checked (file, policy, key fingerprint, whether it was newly
+        #: accepted), set on connection; None before the first connection and for local hosts.
+        self.host_key: dict[str, Any] | None = None
 
     def __repr__(self) -> str:
         return f"Host({self.name!r}, {self.address!r}{', local' if self.entry.local else ''})"
@@ -152,7 +229,13 @@ class Host:
         return self.entry.local
 
     def connection(self) -> Connection:
-        """The host's Fabric connection, opened on first use and kept for the campaign."""
+        """The host's Fabric connection, opened on first use and kept for the campaign.
+
+        The host key is always checked against the inventory's ``known_hosts`` (else the
+        user's ``~/.ssh/known_hosts``): an unknown or changed key is refused with the
+        command that fixes it, unless the inventory opts in with ``accept_new_host_keys``
+        (then an unknown key is appended to that file and recorded in :attr:`host_key`).
+        """
         if self._conn is None:
             cfg = Config(overrides={"run": {"in_stream": False}})
             kwargs: dict[str, Any] = {"look_for_keys": False, "allow_agent": False}
@@ -160,33 +243,62 @@ class Host:
                 kwargs["key_filename"] = self.entry.key
             conn = Connection(self.entry.address, user=self.entry.user, port=self.entry.port, config=cfg,
                               connect_timeout=int(self._connect_timeout), connect_kwargs=kwargs)
-            if self.entry.known_hosts:
-                conn.client.load_host_keys(self.entry.known_hosts)
-                conn.client.set_missing_host_key_policy(paramiko.RejectPolicy())
+            known = known_hosts_file(self.entry)
+            if known.exists():
+                try:
+                    conn.client.load_host_keys(str(known))
+                except (OSError, paramiko.SSHException) as exc:
+                    raise HostError(f"host {self.name}: cannot read known_hosts file {known}: {exc}") from None
+            policy = _KeyPolicy(self, known)
+            conn.client.set_missing_host_key_policy(policy)
+            where = f"host {self.name} ({self.entry.user}@{self.address}:{self.entry.port})"
             try:
                 conn.open()
+            except paramiko.BadHostKeyException as exc:
+                raise HostError(f"{where}: cannot connect: the host key changed (offered {_fingerprint(exc.key)}, "
+                                f"{known} has {_fingerprint(exc.expected_key)}); this may be an attack. If the "
+                                f"host was really reinstalled, check the new key out of band, then run "
+                                f"`ssh-keygen -f {known} -R {shlex.quote(_key_name(self.entry))}` and "
+                                f"`ssh-keyscan -p {self.entry.port} {self.address} >> {known}`") from None
+            except _UnknownHostKey as exc:
+                raise HostError(f"{where}: cannot connect: {exc}") from None
             except (OSError, paramiko.SSHException) as exc:
-                raise HostError(f"host {self.name} ({self.entry.user}@{self.address}:{self.entry.port}): "
-                                f"cannot connect: {exc}. Is the lab up (`perflab lab status`)?") from exc
+                raise HostError(f"{where}: cannot connect: {exc}. Is the lab up (`perflab lab status`)?") from exc
+            server_key = conn.transport.get_remote_server_key()
+            self.host_key = {"known_hosts": str(known), "key": _fingerprint(server_key),
+                             "accepted_new": policy.accepted, "policy": "accept-new" if
+                             self.entry.accept_new_host_keys else "strict"}
             conn.transport.set_keepalive(15)
             self._conn = conn
         return self._conn
 
-    def run(self, command: str, *, timeout: float | None = None, env: Mapping[str, str] | None = None) -> Result:
+    def run(self, command: str, *, timeout: float | None = None, env: Mapping[str, str] | None = None,
+            tagged: bool = True) -> Result:
         """Run ``command`` through ``sh -c`` on the host, bounded by a remote-side timeout.
 
-        Never raises for a non-zero exit; raises :class:`HostError` when the host is gone.
+        With a timeout, the command's processes carry the host's process registry in their
+        environment (``PERFLAB_OWNER``, and a ``PERFLAB_TAG`` of this command alone): when the
+        command ends or times out, every process still tagged with it is killed, so children
+        that left the process group (``setsid``) die with it. ``tagged=False`` is only for
+        the registry's own maintenance (:meth:`reap`). Never raises for a non-zero exit;
+        raises :class:`HostError` when the host is gone.
         """
         line = command
         if env:
             line = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()) + " " + line
         if timeout is not None:
             line = f"timeout --kill-after={KILL_AFTER} {timeout:g} sh -c {shlex.quote(line)}"
+            if tagged:
+                tag = secrets.token_hex(8)
+                owner = f"PERFLAB_OWNER={shlex.quote(self.owner)}; export PERFLAB_OWNER; " if self.owner else ""
+                line = (f"{owner}PERFLAB_TAG={tag}; export PERFLAB_TAG; {line}; rc=$?; "
+                        f"{{ {sweep('PERFLAB_TAG', tag)}; }} >/dev/null; exit $rc")
         started = time.time()
         with self._lock:
             if self.is_local:
-                res = invoke.run(line, hide=True, warn=True, in_stream=False)
-                return Result(self.name, command, res.stdout, res.stderr, res.exited, started, time.time())
+                done = subprocess.run(["sh", "-c", line], capture_output=True, stdin=subprocess.DEVNULL)
+                code = done.returncode if done.returncode >= 0 else 128 - done.returncode
+                return Result(self.name, command, done.stdout, done.stderr, code, started, time.time())
             try:
                 if self._shell is None:
                     self._shell = _Shell(self.connection())
@@ -208,19 +320,40 @@ class Host:
         return res.stdout
 
     def start(self, name: str, command: str) -> Service:
-        """Start ``command`` in the background under ``setsid``, with a pidfile and a log file."""
+        """Start ``command`` in the background under ``setsid``, with a pidfile and a log file.
+
+        The service carries the host's ``PERFLAB_OWNER`` (so :meth:`reap` finds it after a
+        crash) and a ``PERFLAB_TAG`` of its own instead of the starting command's (so it
+        outlives that command, and :meth:`stop` finds its ``setsid`` children).
+        """
         pidfile, logfile = f"{self.workdir}/{name}.pid", f"{self.workdir}/{name}.log"
         self.check(f"mkdir -p {self.workdir}")
         inner = f"echo $$ > {pidfile}; exec {command}"
-        self.check(f"setsid sh -c {shlex.quote(inner)} > {logfile} 2>&1 < /dev/null & "
+        owner = f" PERFLAB_OWNER={shlex.quote(self.owner)}" if self.owner else ""
+        tag = shlex.quote(f"PERFLAB_TAG=service:{pidfile}")
+        self.check(f"env {tag}{owner} setsid sh -c {shlex.quote(inner)} > {logfile} 2>&1 < /dev/null & "
                    f"for i in $(seq 100); do [ -s {pidfile} ] && break; sleep 0.02; done; [ -s {pidfile} ]")
         return Service(self, name, command, pidfile, logfile)
 
+    def alive(self, service: Service) -> bool:
+        """True when the service's process group still has a member (it did not exit after starting)."""
+        return self.run(f"p=$(cat {service.pidfile}) && [ -n \"$p\" ] && {_GROUP_ALIVE}", timeout=15).ok
+
+    def reap(self, owner: str) -> list[str]:
+        """Kill every process on this host registered to ``owner`` (left by an earlier, killed run).
+
+        Returns one ``"<pid> <command line>"`` per process killed. Hosts that share a kernel
+        (the lab's namespaces) see each other's processes, which carry the same owner.
+        """
+        res = self.run(sweep("PERFLAB_OWNER", owner), timeout=30, tagged=False)
+        return [line for line in res.stdout.splitlines() if line.strip()]
+
     def stop(self, service: Service) -> str:
-        """Stop a service's whole process group (TERM, then KILL) and return its log."""
+        """Stop a service's whole process group (TERM, then KILL) and its setsid children; return its log."""
         if service.stopped:
             return ""
-        script = (halt_group(service.pidfile) + f"cat {service.logfile} 2>/dev/null; "
+        script = (halt_group(service.pidfile) + f"{{ {sweep('PERFLAB_TAG', f'service:{service.pidfile}')}; }} >/dev/null; "
+                  f"cat {service.logfile} 2>/dev/null; "
                   f"rm -f {service.pidfile} {service.logfile}; true")
         out = self.run(script, timeout=30).stdout
         service.stopped = True
@@ -255,4 +388,21 @@ def connect(entries: Mapping[str, HostEntry], names: list[str] | None = None) ->
     """Hosts for the inventory ``entries`` (all, or only ``names``), connected lazily."""
     chosen = names if names is not None else list(entries)
     return Hosts({n: Host(entries[n]) for n in chosen})
+
+
+def reap(entries: Mapping[str, HostEntry], names: list[str], owner: str) -> tuple[dict[str, list[str]], list[str]]:
+    """Kill what earlier runs registered to ``owner`` left on hosts ``names``.
+
+    Returns host -> killed processes, and the hosts that could not be reached (their own
+    session reports them; what they hold is stopped by the next run that reaches them).
+    """
+    killed, unreachable = {}, []
+    with connect(entries, names) as hosts:
+        for name, host in hosts.items():
+            try:
+                if found := host.reap(owner):
+                    killed[name] = found
+            except HostError:
+                unreachable.append(name)
+    return killed, unreachable
 

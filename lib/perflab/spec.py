@@ -21,11 +21,12 @@ import sys
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 import yaml
 
 from . import tools
+from .tools.base import ParseOnly
 
 
 def _import_jsonschema() -> Any:
@@ -73,6 +74,36 @@ _Loader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:true|Tr
                               list("tTfF"))
 
 
+def _unique_mapping(loader: _Loader, node: yaml.MappingNode) -> dict:
+    """A mapping whose keys are unique (YAML 1.2 requires it; PyYAML would keep the last silently)."""
+    seen: dict[Any, int] = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        try:
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r} (first on line {seen[key]}); keep one", key_node.start_mark)
+            seen[key] = key_node.start_mark.line + 1
+        except TypeError:
+            raise yaml.constructor.ConstructorError(None, None, f"unhashable key {key!r}",
+                                                    key_node.start_mark) from None
+    return loader.construct_mapping(node, deep=True)
+
+
+_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _unique_mapping)
+
+#: Most cells a campaign may plan, and most samples (cells x (warm-ups + repetitions) x groups):
+#: checked before anything is expanded, so a typo like 100000 levels fails at once.
+MAX_CELLS = 100_000
+MAX_SAMPLES = 500_000
+#: Parameters (and factors) that are times or counts: a number there must be finite and positive.
+POSITIVE = frozenset({"duration", "runtime", "time", "count", "interval", "parallel", "threads", "numjobs",
+                      "iodepth", "np", "n", "nb", "p", "q", "length", "size", "bs", "ramp_time", "omit",
+                      "timeout", "deadline", "port"})
+#: Positive parameters for which 0 means "none" rather than "run forever".
+ZERO_OK = frozenset({"ramp_time", "omit"})
+
+
 class SpecError(ValueError):
     """A campaign file is invalid; ``str()`` is a list of ``file:line: field: problem`` lines."""
 
@@ -111,6 +142,40 @@ class Neighbour:
     def applies(self, levels: Mapping[str, Any]) -> bool:
         """True when a cell with ``levels`` is one of this load's cells."""
         return all(levels.get(k) in v for k, v in self.cells.items())
+
+
+#: A placeholder given as the script of a shell or to eval: its value would run as shell code.
+_AS_CODE = re.compile(r"(?:^|[\s;&|(`])(?:eval|(?:ba|da|k|z)?sh(?:\s+-[A-Za-z]+)*\s+-[A-Za-z]*c[A-Za-z]*)\s+\{[A-Za-z_]")
+
+
+def unsafe_placeholders(command: str) -> list[tuple[str, str]]:
+    """Placeholders of ``command`` whose quoted value could still run as shell: (name, why) pairs.
+
+    ``fill`` shell-quotes each value, which is safe only for a word outside quotes: inside
+    '...' or "..." (e.g. the script of ``sh -c '...'``), in a here-document, or as the
+    script of ``sh -c``/``eval``, the quotes are themselves text and the value is code.
+    """
+    out = []
+    quote, heredoc, i = "", False, 0
+    while i < len(command):
+        ch = command[i]
+        if ch == "\\" and quote != "'":
+            i += 2
+            continue
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif command.startswith("<<", i):
+            heredoc = True
+        match = PLACEHOLDER.match(command, i)
+        if match and (quote or heredoc):
+            out.append((match[1], f"inside {'a here-document' if heredoc else 'quotes'}"))
+        i += 1
+    code = _AS_CODE.search(command)
+    if code:
+        out.append((PLACEHOLDER.match(command, code.end() - 2)[1], "as the script of a shell or eval"))
+    return out
 
 
 @dataclass(frozen=True)
@@ -255,7 +320,7 @@ def _explain(err: jsonschema.ValidationError) -> str:
         return f"got {err.instance!r}; allowed: {', '.join(map(repr, err.validator_value))}"
     if err.validator == "additionalProperties" and isinstance(err.instance, dict):
         allowed = sorted(schema.get("properties", {}))
-        extra = sorted(set(err.instance) - set(allowed))
+        extra = sorted(set(err.instance) - set(allowed), key=repr)  # YAML keys may be true, 1, ...
         return f"unknown field(s) {', '.join(map(repr, extra))}; allowed: {', '.join(allowed)}"
     hint = f" ({schema['description']})" if "description" in schema else ""
     return err.message + hint
@@ -339,8 +404,54 @@ def _roles(doc: Mapping[str, Any]) -> dict[str, str]:
     return {**doc.get("hosts", {}), **(doc.get("groups") or [{}])[0]}
 
 
-def _semantic_problems(doc: dict, lines: dict[tuple, int], path: str) -> list[str]:
+def _walk(value: Any, where: tuple = ()) -> Iterator[tuple[tuple, Any]]:
+    """Every scalar of a document with its path."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _walk(item, where + (key,))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _walk(item, where + (i,))
+    else:
+        yield where, value
+
+
+def _number_problems(doc: dict, lines: dict[tuple, int], path: str) -> list[str]:
+    """No NaN or infinity anywhere; times and counts (:data:`POSITIVE`) in params and factors are positive."""
     problems = []
+    for where, value in _walk(doc):
+        dotted = ".".join(map(str, where))
+        if isinstance(value, float) and not math.isfinite(value):
+            problems.append(f"{path}:{_where(lines, where)}: {dotted}: {value!r} is not a finite number; "
+                            f"write a number such as 10")
+            continue
+        name = where[-2] if where[:1] == ("factors",) and len(where) == 3 else where[-1] if (
+            where[:2] == ("benchmark", "params") and len(where) == 3
+            or where[:1] == ("factors",) and len(where) == 5 and where[3] == "set") else None
+        if name in POSITIVE and isinstance(value, (int, float)) and not isinstance(value, bool) and (
+                value < 0 or (value == 0 and name not in ZERO_OK)):
+            problems.append(f"{path}:{_where(lines, where)}: {dotted}: {name} must be "
+                            f"{'>= 0' if name in ZERO_OK else '> 0'}; found {value!r}")
+    return problems
+
+
+def _size_problems(doc: dict, lines: dict[tuple, int], path: str) -> list[str]:
+    """The planned grid stays below :data:`MAX_CELLS` cells and :data:`MAX_SAMPLES` samples (checked unexpanded)."""
+    sizes = [len(levels) for levels in doc["factors"].values()]
+    cells = min(sizes) if doc.get("crossing") == "zip" else math.prod(sizes)
+    samples = cells * (doc.get("repetitions", 40) + doc.get("warmups", 1)) * max(1, len(doc.get("groups", [])))
+    if cells > MAX_CELLS:
+        return [f"{path}:{_where(lines, ('factors',))}: factors: {cells} cells "
+                f"({' x '.join(map(str, sizes))}) is more than the limit of {MAX_CELLS}; use fewer levels"]
+    if samples > MAX_SAMPLES:
+        return [f"{path}:{_where(lines, ('repetitions',))}: repetitions: {samples} samples ({cells} cells x "
+                f"(warm-ups + repetitions){' x groups' if doc.get('groups') else ''}) is more than the limit of "
+                f"{MAX_SAMPLES}; use fewer repetitions or levels"]
+    return []
+
+
+def _semantic_problems(doc: dict, lines: dict[tuple, int], path: str) -> list[str]:
+    problems = _number_problems(doc, lines, path) + _size_problems(doc, lines, path)
     tool_name = doc["benchmark"]["tool"]
     try:
         tool = tools.get(tool_name)
@@ -366,7 +477,39 @@ def _semantic_problems(doc: dict, lines: dict[tuple, int], path: str) -> list[st
     if doc.get("crossing") == "zip" and len({len(v) for v in doc["factors"].values()}) > 1:
         problems.append(f"{path}:{_where(lines, ('crossing',))}: crossing: zip needs factors with equally "
                         f"many levels; found {', '.join(f'{k}={len(v)}' for k, v in doc['factors'].items())}")
-    return problems + _reference_problems(doc, lines, path)
+    problems += _reference_problems(doc, lines, path)
+    return problems or _command_problems(doc, tool, lines, path)
+
+
+def _command_problems(doc: dict, tool: tools.Tool, lines: dict[tuple, int], path: str) -> list[str]:
+    """The adapter builds its commands for every level of every factor (each varied from the first levels)."""
+    if isinstance(tool, ParseOnly):
+        return [f"{path}:{_where(lines, ('benchmark', 'tool'))}: benchmark.tool: perflab only parses "
+                f"{tool.name}'s output and cannot run it; choose a tool that `perflab parse --list` marks runnable"]
+    params, factors = doc["benchmark"].get("params", {}), doc["factors"]
+    addresses = {role: "198.18.0.1" for role in tool.roles}
+    def sets(name: str, level: Any) -> dict[str, Any]:
+        return dict(level["set"]) if isinstance(level, Mapping) else {name: level}
+
+    first = {k: v for name, levels in factors.items() for k, v in sets(name, levels[0]).items()}
+    checked = [((), {**params, **first})] + [(("factors", name, i), {**params, **first, **sets(name, level)})
+                                            for name, levels in factors.items() for i, level in enumerate(levels)]
+    for where, values in checked:
+        try:
+            tool.commands(values, addresses)
+            tool.ready(values, addresses)
+            tool.expected_duration(values)
+        except Exception as exc:  # an adapter refusing a value: report it against the campaign file
+            at = where or ("benchmark", "params")
+            return [f"{path}:{_where(lines, at)}: {'.'.join(map(str, at))}: {tool.name} cannot use "
+                    f"{_level_text(where, factors)}: {exc}; fix the value"]
+    return []
+
+
+def _level_text(where: tuple, factors: Mapping[str, list]) -> str:
+    if where:
+        return f"{where[1]}={label(factors[where[1]][where[2]])!r}"
+    return "these parameters"
 
 
 def _group_problems(doc: dict, tool_roles: tuple[str, ...], lines: dict[tuple, int], path: str) -> list[str]:
@@ -413,6 +556,10 @@ def _reference_problems(doc: dict, lines: dict[tuple, int], path: str) -> list[s
                 problems.append(f"{path}:{_where(lines, where)}: {'.'.join(map(str, where))}: placeholder "
                                 f"{{{name}}} names no factor, benchmark parameter, <role>_address or "
                                 f"<role>_address_<link> (known: {', '.join(known) or 'none'})")
+        for name, why in unsafe_placeholders(value):
+            problems.append(f"{path}:{_where(lines, where)}: {'.'.join(map(str, where))}: placeholder {{{name}}} "
+                            f"{why} would let its value run as shell code; put it outside quotes as an argument "
+                            f"(it is quoted for you), e.g. sh -c '... \"$1\" ...' sh {{{name}}}")
 
     for i, host in enumerate(doc.get("settle", {}).get("hosts", [])):
         target(("settle", "hosts", i), host)

@@ -15,17 +15,24 @@ either complete or absent; nothing in the store is ever rewritten.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import hashlib
 import os
+import re
 import shutil
+from collections import Counter
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import Iterable, Iterator, Mapping
 
 from . import records
 from .files import atomic_write, fsync
+from .ledger import Ledger
 
 MANIFEST = "MANIFEST.sha256"
+#: Free bytes a campaign's file system must have before a run starts (the preflight of ``begin``).
+MIN_FREE = 64 * 2**20
 
 
 class StoreError(RuntimeError):
@@ -41,12 +48,17 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
-def write_once(path: Path, data: bytes | str) -> None:
-    """Create ``path`` atomically with ``data``; refuse if it exists (raw data is never rewritten)."""
+@contextmanager
+def _disk_space(what: str, tmp: Path) -> Iterator[None]:
+    """Turn a full disk (ENOSPC, EDQUOT) while ``what`` into a one-line :class:`StoreError`, removing ``tmp``."""
     try:
-        atomic_write(path, data, exclusive=True)
-    except FileExistsError:
-        raise StoreError(f"{path}: already exists; raw files are written once") from None
+        yield
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        shutil.rmtree(tmp, ignore_errors=True) if tmp.is_dir() else tmp.unlink(missing_ok=True)
+        raise StoreError(f"{tmp.parent}: the disk is full ({exc.strerror}) while {what}; nothing partial was "
+                         f"kept: free space and rerun the same command to resume") from None
 
 
 class RawStore:
@@ -57,12 +69,33 @@ class RawStore:
         self.campaign = campaign
 
     @property
+    def owner(self) -> str:
+        """The process registry of this campaign directory's runs on the hosts: campaign name and path digest.
+
+        Every process a run starts carries it (see :meth:`perflab.remote.Host.run`), so the
+        next run can find and stop what a killed one left, and never touches processes of the
+        same campaign stored elsewhere.
+        """
+        digest = hashlib.sha256(str(self.dir.resolve()).encode()).hexdigest()[:8]
+        return f"{self.campaign}-{digest}"
+
+    @property
     def manifest(self) -> Path:
         """The append-only checksum manifest."""
         return self.dir / MANIFEST
 
-    def begin(self, record: records.CampaignRecord) -> None:
-        """Record the campaign once; refuse to continue a directory made by a different design."""
+    def begin(self, record: records.CampaignRecord, *, min_free: int = MIN_FREE) -> None:
+        """Record the campaign once; refuse to continue a directory made by a different design.
+
+        First checks that the file system holds at least ``min_free`` bytes free (a full disk
+        found before the first sample rather than in the middle of one).
+        """
+        self.dir.mkdir(parents=True, exist_ok=True)
+        free = shutil.disk_usage(self.dir).free
+        if free < min_free:
+            raise StoreError(f"{self.dir}: only {free / 2**20:.1f} MiB free on its file system; perflab needs at "
+                             f"least {min_free / 2**20:.0f} MiB to store raw samples: free space or choose another "
+                             f"raw directory")
         path = self.dir / "campaign.json"
         if path.exists():
             old = records.read_campaign(path)
@@ -72,9 +105,7 @@ class RawStore:
                     f"(digest {old.design_digest[:12]} != {record.design_digest[:12]}). "
                     "Rename the campaign, choose another output directory, or move the old data away.")
             return
-        self.dir.mkdir(parents=True, exist_ok=True)
-        write_once(path, record.to_json())
-        self._append_manifest([path])
+        self.put_file("campaign.json", record.to_json())
 
     def done_ids(self) -> set[str]:
         """Run ids with a complete sample directory."""
@@ -96,6 +127,11 @@ class RawStore:
             raise StoreError(f"{final}: already stored; raw samples are written once")
         tmp = final.parent / f".tmp-{final.name}-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
+        with _disk_space(f"storing sample {final.relative_to(self.dir)}", tmp):
+            self._write_sample(tmp, final, files)
+        return final
+
+    def _write_sample(self, tmp: Path, final: Path, files: Mapping[str, bytes | str]) -> None:
         for name, data in files.items():
             target = tmp / name
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -104,46 +140,112 @@ class RawStore:
                 fh.flush()
                 os.fsync(fh.fileno())
         fsync(tmp)
+        # checksums first, then the rename: a crash in between leaves a temporary that
+        # recover() completes only when its bytes match those checksums
+        self._append_manifest([(sha256_file(p), final / p.relative_to(tmp))
+                               for p in sorted(tmp.rglob("*")) if p.is_file()])
         os.rename(tmp, final)
         fsync(final.parent)
-        self._append_manifest(sorted(p for p in final.rglob("*") if p.is_file()))
-        return final
 
     def put_file(self, relpath: str, data: bytes | str) -> Path:
         """Store one extra raw file (e.g. a fingerprint) once, and checksum it."""
         path = self.dir / relpath
-        write_once(path, data)
-        self._append_manifest([path])
+        if path.exists():
+            raise StoreError(f"{path}: already exists; raw files are written once")
+        tmp = path.with_name(f".tmp-{path.name}-{os.getpid()}")
+        with _disk_space(f"storing {relpath}", tmp):
+            atomic_write(tmp, data)
+            self._append_manifest([(sha256_file(tmp), path)])
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                raise StoreError(f"{path}: already exists; raw files are written once") from None
+            finally:
+                tmp.unlink(missing_ok=True)
+            fsync(path.parent)
         return path
 
-    def _append_manifest(self, paths: Iterable[Path]) -> None:
-        lines = "".join(f"{sha256_file(p)}  {p.relative_to(self.dir).as_posix()}\n" for p in paths)
-        if not lines:
+    def _append_manifest(self, entries: Iterable[Path | tuple[str, Path]]) -> None:
+        """Append ``<sha256>  <path>`` lines, for files (hashed now) or (digest, path) pairs.
+
+        A failed write (a full disk) is cut back, so the manifest never ends in half a line.
+        """
+        pairs = [e if isinstance(e, tuple) else (sha256_file(e), e) for e in entries]
+        data = "".join(f"{digest}  {p.relative_to(self.dir).as_posix()}\n" for digest, p in pairs).encode()
+        if not data:
             return
-        with open(self.manifest, "a") as fh:
-            fcntl.flock(fh, fcntl.LOCK_EX)
-            fh.write(lines)
-            fh.flush()
-            os.fsync(fh.fileno())
+        fd = os.open(self.manifest, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            size = os.fstat(fd).st_size
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+                os.fsync(fd)
+            except OSError:
+                os.ftruncate(fd, size)
+                raise
+        finally:
+            os.close(fd)
 
     def recover(self) -> list[str]:
-        """After a crash: drop unfinished temporaries and checksum complete files the manifest lacks."""
-        notes = []
-        for tmp in self.dir.glob("*/.tmp-*"):
-            shutil.rmtree(tmp, ignore_errors=True)
-            notes.append(f"removed unfinished {tmp.relative_to(self.dir)}")
-        notes += self.seal()
-        return notes
+        """After a crash: finish or drop interrupted stores; refuse raw data that changed since it was written.
+
+        A temporary whose files all match the checksums already in the manifest (the crash
+        came between the two steps of a store) is renamed into place; any other temporary is
+        removed. Sample files are never adopted: a file the manifest lacks (other than the
+        :data:`SEALABLE` ones) or a listed file that is missing raises :class:`StoreError`,
+        since resuming would launder edited data or measure a deleted sample again.
+        """
+        notes, altered = [], []
+        listed = read_manifest(self.dir)
+        for tmp in sorted(self.dir.glob("**/.tmp-*")):
+            final = tmp.with_name(re.sub(r"^\.tmp-(.*)-\d+$", r"\1", tmp.name))
+            files = [tmp] if tmp.is_file() else sorted(p for p in tmp.rglob("*") if p.is_file())
+            rel = {p: (final / p.relative_to(tmp) if tmp.is_dir() else final).relative_to(self.dir).as_posix()
+                   for p in files}
+            if not any(rel[p] in listed for p in files):
+                shutil.rmtree(tmp) if tmp.is_dir() else tmp.unlink()
+                notes.append(f"removed unfinished {tmp.relative_to(self.dir)}")
+            elif not final.exists() and all(listed.get(rel[p]) == sha256_file(p) for p in files):
+                os.rename(tmp, final)
+                fsync(final.parent)
+                notes.append(f"completed the interrupted store of {final.relative_to(self.dir)}")
+            else:
+                altered.append(tmp.relative_to(self.dir).as_posix())
+        missing = [name for name in listed if not (self.dir / name).exists()]
+        foreign = [name for name in unlisted(self.dir) if name not in SEALABLE]
+        if missing or foreign or altered:
+            found = ([f"{len(missing)} listed file(s) missing ({', '.join(missing[:3])})"] if missing else []) + (
+                [f"{len(foreign)} file(s) not in the manifest ({', '.join(foreign[:3])})"] if foreign else []) + (
+                [f"interrupted store(s) whose bytes differ from their checksums ({', '.join(altered[:3])})"]
+                if altered else [])
+            raise StoreError(f"{self.dir}: the raw data changed since it was written: {'; '.join(found)}; "
+                             f"perflab never adopts or re-measures raw data: restore the files from a backup, "
+                             f"or move the directory away and run the campaign again (`perflab verify` lists all)")
+        return notes + self.seal()
 
     def seal(self) -> list[str]:
-        """Checksum complete files not yet in the manifest (e.g. the executed experiment notebook)."""
+        """Checksum the named non-sample files (:data:`SEALABLE`, e.g. the executed notebook) not yet listed.
+
+        Any other file the manifest lacks raises :class:`StoreError`: sample data is
+        checksummed when it is written, never afterwards.
+        """
         orphans = unlisted(self.dir)
+        foreign = [name for name in orphans if name not in SEALABLE]
+        if foreign:
+            raise StoreError(f"{self.dir}: {len(foreign)} file(s) not in the manifest ({', '.join(foreign[:5])}); "
+                             f"only {', '.join(sorted(SEALABLE))} may be sealed afterwards: remove the others or "
+                             f"restore the data they replaced")
         if orphans:
             self._append_manifest([self.dir / name for name in orphans])
-            return [f"checksummed {len(orphans)} file(s) the manifest lacked: {', '.join(orphans[:5])}"]
+            return [f"checksummed {len(orphans)} file(s) the manifest lacked: {', '.join(orphans)}"]
         return []
 
 
+#: Non-sample files that :meth:`RawStore.seal` may checksum after the run (written by the pipeline).
+SEALABLE = frozenset({"experiment.ipynb"})
 #: Files of a campaign directory that are logs rather than raw data (appended to, not checksummed).
 UNSEALED = frozenset({MANIFEST, "ledger.jsonl"})
 
@@ -161,24 +263,36 @@ def unlisted(campaign_dir: str | Path) -> list[str]:
     return out
 
 
-def read_manifest(campaign_dir: str | Path) -> dict[str, str]:
-    """Path (relative to the campaign directory) -> SHA-256, from the manifest."""
+def manifest_lines(campaign_dir: str | Path) -> list[tuple[str, str]]:
+    """(path, SHA-256) per manifest line, in order, duplicates included."""
     path = Path(campaign_dir) / MANIFEST
-    out: dict[str, str] = {}
     if not path.exists():
-        return out
+        return []
+    out = []
     for lineno, line in enumerate(path.read_text().splitlines(), 1):
         digest, sep, name = line.partition("  ")
         if not sep or len(digest) != 64:
             raise StoreError(f"{path}:{lineno}: expected '<sha256>  <path>'; found {line[:80]!r}")
-        out[name] = digest
+        out.append((name, digest))
     return out
 
 
+def read_manifest(campaign_dir: str | Path) -> dict[str, str]:
+    """Path (relative to the campaign directory) -> SHA-256, from the manifest."""
+    return dict(manifest_lines(campaign_dir))
+
+
 def verify(campaign_dir: str | Path) -> list[str]:
-    """Check every raw file against the manifest; return the problems (empty when intact)."""
+    """Check raw files against the manifest, and manifest, ledger and samples against each other.
+
+    Returns the problems (empty when intact): altered, missing or unlisted files, a path
+    listed twice (written again after a deletion), a sample the ledger says is done but
+    that is missing, a run done twice or whose attempt numbers restart (measured again),
+    and a sample directory no ledger event mentions.
+    """
     cdir = Path(campaign_dir)
-    listed = read_manifest(cdir)
+    lines = manifest_lines(cdir)
+    listed = dict(lines)
     problems = []
     for name, digest in listed.items():
         path = cdir / name
@@ -187,4 +301,36 @@ def verify(campaign_dir: str | Path) -> list[str]:
         elif sha256_file(path) != digest:
             problems.append(f"{name}: checksum differs from the manifest (the file was altered)")
     problems += [f"{name}: not in the manifest" for name in unlisted(cdir)]
+    counts = Counter(name for name, _ in lines)
+    problems += [f"{name}: listed {n} times in the manifest (written again after it was deleted?)"
+                 for name, n in counts.items() if n > 1]
+    return problems + _ledger_problems(cdir)
+
+
+def _ledger_problems(cdir: Path) -> list[str]:
+    """Samples versus ledger events: done-but-missing, measured twice, attempt numbers restarting, unknown."""
+    path = cdir / "ledger.jsonl"
+    if not path.exists():
+        return []
+    events = Ledger(path).events()
+    sdir = cdir / "samples"
+    samples = {p.name for p in sdir.iterdir() if p.is_dir() and not p.name.startswith(".")} if sdir.is_dir() else set()
+    problems, done, failed = [], Counter(), {}
+    for event in events:
+        if event.state == "running" and (done[event.run_id] or (event.attempt or 0) <= failed.get(event.run_id, 0)):
+            # a crash repeats an attempt number (nothing was stored); after a stored one it must grow
+            after = "it was done" if done[event.run_id] else f"failed attempt {failed[event.run_id]}"
+            problems.append(f"samples/{event.run_id}: attempt numbers restart (attempt {event.attempt} after "
+                            f"{after}): the run was measured again")
+        elif event.state == "failed":
+            failed[event.run_id] = max(failed.get(event.run_id, 0), event.attempt or 0)
+        elif event.state == "done":
+            done[event.run_id] += 1
+    for run_id, n in sorted(done.items()):
+        if run_id not in samples:
+            problems.append(f"samples/{run_id}: the ledger says done but the sample directory is missing")
+        if n > 1:
+            problems.append(f"samples/{run_id}: done {n} times in the ledger (measured again)")
+    mentioned = {event.run_id for event in events}
+    problems += [f"samples/{name}: no ledger event mentions this sample" for name in sorted(samples - mentioned)]
     return problems

@@ -33,15 +33,17 @@ from __future__ import annotations
 
 import dataclasses
 import fcntl
+import json
 import os
 import platform
 import secrets
 import sys
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator, Mapping, TextIO
 
-from .. import __version__, design, records
+from .. import __version__, design, records, remote
 from ..inventory import HostEntry
 from ..spec import Campaign
 from ..store import RawStore
@@ -112,15 +114,29 @@ def _exclusive(directory: Path) -> Iterator[None]:
         yield
 
 
+def _reap(spec: Campaign, entries: Mapping[str, HostEntry], store: RawStore) -> list[str]:
+    """Stop what an earlier, killed attempt of this campaign left running on its hosts; record it in the raw data."""
+    killed, unreachable = remote.reap(entries, spec.involved(), store.owner)
+    notes = [f"could not check {', '.join(unreachable)} for processes an earlier attempt left"] if unreachable else []
+    if not killed:
+        return notes
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    store.put_file(f"leftovers/{stamp}.json", json.dumps({"owner": store.owner, "killed": killed}, indent=1) + "\n")
+    return notes + [f"stopped {sum(map(len, killed.values()))} process(es) an earlier attempt left on "
+                    f"{', '.join(sorted(killed))} (recorded in leftovers/{stamp}.json)"]
+
+
 def _run(spec: Campaign, entries: Mapping[str, HostEntry], runs: list[design.Run], store: RawStore, *,
          stream: TextIO | None, limit: int | None, on_sample: Callable[[design.Run], None] | None) -> Summary:
     store.begin(records.CampaignRecord(
         campaign=spec.name, design_digest=spec.digest(), spec=dict(spec.doc), source=spec.source,
         perflab=__version__, python=platform.python_version(), schedule=[r.run_id for r in runs],
-        inventory={n: {"address": e.address, "local": e.local} | ({"emulated": True} if _emulated(e) else {})
+        inventory={n: {"address": e.address, "local": e.local, "accept_new_host_keys": e.accept_new_host_keys}
+                   | ({"emulated": True} if _emulated(e) else {})
                    for n, e in entries.items()}))
     summary = Summary(planned=len(runs), already_done=0, raw_dir=store.dir)
     summary.notes += store.recover()
+    summary.notes += _reap(spec, entries, store)
     done = store.done_ids()
     todo = [r for r in runs if r.run_id not in done]
     summary.already_done = len(runs) - len(todo)

@@ -29,6 +29,8 @@ def session(spec: Campaign, entries: Mapping[str, HostEntry], runs: list[design.
     """
     last_of_block = {fingerprint_block(spec, r): r.run_id for r in runs}
     with connect(entries, spec.involved()) as hosts:
+        for host in hosts.values():
+            host.owner = store.owner  # the process registry every command and service is tagged with
         problems = preflight.check(spec, hosts)
         if problems:
             raise RunnerError(f"{spec.source}: the hosts are not ready for this campaign (nothing was run):\n  "
@@ -133,7 +135,7 @@ class Engine:
         measured = self.prepare(run_)
         first = self.store.attempts(run_.run_id) + 1
         for attempt in range(first, first + self.spec.retries + 1):
-            files: dict[str, str] = {}
+            files: dict[str, bytes | str] = {}
             settled = self._settle()
             self.ledger.running(run_.run_id, attempt)
             try:
@@ -192,13 +194,13 @@ def _headline(rows: list, primary: str | None) -> str:
 
 def _sample_files(spec: Campaign, tool: tools.Tool, run_: design.Run, attempt: int, results: list, reason: str,
                   *, settle: dict[str, Any] | None, neighbours: list[dict[str, str]],
-                  services: list[dict[str, str]]) -> dict[str, str]:
-    files: dict[str, str] = {}
+                  services: list[dict[str, str]]) -> dict[str, bytes | str]:
+    files: dict[str, bytes | str] = {}
     commands = []
     for i, (cmd, host, res) in enumerate(results):
         suffix = "" if i == 0 else f".{cmd.role}"
-        files[f"stdout{suffix}"] = res.stdout
-        files[f"stderr{suffix}"] = res.stderr
+        files[f"stdout{suffix}"] = res.out  # the bytes verbatim, never a decoded copy
+        files[f"stderr{suffix}"] = res.err
         commands.append({"role": cmd.role, "host": host.name, "address": host.address, "argv": list(cmd.argv),
                          "command": shlex.join(cmd.argv), "exit_code": res.exit_code,
                          "started": res.started, "ended": res.ended,

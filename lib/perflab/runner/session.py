@@ -79,6 +79,11 @@ class Background:
                     log = self._stop(want.key)
                     raise RunnerError(f"host {want.host}: {want.name} `{want.line}` did not become ready in "
                                       f"{want.timeout:g} s; its output: {log.strip()[:400] or '(none)'}")
+                if not host.alive(self.running[want.key][1]):  # ready, but thanks to someone else's process
+                    log = self._stop(want.key)
+                    raise RunnerError(f"host {want.host}: {want.name} `{want.line}` exited although its readiness "
+                                      f"check passed (another process answers for it?); its output: "
+                                      f"{log.strip()[:400] or '(none)'}")
 
     def lines(self) -> list[dict[str, str]]:
         """What runs now, for a sample's metadata."""

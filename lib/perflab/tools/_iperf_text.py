@@ -47,6 +47,21 @@ class Report:
         return self.stream.startswith("SUM")
 
 
+#: Lines only one of the two iperfs prints: iperf2's banner, iperf3's banner and end marker.
+_DIALECTS = {"iperf2": re.compile(r"^(?:Client connecting to \S+, (?:TCP|UDP) port|Server listening on (?:TCP|UDP) port)",
+                                  re.M),
+             "iperf3": re.compile(r"^(?:Connecting to host |iperf Done\.|Starting Test: protocol:)", re.M)}
+
+
+def refuse_other_dialect(text: str, expected: str, *, source: str) -> None:
+    """Raise :class:`ParseError` when ``text`` carries the other iperf's banner (their report lines look alike)."""
+    other = "iperf3" if expected == "iperf2" else "iperf2"
+    match = _DIALECTS[other].search(text)
+    if match:
+        raise ParseError(source, f"{expected} output", f"{other} output ({match[0].strip()!r}); "
+                         f"parse it as {other}")
+
+
 def protocol_of(text: str) -> str:
     """"udp" when the header says UDP (iperf2 "UDP port", iperf3 "protocol: UDP"), else "tcp"."""
     return "udp" if re.search(r"\bUDP port\b|protocol: UDP|\bdatagrams\b", text) else "tcp"
@@ -129,7 +144,10 @@ def csv_reports(text: str, *, source: str) -> list[Report]:
         values = [number(v, source=source, what=f"{where} field {i}") for i, v in enumerate(fields[7:], 8)]
         if None in values[:2] or not end:
             raise ParseError(source, f"bytes, bit/s and an interval in {where}", repr(line))
-        report = Report(stream="SUM" if fields[5] == "-1" else fields[5], start=float(start), end=float(end),
+        start_s, end_s = (number(x, source=source, what=f"{where} interval") for x in (start, end))
+        if start_s is None or end_s is None:
+            raise ParseError(source, f"an interval start-end in {where}", repr(fields[6]))
+        report = Report(stream="SUM" if fields[5] == "-1" else fields[5], start=start_s, end=end_s,
                         bytes=values[0], rate=values[1], receiver=False)
         if len(values) >= 5:
             report.jitter = None if values[2] is None else values[2] / 1000.0
@@ -184,14 +202,21 @@ def summarize(reports: list[Report], protocol: str, rows: Rows) -> None:
     if multi:
         for report in side:
             if not report.is_sum:
-                _report_rows(report, rows, stream=int(report.stream))
+                _report_rows(report, rows, stream=_stream_id(report, rows.source))
     for report in reports:
         if report.final:
             continue
         dims = {"interval_start": report.start, "interval_end": report.end}
         if multi and not report.is_sum:
-            dims["stream"] = int(report.stream)
+            dims["stream"] = _stream_id(report, rows.source)
         _report_rows(report, rows, **dims)
+
+
+def _stream_id(report: Report, source: str) -> int:
+    """The stream's socket number (``[  5]``), or :class:`ParseError`."""
+    if not (report.stream.isascii() and report.stream.isdigit()):
+        raise ParseError(source, "a stream id such as [  5] or [SUM]", repr(report.stream))
+    return int(report.stream)
 
 
 def _pick(reports: Iterable[Report]) -> Report | None:

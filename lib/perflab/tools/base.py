@@ -139,6 +139,21 @@ class Rows(list):
     def __init__(self, source: str) -> None:
         super().__init__()
         self.source = source
+        self._keys: set[tuple] = set()
+
+    def append(self, row: Measurement) -> None:
+        """Add ``row``; a second row with the same metric and dims raises :class:`ParseError`.
+
+        Two values for one measurement mean the output repeats a block (a spliced or
+        concatenated log), so no row of it can be trusted.
+        """
+        key = (row.metric, tuple(sorted((k, repr(v)) for k, v in row.dims.items())))
+        if key in self._keys:
+            dims = ", ".join(f"{k}={v}" for k, v in row.dims.items())
+            raise ParseError(self.source, "each measurement once (one run per output)",
+                             f"{row.metric}{f' ({dims})' if dims else ''} twice (a repeated or concatenated block?)")
+        self._keys.add(key)
+        super().append(row)
 
     def add(self, metric: str, value: Any, unit: str, what: str, *, scale: float = 1.0, **dims: Any) -> None:
         """Append ``value`` x ``scale`` under ``metric``; ``what`` names the field for errors.

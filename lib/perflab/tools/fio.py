@@ -230,7 +230,7 @@ def _percentiles(rows: Rows, part: Mapping[str, Any], at: str, **dims: Any) -> N
     for stat, field, scale in _latency_fields(part):
         for key, value in ((part[field].get("percentile") or {}).items()):
             rows.add(f"{stat}_percentile", value, "s", f"{at}.{field}.percentile[{key}]", scale=scale,
-                     percentile=float(key), **dims)
+                     percentile=number(key, source=rows.source, what=f"{at}.{field}.percentile key"), **dims)
 
 
 def _weighted_latency(parts: Any) -> float | None:

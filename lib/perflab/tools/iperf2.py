@@ -31,6 +31,8 @@ class Iperf2(Tool):
 
     def commands(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> list[Command]:
         """A server service on ``server`` and one client run on ``client``."""
+        if str(params.get("protocol", "tcp")).lower() not in ("tcp", "udp"):
+            raise ValueError(f"protocol {params['protocol']!r}: expected 'tcp' or 'udp'")
         port = str(params.get("port", DEFAULT_PORT))
         udp = str(params.get("protocol", "tcp")).lower() == "udp"
         server = ["iperf", "-s", "-B", addresses["server"], "-p", port]
@@ -67,6 +69,7 @@ class Iperf2(Tool):
             reports = _iperf_text.csv_reports(stdout, source=source)
             protocol = "udp" if any(r.packets is not None for r in reports) else "tcp"
         else:
+            _iperf_text.refuse_other_dialect(stdout, "iperf2", source=source)
             reports = _iperf_text.text_reports(stdout, source=source)
             protocol = _iperf_text.protocol_of(stdout)
         if not reports:

@@ -15,6 +15,7 @@ parsed too, from its report lines.
 
 from __future__ import annotations
 
+import shlex
 from typing import Any, Mapping
 
 from . import _iperf_text
@@ -35,6 +36,8 @@ class Iperf3(Tool):
 
     def commands(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> list[Command]:
         """A server service on ``server`` and one ``-J`` client run on ``client``."""
+        if str(params.get("protocol", "tcp")).lower() not in ("tcp", "udp"):
+            raise ValueError(f"protocol {params['protocol']!r}: expected 'tcp' or 'udp'")
         port = str(params.get("port", DEFAULT_PORT))
         server = Command("server", ("iperf3", "-s", "-B", addresses["server"], "-p", port), service=True)
         argv = ["iperf3", "-c", addresses["server"], "-p", port, "-J",
@@ -54,13 +57,14 @@ class Iperf3(Tool):
 
     def ready(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> str | None:
         """The server listens on its port."""
-        return f"ss -Hltn 'sport = :{params.get('port', DEFAULT_PORT)}' | grep -q ."
+        return shlex.join(["ss", "-Hltn", f"sport = :{params.get('port', DEFAULT_PORT)}"]) + " | grep -q ."
 
     def parse(self, stdout: str, stderr: str = "", *, source: str = "") -> list[Measurement]:
         """Summary throughput (sent/received), retransmits, CPU use; UDP jitter and loss;
         per-stream and per-interval rows."""
         rows = Rows(source)
         if "{" not in stdout and "bits/sec" in stdout:
+            _iperf_text.refuse_other_dialect(stdout, "iperf3", source=source)
             reports = _iperf_text.text_reports(stdout, source=source)
             if not reports:
                 _iperf_text.raise_no_reports(stdout, stderr, source=source)

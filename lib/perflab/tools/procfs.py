@@ -133,7 +133,7 @@ def parse_snapshots(text: str, *, source: str = "") -> tuple[list[Snapshot], int
         if not parts or section not in (None, "/proc/uptime", "/proc/stat", "/proc/net/dev"):
             continue
         if parts[0] == "@clk_tck":
-            clk_tck = int(parts[1])
+            clk_tck = _count(parts[1:2], source, lineno)[0]
         elif parts[0] == "@timestamp" or section == "/proc/uptime":
             when = number(parts[1] if parts[0] == "@timestamp" else parts[0], source=source,
                           what=f"snapshot time on line {lineno}")
@@ -143,15 +143,22 @@ def parse_snapshots(text: str, *, source: str = "") -> tuple[list[Snapshot], int
                              f"line {lineno}: {line[:60]!r}")
         elif re.fullmatch(r"cpu\d*", parts[0]) and section in (None, "/proc/stat"):
             name = "all" if parts[0] == "cpu" else parts[0][3:]
-            snapshots[-1].cpu[name] = dict(zip(CPU_STATES, (int(v) for v in parts[1:])))
+            snapshots[-1].cpu[name] = dict(zip(CPU_STATES, _count(parts[1:], source, lineno)))
         elif ":" in line and "|" not in line and section in (None, "/proc/net/dev"):
             iface, counters = line.split(":", 1)
             values = counters.split()
             if len(values) != len(NET_FIELDS):
                 raise ParseError(source, f"{len(NET_FIELDS)} counters after the interface name in /proc/net/dev",
                                  f"line {lineno}: {len(values)} fields")
-            snapshots[-1].net[iface.strip()] = dict(zip(NET_FIELDS, (int(v) for v in values)))
+            snapshots[-1].net[iface.strip()] = dict(zip(NET_FIELDS, _count(values, source, lineno)))
     return snapshots, clk_tck
+
+
+def _count(values: list[str], source: str, lineno: int) -> list[int]:
+    """Counters of a /proc line as integers, or :class:`ParseError` naming the line."""
+    if not values or not all(v.isascii() and v.isdigit() for v in values):
+        raise ParseError(source, f"whole-number counters on line {lineno}", repr(" ".join(values)[:60]))
+    return [int(v) for v in values]
 
 
 def _delta_rows(rows: Rows, before: Snapshot, after: Snapshot, clk_tck: int, **dims: Any) -> None:

@@ -75,6 +75,9 @@ class StressNg(Tool):
         if not lines:
             raise ParseError(source, "a YAML 'metrics:' list (--yaml) or --metrics-brief lines",
                              "neither (did stress-ng run with --metrics-brief?)")
+        if "successful run completed" not in stdout + stderr:
+            raise ParseError(source, "stress-ng's final 'successful run completed' line",
+                             "no such line (output cut short?)")
         for match in lines:
             dims = {"stressor": match["stressor"]}
             rows.add("bogo_ops", match["ops"], "count", "bogo ops column", **dims)
@@ -91,6 +94,8 @@ def _yaml_metrics(stdout: str, source: str) -> list[Any] | None:
     start = stdout.find("---")
     if start < 0 or "metrics:" not in stdout:
         return None
+    if "\n..." not in stdout[start:]:
+        raise ParseError(source, "a YAML document ending in '...'", "no end marker (output cut short?)")
     try:
         doc = yaml.safe_load(stdout[start:].split("\n...", 1)[0])
     except yaml.YAMLError as exc:

@@ -22,6 +22,7 @@ _GENERAL = re.compile(r"General statistics:\s*\n\s*total time:\s*(?P<time>[\d.]+
 _EPS = re.compile(r"events per second:\s*(?P<eps>[\d.]+)")
 _OPS = re.compile(r"Total operations:\s*(?P<ops>\d+)\s*\(\s*(?P<rate>[\d.]+) per second\)")
 _TRANSFER = re.compile(r"(?P<size>[\d.]+) (?P<unit>[KMGT]iB) transferred \((?P<rate>[\d.]+) (?P<runit>[KMGT]iB)/sec\)")
+_FAIRNESS = re.compile(r"Threads fairness:\s*\n\s*events \(avg/stddev\):.*\n\s*execution time \(avg/stddev\):\s*[\d.]+/[\d.]+")
 _LATENCY = re.compile(r"Latency \(ms\):\s*\n(?P<body>(?:\s+\S[^\n]*:\s*[\d.]+\s*\n)+)")
 
 
@@ -57,6 +58,8 @@ class Sysbench(Tool):
         rows.add("total_time", general["time"], "s", "total time")
         latency = search(_LATENCY, stdout, source=source, expected="a 'Latency (ms):' block")
         fields = key_values(latency["body"])
+        search(_FAIRNESS, stdout, source=source,
+               expected="the final 'Threads fairness:' block with 'execution time (avg/stddev)' (output cut short?)")
         for label, metric in (("min", "latency_min"), ("avg", "latency_avg"), ("max", "latency_max"),
                               ("95th percentile", "latency_p95"), ("sum", "latency_sum")):
             if label in fields:

@@ -18,6 +18,7 @@ Metrics: ``cpu_usr``, ``cpu_nice``, ``cpu_sys``, ``cpu_iowait``, ``cpu_irq``,
 
 from __future__ import annotations
 
+import shlex
 from collections import defaultdict
 from datetime import date, datetime, timedelta
 from statistics import fmean
@@ -59,7 +60,7 @@ class Mpstat(Tool):
         host = _host(stdout, source)
         day = _date(host.get("date"), source)
         rows = Rows(source)
-        clock = _Clock(day)
+        clock = _Clock(day, source)
         for i, stats in enumerate(_statistics(host, source)):
             stamp = clock.at(require(stats, "timestamp", source=source, where=f"statistics[{i}]"))
             _cpu_rows(rows, stats, f"statistics[{i}]", stamp)
@@ -77,7 +78,7 @@ class Sadf(Tool):
     def commands(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> list[Command]:
         """Record with sadc for ``duration`` s, then print ``sadf -j -- -u ALL -P ALL -q -n DEV -d``."""
         interval, count = _interval_count(params)
-        sadc = params.get("sadc", "/usr/lib/sysstat/sadc")
+        sadc = shlex.quote(str(params.get("sadc", "/usr/lib/sysstat/sadc")))
         script = (f'f=$(mktemp) && {sadc} -S XALL {interval} {count + 1} "$f" && '
                   'LC_ALL=C sadf -j "$f" -- -u ALL -P ALL -q -n DEV -d; rc=$?; rm -f "$f"; exit $rc')
         return [Command("client", ("sh", "-c", script))]
@@ -113,11 +114,15 @@ class Sadf(Tool):
 class _Clock:
     """Turns mpstat's bare times of day into ISO timestamps, rolling over at midnight."""
 
-    def __init__(self, day: date) -> None:
-        self.day, self.last = day, None
+    def __init__(self, day: date, source: str) -> None:
+        self.day, self.last, self.source = day, None, source
 
     def at(self, time_of_day: str) -> str:
-        moment = datetime.combine(self.day, datetime.strptime(time_of_day.split()[0], "%H:%M:%S").time())
+        try:
+            clock = datetime.strptime(str(time_of_day).split()[0], "%H:%M:%S").time()
+        except (ValueError, IndexError):
+            raise ParseError(self.source, "a time of day such as 20:01:19 in a timestamp", repr(time_of_day)) from None
+        moment = datetime.combine(self.day, clock)
         if self.last is not None and moment < self.last:
             self.day += timedelta(days=1)
             moment += timedelta(days=1)
