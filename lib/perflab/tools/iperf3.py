@@ -80,6 +80,9 @@ class Iperf3(Tool):
             if not isinstance(total, dict):
                 raise ParseError(source, "'end.sum' for a UDP test", "nothing")
             _udp_rows(rows, total, "end.sum")
+            reordered = [(s.get("udp") or {}).get("out_of_order") for s in end.get("streams") or []]
+            if reordered and all(isinstance(v, int) for v in reordered):  # only per stream in iperf3's JSON
+                rows.add("out_of_order", sum(reordered), "packet", "end.streams[].udp.out_of_order")
         else:
             sent, received = end.get("sum_sent"), end.get("sum_received")
             if not isinstance(sent, dict) or not isinstance(received, dict):
