@@ -30,6 +30,8 @@ from . import figures, latex, lineage, macros, style
 MONITOR_TOOLS = ("sadf", "procstat")
 #: /proc/stat CPU states that are not busy time.
 IDLE_STATES = ("idle", "iowait")
+#: /proc/stat CPU states already counted in ``user`` and ``nice`` (left out of the total).
+GUEST_STATES = ("guest", "guest_nice")
 
 
 @dataclass(frozen=True)
@@ -41,7 +43,7 @@ class Metric:
     unit: str = ""
     scale: float = 1.0
     source: str = "summary"  # "summary" (benchmark summary row), "windows" (windowed jitter/loss), "cpu"
-    name: str = ""  # tidy metric (summary), "jitter"/"loss" (windows) or the CPU ("cpu0") for "cpu"
+    name: str = ""  # tidy metric (summary), "jitter"/"loss" (windows) or the CPU ("0") for "cpu"
 
     @classmethod
     def from_dict(cls, d: Mapping) -> "Metric":
@@ -70,8 +72,11 @@ def per_sample(df: pd.DataFrame, metric: Metric, *, factors: Sequence[str], dura
         out = per_window.groupby(keys, sort=False, observed=True)[metric.name].mean().reset_index()
         return out.rename(columns={metric.name: "value"})
     if metric.source == "cpu":
-        proc = df[(df["tool"] == "procstat") & (df["metric"] == "cpu_time") & (df["cpu"] == metric.name)]
-        proc = proc[proc["host"] == proc["host"].iloc[0]]  # /proc/stat is the machine's: one host's copy
+        proc = df[(df["tool"] == "procstat") & (df["metric"] == "cpu_time") & (df["cpu"].astype(str) == metric.name)
+                  & ~df["state"].isin(GUEST_STATES)]
+        if proc.empty:
+            raise ValueError(f"metric {metric.key}: no /proc/stat rows of CPU {metric.name!r} (monitors off?)")
+        proc = proc[proc["host"] == min(proc["host"])]  # /proc/stat is the machine's: one host's copy
         total = proc.groupby(keys, observed=True)["value"].sum()
         busy = proc[~proc["state"].isin(IDLE_STATES)].groupby(keys, observed=True)["value"].sum()
         return (100.0 * busy / total).rename("value").reset_index()
@@ -99,6 +104,8 @@ def analyse(samples: Mapping[str, pd.DataFrame], *, panel: str, scenario: str, b
                 if sc != baseline and base.size >= 2 and x.size >= 2:
                     if np.ptp(np.concatenate([base, x])) == 0:
                         row.update(rel_diff=0.0, p=1.0)  # identical constants (e.g. no loss anywhere)
+                    elif np.ptp(base) == 0 and np.ptp(x) == 0:  # two different constants: no t statistic
+                        row.update(rel_diff=float(x[0] / base[0] - 1) if base[0] else np.nan)
                     else:
                         c = stats.compare(base, x, test=test, level=level, labels=(baseline, sc))
                         row.update(rel_diff=c.rel_diff, p=c.p_value)
