@@ -119,7 +119,8 @@ def analyse(samples: Mapping[str, pd.DataFrame], *, panel: str, scenario: str, b
 def figure(samples: Mapping[str, pd.DataFrame], result: pd.DataFrame, metrics: Sequence[Metric], *,
            panel: str, panel_label: str, scenario: str, order: Sequence[str], panel_unit: str = "") -> plt.Figure:
     """Rows of panels (one row per metric, one panel per level of ``panel``): each sample as a
-    dot, the mean with its CI as a bar, scenarios on the x axis in ``order``."""
+    dot, the mean with its CI as a bar, scenarios on the x axis in ``order``; the axis of a
+    non-negative metric starts at 0 (a t interval reaching below it is clipped there)."""
     style.use()
     panels = figures.natural_order(result[panel].unique())
     fig, axes = plt.subplots(len(metrics), len(panels), squeeze=False, sharex=True,
@@ -141,7 +142,9 @@ def figure(samples: Mapping[str, pd.DataFrame], result: pd.DataFrame, metrics: S
                             markersize=4, capsize=2, linewidth=0.8)
             ax.set_xticks(range(len(order)), order, rotation=40, ha="right")
             ax.set_xlim(-0.5, len(order) - 0.5)
-            ax.set_ylim(bottom=min(0.0, ax.get_ylim()[0]))
+            values = s.loc[s[panel] == pv, "value"].to_numpy(float) / m.scale
+            if values.size and values.min() >= 0:  # a non-negative metric: the axis starts at 0 (CIs clipped)
+                ax.set_ylim(0, ax.get_ylim()[1] if values.max() > 0 else 1)
             if i == 0:
                 ax.set_title(f"{panel_label} {pv} {panel_unit}".strip())
             if j == 0:
