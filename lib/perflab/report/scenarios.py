@@ -158,8 +158,9 @@ def table(result: pd.DataFrame, metrics: Sequence[Metric], *, panel: str, panel_
     rows = []
     for m in metrics:
         for _, r in result[result["metric"] == m.key].iterrows():
-            rows.append({"Metric": f"{m.label} ({m.unit})" if m.unit else m.label, panel_label: str(r[panel]),
-                         "Scenario": r[scenario], "n": int(r["n"]),
+            rows.append({"Metric": latex.escape_latex(f"{m.label} ({m.unit})" if m.unit else m.label),
+                         latex.escape_latex(panel_label): str(r[panel]),
+                         "Scenario": latex.escape_latex(str(r[scenario])), "n": int(r["n"]),
                          "Mean [95\\% CI]": f"{latex.format_number(r['mean'] / m.scale)} "
                                             f"{latex.format_ci(r['ci_low'] / m.scale, r['ci_high'] / m.scale)}",
                          "Change": "--" if np.isnan(r["rel_diff"]) else f"{100 * r['rel_diff']:+.1f}\\%",
