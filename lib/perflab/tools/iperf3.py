@@ -83,7 +83,17 @@ class Iperf3(Tool):
             total = end.get("sum")
             if not isinstance(total, dict):
                 raise ParseError(source, "'end.sum' for a UDP test", "nothing")
-            _udp_rows(rows, total, "end.sum")
+            received = end.get("sum_received")
+            if isinstance(received, dict) and "bits_per_second" in received:
+                # iperf3 3.10+: end.sum holds the sender's rate; the receiver's is end.sum_received
+                _udp_rows(rows, {**total, "bits_per_second": received["bits_per_second"]}, "end.sum",
+                          rate_where="end.sum_received")
+                rows.add("throughput_sent", total.get("bits_per_second"), "bit/s", "end.sum.bits_per_second")
+            else:
+                _udp_rows(rows, total, "end.sum")
+            reordered = [(s.get("udp") or {}).get("out_of_order") for s in end.get("streams") or []]
+            if reordered and all(isinstance(v, int) for v in reordered):  # only per stream in iperf3's JSON
+                rows.add("out_of_order", sum(reordered), "packet", "end.streams[].udp.out_of_order")
         else:
             sent, received = end.get("sum_sent"), end.get("sum_received")
             if not isinstance(sent, dict) or not isinstance(received, dict):
@@ -115,8 +125,8 @@ def _tcp_rows(rows: Rows, sent: Mapping[str, Any], received: Mapping[str, Any], 
         rows.add("retransmits", sent.get("retransmits"), "count", f"{where} sent retransmits", **dims)
 
 
-def _udp_rows(rows: Rows, total: Mapping[str, Any], where: str, **dims: Any) -> None:
-    rows.add("throughput", total.get("bits_per_second"), "bit/s", f"{where}.bits_per_second", **dims)
+def _udp_rows(rows: Rows, total: Mapping[str, Any], where: str, rate_where: str | None = None, **dims: Any) -> None:
+    rows.add("throughput", total.get("bits_per_second"), "bit/s", f"{rate_where or where}.bits_per_second", **dims)
     rows.add("jitter", total.get("jitter_ms"), "s", f"{where}.jitter_ms", scale=1e-3, **dims)
     rows.add("lost_packets", total.get("lost_packets"), "packet", f"{where}.lost_packets", **dims)
     rows.add("packets", total.get("packets"), "packet", f"{where}.packets", **dims)

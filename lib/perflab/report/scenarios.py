@@ -1,0 +1,213 @@
+"""Scenarios compared per packet size: one panel per size and metric, tests against a baseline.
+
+For a campaign whose cells cross a ``panel`` factor (e.g. frame size) with a ``scenario``
+factor (e.g. the neighbour's state), :func:`per_sample` takes one value per sample and metric
+from the tidy table (the benchmark's summary rows, windowed jitter from interval reports via
+:mod:`perflab.stats.windows`, or a CPU's busy share from the monitors' /proc deltas);
+:func:`analyse` describes every (metric, panel, scenario) cell with a mean and its CI and
+compares each scenario with the baseline scenario in the same panel (Welch's t by default),
+Holm-adjusting the p-values over all comparisons of a metric; :func:`write` draws the panels
+and writes the LaTeX table and inline values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from .. import stats
+from ..stats import windows
+from ..stats.describe import summarize
+from ..stats.multi import adjust_pvalues
+from . import figures, latex, lineage, macros, style
+
+#: Tools whose rows are host monitors, not the benchmark.
+MONITOR_TOOLS = ("sadf", "procstat")
+#: /proc/stat CPU states that are not busy time.
+IDLE_STATES = ("idle", "iowait")
+#: /proc/stat CPU states already counted in ``user`` and ``nice`` (left out of the total).
+GUEST_STATES = ("guest", "guest_nice")
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A metric to analyse: its key, how it is computed, and how it is shown."""
+
+    key: str
+    label: str
+    unit: str = ""
+    scale: float = 1.0
+    source: str = "summary"  # "summary" (benchmark summary row), "windows" (windowed jitter/loss), "cpu"
+    name: str = ""  # tidy metric (summary), "jitter"/"loss" (windows) or the CPU ("0") for "cpu"
+
+    @classmethod
+    def from_dict(cls, d: Mapping) -> "Metric":
+        """A Metric from a notebook parameter mapping."""
+        return cls(**{k: d[k] for k in ("key", "label", "unit", "scale", "source", "name") if k in d})
+
+
+def per_sample(df: pd.DataFrame, metric: Metric, *, factors: Sequence[str], duration: float | None = None,
+               where: Mapping[str, object] | None = None) -> pd.DataFrame:
+    """One row per measured sample: run_id, the ``factors`` and ``value`` of ``metric``."""
+    df = df[~df["warmup"].astype(bool)]
+    for col, level in (where or {}).items():
+        df = df[df[col].astype(str) == str(level)]
+    bench = df[~df["tool"].isin(MONITOR_TOOLS)]
+    keys = ["run_id", *factors]
+    if metric.source == "summary":
+        rows = bench[(bench["metric"] == metric.name) & bench["summary"].astype(bool)]
+        if "interval_start" in rows:
+            rows = rows[rows["interval_start"].isna()]
+        return rows.groupby(keys, sort=False, observed=True)["value"].mean().reset_index()
+    if metric.source == "windows":
+        iv = bench[bench["interval_start"].notna() & bench["metric"].isin(["jitter", "lost_packets", "packets"])]
+        wide = iv.pivot_table(index=[*keys, "interval_start", "interval_end"], columns="metric",
+                              values="value", aggfunc="first", observed=True).reset_index()
+        per_window = windows.window_values(wide, windows.seed_windows(duration))
+        out = per_window.groupby(keys, sort=False, observed=True)[metric.name].mean().reset_index()
+        return out.rename(columns={metric.name: "value"})
+    if metric.source == "cpu":
+        proc = df[(df["tool"] == "procstat") & (df["metric"] == "cpu_time") & (df["cpu"].astype(str) == metric.name)
+                  & ~df["state"].isin(GUEST_STATES)]
+        if proc.empty:
+            raise ValueError(f"metric {metric.key}: no /proc/stat rows of CPU {metric.name!r} (monitors off?)")
+        proc = proc[proc["host"] == min(proc["host"])]  # /proc/stat is the machine's: one host's copy
+        total = proc.groupby(keys, observed=True)["value"].sum()
+        busy = proc[~proc["state"].isin(IDLE_STATES)].groupby(keys, observed=True)["value"].sum()
+        return (100.0 * busy / total).rename("value").reset_index()
+    raise ValueError(f"metric {metric.key}: source {metric.source!r} is not summary, windows or cpu")
+
+
+def analyse(samples: Mapping[str, pd.DataFrame], *, panel: str, scenario: str, baseline: str,
+            order: Sequence[str], level: float = 0.95, test: str | None = None) -> pd.DataFrame:
+    """Per metric, panel and scenario: n, mean, CI; against ``baseline`` in the panel: relative
+    difference, p and Holm-adjusted p (family: the comparisons of one metric)."""
+    out = []
+    for key, s in samples.items():
+        rows = []
+        for pv in figures.natural_order(s[panel].unique()):
+            g = s[s[panel] == pv]
+            base = g.loc[g[scenario] == baseline, "value"].to_numpy(float)
+            for sc in order:
+                x = g.loc[g[scenario] == sc, "value"].to_numpy(float)
+                if x.size == 0:
+                    continue
+                d = summarize(x, level)
+                row = {"metric": key, panel: pv, scenario: sc, "n": d["n"], "mean": d["mean"],
+                       "ci_low": d["mean_ci_low"], "ci_high": d["mean_ci_high"],
+                       "rel_diff": np.nan, "p": np.nan}
+                if sc != baseline and base.size >= 2 and x.size >= 2:
+                    if np.ptp(np.concatenate([base, x])) == 0:
+                        row.update(rel_diff=0.0, p=1.0)  # identical constants (e.g. no loss anywhere)
+                    elif np.ptp(base) == 0 and np.ptp(x) == 0:  # two different constants: no t statistic
+                        row.update(rel_diff=float(x[0] / base[0] - 1) if base[0] else np.nan)
+                    else:
+                        c = stats.compare(base, x, test=test, level=level, labels=(baseline, sc))
+                        row.update(rel_diff=c.rel_diff, p=c.p_value)
+                rows.append(row)
+        frame = pd.DataFrame(rows)
+        frame["p_holm"] = adjust_pvalues(frame["p"].to_numpy(float), "holm")
+        out.append(frame)
+    return pd.concat(out, ignore_index=True)
+
+
+def figure(samples: Mapping[str, pd.DataFrame], result: pd.DataFrame, metrics: Sequence[Metric], *,
+           panel: str, panel_label: str, scenario: str, order: Sequence[str], panel_unit: str = "") -> plt.Figure:
+    """Rows of panels (one row per metric, one panel per level of ``panel``): each sample as a
+    dot, the mean with its CI as a bar, scenarios on the x axis in ``order``; the axis of a
+    non-negative metric starts at 0 (a t interval reaching below it is clipped there)."""
+    style.use()
+    panels = figures.natural_order(result[panel].unique())
+    fig, axes = plt.subplots(len(metrics), len(panels), squeeze=False, sharex=True,
+                             figsize=(style.TEXT_WIDTH, 1.45 * len(metrics) + 0.4))
+    for i, m in enumerate(metrics):
+        s, r = samples[m.key], result[result["metric"] == m.key]
+        for j, pv in enumerate(panels):
+            ax = axes[i][j]
+            for k, sc in enumerate(order):
+                x = s.loc[(s[panel] == pv) & (s[scenario] == sc), "value"].to_numpy(float) / m.scale
+                row = r[(r[panel] == pv) & (r[scenario] == sc)]
+                if row.empty:
+                    continue
+                mean, lo, hi = (float(row[c].iloc[0]) / m.scale for c in ("mean", "ci_low", "ci_high"))
+                ax.plot(np.full(x.size, k) + np.linspace(-0.12, 0.12, x.size), x, linestyle="none",
+                        marker=style.look(k)["marker"], markersize=2.5, color="0.55")
+                yerr = None if np.isnan(lo) else [[mean - lo], [hi - mean]]
+                ax.errorbar([k], [mean], yerr=yerr, marker=style.look(k)["marker"], color="black",
+                            markersize=4, capsize=2, linewidth=0.8)
+            ax.set_xticks(range(len(order)), order, rotation=40, ha="right")
+            ax.set_xlim(-0.5, len(order) - 0.5)
+            values = s.loc[s[panel] == pv, "value"].to_numpy(float) / m.scale
+            if values.size and values.min() >= 0:  # a non-negative metric: the axis starts at 0 (CIs clipped)
+                ax.set_ylim(0, ax.get_ylim()[1] if values.max() > 0 else 1)
+            if i == 0:
+                ax.set_title(f"{panel_label} {pv} {panel_unit}".strip())
+            if j == 0:
+                ax.set_ylabel(f"{m.label} ({m.unit})" if m.unit else m.label)
+    return fig
+
+
+def table(result: pd.DataFrame, metrics: Sequence[Metric], *, panel: str, panel_label: str, scenario: str,
+          caption: str, label: str) -> str:
+    """A LaTeX table: per metric, panel and scenario the mean [CI], change vs baseline, p, Holm p."""
+    rows = []
+    for m in metrics:
+        for _, r in result[result["metric"] == m.key].iterrows():
+            rows.append({"Metric": latex.escape_latex(f"{m.label} ({m.unit})" if m.unit else m.label),
+                         latex.escape_latex(panel_label): str(r[panel]),
+                         "Scenario": latex.escape_latex(str(r[scenario])), "n": int(r["n"]),
+                         "Mean [95\\% CI]": f"{latex.format_number(r['mean'] / m.scale)} "
+                                            f"{latex.format_ci(r['ci_low'] / m.scale, r['ci_high'] / m.scale)}",
+                         "Change": "--" if np.isnan(r["rel_diff"]) else f"{100 * r['rel_diff']:+.1f}\\%",
+                         "p": latex.format_p(r["p"]), "p (Holm)": latex.format_p(r["p_holm"], markers=True)})
+    frame = pd.DataFrame(rows)
+    frame.loc[frame["Metric"].duplicated(), "Metric"] = ""
+    body = latex.latex_table(frame, caption=caption, label=label, escape=False, column_format="lllrlrrr",
+                             notes=["Change: relative difference of means against the baseline in the same panel; "
+                                    "p: Welch's t; Holm over the comparisons of one metric.",
+                                    latex.significance_note()])
+    return body.replace("\\begin{tabular}", "{\\scriptsize\\begin{tabular}").replace("\\end{tabular}", "\\end{tabular}}")
+
+
+def values(result: pd.DataFrame, metrics: Sequence[Metric], *, name: str, panel: str, scenario: str,
+           alpha: float = 0.05) -> dict[str, str]:
+    """Inline values: ``<name>/<metric>/<panel>/<scenario>/mean|change|p-holm`` and per metric the
+    number of comparisons and of Holm-significant ones."""
+    out: dict[str, str] = {}
+    for m in metrics:
+        r = result[result["metric"] == m.key]
+        tested = r[r["p_holm"].notna()]
+        out[f"{name}/{m.key}/comparisons"] = str(len(tested))
+        out[f"{name}/{m.key}/significant"] = str(int((tested["p_holm"] < alpha).sum()))
+        for _, row in r.iterrows():
+            stem = f"{name}/{m.key}/{row[panel]}/{str(row[scenario]).replace('+', '-')}"
+            out[f"{stem}/mean"] = latex.format_number(row["mean"] / m.scale)
+            out[f"{stem}/n"] = str(int(row["n"]))
+            if not np.isnan(row["rel_diff"]):
+                out[f"{stem}/change"] = f"{100 * row['rel_diff']:+.1f}\\%"
+                out[f"{stem}/p-holm"] = latex.format_p(row["p_holm"])
+    return out
+
+
+def write(samples: Mapping[str, pd.DataFrame], result: pd.DataFrame, metrics: Sequence[Metric], *, name: str,
+          panel: str, panel_label: str, scenario: str, order: Sequence[str], caption: str, source: str,
+          panel_unit: str = "", paper_dir: str | Path = "paper", generator: str = "notebooks/scenarios.ipynb") -> dict[str, Path]:
+    """Write the figure (PDF, PNG), the table and the inline values of one analysis; return their paths."""
+    paper = Path(paper_dir)
+    fig = figure(samples, result, metrics, panel=panel, panel_label=panel_label, scenario=scenario, order=order,
+                 panel_unit=panel_unit)
+    paths = figures.save(fig, paper / "figures" / name, inputs=[source], generator=generator)
+    plt.close(fig)
+    tab = lineage.atomic_text(paper / "tables" / f"{name}.tex",
+                              table(result, metrics, panel=panel, panel_label=panel_label, scenario=scenario,
+                                    caption=caption, label=f"tab:{name}"))
+    lineage.write([tab], [source], generator=generator)
+    mac = macros.write(paper / "macros" / f"{name}.tex",
+                       values(result, metrics, name=name, panel=panel, scenario=scenario),
+                       inputs=[source], generator=generator)
+    return {"figure_pdf": paths[0], "figure_png": paths[1], "table": tab, "macros": mac}

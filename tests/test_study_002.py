@@ -1,0 +1,149 @@
+"""Study 002 (a filtering router beside a noisy neighbour): published claims, windowed jitter,
+a short run of every scenario on the study's lab, and the chapter's tables from the committed data."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from helpers import ROOT_ONLY, leftovers
+from perflab import inventory, lab as lab_mod, labspec, runner, spec, tidy
+from perflab.report import scenarios
+from perflab.stats import windows
+from perflab.stats._input import StatsInputError
+from perflab.tools import get
+
+ROOT = Path(__file__).resolve().parents[1]
+STUDY = ROOT / "studies/002-pfsense-neighbour"
+CLAIMS = ROOT / "data/raw/published/002-pfsense-neighbour-claims.csv"
+SEED = ROOT / "../shared/seeds/002_b7331ff3ad8d0be7.txt"
+FIXTURE = ROOT / "tests/fixtures/iperf3/udp-reverse-60s-windows.json"
+ORDER = ["alone", "idle", "stress", "stress+net"]
+
+
+def test_claims_are_complete_and_typed():
+    rows = list(csv.DictReader(CLAIMS.open(encoding="utf-8")))
+    assert [r["claim"] for r in rows] == [f"C{i:02d}" for i in range(1, 25)]
+    assert {r["relation"] for r in rows} <= {"equal", "approx", "lt", "up_to", "qualitative"}
+    assert {r["rerun"] for r in rows} <= {"yes", "no", "setting"}
+    for r in rows:
+        if r["relation"] != "qualitative":
+            assert all(float(v.split("-")[0]) >= 0 for v in r["value"].split(";")), r["claim"]
+    by_id = {r["claim"]: r for r in rows}
+    assert by_id["C18"]["value"] == "45" and by_id["C20"]["value"] == "20"  # idle and loaded latency changes
+
+
+@pytest.mark.skipif(not SEED.exists(), reason="the seed text is not beside the project")
+def test_every_claim_quotes_its_line_of_the_seed():
+    lines = SEED.read_text(encoding="utf-8").splitlines()
+    for r in csv.DictReader(CLAIMS.open(encoding="utf-8")):
+        first = r["quote"].split("...")[0].strip()
+        assert first in lines[int(r["line"]) - 1], (r["claim"], first)
+
+
+def test_seed_windows_scale_to_the_sample_length():
+    assert windows.seed_windows(600) == [(90, 100), (190, 200), (290, 300), (390, 400), (490, 500)]
+    flat = [t for w in windows.seed_windows(6) for t in w]
+    assert flat == pytest.approx([0.9, 1.0, 1.9, 2.0, 2.9, 3.0, 3.9, 4.0, 4.9, 5.0])
+    with pytest.raises(StatsInputError, match="positive duration"):
+        windows.seed_windows(0)
+
+
+def _fixture_intervals() -> pd.DataFrame:
+    rows = [m for m in get("iperf3").parse(FIXTURE.read_text()) if "interval_start" in m.dims]
+    frame = pd.DataFrame([{"metric": m.metric, "value": m.value, **m.dims} for m in rows])
+    wide = frame.pivot_table(index=["interval_start", "interval_end"], columns="metric", values="value").reset_index()
+    return wide.assign(run_id="r1")
+
+
+def test_windowed_jitter_and_loss_match_hand_computed_values():
+    # 60-s fixture: windows 9-10, 19-20, ..., 49-50 s hold intervals 9, 19, 29, 39, 49 (midpoints), whose
+    # jitter is 0.1 (i + 1) ms = 1, 2, 3, 4, 5 ms and loss (i mod 3) / 100 = 0, 1, 2, 0, 1 %.
+    got = windows.window_values(_fixture_intervals(), windows.seed_windows(60))
+    assert got["intervals"].tolist() == [1] * 5
+    assert got["jitter"].tolist() == pytest.approx([1e-3, 2e-3, 3e-3, 4e-3, 5e-3], rel=1e-9)
+    assert got["loss"].tolist() == pytest.approx([0, 1, 2, 0, 1], abs=1e-12)
+    assert got["jitter"].mean() == pytest.approx(3e-3, rel=1e-9)  # the seed's mean of the windows
+    assert got["loss"].mean() == pytest.approx(0.8, rel=1e-9)
+
+
+def test_a_window_without_interval_reports_is_refused():
+    # 600-s windows over a 60-s sample: no interval lies in 90-100 s
+    with pytest.raises(StatsInputError, match="window 90-100 s"):
+        windows.window_values(_fixture_intervals(), windows.seed_windows(600))
+
+
+def test_out_of_order_comes_from_the_stream():
+    got = {m.metric: m.value for m in get("iperf3").parse(FIXTURE.read_text()) if not m.dims}
+    assert got["out_of_order"] == 7 and got["loss"] == 1.0
+
+
+@ROOT_ONLY
+@pytest.mark.lab
+def test_every_scenario_runs_through_the_router_on_the_study_lab(tmp_path):
+    """One 1-s sample per scenario at 512-byte frames: the neighbour loads of each scenario ran, the
+    UDP flow crossed the firewall host, and the metrics the analysis needs are there."""
+    name = f"p{os.getpid() % 100000}"
+    text = (ROOT / "labs/002-pfsense-neighbour.yaml").read_text().replace("lab: pfs002", f"lab: {name}")
+    short = (STUDY / "campaigns/pfsense-neighbour.yaml").read_text()
+    for old, new in (("repetitions: 3", "repetitions: 1"), ("duration: 6,", "duration: 1,"), ("timeout: 40", "timeout: 20"),
+                     ("monitors: true", "monitors: false"), ("fingerprints: true", "fingerprints: false")):
+        assert old in short, old
+        short = short.replace(old, new)
+    short = "\n".join(line for line in short.splitlines() if not any(f'label: "{f}"' in line for f in (64, 1518, 8192)))
+    (tmp_path / "c.yaml").write_text(short + "\n")
+    campaign = spec.load(tmp_path / "c.yaml")
+    lab = lab_mod.bring_up(labspec.load(f"{name}.yaml", text=text))
+    try:
+        entries = inventory.load(lab.inventory_path)
+        before = lab_mod.router_counters(name, "fw")
+        assert runner.run(campaign, entries, tmp_path / "raw", stream=open(os.devnull, "w")).complete
+        after = lab_mod.router_counters(name, "fw")
+    finally:
+        lab_mod.down(name)
+    assert leftovers(name) == []
+    loads = {}
+    for sample in (tmp_path / "raw/pfsense-neighbour/samples").iterdir():
+        meta = json.loads((sample / "meta.json").read_text())
+        loads[meta["cell"]["scenario"]] = " ".join(str(n) for n in meta.get("neighbours", []))
+        got = {m.metric for m in get("iperf3").parse((sample / "stdout").read_text()) if not m.dims}
+        assert {"throughput", "loss", "jitter", "out_of_order"} <= got
+    assert sorted(loads) == sorted(ORDER)
+    assert loads["alone"] == ""
+    assert "sleep" in loads["idle"] and "stress-ng" not in loads["idle"]
+    assert "stress-ng" in loads["stress"] and "--bidir" not in loads["stress"]
+    assert "stress-ng" in loads["stress+net"] and "--bidir" in loads["stress+net"]
+    grown = after["filter 0"][0] - before.get("filter 0", (0, 0))[0]
+    assert grown > 4 * 1000, grown  # about 4 x 1 s of 40 Mbit/s in 466-byte datagrams hit the UDP accept rule
+
+
+@pytest.fixture(scope="module")
+def committed(tmp_path_factory) -> Path:
+    raw = ROOT / "data/raw/pfsense-neighbour"
+    if not (raw / "MANIFEST.sha256").exists():
+        pytest.skip("the short rerun's raw data is not committed")
+    out = tmp_path_factory.mktemp("processed")
+    tidy.write(raw, out)
+    return out / "pfsense-neighbour.parquet"
+
+
+def test_chapter_tables_from_the_committed_rerun(committed, tmp_path):
+    metrics = [scenarios.Metric(key="throughput", label="Throughput", unit="Mbit/s", scale=1e6, name="throughput"),
+               scenarios.Metric(key="jitter", label="Windowed jitter", unit="ms", scale=1e-3, source="windows",
+                                name="jitter")]
+    df = tidy.load(committed)
+    samples = {m.key: scenarios.per_sample(df, m, factors=["frame", "scenario"], duration=6) for m in metrics}
+    result = scenarios.analyse(samples, panel="frame", scenario="scenario", baseline="alone", order=ORDER)
+    assert len(result) == 2 * 4 * 4 and set(result["n"]) == {3}
+    tested = result[result["scenario"] != "alone"]
+    assert tested["p_holm"].notna().all() and (tested["p_holm"] >= tested["p"]).all()
+    out = scenarios.write(samples, result, metrics, name="t002", panel="frame", panel_label="Frame",
+                          scenario="scenario", order=ORDER, caption="c", source=str(committed), paper_dir=tmp_path)
+    text = out["table"].read_text()
+    assert text.count("stress+net") == 2 * 4 and "Holm" in text
+    assert "\\plset{t002/jitter/512/stress-net/mean}" in out["macros"].read_text()
