@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import math
 import os
 from pathlib import Path
 
@@ -186,12 +187,16 @@ def test_chapter_tables_from_committed_raw_data(name, tmp_path):
                                select=p.get("select"), relabel=p.get("relabel"), cpu_host=p.get("cpu_host"))
     reps = campaign_doc(a.campaign)["repetitions"]
     assert (result.cells["n"] == reps).all()
-    grid = factorial.layout(result, rows=p["rows"], scale=p["scale"])
-    assert list(grid[p["rows"]]) == [*factorial.order(result.cells[p["rows"]]), "mean"]
-    assert grid.shape[1] == 1 + len(result.cells) // result.cells[p["rows"]].nunique()
+    rows = [p["rows"]] if isinstance(p["rows"], str) else p["rows"]
+    grid = factorial.layout(result, rows=rows, scale=p["scale"])
+    blocks = math.prod(result.cells[f].nunique() for f in rows[:-1])
+    assert list(grid[rows[-1]])[: result.cells[rows[-1]].nunique() + 1] == [*factorial.order(result.cells[rows[-1]]),
+                                                                            "mean"]
+    assert len(grid) == blocks * (result.cells[rows[-1]].nunique() + 1)
+    assert grid.shape[1] == len(rows) + len(result.cells) // math.prod(result.cells[f].nunique() for f in rows)
     terms = set(result.anova["term"])
     assert {*p["factors"], "Residual"} <= terms and len(terms) == 2 ** len(p["factors"])
-    out = factorial.write(result, name=name, source="t", paper_dir=tmp_path, rows=p["rows"], x=p["x"],
+    out = factorial.write(result, name=name, source=ROOT / "data/raw" / a.campaign / "campaign.json", paper_dir=tmp_path, rows=p["rows"], x=p["x"],
                           trace=p["trace"], panel=p["panel"], scale=p["scale"], unit=p["unit"], labels=p["labels"],
                           ratios=p.get("ratios", []), generator="test")
     assert all(path.stat().st_size > 0 for paths in out.values() for path in paths)

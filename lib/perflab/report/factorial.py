@@ -104,24 +104,39 @@ def _cell_text(row: pd.Series, scale: float, digits: int) -> str:
             f"[{row['mean_ci_low'] / scale:.{digits}f}, {row['mean_ci_high'] / scale:.{digits}f}]")
 
 
-def layout(result: FactorialResult, *, rows: str, scale: float = 1.0, digits: int = 2,
+def layout(result: FactorialResult, *, rows: str | Sequence[str], scale: float = 1.0, digits: int = 2,
            mean_row: bool = True) -> pd.DataFrame:
-    """The cell means with their CIs, ``rows`` down and the other factors across (a column per
-    combination, named ``factor=level`` joined by ``, ``); a last row ``mean`` holds the mean of
-    the column's cell means over the row levels (seed 000's "Média" row)."""
-    across = [f for f in result.factors if f != rows]
+    """The cell means with their CIs, the ``rows`` factor(s) down and the other factors across (a
+    column per combination, named ``factor=level`` joined by ``, ``). With several row factors the
+    last one varies fastest, in blocks of the others. After each block a row ``mean`` holds the
+    mean of the cell means over the last row factor's levels (seed 000's "Média" row)."""
+    rows = [rows] if isinstance(rows, str) else list(rows)
+    across = [f for f in result.factors if f not in rows]
     cells = result.cells.copy()
-    cells["_col"] = cells[across].astype(str).agg(", ".join, axis=1) if across else "value"
+    for f in result.factors:
+        cells[f] = cells[f].astype(str)
+    cells["_col"] = cells[across].agg(", ".join, axis=1) if across else "value"
     cols = sorted(cells["_col"].unique(), key=lambda c: [figures.natural_key(p) for p in c.split(", ")])
     labels = {c: ", ".join(f"{f}={v}" for f, v in zip(across, c.split(", "))) if across else "value" for c in cols}
-    out = pd.DataFrame({rows: order(cells[rows])})
-    for c in cols:
-        sub = cells[cells["_col"] == c].set_index(cells[rows].astype(str)[cells["_col"] == c])
-        out[labels[c]] = [_cell_text(sub.loc[r], scale, digits) if r in sub.index else "--" for r in out[rows]]
-    if mean_row:
-        means = {labels[c]: f"{cells.loc[cells['_col'] == c, 'mean'].mean() / scale:.{digits}f}" for c in cols}
-        out = pd.concat([out, pd.DataFrame([{rows: "mean", **means}])], ignore_index=True)
-    return out
+    indexed = cells.set_index([*rows, "_col"])
+    blocks = [()] if len(rows) == 1 else list(dict.fromkeys(
+        tuple(k) for k in sorted(cells[rows[:-1]].itertuples(index=False, name=None),
+                                 key=lambda k: [figures.natural_key(v) for v in k])))
+    out = []
+    for block in blocks:
+        sub = cells[(cells[rows[:-1]] == list(block)).all(axis=1)] if block else cells
+        for level in order(sub[rows[-1]]):
+            line = dict(zip(rows, (*block, level)))
+            for c in cols:
+                key = (*block, level, c)
+                line[labels[c]] = _cell_text(indexed.loc[key], scale, digits) if key in indexed.index else "--"
+            out.append(line)
+        if mean_row:
+            line = {**dict(zip(rows, block)), rows[-1]: "mean"}
+            for c in cols:
+                line[labels[c]] = f"{sub.loc[sub['_col'] == c, 'mean'].mean() / scale:.{digits}f}"
+            out.append(line)
+    return pd.DataFrame(out, columns=[*rows, *(labels[c] for c in cols)])
 
 
 def layout_tex(table: pd.DataFrame, *, caption: str, label: str, level: float = 0.95) -> str:
@@ -138,11 +153,11 @@ def anova_tex(result: FactorialResult, *, caption: str, label: str) -> str:
     """The ANOVA table (term, df, F, p, partial eta squared) as a booktabs ``table``."""
     rows = []
     for _, r in result.anova.iterrows():
-        rows.append({"Term": r["term"].replace(":", " x "), "df": f"{r['df']:.0f}",
+        rows.append({"Term": escape_latex(r["term"].replace(":", " x ")), "df": f"{r['df']:.0f}",
                      "F": "--" if pd.isna(r["F"]) else format_number(r["F"]),
                      "p": "--" if pd.isna(r["p"]) else format_p(r["p"]),
-                     "partial eta sq.": "--" if pd.isna(r["partial_eta_sq"]) else f"{r['partial_eta_sq']:.3f}"})
-    body = pd.DataFrame(rows).to_latex(index=False, escape=True, column_format="lrrrr")
+                     "partial $\\eta^2$": "--" if pd.isna(r["partial_eta_sq"]) else f"{r['partial_eta_sq']:.3f}"})
+    body = pd.DataFrame(rows).to_latex(index=False, escape=False, column_format="lrrrr")
     note = escape_latex(f"{result.anova.attrs['anova_type']}; n = {len(result.data)} samples.")
     return (f"\\begin{{table}}[htbp]\n\\centering\n\\small\n\\caption{{{escape_latex(caption)}}}\n\\label{{{label}}}\n"
             f"{body}\\par\\smallskip{{\\footnotesize {note}\\par}}\n\\end{{table}}\n")
@@ -235,12 +250,14 @@ def ratio(result: FactorialResult, numerator: Mapping[str, str], denominator: Ma
 
 def values(result: FactorialResult, *, name: str, scale: float, digits: int = 2,
            ratios: Sequence[Mapping[str, Any]] = (), level: float = 0.95) -> dict[str, str]:
-    """Inline values: ``<name>/n``, per ANOVA term ``<name>/anova/<term>/p|F|eta``, per cell
+    """Inline values: ``<name>/n``, per ANOVA term ``<name>/anova/<term>/p|F|eta`` (and ``ptext``,
+    the whole statement "$p = 0.12$" or "$p < 0.001$"), per cell
     ``<name>/cell/<l1>/<l2>.../mean``, and per requested ratio ``<name>/ratio/<r>`` (percent) with ``-low``/``-high``."""
     out = {f"{name}/n": str(len(result.data))}
     for _, r in result.anova.dropna(subset=["p"]).iterrows():
         term = r["term"].replace(":", "-x-")
         out[f"{name}/anova/{term}/p"] = format_p(r["p"])
+        out[f"{name}/anova/{term}/ptext"] = "$p < 0.001$" if r["p"] < 0.001 else f"$p = {format_p(r['p'])}$"
         out[f"{name}/anova/{term}/F"] = format_number(r["F"])
         out[f"{name}/anova/{term}/eta"] = f"{r['partial_eta_sq']:.2f}"
     for _, c in result.cells.iterrows():
