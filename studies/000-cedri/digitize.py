@@ -34,7 +34,8 @@ P2P_TABLES = (("3.7", 582, "i7server"), ("3.8", 605, "pfsense-virtual"), ("3.9",
 NOTES = {
     ("A.3", "load_firewall", 1500, "1"): "printed 0,5798 (four decimals); Table 3.6 prints 0,580",
     ("A.4", "load_client", 1500, "1"): "printed 0,0482 (four decimals); Table 3.4 prints 0,048",
-    ("3.6", "load_firewall", 1500, "2", "on", "native"): "printed 0,749 here, 0,748 in Table A.4; the mean 0,743 matches 0,748",
+    ("3.6", "load_firewall", 1500, "2", "on", "native"): (
+        "printed 0,749 here, 0,748 in Table A.4; the mean 0,743 matches 0,748"),
     ("3.2", "load_client", 1500, "delta"): "printed +245%; 0,143/0,042-1 = +240% from the printed values",
     ("3.2", "load_server", 1500, "delta"): "printed +306%; 0,412/0,102-1 = +304% from the printed values",
     ("3.9", "throughput", "mean"): "printed mean 9,357 is the mean of 2, 4 and 8 threads only; all four give 8,457",
@@ -62,7 +63,8 @@ def main(seed: Path = SEED) -> None:
     lines = seed.read_text(encoding="utf-8").splitlines()
     row = lambda n: cells(lines[n - 1])  # noqa: E731
     fw_rows: list[dict] = []
-    fields = ["source_table", "line", "firewall", "smt", "mtu", "threads", "metric", "value", "unit", "uncertain", "note"]
+    fields = ["source_table", "line", "firewall", "smt", "mtu", "threads", "metric", "value", "unit", "uncertain",
+              "note"]
 
     def add(rows, table, n, **kw):
         key_note = next((v for k, v in NOTES.items() if k[0] == table and all(
@@ -114,8 +116,10 @@ def main(seed: Path = SEED) -> None:
                 if not v:
                     continue
                 t = "mean" if t == "Média" else t
-                note = next((nv for k, nv in NOTES.items() if k[0] == table and (len(k) == 1 or (k[1] == metric and k[2] == t))), "")
-                p2p.append({"source_table": f"Tabela {table}", "line": n, "endpoint": endpoint, "mtu": 1500, "smt": "on",
+                note = next((nv for k, nv in NOTES.items()
+                             if k[0] == table and (len(k) == 1 or (k[1] == metric and k[2] == t))), "")
+                p2p.append({"source_table": f"Tabela {table}", "line": n, "endpoint": endpoint, "mtu": 1500,
+                            "smt": "on",
                             "threads": t, "metric": metric, "value": num(v),
                             "unit": "Gbit/s" if metric == "throughput" else "load1",
                             "uncertain": str(bool(note)).lower(), "note": note})

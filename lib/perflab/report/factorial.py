@@ -200,7 +200,8 @@ def interaction_figure(result: FactorialResult, *, x: str, trace: str, panel: st
 
 def heatmap_figure(result: FactorialResult, *, x: str, y: str, panel: str | None = None, scale: float = 1.0,
                    label: str, labels: Mapping[str, str] | None = None, digits: int = 2) -> plt.Figure:
-    """Cell means of the ``y`` x ``x`` grid as a gray-scale heatmap with the values written in, a panel per level of ``panel``."""
+    """Cell means of the ``y`` x ``x`` grid as a gray-scale heatmap with the values written in,
+    a panel per level of ``panel``."""
     style.use()
     labels = labels or {}
     panels = _panels(result, panel)
@@ -252,7 +253,8 @@ def values(result: FactorialResult, *, name: str, scale: float, digits: int = 2,
            ratios: Sequence[Mapping[str, Any]] = (), level: float = 0.95) -> dict[str, str]:
     """Inline values: ``<name>/n``, per ANOVA term ``<name>/anova/<term>/p|F|eta`` (and ``ptext``,
     the whole statement "$p = 0.12$" or "$p < 0.001$"), per cell
-    ``<name>/cell/<l1>/<l2>.../mean``, and per requested ratio ``<name>/ratio/<r>`` (percent) with ``-low``/``-high``."""
+    ``<name>/cell/<l1>/<l2>.../mean``, and per requested ratio ``<name>/ratio/<r>`` (percent)
+    with ``-low``/``-high``."""
     out = {f"{name}/n": str(len(result.data))}
     for _, r in result.anova.dropna(subset=["p"]).iterrows():
         term = r["term"].replace(":", "-x-")
