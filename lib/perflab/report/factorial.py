@@ -139,14 +139,17 @@ def layout(result: FactorialResult, *, rows: str | Sequence[str], scale: float =
     return pd.DataFrame(out, columns=[*rows, *(labels[c] for c in cols)])
 
 
-def layout_tex(table: pd.DataFrame, *, caption: str, label: str, level: float = 0.95) -> str:
-    """A grid table from :func:`layout` as a booktabs ``table`` (small type; cells are mean [CI])."""
-    body = table.to_latex(index=False, escape=True, column_format="l" + "r" * (table.shape[1] - 1))
-    note = (f"Each cell: mean [{100 * level:.0f}\\% CI of the mean]; last row: mean of the cell means "
-            "over the row levels.")
+def layout_tex(table: pd.DataFrame, *, caption: str, label: str, over: str, level: float = 0.95) -> str:
+    """A grid table from :func:`layout` as a booktabs ``table`` in small type (cells are mean [CI]),
+    shrunk to the text width only when wider; ``over`` names the factor the ``mean`` rows average over."""
+    values = sum("=" in str(c) or c == "value" for c in table.columns)
+    body = table.to_latex(index=False, escape=True, column_format="l" * (table.shape[1] - values) + "r" * values)
+    note = (f"Each cell: mean [{100 * level:.0f}\\% CI of the mean]; rows \\emph{{mean}}: mean of the cell "
+            f"means over the levels of {escape_latex(over)}.")
     return ("\\begin{table}[htbp]\n\\centering\n\\scriptsize\n\\setlength{\\tabcolsep}{3pt}\n"
-            f"\\caption{{{escape_latex(caption)}}}\n\\label{{{label}}}\n\\resizebox{{\\textwidth}}{{!}}{{%\n"
-            f"{body}}}\n\\par\\smallskip{{\\footnotesize {note}\\par}}\n\\end{{table}}\n")
+            f"\\caption{{{escape_latex(caption)}}}\n\\label{{{label}}}\n"
+            f"\\begin{{adjustbox}}{{max width=\\textwidth}}\n{body}\\end{{adjustbox}}\n"
+            f"\\par\\smallskip{{\\footnotesize {note}\\par}}\n\\end{{table}}\n")
 
 
 def anova_tex(result: FactorialResult, *, caption: str, label: str) -> str:
@@ -273,14 +276,16 @@ def values(result: FactorialResult, *, name: str, scale: float, digits: int = 2,
     return out
 
 
-def write(result: FactorialResult, *, name: str, source: str | Path, paper_dir: str | Path, rows: str, x: str,
-          trace: str, panel: str | None, scale: float, unit: str, labels: Mapping[str, str],
+def write(result: FactorialResult, *, name: str, source: str | Path, paper_dir: str | Path,
+          rows: str | Sequence[str], x: str, trace: str, panel: str | None, scale: float, unit: str,
+          labels: Mapping[str, str],
           ratios: Sequence[Mapping[str, Any]] = (), digits: int = 2, level: float = 0.95,
           generator: str) -> dict[str, list[Path]]:
     """Write ``<name>-interaction`` and ``<name>-heatmap`` (PDF+PNG), ``<name>-layout.tex``,
     ``<name>-anova.tex`` and the macro file ``<name>.tex`` under ``paper_dir``, each with lineage."""
     paper = Path(paper_dir)
     ylabel = f"{result.quantity} ({unit})"
+    last = rows if isinstance(rows, str) else list(rows)[-1]
     out: dict[str, list[Path]] = {"figures": [], "tables": []}
     details = {"factors": result.factors, "n": len(result.data)}
     fig = interaction_figure(result, x=x, trace=trace, panel=panel, scale=scale, ylabel=ylabel, labels=labels)
@@ -295,7 +300,7 @@ def write(result: FactorialResult, *, name: str, source: str | Path, paper_dir: 
     texts = {
         "layout": layout_tex(layout(result, rows=rows, scale=scale, digits=digits),
                              caption=f"{result.quantity} ({unit}) per cell ({name}).", label=f"tab:{name}-layout",
-                             level=level),
+                             over=labels.get(last, last), level=level),
         "anova": anova_tex(result, caption=f"{result.quantity}: factorial ANOVA over "
                                            f"{' x '.join(labels.get(f, f) for f in result.factors)} ({name}).",
                            label=f"tab:{name}-anova"),
