@@ -1,0 +1,315 @@
+"""A multi-factor campaign for the paper: factorial ANOVA, interaction plot, heatmap and a grid table.
+
+The statistics come from :mod:`perflab.stats` (rows per sample from
+:func:`perflab.stats.levels.select_rows`, cell means and CIs from
+:func:`perflab.stats.describe.describe`, the ANOVA from :func:`perflab.stats.anova.factorial_anova`,
+ratio CIs from :func:`scipy.stats.bootstrap`); this module picks the rows, lays the numbers
+out as a study's tables do (one factor down the rows, the others across, a mean row as
+seed 000's tables have) and draws them. Levels keep their natural order (numbers by value).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from scipy import stats as sstats
+
+from ..stats import anova
+from ..stats.describe import describe
+from ..stats.levels import select_rows
+from . import figures, lineage, macros, style
+from .latex import escape_latex, format_number, format_p
+
+#: ``/proc/stat`` states that count as busy CPU time (idle and iowait do not).
+BUSY_STATES = ("user", "nice", "system", "irq", "softirq", "steal")
+#: Seed used by the bootstrap of ratio CIs, so that a rebuild prints the same interval.
+BOOTSTRAP_SEED = 2000
+
+
+@dataclass
+class FactorialResult:
+    """One value per measured sample of a multi-factor campaign, its cell statistics and ANOVA."""
+
+    quantity: str
+    unit: str
+    factors: list[str]
+    data: pd.DataFrame
+    cells: pd.DataFrame
+    anova: pd.DataFrame
+    notes: list[str] = field(default_factory=list)
+
+
+def samples(df: pd.DataFrame, *, metric: str, factors: Sequence[str], select: Mapping[str, Any] | None = None,
+            relabel: Mapping[str, Mapping[str, str]] | None = None, cpu_host: str | None = None,
+            source: str = "table") -> tuple[pd.DataFrame, str, list[str]]:
+    """One row per measured sample: its factor levels (relabelled) and ``value``; the unit and notes.
+
+    ``metric`` and ``select`` pick rows as :func:`perflab.stats.levels.select_rows` does.
+    With ``cpu_host`` the value is instead the busy CPU seconds (:data:`BUSY_STATES`, all
+    CPUs) that the monitor of that host saw during the sample, per 10^9 units of ``metric``
+    (e.g. CPU seconds per GB moved); on the embedded lab that is the whole machine's time.
+    ``relabel`` maps a factor's labels to new ones (e.g. a link name to its path kind).
+    """
+    sel = select_rows(df, metric, select, source=source)
+    data, unit, notes = sel.data, sel.unit or "", list(sel.notes)
+    data = data.rename(columns={sel.value: "value"}) if sel.value != "value" else data
+    if cpu_host is not None:
+        cpu = df[(df["tool"] == "procstat") & (df["metric"] == "cpu_time") & (df["host"] == cpu_host)
+                 & (df["cpu"].astype(str) == "all") & df["state"].isin(BUSY_STATES)]
+        busy = cpu.groupby("run_id")["value"].sum()
+        data = data[data["run_id"].isin(busy.index)].copy()
+        if data.empty:
+            raise ValueError(f"{source}: no procstat cpu_time rows of host {cpu_host!r}; "
+                             "run the campaign with monitors: true and name a monitored host")
+        data["value"] = busy.loc[data["run_id"]].to_numpy() / (data["value"].to_numpy() / 1e9)
+        unit = f"CPU s per 1e9 {unit}"
+        notes.append(f"busy CPU time ({', '.join(BUSY_STATES)}) seen by {cpu_host}'s monitor per 1e9 {metric}")
+    out = data[["run_id", *factors, "value"]].copy()
+    for f in factors:
+        out[f] = out[f].map(lambda v, f=f: (relabel or {}).get(f, {}).get(_label(v), _label(v)))
+    return out.reset_index(drop=True), unit, notes
+
+
+def _label(value: object) -> str:
+    """A level as text: whole numbers without a decimal point (a column with gaps reads 16 as 16.0)."""
+    if isinstance(value, (float, np.floating)) and float(value).is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def analyse(df: pd.DataFrame, *, metric: str, factors: Sequence[str], quantity: str,
+            select: Mapping[str, Any] | None = None, relabel: Mapping[str, Mapping[str, str]] | None = None,
+            cpu_host: str | None = None, level: float = 0.95, typ: int = 2, source: str = "table") -> FactorialResult:
+    """Samples, per-cell description (mean and its CI at ``level``) and the factorial ANOVA of ``factors``."""
+    data, unit, notes = samples(df, metric=metric, factors=factors, select=select, relabel=relabel,
+                                cpu_host=cpu_host, source=source)
+    cells = describe(data, "value", list(factors), level, source=source)
+    table = anova.factorial_anova(data, "value", list(factors), typ=typ, source=source)
+    notes.append(f"{table.attrs['anova_type']}; {table.attrs['formula']}")
+    return FactorialResult(quantity, unit, list(factors), data, cells, table, notes)
+
+
+def order(levels: Sequence[object]) -> list[str]:
+    """Labels in natural order (numbers by value), as text."""
+    return [str(v) for v in figures.natural_order(list(dict.fromkeys(str(v) for v in levels)))]
+
+
+def _cell_text(row: pd.Series, scale: float, digits: int) -> str:
+    return (f"{row['mean'] / scale:.{digits}f} "
+            f"[{row['mean_ci_low'] / scale:.{digits}f}, {row['mean_ci_high'] / scale:.{digits}f}]")
+
+
+def layout(result: FactorialResult, *, rows: str | Sequence[str], scale: float = 1.0, digits: int = 2,
+           mean_row: bool = True) -> pd.DataFrame:
+    """The cell means with their CIs, the ``rows`` factor(s) down and the other factors across (a
+    column per combination, named ``factor=level`` joined by ``, ``). With several row factors the
+    last one varies fastest, in blocks of the others. After each block a row ``mean`` holds the
+    mean of the cell means over the last row factor's levels (seed 000's "Média" row)."""
+    rows = [rows] if isinstance(rows, str) else list(rows)
+    across = [f for f in result.factors if f not in rows]
+    cells = result.cells.copy()
+    for f in result.factors:
+        cells[f] = cells[f].astype(str)
+    cells["_col"] = cells[across].agg(", ".join, axis=1) if across else "value"
+    cols = sorted(cells["_col"].unique(), key=lambda c: [figures.natural_key(p) for p in c.split(", ")])
+    labels = {c: ", ".join(f"{f}={v}" for f, v in zip(across, c.split(", "))) if across else "value" for c in cols}
+    indexed = cells.set_index([*rows, "_col"])
+    blocks = [()] if len(rows) == 1 else list(dict.fromkeys(
+        tuple(k) for k in sorted(cells[rows[:-1]].itertuples(index=False, name=None),
+                                 key=lambda k: [figures.natural_key(v) for v in k])))
+    out = []
+    for block in blocks:
+        sub = cells[(cells[rows[:-1]] == list(block)).all(axis=1)] if block else cells
+        for level in order(sub[rows[-1]]):
+            line = dict(zip(rows, (*block, level)))
+            for c in cols:
+                key = (*block, level, c)
+                line[labels[c]] = _cell_text(indexed.loc[key], scale, digits) if key in indexed.index else "--"
+            out.append(line)
+        if mean_row:
+            line = {**dict(zip(rows, block)), rows[-1]: "mean"}
+            for c in cols:
+                line[labels[c]] = f"{sub.loc[sub['_col'] == c, 'mean'].mean() / scale:.{digits}f}"
+            out.append(line)
+    return pd.DataFrame(out, columns=[*rows, *(labels[c] for c in cols)])
+
+
+def layout_tex(table: pd.DataFrame, *, caption: str, label: str, over: str, level: float = 0.95) -> str:
+    """A grid table from :func:`layout` as a booktabs ``table`` in small type (cells are mean [CI]),
+    shrunk to the text width only when wider; ``over`` names the factor the ``mean`` rows average over."""
+    values = sum("=" in str(c) or c == "value" for c in table.columns)
+    body = table.to_latex(index=False, escape=True, column_format="l" * (table.shape[1] - values) + "r" * values)
+    note = (f"Each cell: mean [{100 * level:.0f}\\% CI of the mean]; rows \\emph{{mean}}: mean of the cell "
+            f"means over the levels of {escape_latex(over)}.")
+    return ("\\begin{table}[htbp]\n\\centering\n\\scriptsize\n\\setlength{\\tabcolsep}{3pt}\n"
+            f"\\caption{{{escape_latex(caption)}}}\n\\label{{{label}}}\n"
+            f"\\begin{{adjustbox}}{{max width=\\textwidth}}\n{body}\\end{{adjustbox}}\n"
+            f"\\par\\smallskip{{\\footnotesize {note}\\par}}\n\\end{{table}}\n")
+
+
+def anova_tex(result: FactorialResult, *, caption: str, label: str) -> str:
+    """The ANOVA table (term, df, F, p, partial eta squared) as a booktabs ``table``."""
+    rows = []
+    for _, r in result.anova.iterrows():
+        rows.append({"Term": escape_latex(r["term"].replace(":", " x ")), "df": f"{r['df']:.0f}",
+                     "F": "--" if pd.isna(r["F"]) else format_number(r["F"]),
+                     "p": "--" if pd.isna(r["p"]) else format_p(r["p"]),
+                     "partial $\\eta^2$": "--" if pd.isna(r["partial_eta_sq"]) else f"{r['partial_eta_sq']:.3f}"})
+    body = pd.DataFrame(rows).to_latex(index=False, escape=False, column_format="lrrrr")
+    note = escape_latex(f"{result.anova.attrs['anova_type']}; n = {len(result.data)} samples.")
+    return (f"\\begin{{table}}[htbp]\n\\centering\n\\small\n\\caption{{{escape_latex(caption)}}}\n\\label{{{label}}}\n"
+            f"{body}\\par\\smallskip{{\\footnotesize {note}\\par}}\n\\end{{table}}\n")
+
+
+def _panels(result: FactorialResult, panel: str | None) -> list[str | None]:
+    return order(result.cells[panel]) if panel else [None]
+
+
+def interaction_figure(result: FactorialResult, *, x: str, trace: str, panel: str | None = None,
+                       scale: float = 1.0, ylabel: str, labels: Mapping[str, str] | None = None) -> plt.Figure:
+    """Cell means (with CI bars) against ``x``, one line per level of ``trace``, a panel per level of ``panel``."""
+    style.use()
+    labels = labels or {}
+    panels = _panels(result, panel)
+    fig, axes = plt.subplots(1, len(panels), sharey=True, squeeze=False,
+                             figsize=(style.TEXT_WIDTH, style.TEXT_WIDTH * 0.36))
+    xs = order(result.cells[x])
+    for ax, p in zip(axes[0], panels):
+        sub = result.cells if p is None else result.cells[result.cells[panel].astype(str) == p]
+        for i, t in enumerate(order(result.cells[trace])):
+            line = sub[sub[trace].astype(str) == t].set_index(sub[x].astype(str)[sub[trace].astype(str) == t])
+            pos = [k for k, v in enumerate(xs) if v in line.index]
+            if not pos:
+                continue
+            m = line.loc[[xs[k] for k in pos]]
+            look = style.look(i)
+            ax.errorbar(pos, m["mean"] / scale, yerr=[(m["mean"] - m["mean_ci_low"]) / scale,
+                                                      (m["mean_ci_high"] - m["mean"]) / scale],
+                        capsize=2, markersize=4, label=f"{labels.get(trace, trace)} {t}", **look)
+        ax.set_xticks(range(len(xs)), xs)
+        ax.set_xlabel(labels.get(x, x))
+        if p is not None:
+            ax.set_title(f"{labels.get(panel, panel)} {p}")
+    axes[0][0].set_ylabel(ylabel)
+    axes[0][0].set_ylim(bottom=0)
+    axes[0][-1].legend(loc="best")
+    return fig
+
+
+def heatmap_figure(result: FactorialResult, *, x: str, y: str, panel: str | None = None, scale: float = 1.0,
+                   label: str, labels: Mapping[str, str] | None = None, digits: int = 2) -> plt.Figure:
+    """Cell means of the ``y`` x ``x`` grid as a gray-scale heatmap with the values written in,
+    a panel per level of ``panel``."""
+    style.use()
+    labels = labels or {}
+    panels = _panels(result, panel)
+    xs, ys = order(result.cells[x]), order(result.cells[y])
+    grids = []
+    for p in panels:
+        sub = result.cells if p is None else result.cells[result.cells[panel].astype(str) == p]
+        piv = sub.assign(_x=sub[x].astype(str), _y=sub[y].astype(str)).pivot_table(
+            index="_y", columns="_x", values="mean").reindex(index=ys, columns=xs)
+        grids.append(piv.to_numpy(dtype=float) / scale)
+    vmax = np.nanmax([np.nanmax(g) for g in grids])
+    fig, axes = plt.subplots(1, len(panels), squeeze=False, figsize=(style.TEXT_WIDTH, style.TEXT_WIDTH * 0.34))
+    for ax, p, g in zip(axes[0], panels, grids):
+        im = ax.imshow(g, cmap="Greys", vmin=0, vmax=vmax, origin="lower", aspect="auto")
+        for (r, c), v in np.ndenumerate(g):
+            if np.isfinite(v):
+                ax.text(c, r, f"{v:.{digits}g}" if v >= 100 else f"{v:.{digits}f}", ha="center", va="center",
+                        fontsize=7, color="white" if v > 0.55 * vmax else "black")
+        ax.set_xticks(range(len(xs)), xs)
+        ax.set_yticks(range(len(ys)), ys)
+        ax.set_xlabel(labels.get(x, x))
+        ax.grid(False)
+        if p is not None:
+            ax.set_title(f"{labels.get(panel, panel)} {p}")
+    axes[0][0].set_ylabel(labels.get(y, y))
+    fig.colorbar(im, ax=list(axes[0]), label=label, shrink=0.9)
+    return fig
+
+
+def ratio(result: FactorialResult, numerator: Mapping[str, str], denominator: Mapping[str, str],
+          level: float = 0.95) -> tuple[float, float, float]:
+    """Ratio of the mean of the samples matching ``numerator`` to that matching ``denominator``
+    (factor -> level; unnamed factors pooled), with a percentile bootstrap CI (fixed seed)."""
+    def pick(want: Mapping[str, str]) -> np.ndarray:
+        d = result.data
+        for f, v in want.items():
+            d = d[d[f].astype(str) == str(v)]
+        if len(d) < 2:
+            raise ValueError(f"ratio: fewer than 2 samples match {dict(want)}")
+        return d["value"].to_numpy(dtype=float)
+    a, b = pick(numerator), pick(denominator)
+    ci = sstats.bootstrap((a, b), lambda u, v, axis=-1: np.mean(u, axis=axis) / np.mean(v, axis=axis),
+                          confidence_level=level, n_resamples=2000, method="percentile", vectorized=True,
+                          random_state=np.random.default_rng(BOOTSTRAP_SEED)).confidence_interval
+    return float(a.mean() / b.mean()), float(ci.low), float(ci.high)
+
+
+def values(result: FactorialResult, *, name: str, scale: float, digits: int = 2,
+           ratios: Sequence[Mapping[str, Any]] = (), level: float = 0.95) -> dict[str, str]:
+    """Inline values: ``<name>/n``, per ANOVA term ``<name>/anova/<term>/p|F|eta`` (and ``ptext``,
+    the whole statement "$p = 0.12$" or "$p < 0.001$"), per cell
+    ``<name>/cell/<l1>/<l2>.../mean``, and per requested ratio ``<name>/ratio/<r>`` (percent)
+    with ``-low``/``-high``."""
+    out = {f"{name}/n": str(len(result.data))}
+    for _, r in result.anova.dropna(subset=["p"]).iterrows():
+        term = r["term"].replace(":", "-x-")
+        out[f"{name}/anova/{term}/p"] = format_p(r["p"])
+        out[f"{name}/anova/{term}/ptext"] = "$p < 0.001$" if r["p"] < 0.001 else f"$p = {format_p(r['p'])}$"
+        out[f"{name}/anova/{term}/F"] = format_number(r["F"])
+        out[f"{name}/anova/{term}/eta"] = f"{r['partial_eta_sq']:.2f}"
+    for _, c in result.cells.iterrows():
+        key = "/".join(str(c[f]) for f in result.factors)
+        out[f"{name}/cell/{key}/mean"] = f"{c['mean'] / scale:.{digits}f}"
+    for spec in ratios:
+        est, low, high = ratio(result, spec["numerator"], spec["denominator"], level)
+        out[f"{name}/ratio/{spec['name']}"] = f"{100 * est:.0f}"
+        out[f"{name}/ratio/{spec['name']}-low"] = f"{100 * low:.0f}"
+        out[f"{name}/ratio/{spec['name']}-high"] = f"{100 * high:.0f}"
+    return out
+
+
+def write(result: FactorialResult, *, name: str, source: str | Path, paper_dir: str | Path,
+          rows: str | Sequence[str], x: str, trace: str, panel: str | None, scale: float, unit: str,
+          labels: Mapping[str, str],
+          ratios: Sequence[Mapping[str, Any]] = (), digits: int = 2, level: float = 0.95,
+          generator: str) -> dict[str, list[Path]]:
+    """Write ``<name>-interaction`` and ``<name>-heatmap`` (PDF+PNG), ``<name>-layout.tex``,
+    ``<name>-anova.tex`` and the macro file ``<name>.tex`` under ``paper_dir``, each with lineage."""
+    paper = Path(paper_dir)
+    ylabel = f"{result.quantity} ({unit})"
+    last = rows if isinstance(rows, str) else list(rows)[-1]
+    out: dict[str, list[Path]] = {"figures": [], "tables": []}
+    details = {"factors": result.factors, "n": len(result.data)}
+    fig = interaction_figure(result, x=x, trace=trace, panel=panel, scale=scale, ylabel=ylabel, labels=labels)
+    out["figures"] += figures.save(fig, paper / "figures" / f"{name}-interaction", inputs=[source],
+                                   generator=generator, details=details)
+    plt.close(fig)
+    fig = heatmap_figure(result, x=x, y=trace, panel=panel, scale=scale, label=ylabel, labels=labels,
+                         digits=digits)
+    out["figures"] += figures.save(fig, paper / "figures" / f"{name}-heatmap", inputs=[source],
+                                   generator=generator, details=details)
+    plt.close(fig)
+    texts = {
+        "layout": layout_tex(layout(result, rows=rows, scale=scale, digits=digits),
+                             caption=f"{result.quantity} ({unit}) per cell ({name}).", label=f"tab:{name}-layout",
+                             over=labels.get(last, last), level=level),
+        "anova": anova_tex(result, caption=f"{result.quantity}: factorial ANOVA over "
+                                           f"{' x '.join(labels.get(f, f) for f in result.factors)} ({name}).",
+                           label=f"tab:{name}-anova"),
+    }
+    for kind, text in texts.items():
+        path = lineage.atomic_text(paper / "tables" / f"{name}-{kind}.tex", text)
+        lineage.write([path], [source], generator=generator)
+        out["tables"].append(path)
+    out["macros"] = [macros.write(paper / "macros" / f"{name}.tex",
+                                  values(result, name=name, scale=scale, digits=digits, ratios=ratios, level=level),
+                                  inputs=[source], generator=generator)]
+    return out
