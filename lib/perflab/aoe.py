@@ -13,8 +13,8 @@ It imports only the standard library so that a lab host can run it as a script::
     python3 aoe.py bench --peer 198.18.1.12 --major 1 --minor 1 --rw randread --bs 4096 --runtime 5
     python3 aoe.py cost --procs vblade -- python3 aoe.py bench ...
 
-``bench`` prints one JSON object: operations, bytes, elapsed seconds, frames sent and
-retransmitted, and the process's own user and system CPU seconds. ``--peer ADDR`` picks
+``bench`` prints one JSON object: operations, bytes, elapsed seconds, frames sent (at most the
+target's advertised buffer count unanswered at a time) and retransmitted, and the process's own user and system CPU seconds. ``--peer ADDR`` picks
 the interface whose IPv4 network holds ADDR (the target's address on the link to use).
 ``cost`` runs any initiator command, passes its output through and appends a line
 ``@cost {...}`` with the command's CPU seconds (its rusage) and the CPU seconds the named
@@ -102,37 +102,46 @@ class Initiator:
     def _frame(self, dst: bytes, command: int, tag: int, body: bytes) -> bytes:
         return HEADER.pack(dst, self.mac, ETHERTYPE, 0x10, 0, self.major, self.minor, command, tag) + body
 
-    def _exchange(self, frames: dict[int, bytes]) -> dict[int, bytes]:
-        """Send every frame (tag -> bytes), resend late ones, return tag -> answer body."""
+    def _exchange(self, frames: dict[int, bytes], window: int = 1) -> dict[int, bytes]:
+        """Send the frames (tag -> bytes), at most ``window`` unanswered at a time (the target's buffer
+        count: a target drops what its buffers cannot hold), resend late ones; return tag -> answer."""
         answers: dict[int, bytes] = {}
-        for frame in frames.values():
-            self.sock.send(frame)
-        self.frames += len(frames)
-        for _ in range(self.retries + 1):
-            deadline = time.monotonic() + self.timeout
-            while len(answers) < len(frames):
-                left = deadline - time.monotonic()
-                if left <= 0 or not select.select([self.sock], [], [], left)[0]:
-                    break
-                packet = self.sock.recv(65536)
-                if len(packet) < HEADER.size:
-                    continue
-                _dst, _src, _type, flags, error, major, minor, _cmd, tag = HEADER.unpack_from(packet)
-                if not flags & FLAG_RESPONSE or tag not in frames or tag in answers:
-                    continue
-                if (major, minor) != (self.major, self.minor) and self.major != 0xFFFF:
-                    continue
-                if flags & FLAG_ERROR:
-                    raise AoEError(f"AoE target {major}.{minor} on {self.iface}: error code {error} for tag {tag}")
-                answers[tag] = packet
-            if len(answers) == len(frames):
-                return answers
-            for tag, frame in frames.items():
-                if tag not in answers:
-                    self.sock.send(frame)
-                    self.retransmits += 1
-        raise AoEError(f"AoE target {self.major}.{self.minor} on {self.iface}: no answer after "
-                       f"{self.retries} retransmissions; is vblade serving this shelf.slot on this link?")
+        pending = list(frames)
+        sent: dict[int, float] = {}
+        tries: dict[int, int] = {}
+        while len(answers) < len(frames):
+            while pending and len(sent) < max(window, 1):
+                tag = pending.pop(0)
+                self.sock.send(frames[tag])
+                self.frames += 1
+                sent[tag] = time.monotonic()
+            oldest = min(sent.values())
+            left = oldest + self.timeout - time.monotonic()
+            if left <= 0 or not select.select([self.sock], [], [], left)[0]:
+                for tag, when in list(sent.items()):
+                    if time.monotonic() - when >= self.timeout:
+                        tries[tag] = tries.get(tag, 0) + 1
+                        if tries[tag] > self.retries:
+                            raise AoEError(f"AoE target {self.major}.{self.minor} on {self.iface}: no answer after "
+                                           f"{self.retries} retransmissions; is vblade serving this shelf.slot "
+                                           f"on this link?")
+                        self.sock.send(frames[tag])
+                        self.retransmits += 1
+                        sent[tag] = time.monotonic()
+                continue
+            packet = self.sock.recv(65536)
+            if len(packet) < HEADER.size:
+                continue
+            _dst, _src, _type, flags, error, major, minor, _cmd, tag = HEADER.unpack_from(packet)
+            if not flags & FLAG_RESPONSE or tag not in sent:
+                continue
+            if (major, minor) != (self.major, self.minor) and self.major != 0xFFFF:
+                continue
+            if flags & FLAG_ERROR:
+                raise AoEError(f"AoE target {major}.{minor} on {self.iface}: error code {error} for tag {tag}")
+            answers[tag] = packet
+            del sent[tag]
+        return answers
 
     def query(self) -> Target:
         """Broadcast a query config and keep the first answer: the target's MAC and frame size."""
@@ -160,7 +169,7 @@ class Initiator:
             tag = self._next_tag()
             frames[tag] = self._frame(target.mac, CMD_ATA, tag, body)
             order.append((tag, n))
-        answers = self._exchange(frames)
+        answers = self._exchange(frames, target.buffers)
         return [(n, answers[tag]) for tag, n in order]
 
     def read(self, lba: int, count: int) -> bytes:
