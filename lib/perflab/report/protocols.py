@@ -29,12 +29,14 @@ from . import figures, latex, lineage, macros, style
 METRICS: dict[str, tuple[str, float, str]] = {
     "throughput": ("Throughput", 2**20, "MiB/s"),
     "iops": ("IOPS", 1.0, "op/s"),
-    "cpu_per_op": ("CPU time per operation (initiator + target)", 1e-6, "µs/op"),
-    "initiator_cpu_per_op": ("Initiator CPU time per operation", 1e-6, "µs/op"),
-    "target_cpu_per_op": ("Target CPU time per operation", 1e-6, "µs/op"),
-    "bytes_per_op": ("Bytes on the wire per operation (TX+RX)", 2**10, "KiB/op"),
+    "cpu_per_op": ("CPU time per op.", 1e-6, "µs"),
+    "initiator_cpu_per_op": ("Initiator CPU per op.", 1e-6, "µs"),
+    "target_cpu_per_op": ("Target CPU per op.", 1e-6, "µs"),
+    "bytes_per_op": ("Wire bytes per op.", 2**10, "KiB"),
 }
 WORKLOADS = ("seqread", "seqwrite", "randread", "randwrite")
+TITLES = {"seqread": "Sequential read", "seqwrite": "Sequential write", "randread": "Random read",
+          "randwrite": "Random write"}
 PROTOCOLS = ("aoe", "iscsi", "nbd")
 NAMES = {"aoe": "AoE", "iscsi": "iSCSI", "nbd": "NBD"}
 
@@ -102,13 +104,14 @@ def relative(runs: pd.DataFrame, metrics: Sequence[str], *, baseline: str = "aoe
 
 
 def figure(runs: pd.DataFrame, metric: str, *, level: float = 0.95) -> plt.Figure:
-    """The seed's layout: a panel per workload, bars per protocol, one bar per MTU with its CI."""
+    """The seed's layout: a panel per workload, bars per protocol, one bar per MTU with its t interval
+    (cut at 0: with n = 3 and a noisy machine a lower bound can be negative)."""
     style.use()
     label, scale, unit = METRICS[metric]
     table = cells(runs, metric, level)
     present = [w for w in WORKLOADS if w in set(table["rw"])]
     mtus = sorted(set(table["mtu"]))
-    fig, axes = plt.subplots(1, len(present), figsize=(style.TEXT_WIDTH, 2.4), layout="constrained", squeeze=False)
+    fig, axes = plt.subplots(1, len(present), figsize=(style.TEXT_WIDTH, 2.5), layout="constrained", squeeze=False)
     width = 0.8 / max(len(mtus), 1)
     for ax, rw in zip(axes[0], present):
         for j, mtu in enumerate(mtus):
@@ -119,11 +122,16 @@ def figure(runs: pd.DataFrame, metric: str, *, level: float = 0.95) -> plt.Figur
             ax.bar(xs, mean, width, color=["0.35", "0.8"][j % 2], edgecolor="black", linewidth=0.5,
                    hatch=["", "//"][j % 2], label=f"MTU {mtu}")
             ax.errorbar(xs, mean, yerr=np.nan_to_num(err), fmt="none", ecolor="black", capsize=2, linewidth=0.8)
+        for i, protocol in enumerate(PROTOCOLS):
+            if not ((table["rw"] == rw) & (table["protocol"] == protocol)).any():
+                ax.text(i, 0, "not run", rotation=90, ha="center", va="bottom", fontsize=7)
         ax.set_xticks(np.arange(len(PROTOCOLS)), [NAMES[p] for p in PROTOCOLS])
-        ax.set_title(rw, fontsize=9)
+        ax.set_title(TITLES.get(rw, rw), fontsize=9)
+        ax.set_ylim(bottom=0)
         ax.tick_params(labelsize=8)
-    axes[0][0].set_ylabel(f"{label} ({unit})", fontsize=8, wrap=True)
-    axes[0][0].legend(fontsize=7, frameon=False)
+    axes[0][0].set_ylabel(f"{label} ({unit})", fontsize=8)
+    handles, names = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, names, loc="outside upper center", ncols=len(mtus), fontsize=8, frameon=False)
     return fig
 
 
