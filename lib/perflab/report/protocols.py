@@ -149,10 +149,43 @@ def summary_latex(rel: pd.DataFrame, *, caption: str, label: str) -> str:
                                     "interval; Welch's $t$ test, $p$-values adjusted by Holm over the table."])
 
 
+CLAIMS_FORMAT = "1"
+
+
+def load_claims(path: str | Path) -> pd.DataFrame:
+    """The published claims of a protocol study (``data/raw/published/<study>-claims.csv``, format 1)."""
+    claims = pd.read_csv(path, dtype=str, keep_default_na=False)
+    bad = sorted(set(claims.get("format", pd.Series(["missing"]))) - {CLAIMS_FORMAT})
+    if bad:
+        raise ValueError(f"{path}: column format: {bad} is not {CLAIMS_FORMAT}; this reader knows format {CLAIMS_FORMAT}")
+    return claims
+
+
+def claims_latex(claims: pd.DataFrame, *, caption: str, label: str) -> str:
+    """The published statements as a table: line, metric, workload, condition, who wins and by how much."""
+    shown = pd.DataFrame({
+        "Claim": claims["claim"], "Line": claims["line"], "Metric": claims["metric"], "Workload": claims["workload"],
+        "Condition": claims["condition"],
+        "Better": [b if b != "none" else "equal" for b in claims["better"]],
+        "Stated": [(f"{v}\,\%" + ("$^*$" if u == "yes" else "")) if v else "--"
+                   for v, u in zip(claims["stated"], claims["uncertain"])]})
+    for column in ("Metric", "Workload", "Condition", "Better"):
+        shown[column] = [latex.escape_latex(v) for v in shown[column]]
+    return latex.latex_table(shown, caption=caption, label=label, escape=False, column_format="llp{2.3cm}p{2.2cm}p{2.6cm}lr",
+                             notes=["$^*$ approximate in the text, or the compared bars are not defined."])
+
+
 def write(runs: pd.DataFrame, *, name: str, inputs: Sequence[str | Path], paper_dir: str | Path,
-          processed_dir: str | Path, generator: str, level: float = 0.95) -> dict[str, Path]:
-    """Write the per-run table (CSV), the three figures, the summary table and the inline values."""
+          processed_dir: str | Path, generator: str, level: float = 0.95,
+          claims: str | Path | None = None) -> dict[str, Path]:
+    """Write the per-run table (CSV), the three figures, the summary table, the published claims (when
+    ``claims`` names their CSV) and the inline values."""
     paper, out = Path(paper_dir), {}
+    if claims is not None:
+        out["claims"] = lineage.atomic_text(paper / "tables" / f"{name}-claims.tex", claims_latex(
+            load_claims(claims), caption="What the seed states about AoE and iSCSI (prose only: no figure value "
+            "is recoverable).", label=f"tab:{name}-claims"))
+        lineage.write([out["claims"]], [claims], generator=generator)
     out["runs"] = lineage.atomic_text(Path(processed_dir) / f"{name}-per-op.csv", runs.to_csv(index=False))
     lineage.write([out["runs"]], inputs, generator=generator)
     for metric, fig_name in (("throughput", "throughput"), ("cpu_per_op", "cpu"), ("bytes_per_op", "bytes")):
