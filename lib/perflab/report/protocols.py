@@ -167,8 +167,8 @@ def claims_latex(claims: pd.DataFrame, *, caption: str, label: str) -> str:
         "Claim": claims["claim"], "Line": claims["line"], "Metric": claims["metric"], "Workload": claims["workload"],
         "Condition": claims["condition"],
         "Better": [b if b != "none" else "equal" for b in claims["better"]],
-        "Stated": [(f"{v}\,\%" + ("$^*$" if u == "yes" else "")) if v else "--"
-                   for v, u in zip(claims["stated"], claims["uncertain"])]})
+        "Stated": [(("$<$" if k == "upper bound" else "") + f"{v}\\,\\%" + ("$^*$" if u == "yes" else "")) if v else "--"
+                   for v, u, k in zip(claims["stated"], claims["uncertain"], claims["kind"])]})
     for column in ("Metric", "Workload", "Condition", "Better"):
         shown[column] = [latex.escape_latex(v) for v in shown[column]]
     return latex.latex_table(shown, caption=caption, label=label, escape=False, column_format="llp{2.3cm}p{2.2cm}p{2.6cm}lr",

@@ -3,7 +3,7 @@
 Role: ``client`` (the initiator); ``server`` is the target host, reached at its address on
 the campaign's link. Parameters: ``protocol`` (``aoe``, ``iscsi``, ``nbd``), ``rw``
 (``read``, ``write``, ``randread``, ``randwrite``), ``bs`` (bytes, a multiple of 512),
-``runtime`` (s), ``size`` (bytes of the device used, default 64 MiB), ``depth`` (requests
+``runtime`` (s; whole seconds for iSCSI), ``size`` (bytes of the device used, default 64 MiB), ``depth`` (requests
 in flight for iSCSI and NBD; the AoE initiator keeps one I/O in flight, split into as many
 frames as the target's frame size needs), ``iqn`` (iSCSI target name, LUN 1), ``port``
 (NBD, default 10809).
@@ -65,7 +65,9 @@ class BlockProto(Tool):
             if "write" in rw:
                 raise ValueError("blockproto: iscsi-perf (libiscsi) only reads; drop the iSCSI write cells "
                                  "(exclude) or use a kernel initiator on real hosts")
-            inner = ["iscsi-perf", "-t", f"{runtime:g}", "-b", str(bs // 512), "-m", str(depth),
+            if runtime != int(runtime) or runtime < 1:
+                raise ValueError(f"blockproto parameter runtime: {runtime:g}; iscsi-perf takes whole seconds (1 or more)")
+            inner = ["iscsi-perf", "-t", str(int(runtime)), "-b", str(bs // 512), "-m", str(depth),
                      *(["-r"] if rw.startswith("rand") else []),
                      f"iscsi://{server}/{params.get('iqn', 'iqn.2026-11.org.perflab:disk')}/1"]
         else:
