@@ -13,9 +13,10 @@ It imports only the standard library so that a lab host can run it as a script::
     python3 aoe.py bench --peer 198.18.1.12 --major 1 --minor 1 --rw randread --bs 4096 --runtime 5
     python3 aoe.py cost --procs vblade -- python3 aoe.py bench ...
 
-``bench`` prints one JSON object: operations, bytes, elapsed seconds, frames sent (at most the
-target's advertised buffer count unanswered at a time) and retransmitted, and the process's own user and system CPU seconds. ``--peer ADDR`` picks
-the interface whose IPv4 network holds ADDR (the target's address on the link to use).
+``bench`` prints one JSON object: operations, bytes, elapsed seconds, frames sent (at most
+the target's advertised buffer count unanswered at a time) and retransmitted, and the
+process's own user and system CPU seconds. ``--peer ADDR`` picks the interface whose IPv4
+network holds ADDR (the target's address on the link to use).
 ``cost`` runs any initiator command, passes its output through and appends a line
 ``@cost {...}`` with the command's CPU seconds (its rusage) and the CPU seconds the named
 target processes spent meanwhile (``/proc/<pid>/stat`` of every process with that name
