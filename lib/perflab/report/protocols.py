@@ -35,6 +35,7 @@ METRICS: dict[str, tuple[str, float, str]] = {
     "bytes_per_op": ("Wire bytes per op.", 2**10, "KiB"),
 }
 WORKLOADS = ("seqread", "seqwrite", "randread", "randwrite")
+SHORT = {"throughput": "Throughput", "cpu_per_op": "CPU/op", "bytes_per_op": "Bytes/op"}
 TITLES = {"seqread": "Sequential read", "seqwrite": "Sequential write", "randread": "Random read",
           "randwrite": "Random write"}
 PROTOCOLS = ("aoe", "iscsi", "nbd")
@@ -138,14 +139,16 @@ def figure(runs: pd.DataFrame, metric: str, *, level: float = 0.95) -> plt.Figur
 def summary_latex(rel: pd.DataFrame, *, caption: str, label: str) -> str:
     """The relative-difference table: other protocol vs AoE per metric, workload and MTU."""
     shown = pd.DataFrame({
-        "Metric": [METRICS[m][0].split(" (")[0] for m in rel["metric"]],
+        "Metric": [SHORT.get(m, m) for m in rel["metric"]],
         "Workload": rel["rw"], "MTU": rel["mtu"].astype(int).astype(str), "vs AoE": [NAMES[o] for o in rel["other"]],
         "n": rel["n"],
         "Rel. diff.": [f"{100 * v:+.1f}\\,\\%" for v in rel["rel_diff"]],
         "95\\,\\% CI": [latex.format_ci(a, b, percent=True) for a, b in zip(rel["ci_low"], rel["ci_high"])],
         "$p$ (Holm)": [latex.format_p(p) for p in rel["p_holm"]]})
     return latex.latex_table(shown, caption=caption, label=label, escape=False, column_format="lllllrrr",
-                             notes=["Relative difference of means, other protocol / AoE $-$ 1, with Fieller's "
+                             notes=["CPU/op: initiator plus target CPU time per operation; Bytes/op: bytes received "
+                                    "plus sent by the initiator's storage interface per operation. "
+                                    "Relative difference of means, other protocol / AoE $-$ 1, with Fieller's "
                                     "interval; Welch's $t$ test, $p$-values adjusted by Holm over the table."])
 
 
@@ -170,8 +173,8 @@ def claims_latex(claims: pd.DataFrame, *, caption: str, label: str) -> str:
         "Stated": [(("$<$" if k == "upper bound" else "") + f"{v}\\,\\%" + ("$^*$" if u == "yes" else "")) if v else "--"
                    for v, u, k in zip(claims["stated"], claims["uncertain"], claims["kind"])]})
     for column in ("Metric", "Workload", "Condition", "Better"):
-        shown[column] = [latex.escape_latex(v) for v in shown[column]]
-    return latex.latex_table(shown, caption=caption, label=label, escape=False, column_format="llp{2.3cm}p{2.2cm}p{2.6cm}lr",
+        shown[column] = [latex.escape_latex(v.replace(";", "; ")) for v in shown[column]]
+    return latex.latex_table(shown, caption=caption, label=label, escape=False, column_format="llp{2.1cm}p{2.0cm}p{2.3cm}lr",
                              notes=["$^*$ approximate in the text, or the compared bars are not defined."])
 
 
