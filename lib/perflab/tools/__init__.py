@@ -26,6 +26,7 @@ REGISTRY: dict[str, str] = {
     "rados_bench": "perflab.tools.ceph:RadosBench",
     "rbd_bench": "perflab.tools.ceph:RbdBench",
     "ceph_osd_bench": "perflab.tools.ceph:CephOsdBench",
+    "blockproto": "perflab.tools.blockproto:BlockProto",
 }
 
 #: Other names users type for the same tools.
