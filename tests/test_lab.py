@@ -105,3 +105,17 @@ def test_down_removes_a_lab_recorded_in_the_first_state_format():
     links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
     assert bridge not in links and veth not in links and not state_dir.exists()
     assert netns not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+
+
+def test_a_new_lab_that_fails_half_way_is_removed_again(monkeypatch):
+    name = f"f{os.getpid() % 100000}"
+    made = []
+
+    def sshd_fails(lab, host, cgroup_procs):
+        made.append(host.name)
+        raise lab_mod.LabError(f"sshd of {host.name} did not start")
+
+    monkeypatch.setattr(lab_mod, "_sshd_up", sshd_fails)
+    with pytest.raises(lab_mod.LabError, match=r"did not start; what was made of the new lab was removed again"):
+        lab_mod.up(name, 2)
+    assert made and leftovers(name) == []

@@ -1,6 +1,5 @@
 """`perflab verify`: a reviewer's check of the whole repository names every file that differs."""
 
-import json
 from pathlib import Path
 
 import pandas as pd

@@ -583,6 +583,7 @@ def bring_up(spec: LabSpec) -> Lab:
     with open(STATE_ROOT / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         state = _read_state(spec.name)
+        new = state is None
         if state and state["spec"] != json.loads(json.dumps(spec.to_json())):
             flat = state["spec"]["source"] is None and spec.source is None
             if not flat or len(spec.hosts) < len(state["spec"]["hosts"]):
@@ -600,8 +601,16 @@ def bring_up(spec: LabSpec) -> Lab:
         _write_state(lab_dir, state)
     try:
         _make(lab, state, hierarchies)
-    except LabError as exc:
-        raise LabError(f"{exc}; what was made so far is recorded: `perflab lab down --name {lab.name}` removes it") from None
+    except BaseException as exc:  # also Ctrl-C: a lab half made is not left behind
+        if new:
+            down(lab.name)
+            if isinstance(exc, LabError):
+                raise LabError(f"{exc}; what was made of the new lab was removed again") from None
+            raise
+        if isinstance(exc, LabError):
+            raise LabError(f"{exc}; what was made so far is recorded: `perflab lab down --name {lab.name}` "
+                           "removes it") from None
+        raise
     return lab
 
 
