@@ -121,3 +121,14 @@ def test_a_key_yaml_reads_as_a_boolean_is_reported_not_a_crash(tmp_path):
     path, load = _load_text(tmp_path, BASE + "factors: {p: [1]}\nsetup:\n  - {true: client, run: x, extra: 1}\n")
     with pytest.raises(spec.SpecError, match=r"c.yaml:6: setup.0: unknown field\(s\) 'extra', True"):
         load()
+
+
+def test_yaml_merge_keys_work_and_may_be_overridden_but_a_duplicate_is_refused():
+    text = ("campaign: m\nbenchmark: {tool: ping}\nhosts: {client: h1, server: h2}\n"
+            "base: &base {count: 3, interval: 0.2}\n").replace("base: &base {count: 3, interval: 0.2}\n", "")
+    merged = ("campaign: m\nbenchmark:\n  tool: ping\n  params:\n    <<: {count: 3, interval: 0.2}\n    count: 5\n"
+              "hosts: {client: h1, server: h2}\nfactors: {size: [56]}\nseed: 1\n")
+    assert load_campaign(merged).params == {"count": 5, "interval": 0.2}
+    with pytest.raises(spec.SpecError, match=r"c.yaml:6: not valid YAML: duplicate key 'count' \(first on line 5\)"):
+        load_campaign(merged.replace("    <<: {count: 3, interval: 0.2}\n", "    count: 3\n"))
+    assert text

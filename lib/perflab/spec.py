@@ -78,6 +78,8 @@ def _unique_mapping(loader: _Loader, node: yaml.MappingNode) -> dict:
     """A mapping whose keys are unique (YAML 1.2 requires it; PyYAML would keep the last silently)."""
     seen: dict[Any, int] = {}
     for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *anchor`: merged keys may be overridden
+            continue
         key = loader.construct_object(key_node, deep=True)
         try:
             if key in seen:
