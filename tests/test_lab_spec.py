@@ -90,7 +90,8 @@ def test_yaml_errors_and_missing_files_are_one_line():
 @pytest.mark.parametrize("path", sorted((ROOT / "labs").glob("*.yaml")), ids=lambda p: p.name)
 def test_shipped_lab_files_load(path):
     spec = labspec.load(path)
-    assert spec.name == path.stem
+    others = {labspec.load(p).name for p in (ROOT / "labs").glob("*.yaml") if p != path}
+    assert spec.name not in others, f"{path.name}: lab name {spec.name} is used by another shipped lab file"
 
 
 def test_routes_lead_through_routers_hop_by_hop_and_names_fit_the_kernel():

@@ -27,7 +27,7 @@ def repo(tmp_path, monkeypatch):
     pub = tmp_path / "data/raw/published"
     pub.mkdir()
     (pub / "study-table1.csv").write_text("name,mean\nx,1.5\n")
-    store.RawStore(pub.parent, pub.name).seal()
+    store.seal_digitized(pub)
     monkeypatch.chdir(tmp_path)
     tidy.write("data/raw/c", "data/processed")
     table = lineage.atomic_text("paper/tables/c-summary.tex", "\\begin{tabular}{r}1\\end{tabular}\n")

@@ -224,7 +224,9 @@ def _verify(args: argparse.Namespace) -> int:
 
 def _seal(args: argparse.Namespace) -> int:
     campaign = Path(args.raw_dir)
-    for note in store.RawStore(campaign.parent, campaign.name).seal():
+    notes = store.RawStore(campaign.parent, campaign.name).seal() if (campaign / "campaign.json").exists() \
+        else store.seal_digitized(campaign)
+    for note in notes:
         print(note)
     return 0
 
@@ -347,7 +349,7 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
     vp.add_argument("--kernel", default="perflab", help="Jupyter kernel for --rebuild (default perflab)")
     vp.set_defaults(func=_verify)
 
-    sp = sub.add_parser("seal", help="checksum raw files the manifest lacks (e.g. the executed notebook)")
+    sp = sub.add_parser("seal", help="checksum the executed notebook of a campaign, or newly digitized published files")
     sp.add_argument("raw_dir")
     sp.set_defaults(func=_seal)
 

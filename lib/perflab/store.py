@@ -244,6 +244,24 @@ class RawStore:
         return []
 
 
+def seal_digitized(directory: str | Path) -> list[str]:
+    """Checksum the hand-digitized published files of ``directory`` that its manifest lacks.
+
+    Published data (``data/raw/published/``) is typed in from a study's text, not measured:
+    a file is sealed once when it is added, and a listed file is never checksummed again, so
+    an edit still fails :func:`verify`.
+    """
+    directory = Path(directory)
+    if (directory / "campaign.json").exists():
+        raise StoreError(f"{directory}: a campaign's raw directory, not published data; its samples are checksummed "
+                         "when written (perflab seal only adds the executed notebook there)")
+    orphans = unlisted(directory)
+    if orphans:
+        RawStore(directory.parent, directory.name)._append_manifest([directory / name for name in orphans])
+        return [f"checksummed {len(orphans)} published file(s): {', '.join(orphans)}"]
+    return []
+
+
 #: Non-sample files that :meth:`RawStore.seal` may checksum after the run (written by the pipeline).
 SEALABLE = frozenset({"experiment.ipynb"})
 #: Files of a campaign directory that are logs rather than raw data (appended to, not checksummed).
