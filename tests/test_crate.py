@@ -82,7 +82,7 @@ def test_a_study_crate_holds_only_its_own_published_files(tmp_path):
     pub.mkdir(parents=True)
     for name in ("a-table1.csv", "b-table1.csv"):
         (pub / name).write_text(f"{name}\n")
-    store.RawStore(pub.parent, pub.name).seal()
+    store.seal_digitized(pub)
     out = crate.export("a", tmp_path / "out", root=tmp_path)
     assert not (out / "data/raw/published/b-table1.csv").exists() and crate.check(out) == []
     (out / "data/raw/published/a-table1.csv").write_text("changed\n")

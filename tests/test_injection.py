@@ -22,7 +22,7 @@ from perflab import spec, tools
 from perflab.tools.base import ParseOnly
 
 TOOL_BINARIES = ("iperf3", "iperf", "fio", "dd", "ping", "sysbench", "stress-ng", "hpcc", "mpirun", "mpstat",
-                 "sadf", "sadc", "ss", "env", "sleep")
+                 "sadf", "sadc", "ss", "env", "sleep", "python3", "iscsi-perf")
 _KEY = re.compile(r"""params(?:\.get\(|\[)\s*["']([a-z_]+)["']|merged\[["']([a-z_]+)["']""")
 _TUPLE = re.compile(r"for key(?:, \w+)? in \(\(?([^:]*?)\):", re.S)
 
@@ -67,9 +67,11 @@ def test_every_adapter_passes_every_value_as_one_word(name, sandbox):
     env, canary = sandbox
     tool = tools.get(name)
     addresses = {role: "198.18.0.1" for role in tool.roles}
-    base = {"of": "/dev/null"} if name == "dd" else {}
+    #: Parameters an adapter cannot do without; each payload goes in one parameter beside them.
+    required = {"dd": {"of": "/dev/null"}, "blockproto": {"protocol": "iscsi"}}
     lines, accepted = [], 0
     for key in sorted(parameter_names(tool)):
+        base = {k: v for k, v in required.get(name, {}).items() if k != key}
         for payload in payloads(canary):
             values = [payload, {payload: payload}] if key in ("options", "stressors") else [payload]
             for value in values:
