@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -61,3 +62,12 @@ class Probe(Tool):
 
     def expected_duration(self, params: Mapping[str, Any]) -> float:
         return 0.1
+
+
+def copy_project(root: Path, dest: Path) -> None:
+    """Copy the files git tracks in the project at ``root`` into ``dest`` (a checkout without history)."""
+    files = subprocess.run(["git", "ls-files", "-z"], cwd=root, capture_output=True, text=True, check=True).stdout
+    for name in filter(None, files.split("\0")):
+        if (root / name).is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            (dest / name).write_bytes((root / name).read_bytes())

@@ -10,7 +10,7 @@ import nbformat
 import pytest
 import yaml
 
-from helpers import ROOT_ONLY, leftovers
+from helpers import ROOT_ONLY, copy_project, leftovers
 from perflab import lab as lab_mod, store
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,11 +30,7 @@ def test_notebook_templates_are_stripped_and_parametrized():
 @pytest.mark.lab
 @pytest.mark.slow
 def test_pipeline_runs_end_to_end_and_a_second_run_does_nothing(tmp_path):
-    files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
-    for name in files:
-        if (ROOT / name).is_file():
-            (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-            (tmp_path / name).write_bytes((ROOT / name).read_bytes())
+    copy_project(ROOT, tmp_path)
     for other in (tmp_path / "studies").iterdir():  # one study end to end; each study's own tests cover it
         if other.name != "iperf3-streams":
             shutil.rmtree(other)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers import copy_project
 from perflab import study
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -123,11 +124,7 @@ seed: 6
 
 
 def test_a_sixth_study_is_one_new_folder_and_the_pipeline_finds_it(tmp_path):
-    files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
-    for name in files:
-        if (ROOT / name).is_file():
-            (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-            (tmp_path / name).write_bytes((ROOT / name).read_bytes())
+    copy_project(ROOT, tmp_path)
     folder = _declare(tmp_path, "999-sixth", SIXTH)
     (folder / "campaigns").mkdir()
     (folder / "campaigns/sixth-ping.yaml").write_text(SIXTH_CAMPAIGN)
