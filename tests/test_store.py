@@ -22,7 +22,7 @@ def test_sample_is_stored_and_listed_in_a_sha256sum_manifest(raw):
     assert (final / "stdout").read_text() == "hello\n"
     assert raw.done_ids() == {"r1"}
     listed = store.read_manifest(raw.dir)
-    assert set(listed) == {"campaign.json", "samples/r1/stdout", "samples/r1/stderr", "samples/r1/meta.json"}
+    assert set(listed) == {"campaign.json", "README.md", "samples/r1/stdout", "samples/r1/stderr", "samples/r1/meta.json"}
     check = subprocess.run(["sha256sum", "-c", "--quiet", store.MANIFEST], cwd=raw.dir, capture_output=True)
     assert check.returncode == 0, check.stdout
 
@@ -76,7 +76,7 @@ def test_a_different_design_cannot_continue_a_campaign_directory(raw, tmp_path):
 def test_manifest_with_a_broken_line_is_reported_with_its_line(raw):
     with open(raw.manifest, "a") as fh:
         fh.write("not a checksum line\n")
-    with pytest.raises(store.StoreError, match=r"MANIFEST.sha256:2: expected"):
+    with pytest.raises(store.StoreError, match=r"MANIFEST.sha256:3: expected"):
         store.read_manifest(raw.dir)
 
 
@@ -178,3 +178,11 @@ def test_a_crashed_attempt_repeated_or_a_retry_is_not_a_re_measurement(raw):
     ledger.running("r1", 2)  # a deleted failed attempt numbered again, or a re-measurement
     assert store.verify(raw.dir) == ["samples/r1: attempt numbers restart (attempt 2 after it was done): "
                                      "the run was measured again"]
+
+
+def test_a_new_campaign_directory_explains_itself_in_a_checksummed_readme(tmp_path):
+    raw = store.RawStore(tmp_path, "camp")
+    raw.begin(campaign_record("camp"))
+    text = (raw.dir / "README.md").read_text()
+    assert "# Raw data of campaign camp" in text and "samples/<run-id>/" in text
+    assert "README.md" in store.read_manifest(raw.dir) and store.verify(raw.dir) == []

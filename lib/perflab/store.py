@@ -3,6 +3,7 @@
 Layout of a campaign directory::
 
     campaign.json          the resolved campaign and its design digest (written once)
+    README.md              this layout, for whoever opens the directory
     MANIFEST.sha256        "<sha256>  <path>" per raw file, append-only (`sha256sum -c` reads it)
     ledger.jsonl           run state events (see perflab.ledger)
     samples/<run-id>/      stdout, stderr, meta.json[, monitors/...] of a successful sample
@@ -106,6 +107,7 @@ class RawStore:
                     "Rename the campaign, choose another output directory, or move the old data away.")
             return
         self.put_file("campaign.json", record.to_json())
+        self.put_file("README.md", readme(record))
 
     def done_ids(self) -> set[str]:
         """Run ids with a complete sample directory."""
@@ -242,6 +244,16 @@ class RawStore:
             self._append_manifest([self.dir / name for name in orphans])
             return [f"checksummed {len(orphans)} file(s) the manifest lacked: {', '.join(orphans)}"]
         return []
+
+
+def readme(record: records.CampaignRecord) -> str:
+    """The README a campaign directory gets when it is made: what each file is (this module's layout)."""
+    layout = __doc__.split("::", 1)[1].split("\n\n", 2)[1]
+    return (f"# Raw data of campaign {record.campaign}\n\nWritten by perflab {record.perflab} from "
+            f"`{record.source}`. Nothing here is ever edited: every file is listed with its SHA-256 in "
+            f"`{MANIFEST}` (check with `sha256sum -c {MANIFEST}` or `perflab verify`).\n\n```\n{layout}\n```\n"
+            "\nThe executed `experiment.ipynb` is added when the pipeline ran the campaign. "
+            "`perflab tidy` turns the samples into the tidy table; see the project's README.\n")
 
 
 def seal_digitized(directory: str | Path) -> list[str]:
