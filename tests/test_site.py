@@ -115,7 +115,7 @@ def test_the_campaign_page_shows_figures_and_links_raw_manifest_lineage_and_csv(
                      "paper/figures/demo-throughput.lineage.json", "paper/tables/demo-throughput-checks.lineage.json",
                      "data/raw/demo/blocks/3/differences.json", "reports/html/demo-analysis.html"):
         assert expected in targets, expected
-    assert "All 55 raw files match" in text
+    assert "All 56 raw files match" in text
     assert "kernel.boot_id" in text, "the fingerprint difference of block 3 is shown"
     assert "how it was made (lineage)" in text and "from raw campaign data/raw/demo: 12 samples" in text
 
