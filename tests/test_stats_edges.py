@@ -166,3 +166,10 @@ def test_planning_and_equivalence_errors():
 def test_hodges_lehmann_with_all_differences_equal():
     assert hodges_lehmann([1.0, 1.0], [8.0, 8.0]) == (7.0, (-math.inf, math.inf))  # n too small to reject
     assert hodges_lehmann([1.0] * 10, [8.0] * 10) == (7.0, (7.0, 7.0))
+
+
+def test_a_fieller_interval_without_spread_still_holds_its_estimate():
+    from perflab.stats.effect import rel_diff, rel_diff_fieller
+
+    low, high = rel_diff_fieller([1.5, 1.5], [1.0, 1.0])  # found by the property test: 1 ulp outside before
+    assert low <= rel_diff([1.5, 1.5], [1.0, 1.0]) <= high

@@ -155,7 +155,10 @@ def rel_diff_fieller(a: Sequence[float], b: Sequence[float], *, paired: bool = F
     low, high = fieller_from_stats(np.mean(x), np.std(x, ddof=1) / np.sqrt(x.size), x.size,
                                    np.mean(y), np.std(y, ddof=1) / np.sqrt(y.size), y.size,
                                    cov=cov, paired=paired, level=level)
-    return (float(low), float(high))
+    point = rel_diff(a, b) if not (np.isnan(low) or np.isnan(high)) else np.nan
+    # Fieller's interval always holds its estimate; with no spread both collapse onto it, and
+    # rounding in the two computations must not leave the estimate one ulp outside.
+    return (float(min(low, point)), float(max(high, point))) if np.isfinite(point) else (float(low), float(high))
 
 
 def fieller_from_stats(mean_a: ArrayLike, se_a: ArrayLike, n_a: ArrayLike, mean_b: ArrayLike, se_b: ArrayLike,
