@@ -140,15 +140,15 @@ def layout(result: FactorialResult, *, rows: str | Sequence[str], scale: float =
 
 
 def layout_tex(table: pd.DataFrame, *, caption: str, label: str, over: str, level: float = 0.95) -> str:
-    """A grid table from :func:`layout` as a booktabs ``table`` in small type (cells are mean [CI]),
-    shrunk to the text width only when wider; ``over`` names the factor the ``mean`` rows average over."""
+    """A grid table from :func:`layout` as a booktabs ``table`` (cells are mean [CI]), never shrunk: turned
+    sideways by ``plfit`` when wider than the text; ``over`` names the factor the ``mean`` rows average over."""
     values = sum("=" in str(c) or c == "value" for c in table.columns)
     body = table.to_latex(index=False, escape=True, column_format="l" * (table.shape[1] - values) + "r" * values)
     note = (f"Each cell: mean [{100 * level:.0f}\\% CI of the mean]; rows \\emph{{mean}}: mean of the cell "
             f"means over the levels of {escape_latex(over)}.")
-    return ("\\begin{table}[htbp]\n\\centering\n\\scriptsize\n\\setlength{\\tabcolsep}{3pt}\n"
+    return ("\\begin{table}[htbp]\n\\centering\n\\setlength{\\tabcolsep}{3pt}\n"
             f"\\caption{{{escape_latex(caption)}}}\n\\label{{{label}}}\n"
-            f"\\begin{{adjustbox}}{{max width=\\textwidth}}\n{body}\\end{{adjustbox}}\n"
+            f"\\begin{{plfit}}{body}\\end{{plfit}}\n"
             f"\\par\\smallskip{{\\footnotesize {note}\\par}}\n\\end{{table}}\n")
 
 
