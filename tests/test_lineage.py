@@ -40,7 +40,7 @@ def test_perflab_lineage_prints_the_chain_down_to_raw_files_and_hosts(project, c
     assert "made by notebooks/analysis.ipynb" in out and "parameters: campaign='demo'" in out
     assert "input data/processed/demo.parquet" in out
     assert "from raw campaign data/raw/demo: 8 samples, 0 quarantined" in out
-    assert "raw files: 37 in the manifest; all match" in out
+    assert "raw files: 38 in the manifest; all match" in out  # with the directory's README.md
     assert out.count("host h1-") == 2 and out.count("host h2-") == 2
 
 
