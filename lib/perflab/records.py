@@ -21,6 +21,13 @@ Format history (add a line for every change, and bump the version of that record
 - ledger event format 1 (perflab 0.1): one JSON object per line of ``ledger.jsonl`` with
   ``t``, ``run_id``, ``state`` (running/done/failed), ``attempt`` and, for failures,
   ``reason``. Lines written before the field existed carry no ``format``; they are format 1.
+- ``gaps/<host>-<time>.json`` format 1 (perflab 0.1, campaign ``reconnect``): a host's lost
+  connection: ``campaign``, ``host``, ``address``, ``group``, ``lost_at`` and ``lost_utc``,
+  ``lost`` (the message: what was running), ``attempts`` (per reconnection attempt: ``waited``
+  seconds before it, ``at``, ``error`` or null), ``back_at`` (null when the host stayed away),
+  ``outcome`` (reconnected, gave up, refused), ``policy`` (the ``reconnect`` values),
+  ``stopped`` (processes of the campaign's registry killed on the host once it was back),
+  ``perflab``.
 """
 
 from __future__ import annotations
@@ -35,8 +42,9 @@ from typing import Any, Mapping
 CAMPAIGN_FORMAT = 1
 SAMPLE_FORMAT = 2
 LEDGER_FORMAT = 1
+GAP_FORMAT = 1
 #: Older formats a reader still accepts, per record.
-_READS = {"campaign record": {1}, "sample record": {1, 2}, "ledger event": {1}}
+_READS = {"campaign record": {1}, "sample record": {1, 2}, "ledger event": {1}, "gap record": {1}}
 
 
 class RecordError(ValueError):
@@ -148,6 +156,30 @@ class LedgerEvent:
         return json.dumps(data) + "\n"
 
 
+@dataclass(frozen=True)
+class HostGap:
+    """A host whose connection dropped during a run: when, what ran, each reconnection attempt, the outcome."""
+
+    campaign: str
+    host: str
+    address: str
+    group: int | None
+    lost_at: float
+    lost_utc: str
+    lost: str
+    attempts: list[dict[str, Any]]
+    back_at: float | None
+    outcome: str
+    policy: dict[str, float]
+    stopped: list[str]
+    perflab: str
+    format: int = GAP_FORMAT
+
+    def to_json(self) -> str:
+        """The record as written to ``gaps/<host>-<time>.json``."""
+        return _dumps(self)
+
+
 def read_campaign(path: str | Path) -> CampaignRecord:
     """Read and check a ``campaign.json``."""
     where = str(path)
@@ -162,6 +194,14 @@ def read_sample(path: str | Path) -> SampleMeta:
     data = _load(path)
     _check("sample record", data, where)
     return _build(SampleMeta, data, where, "sample record")
+
+
+def read_gap(path: str | Path) -> HostGap:
+    """Read and check a ``gaps/<host>-<time>.json``."""
+    where = str(path)
+    data = _load(path)
+    _check("gap record", data, where)
+    return _build(HostGap, data, where, "gap record")
 
 
 def parse_event(line: str, where: str) -> LedgerEvent:

@@ -125,6 +125,25 @@ class Settle:
 
 
 @dataclass(frozen=True)
+class Reconnect:
+    """How the runner reconnects to a host whose connection dropped: exponential backoff, capped and bounded.
+
+    Before attempt k it waits ``min(backoff * 2**(k-1), max_backoff)`` seconds; it makes at most
+    ``attempts`` attempts and starts none later than ``max_wait`` seconds after the loss.
+    ``attempts`` also bounds how many outages one sample may suffer; 0 disables reconnecting.
+    """
+
+    attempts: int = 5
+    backoff: float = 1.0
+    max_backoff: float = 15.0
+    max_wait: float = 60.0
+
+    def wait(self, attempt: int) -> float:
+        """Seconds to wait before ``attempt`` (counted from 1)."""
+        return min(self.backoff * 2 ** (attempt - 1), self.max_backoff)
+
+
+@dataclass(frozen=True)
 class Step:
     """A setup or teardown command run on the host of ``on`` (a role or a host name)."""
 
@@ -247,6 +266,8 @@ class Campaign:
     services: tuple[ServiceDef, ...] = ()
     #: Role -> lab link (or ``{factor}``) whose address the role's host is reached at.
     links: Mapping[str, str] = field(default_factory=dict)
+    #: What the runner does when a host's connection drops (not part of the design digest).
+    reconnect: Reconnect = Reconnect()
 
     def for_group(self, index: int) -> Campaign:
         """This campaign restricted to group ``index``: its roles on the group's hosts, without other groups."""
@@ -292,8 +313,13 @@ class Campaign:
         return sorted(names)
 
     def digest(self) -> str:
-        """SHA-256 of the campaign's canonical JSON: equal digests mean the same experiment."""
-        return hashlib.sha256(json.dumps(self.doc, sort_keys=True).encode()).hexdigest()
+        """SHA-256 of the campaign's canonical JSON: equal digests mean the same experiment.
+
+        ``reconnect`` is left out: it changes how a lost host is waited for, not what is measured,
+        so a campaign can be resumed with another policy.
+        """
+        design_doc = {k: v for k, v in self.doc.items() if k != "reconnect"}
+        return hashlib.sha256(json.dumps(design_doc, sort_keys=True).encode()).hexdigest()
 
 
 def _line_map(node: yaml.Node, path: tuple = (), out: dict | None = None) -> dict[tuple, int]:
@@ -398,6 +424,7 @@ def load(path: str | Path, *, text: str | None = None) -> Campaign:
                          for n in doc.get("neighbours", [])),
         monitors=doc.get("monitors", True), fingerprints=doc.get("fingerprints", True),
         groups=groups, parallel_groups=doc.get("parallel_groups", len(groups) or 1),
+        reconnect=Reconnect(**{k: float(v) if k != "attempts" else v for k, v in doc.get("reconnect", {}).items()}),
     )
 
 

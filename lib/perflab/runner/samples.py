@@ -5,6 +5,7 @@ from __future__ import annotations
 import shlex
 import threading
 import time
+from functools import partial
 from typing import Any, Callable, Mapping
 
 from .. import __version__, design, monitors, preflight, records, settle, tools
@@ -17,7 +18,7 @@ from ..tools.base import Command, ParseError
 from .plan import fingerprint_block, sample_timeout
 from .progress import Progress
 from .outcome import RunnerError, Summary
-from .session import Background, Blocks, Cells, Want, addresses, cell_values
+from .session import Background, Blocks, Cells, Reconnector, Want, addresses, cell_values
 
 
 def session(spec: Campaign, entries: Mapping[str, HostEntry], runs: list[design.Run], todo: list[design.Run],
@@ -26,6 +27,7 @@ def session(spec: Campaign, entries: Mapping[str, HostEntry], runs: list[design.
     """Run ``todo`` (part of ``runs``) on one connection per host of ``spec``, counting into ``summary``.
 
     Stops early when ``stop`` is set; cells, neighbours and services are stopped whatever happens.
+    A host lost on the way is reconnected under the campaign's ``reconnect`` policy (see :class:`Reconnector`).
     """
     last_of_block = {fingerprint_block(spec, r): r.run_id for r in runs}
     with connect(entries, spec.involved()) as hosts:
@@ -36,18 +38,19 @@ def session(spec: Campaign, entries: Mapping[str, HostEntry], runs: list[design.
             raise RunnerError(f"{spec.source}: the hosts are not ready for this campaign (nothing was run):\n  "
                               + "\n  ".join(problems))
         engine = Engine(spec, hosts, store, progress)
+        lost = Reconnector(spec, hosts, store, progress, (engine.neighbours, engine.services, engine.fixtures))
         try:
             for run_ in todo:
                 if stop is not None and stop.is_set():
                     break
-                if engine.sample(run_):
+                if lost.retrying(partial(engine.sample, run_)):
                     summary.done += 1
                     if on_sample:
                         on_sample(run_)
                 else:
                     summary.failed.append(run_.run_id)
                 if last_of_block[fingerprint_block(spec, run_)] == run_.run_id:
-                    engine.blocks.finish()
+                    lost.retrying(engine.blocks.finish)
         finally:
             summary.notes += engine.close()
 

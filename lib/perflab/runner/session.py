@@ -1,15 +1,16 @@
 """The per-host session of a campaign: background services and loads, cell setup and teardown,
-and the host fingerprints around each block."""
+the host fingerprints around each block, and reconnecting a host that went away."""
 
 from __future__ import annotations
 
 import json
 import secrets
+import time
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping, Sequence, TypeVar
 
-from .. import design, fingerprint
-from ..remote import Host, HostError, Service
+from .. import __version__, design, fingerprint, records
+from ..remote import CONNECT_TIMEOUT, Host, HostError, HostLost, Service
 from ..spec import Campaign, Step, fill
 from ..store import RawStore
 from .outcome import RunnerError
@@ -129,6 +130,8 @@ class Cells:
 
     def __init__(self, spec: Campaign, hosts: Mapping[str, Host]) -> None:
         self.spec, self.hosts, self.current = spec, hosts, None  # type: design.Cell | None
+        #: False while the current cell's setup has not completed (a lost host interrupted it).
+        self.ready = False
 
     def _steps(self, steps: tuple[Step, ...], cell: design.Cell, kind: str) -> None:
         values = cell_values(self.spec, self.hosts, cell.levels)
@@ -142,12 +145,18 @@ class Cells:
                                   f"fix the step or the host, then rerun to resume")
 
     def enter(self, cell: design.Cell) -> None:
-        """Leave the current cell (teardown) unless it is ``cell``, then set ``cell`` up."""
+        """Leave the current cell (teardown) unless it is ``cell``, then set ``cell`` up.
+
+        A setup that a lost host interrupted runs again, whole, when the cell is entered again.
+        """
         if self.current is not None and self.current.index == cell.index:
-            return
-        self.leave()
-        self.current = cell
+            if self.ready:
+                return
+        else:
+            self.leave()
+        self.current, self.ready = cell, False
         self._steps(self.spec.setup, cell, "setup")
+        self.ready = True
 
     def leave(self) -> None:
         """Run the current cell's teardown steps (if a cell is entered)."""
@@ -183,26 +192,29 @@ class Blocks:
         for name, host in self.hosts.items():
             if not (self.store.dir / self._path(block, when, name)).exists():
                 links = len(host.entry.addresses or {}) or 1
-                fp = fingerprint.collect(host, tuple(f"eth{i}" for i in range(links)), self.tools)
+                fp = fingerprint.collect(host, tuple(f"eth{i}" for i in range(links)), self.tools,
+                                         phase=f"{when} block {block}")
                 self.store.put_file(self._path(block, when, name), json.dumps(fp, indent=1, sort_keys=True) + "\n")
 
     def enter(self, block: int) -> None:
         """Finish the current block, then fingerprint the hosts before ``block``.
 
-        A host fingerprinted before ``block`` by an interrupted earlier session keeps that fingerprint.
+        A host fingerprinted before ``block`` by an interrupted earlier session (or before a lost
+        host interrupted this one) keeps that fingerprint.
         """
         if not self.spec.fingerprints or block == self.current:
             return
         self.finish()
-        self.current = block
         self._collect(block, "before")
+        self.current = block
 
     def finish(self) -> None:
         """Fingerprint the hosts after the current block and store and print the differences."""
-        block, self.current = self.current, None
+        block = self.current
         if block is None:
             return
         self._collect(block, "after")
+        self.current = None
         before, after = self._load(block, "before"), self._load(block, "after")
         found = {"block": block,
                  "changed": [d for h in after if h in before for d in fingerprint.diff(before[h], after[h])],
@@ -226,3 +238,99 @@ class Blocks:
             self.store.put_file(path, json.dumps(record, indent=1, default=str) + "\n")
 
 
+
+
+T = TypeVar("T")
+
+
+class Reconnector:
+    """Runs session steps so that a lost host is reconnected under the campaign's ``reconnect`` policy.
+
+    When a step raises :class:`HostLost`, the host is reconnected with exponential backoff
+    (its key checked as at first), every background process of the session (services,
+    neighbour loads, fixtures) is stopped and what is left of the campaign's process registry
+    on that host is killed (the lost command, its monitors), the gap is stored under
+    ``gaps/``, and the step runs again: it starts what it needs anew and checks it, and a
+    sample runs as a new attempt (the lost one stays under ``failed/``). A step that loses
+    hosts more often than ``reconnect.attempts``, a host that stays away for the whole policy
+    and a refused host key raise :class:`HostError` in one line (the run stops; a rerun resumes).
+    """
+
+    def __init__(self, spec: Campaign, hosts: Mapping[str, Host], store: RawStore, progress: Progress,
+                 backgrounds: Sequence[Background]) -> None:
+        self.spec, self.hosts, self.store, self.progress = spec, hosts, store, progress
+        self.backgrounds = backgrounds
+
+    def retrying(self, step: Callable[[], T]) -> T:
+        """Run ``step`` and return what it returns, reconnecting and running it again when a host is lost."""
+        outages = 0
+        while True:
+            try:
+                return step()
+            except HostLost as lost:
+                outages += 1
+                self._recover(lost, outages)
+
+    def _recover(self, lost: HostLost, outages: int) -> None:
+        """Reconnect ``lost.host``, restart the session's background processes and record the gap; or raise."""
+        policy, host = self.spec.reconnect, self.hosts[lost.host]
+        gap: dict[str, Any] = {"attempts": [], "back_at": None, "outcome": "gave up", "stopped": []}
+        tried = f"reconnect: attempts {policy.attempts}, backoff {policy.backoff:g} s, max_backoff " \
+                f"{policy.max_backoff:g} s, max_wait {policy.max_wait:g} s"
+        try:
+            if outages > policy.attempts:
+                why = ("not reconnecting (reconnect.attempts is 0)" if policy.attempts == 0 else
+                       f"lost {outages} times in one step, more than reconnect.attempts ({policy.attempts})")
+                host.give_up(why)
+                raise HostError(f"{lost}; {why}")
+            self.progress.note(f"{lost}; reconnecting ({tried})")
+            self._reconnect(lost, host, gap, tried)
+            self.progress.note(f"host {host.name}: back after {gap['back_at'] - lost.at:.1f} s "
+                               f"({len(gap['attempts'])} attempt(s)); restarting the services and loads, "
+                               "then running the step again")
+            for background in self.backgrounds:
+                for note in background.stop_all():
+                    self.progress.note(note)
+            gap["stopped"] = host.reap(self.store.owner)
+        finally:
+            self._record(lost, host, gap)
+
+    def _reconnect(self, lost: HostLost, host: Host, gap: dict[str, Any], tried: str) -> None:
+        """Try to reconnect within the policy, noting each attempt in ``gap``; raise :class:`HostError` if it fails."""
+        policy = self.spec.reconnect
+        for k in range(1, policy.attempts + 1):
+            wait, left = policy.wait(k), policy.max_wait - (time.time() - lost.at)
+            if wait >= left:
+                break
+            time.sleep(wait)  # the backoff itself
+            attempt: dict[str, Any] = {"waited": wait, "at": round(time.time(), 3), "error": None}
+            gap["attempts"].append(attempt)
+            try:
+                host.reconnect(min(CONNECT_TIMEOUT, left - wait))
+            except HostLost as exc:
+                attempt["error"] = exc.reason
+                self.progress.note(f"host {host.name}: reconnect attempt {k} of {policy.attempts} failed: {exc.reason}")
+                continue
+            except HostError as exc:  # a refused host key: never retried, never accepted
+                attempt["error"], gap["outcome"] = str(exc), "refused"
+                host.give_up("its host key was refused on reconnecting")
+                raise HostError(f"{lost}; on reconnecting: {exc}") from None
+            gap["back_at"], gap["outcome"] = round(time.time(), 3), "reconnected"
+            return
+        errors = [a["error"] for a in gap["attempts"]]
+        host.give_up(f"given up after {len(errors)} reconnect attempt(s)")
+        raise HostError(f"{lost}; reconnecting failed: {len(errors)} attempt(s) in {time.time() - lost.at:.1f} s "
+                        f"({tried}){', last error: ' + errors[-1] if errors else ''}")
+
+    def _record(self, lost: HostLost, host: Host, gap: dict[str, Any]) -> None:
+        """Store the gap as ``gaps/<host>-<time>.json`` (a checksummed raw file)."""
+        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(lost.at)) + f".{int(lost.at % 1 * 1000):03d}Z"
+        policy = self.spec.reconnect
+        record = records.HostGap(
+            campaign=self.spec.name, host=host.name, address=host.address, group=self.spec.group,
+            lost_at=round(lost.at, 3), lost_utc=stamp, lost=str(lost), attempts=gap["attempts"],
+            back_at=gap["back_at"], outcome=gap["outcome"],
+            policy={"attempts": policy.attempts, "backoff": policy.backoff, "max_backoff": policy.max_backoff,
+                    "max_wait": policy.max_wait},
+            stopped=gap["stopped"], perflab=__version__)
+        self.store.put_file(f"gaps/{host.name}-{stamp}.json", record.to_json())
