@@ -22,7 +22,7 @@ from typing import Iterator
 import pytest
 
 from helpers import ROOT_ONLY, leftovers, load_campaign
-from perflab import cli, design, fingerprint, inventory, lab as lab_mod, records, runner, spec, store
+from perflab import cli, design, fingerprint, inventory, lab as lab_mod, records, remote, runner, spec, store
 from perflab.ledger import Ledger
 
 pytestmark = [ROOT_ONLY, pytest.mark.lab]
@@ -226,10 +226,25 @@ def test_a_host_lost_while_fingerprinting_is_named_with_the_block_in_one_line(pr
     assert message.startswith("host h2 (") and "lost while fingerprinting before block 1:" in message
     assert "reconnecting failed: 1 attempt(s)" in message and "rerun the same command to resume" in message
     assert "@@perflab" not in message  # not the fingerprint script
-    assert len(store.RawStore(tmp_path / "raw", "gap").done_ids()) == 2
-    assert _owned(store.RawStore(tmp_path / "raw", "gap").owner) != []  # h2's neighbour: the next run reaps it
-    summary = runner.run(campaign, inventory.load(lab2.inventory_path), tmp_path / "raw", stream=io.StringIO())
-    assert summary.complete and _owned(store.RawStore(tmp_path / "raw", "gap").owner) == []
+    raw = store.RawStore(tmp_path / "raw", "gap")
+    assert len(raw.done_ids()) == 2 and records.read_gap(next((raw.dir / "gaps").iterdir())).outcome == "gave up"
+    assert _owned(raw.owner) != []  # h2's neighbour, out of reach: the next run reaps it, as here
+    killed, unreachable = remote.reap(inventory.load(lab2.inventory_path), ["h2"], raw.owner)
+    assert unreachable == [] and any("sleep 3600.25" in line for line in killed["h2"]) and _owned(raw.owner) == []
+
+
+def test_reaping_after_a_reconnection_spares_the_other_lab_hosts(lab2):
+    owner = f"spare-{os.getpid()}"
+    with remote.connect(inventory.load(lab2.inventory_path)) as hosts:
+        hosts["h2"].owner = owner
+        service = hosts["h2"].start("spare", "sleep 3600.75")
+        try:
+            assert hosts["h1"].reap(owner, own_netns=True) == [] and hosts["h2"].alive(service)
+            (killed,) = hosts["h2"].reap(owner, own_netns=True)
+            assert "sleep 3600.75" in killed and not hosts["h2"].alive(service)
+        finally:
+            hosts["h2"].stop(service)
+    assert _owned(owner) == []
 
 
 def test_the_reconnect_policy_has_documented_defaults_and_is_not_part_of_the_design(tmp_path):

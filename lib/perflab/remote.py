@@ -56,11 +56,16 @@ def halt_group(pidfile: str, *, grace: float = 2.0) -> str:
             f"kill -KILL -\"$p\" 2>/dev/null; fi\n")
 
 
-def sweep(variable: str, value: str) -> str:
-    """Shell lines that KILL every process whose environment holds ``variable=value``; prints "pid command" each."""
+def sweep(variable: str, value: str, *, own_netns: bool = False) -> str:
+    """Shell lines that KILL every process whose environment holds ``variable=value``; prints "pid command" each.
+
+    ``own_netns`` spares processes of other network namespaces (the lab's other hosts, which share the kernel).
+    """
     match = shlex.quote(f"{variable}={value}")
-    return (f"for f in $(grep -lzx {match} /proc/[0-9]*/environ 2>/dev/null); do p=${{f#/proc/}}; "
-            f"p=${{p%/environ}}; kill -0 \"$p\" 2>/dev/null || continue; "
+    here = "n=$(readlink /proc/$$/ns/net); " if own_netns else ""
+    same = "[ \"$(readlink /proc/$p/ns/net)\" = \"$n\" ] || continue; " if own_netns else ""
+    return (f"{here}for f in $(grep -lzx {match} /proc/[0-9]*/environ 2>/dev/null); do p=${{f#/proc/}}; "
+            f"p=${{p%/environ}}; kill -0 \"$p\" 2>/dev/null || continue; {same}"
             f"c=$(tr '\\0' ' ' < /proc/$p/cmdline 2>/dev/null); "
             f"kill -KILL \"$p\" 2>/dev/null && echo \"$p $c\"; done; true")
 
@@ -370,13 +375,14 @@ class Host:
         """True when the service's process group still has a member (it did not exit after starting)."""
         return self.run(f"p=$(cat {service.pidfile}) && [ -n \"$p\" ] && {_GROUP_ALIVE}", timeout=15).ok
 
-    def reap(self, owner: str) -> list[str]:
+    def reap(self, owner: str, *, own_netns: bool = False) -> list[str]:
         """Kill every process on this host registered to ``owner`` (left by an earlier, killed run).
 
         Returns one ``"<pid> <command line>"`` per process killed. Hosts that share a kernel
-        (the lab's namespaces) see each other's processes, which carry the same owner.
+        (the lab's namespaces) see each other's processes, which carry the same owner;
+        ``own_netns`` kills only those in this host's network namespace.
         """
-        res = self.run(sweep("PERFLAB_OWNER", owner), timeout=30, tagged=False)
+        res = self.run(sweep("PERFLAB_OWNER", owner, own_netns=own_netns), timeout=30, tagged=False)
         return [line for line in res.stdout.splitlines() if line.strip()]
 
     def stop(self, service: Service) -> str:

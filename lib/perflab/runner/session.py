@@ -238,8 +238,6 @@ class Blocks:
             self.store.put_file(path, json.dumps(record, indent=1, default=str) + "\n")
 
 
-
-
 T = TypeVar("T")
 
 
@@ -267,9 +265,15 @@ class Reconnector:
         while True:
             try:
                 return step()
-            except HostLost as lost:
+            except HostLost as exc:
+                lost: HostLost | None = exc
+            while lost is not None:  # a host lost again while recovering is one more outage
                 outages += 1
-                self._recover(lost, outages)
+                try:
+                    self._recover(lost, outages)
+                    lost = None
+                except HostLost as again:
+                    lost = again
 
     def _recover(self, lost: HostLost, outages: int) -> None:
         """Reconnect ``lost.host``, restart the session's background processes and record the gap; or raise."""
@@ -291,7 +295,8 @@ class Reconnector:
             for background in self.backgrounds:
                 for note in background.stop_all():
                     self.progress.note(note)
-            gap["stopped"] = host.reap(self.store.owner)
+            # other groups' processes run in other namespaces of the same kernel on the lab: spare them
+            gap["stopped"] = host.reap(self.store.owner, own_netns=True)
         finally:
             self._record(lost, host, gap)
 
