@@ -24,9 +24,8 @@ import pytest
 from helpers import ROOT_ONLY, leftovers, load_campaign
 from perflab import cli, design, fingerprint, inventory, lab as lab_mod, records, remote, runner, spec, store
 from perflab.ledger import Ledger
-
-pytestmark = [ROOT_ONLY, pytest.mark.lab]
-
+from perflab.runner.progress import Progress
+from perflab.runner.session import Reconnector
 
 @pytest.fixture(scope="module")
 def lab2():
@@ -134,6 +133,8 @@ services:
     return load_campaign(text, tmp_path)
 
 
+@ROOT_ONLY
+@pytest.mark.lab
 def test_a_host_that_comes_back_is_reconnected_and_the_sample_runs_again(probe, lab2, tmp_path):
     campaign = _campaign(tmp_path, reconnect="{attempts: 4, backoff: 0.2, max_backoff: 1, max_wait: 20}",
                          monitors=True, fingerprints=True)
@@ -177,6 +178,8 @@ def test_a_host_that_comes_back_is_reconnected_and_the_sample_runs_again(probe, 
     assert _owned(owner) == [], "the run left processes behind"
 
 
+@ROOT_ONLY
+@pytest.mark.lab
 def test_a_host_that_stays_away_stops_the_run_in_one_line_within_the_policy(probe, lab2, tmp_path, capsys):
     campaign = _campaign(tmp_path, reconnect="{attempts: 3, backoff: 0.2, max_backoff: 0.4, max_wait: 5}",
                          monitors=False, fingerprints=False)
@@ -204,6 +207,8 @@ def test_a_host_that_stays_away_stops_the_run_in_one_line_within_the_policy(prob
     assert store.verify(raw / "gap") == [] and _owned(store.RawStore(raw, "gap").owner) == []
 
 
+@ROOT_ONLY
+@pytest.mark.lab
 def test_a_host_lost_while_fingerprinting_is_named_with_the_block_in_one_line(probe, lab2, tmp_path, monkeypatch):
     campaign = _campaign(tmp_path, reconnect="{attempts: 1, backoff: 0.1, max_wait: 5}", monitors=False,
                          fingerprints=True)
@@ -233,6 +238,8 @@ def test_a_host_lost_while_fingerprinting_is_named_with_the_block_in_one_line(pr
     assert unreachable == [] and any("sleep 3600.25" in line for line in killed["h2"]) and _owned(raw.owner) == []
 
 
+@ROOT_ONLY
+@pytest.mark.lab
 def test_reaping_after_a_reconnection_spares_the_other_lab_hosts(lab2):
     owner = f"spare-{os.getpid()}"
     with remote.connect(inventory.load(lab2.inventory_path)) as hosts:
@@ -259,3 +266,69 @@ def test_the_reconnect_policy_has_documented_defaults_and_is_not_part_of_the_des
         load_campaign(base + "reconnect: {backoff: 0}", tmp_path)
     with pytest.raises(spec.SpecError, match=r"c\.yaml:5: reconnect: unknown field\(s\) 'tries'; allowed: attempts, backoff"):
         load_campaign(base + "reconnect: {tries: 3}", tmp_path)
+
+
+class Unreachable(remote.Host):
+    """A local host whose reconnections fail: refused, or (``key_changed``) with a changed host key."""
+
+    key_changed = False
+
+    def reconnect(self, timeout: float) -> None:
+        if self.key_changed:
+            raise remote.HostError(f"host {self.name} (root@{self.address}:22): cannot connect: the host key changed")
+        raise remote.HostLost(self.name, f"host {self.name}: cannot connect", "Connection refused")
+
+
+def _reconnector(tmp_path: Path, policy: str, host: remote.Host) -> Reconnector:
+    c = load_campaign("campaign: c\nbenchmark: {tool: sysbench}\nhosts: {client: h1}\nfactors: {threads: [1]}\n"
+                      f"reconnect: {policy}\n")
+    raw = store.RawStore(tmp_path, "c")
+    raw.begin(records.CampaignRecord(campaign="c", design_digest=c.digest(), spec=dict(c.doc), source="c.yaml",
+                                     perflab="test", python="3", schedule=[], inventory={}), min_free=0)
+    return Reconnector(c, {"h1": host}, raw, Progress(1, 0, stream=io.StringIO()), ())
+
+
+def _lose(host: remote.Host) -> None:
+    raise remote.HostLost(host.name, f"host {host.name} (127.0.0.1): lost while running 'x': Socket is closed",
+                          "Socket is closed")
+
+
+def test_reconnect_attempts_stop_at_max_wait_and_at_a_changed_host_key(tmp_path):
+    host = Unreachable(inventory.HostEntry("h1", "127.0.0.1", local=True))
+    lost = _reconnector(tmp_path / "a", "{attempts: 50, backoff: 0.05, max_backoff: 0.1, max_wait: 0.6}", host)
+    with pytest.raises(remote.HostError, match=r"^host h1 \(127\.0\.0\.1\): lost while running 'x': Socket is "
+                       r"closed; reconnecting failed: \d+ attempt\(s\) in [\d.]+ s \(reconnect: attempts 50, backoff "
+                       r"0\.05 s, max_backoff 0\.1 s, max_wait 0\.6 s\), last error: Connection refused$"):
+        lost.retrying(lambda: _lose(host))
+    gap = records.read_gap(next((tmp_path / "a" / "c" / "gaps").iterdir()))
+    assert gap.outcome == "gave up" and 1 <= len(gap.attempts) < 50
+    assert all(a["at"] - gap.lost_at < 0.6 for a in gap.attempts)  # no attempt starts after max_wait
+    assert host.given_up.startswith("given up after")
+
+    changed = Unreachable(inventory.HostEntry("h1", "127.0.0.1", local=True))
+    changed.key_changed = True
+    lost = _reconnector(tmp_path / "b", "{attempts: 5, backoff: 0.01}", changed)
+    with pytest.raises(remote.HostError, match=r"; on reconnecting: .*the host key changed$"):
+        lost.retrying(lambda: _lose(changed))
+    gap = records.read_gap(next((tmp_path / "b" / "c" / "gaps").iterdir()))
+    assert gap.outcome == "refused" and len(gap.attempts) == 1  # never retried
+
+
+def test_a_step_that_loses_its_host_more_often_than_the_policy_allows_stops(tmp_path):
+    host = remote.Host(inventory.HostEntry("h1", "127.0.0.1", local=True))
+    host.reconnect = lambda timeout: None  # a local host is always back
+    lost = _reconnector(tmp_path, "{attempts: 2, backoff: 0.01}", host)
+    calls = []
+
+    def flaky() -> str:
+        calls.append(1)
+        if len(calls) <= 3:
+            _lose(host)
+        return "done"
+
+    with pytest.raises(remote.HostError, match=r"; lost 3 times in one step, more than reconnect\.attempts \(2\)$"):
+        lost.retrying(flaky)
+    assert len(calls) == 3 and len(list((tmp_path / "c" / "gaps").iterdir())) == 3
+    calls.clear()
+    calls.append(1)  # now it is lost twice, within the policy: the step's result comes back
+    assert lost.retrying(flaky) == "done" and len(calls) == 4
