@@ -69,6 +69,8 @@ def plan(spec: Campaign) -> dict[str, Any]:
                            for n in spec.neighbours],
             "services": [{"name": d.name, "on": d.on, "start": d.start, "scope": d.scope, "order": d.order,
                           "cells": {k: list(v) for k, v in d.cells.items()}} for d in spec.services],
+            "concurrent": {role: [s.host for s in seats] for role, seats in spec.concurrent.items()},
+            "phases": [p.label for p in spec.phases],
             "monitors": spec.monitors, "fingerprints": spec.fingerprints, **grouped, "runs": runs}
 
 

@@ -162,7 +162,7 @@ class Cells:
                             f"{self.spec.source}: {kind}[{i}] did not take effect on host {host.name} (cell "
                             f"{cell.slug}): its verify `{fill(step.verify, values)}` exited {check.exit_code}"
                             f"{' (timed out)' if check.timed_out else ''}: {_snippet(check.stderr or check.stdout)} "
-                            f"(recorded in {path}); fix the step or the host, then rerun to resume")
+                            f"(recorded in {self.store.dir / path}); fix the step or the host, then rerun to resume")
         finally:
             if checks:
                 self.store.put_file(path, records.VerifyRecord(
