@@ -108,7 +108,12 @@ class Engine:
         watched = [self.hosts[n] for n in self.hosts] if self.spec.monitors else []
         try:
             with monitors.monitoring(watched, run_.run_id) as outputs:
+                accounted = [h for h in watched if h.entry.cgroups]
+                for host in accounted:
+                    files[f"monitors/{host.name}/cgroup-before.txt"] = monitors.cgroup_snapshot(host.entry.cgroups)
                 results, reason = run_waves(self.spec, self.hosts, measured)
+                for host in accounted:
+                    files[f"monitors/{host.name}/cgroup-after.txt"] = monitors.cgroup_snapshot(host.entry.cgroups)
         except monitors.MonitorError as exc:
             files["monitors/errors.txt"] = f"{exc}\n"
         for host, produced in outputs.items():
