@@ -108,7 +108,8 @@ def test_phases_run_in_order_within_a_sample(entries, tmp_path):
 
 
 def test_a_verified_setup_is_recorded_and_one_that_did_not_take_effect_stops_the_run(entries, tmp_path):
-    good = shortened("verified-mtu.yaml", tmp_path, benchmark={"tool": "ping", "params": {"count": 3, "interval": 0.2}})
+    good = shortened("verified-mtu.yaml", tmp_path, benchmark={"tool": "ping", "params": {"count": 3, "interval": 0.2}},
+                     monitors=False)
     assert runner.run(good, entries, tmp_path / "good", stream=open(os.devnull, "w")).complete
     raw = tmp_path / "good/verified-mtu"
     for meta in metas(raw):
@@ -120,7 +121,7 @@ def test_a_verified_setup_is_recorded_and_one_that_did_not_take_effect_stops_the
         assert f"{mtu - 28}(" in out and " 0% packet loss" in out  # the largest unfragmented payload went through
 
     setup = [{**step, "run": "ip link show dev eth1"} if i == 0 else step for i, step in enumerate(good.doc["setup"])]
-    bad = shortened("verified-mtu.yaml", tmp_path, setup=setup, benchmark=good.doc["benchmark"])
+    bad = shortened("verified-mtu.yaml", tmp_path, setup=setup, benchmark=good.doc["benchmark"], monitors=False)
     with pytest.raises(runner.RunnerError) as caught:
         runner.run(bad, entries, tmp_path / "bad", stream=open(os.devnull, "w"))
     message = str(caught.value)

@@ -113,5 +113,6 @@ def _failure(spec: Campaign, m: Measured, host: Host, res: Result) -> str:
     if res.timed_out:
         return f"timed out after {sample_timeout(spec, m.params):g} s on {where}"
     if not res.ok:
-        return f"exit code {res.exit_code} on {where}: {res.stderr.strip()[:200]}"
+        said = res.stderr.strip()[:200]
+        return f"exit code {res.exit_code} on {where}" + (f": {said}" if said else "")
     return ""

@@ -161,7 +161,7 @@ class Cells:
                         raise RunnerError(
                             f"{self.spec.source}: {kind}[{i}] did not take effect on host {host.name} (cell "
                             f"{cell.slug}): its verify `{fill(step.verify, values)}` exited {check.exit_code}"
-                            f"{' (timed out)' if check.timed_out else ''}: {_snippet(check.stderr or check.stdout)} "
+                            f"{' (timed out)' if check.timed_out else ''}: {_snippet(check.stderr or check.stdout, 'no output')} "
                             f"(recorded in {self.store.dir / path}); fix the step or the host, then rerun to resume")
         finally:
             if checks:
@@ -186,9 +186,9 @@ class Cells:
             self._steps(self.spec.teardown, cell, "teardown")
 
 
-def _snippet(text: str) -> str:
-    """The start of a command's output on one line, for an error message."""
-    return " ".join(text.split())[:300] or "no output"
+def _snippet(text: str, empty: str = "no error output") -> str:
+    """The start of a command's output on one line, for an error message (``empty`` when it has none)."""
+    return " ".join(text.split())[:300] or empty
 
 
 def _check_entry(index: int, step: Step, values: Mapping[str, Any], res: Result) -> dict[str, Any]:

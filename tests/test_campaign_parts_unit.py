@@ -1,12 +1,13 @@
-"""Several hosts per role, phases and verify checks in campaign files: what loads, what is refused and how."""
+"""Several hosts per role, phases and verify checks without a lab: what loads, what is refused and how, which
+commands and services a cell gets, and how a wave of commands runs."""
 
 from __future__ import annotations
 
 import pytest
 
 from helpers import load_campaign
-from perflab import runner, tools
-from perflab.runner.measured import build
+from perflab import inventory, remote, runner, tools
+from perflab.runner.measured import Measured, build, run_waves
 from perflab.runner.samples import _file_names
 from perflab.spec import Phase, Seat
 
@@ -107,3 +108,15 @@ def test_each_host_runs_its_own_command_in_every_phase_and_each_server_port_gets
     results = [(m, hosts[m.host], None) for wave in waves for m in wave]
     assert _file_names(results) == ["stdout", "stdout@h3", "stdout@h4", "stdout+down", "stdout@h3+down",
                                     "stdout@h4+down"]
+
+
+def test_a_wave_starts_on_every_host_at_once_and_one_failure_fails_it_naming_the_host_and_phase():
+    c = load_campaign(BASE)
+    hosts = {name: remote.Host(inventory.HostEntry(name, "127.0.0.1", local=True)) for name in ("h1", "h3", "h4")}
+    wave = [Measured("client", ("sh", "-c", script), host=name, phase="down", params={"duration": 1})
+            for name, script in (("h1", "sleep 0.3"), ("h3", "sleep 0.1; exit 3"), ("h4", "sleep 0.3"))]
+    later = [Measured("client", ("true",), host="h1", phase="later", params={"duration": 1})]
+    results, reason = run_waves(c, hosts, [wave, later])
+    assert reason == "exit code 3 on h3 (phase down)"
+    assert [m.host for m, _, _ in results] == ["h1", "h3", "h4"], "the failed wave ends the sample"
+    assert max(r.started for _, _, r in results) < min(r.ended for _, _, r in results), "they ran at the same time"
