@@ -67,6 +67,8 @@ def test_a_role_of_several_hosts_and_phases_load_as_declared():
     (('-eq {parallel}"}', '-eq \\"{parallel}\\""}'),
      "c.yaml:14: setup.0.verify: placeholder {parallel} inside quotes would let its value run as shell code"),
     (("-eq {parallel}", "-eq {parallell}"), "c.yaml:14: setup.0.verify: placeholder {parallell} names no factor"),
+    (("factors: {parallel: [1, 4]}", "factors: {phase: [1, 4]}"), "c.yaml:9: factors.phase: 'phase' is a reserved "
+                                                                  "column name"),
 ])
 def test_errors_name_the_line_and_field(edit, message):
     assert edit[0] in BASE

@@ -3,9 +3,10 @@
 A campaign names one benchmark tool, the hosts that play its roles, the factors whose
 levels are crossed into cells, and how the cells are repeated and ordered; optionally
 independent host groups that each run the whole schedule in parallel, a
-settle condition before each sample, setup and teardown steps per cell, background loads
-(noisy neighbours) for some cells, and whether monitors and fingerprints run. The format
-is documented field by field in ``docs/campaigns.md``.
+settle condition before each sample, setup and teardown steps per cell (each optionally
+verified), background loads (noisy neighbours) for some cells, several hosts that play the
+measured role at once, ordered phases within every sample, and whether monitors and
+fingerprints run. The format is documented field by field in ``docs/campaigns.md``.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ jsonschema = _import_jsonschema()
 SCHEMA = json.loads(resources.files("perflab").joinpath("schemas/campaign.schema.json").read_text())
 #: Columns of the tidy table that a factor must not shadow.
 RESERVED = frozenset({"campaign", "run_id", "block", "position", "repetition", "warmup", "metric", "value",
-                      "unit", "tool", "host", "group", "source", "cell"})
+                      "unit", "tool", "host", "group", "source", "cell", "phase"})
 
 
 #: Role names that commonly appear in campaigns; a target with such a name must be a role of ``hosts``.
@@ -296,10 +297,6 @@ class Campaign:
         """(phase label, tool parameters) of each phase of a cell's samples, in order; one unnamed phase without phases."""
         params = self.cell_params(levels)
         return [(p.label, {**params, **p.set}) for p in self.phases] or [(None, params)]
-
-    def seats(self, role: str) -> tuple[Seat, ...]:
-        """The hosts that play ``role`` at once: those of ``concurrent``, else the role's one host."""
-        return self.concurrent.get(role) or (Seat(self.hosts[role]),)
 
     def values(self, levels: Mapping[str, Any], addresses: Mapping[str, str],
                link_addresses: Mapping[str, Mapping[str, str]] | None = None) -> dict[str, Any]:
