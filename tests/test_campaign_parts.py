@@ -84,6 +84,9 @@ def test_three_clients_run_at_once_each_kept_and_summed(entries, tmp_path):
         assert rows[rows["host"] == "all"]["value"].item() == pytest.approx(parts.sum(), rel=1e-12)
     assert not ((df["metric"].isin(["cpu_client", "cpu_server"])) & (df["host"] == "all")).any(), \
         "percentages are never summed"
+    cpu = df[(df["tool"] == "cgroup") & (df["metric"] == "cpu_seconds")]
+    assert sorted(cpu["host"].unique()) == ["h1", "h2", "h3", "h4"] and (cpu["value"] > 0).all(), \
+        "every client's own CPU time, and the server's"
 
 
 def test_phases_run_in_order_within_a_sample(entries, tmp_path):
