@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence, TypeVar
 
 from .. import __version__, design, fingerprint, records
-from ..remote import CONNECT_TIMEOUT, Host, HostError, HostLost, Service
+from ..remote import CONNECT_TIMEOUT, Host, HostError, HostLost, Result, Service
 from ..spec import Campaign, Step, fill
 from ..store import RawStore
 from .outcome import RunnerError
@@ -102,21 +102,22 @@ class Background:
         return notes
 
 
+def address_of(spec: Campaign, hosts: Mapping[str, Host], role: str, name: str, levels: Mapping[str, Any]) -> str:
+    """The address host ``name`` is reached at as ``role`` in a cell: on the link ``links`` names, else its first."""
+    host, link = hosts[name], spec.link_of(role, levels)
+    table = host.entry.addresses or {}
+    if link is None:
+        return host.address
+    if link in table:
+        return table[link]
+    raise RunnerError(f"{spec.source}: links.{role}: host {name} has no address on link {link!r} (its links: "
+                      f"{', '.join(table) or 'none: not a lab host of a lab file with links'}); use a lab "
+                      "file that puts it on that link (docs/lab.md)")
+
+
 def addresses(spec: Campaign, hosts: Mapping[str, Host], levels: Mapping[str, Any]) -> dict[str, str]:
-    """Role -> the address its host is reached at in a cell: on the link ``links`` names, else its first."""
-    out = {}
-    for role, name in spec.hosts.items():
-        host, link = hosts[name], spec.link_of(role, levels)
-        table = host.entry.addresses or {}
-        if link is None:
-            out[role] = host.address
-        elif link in table:
-            out[role] = table[link]
-        else:
-            raise RunnerError(f"{spec.source}: links.{role}: host {name} has no address on link {link!r} (its links: "
-                              f"{', '.join(table) or 'none: not a lab host of a lab file with links'}); use a lab "
-                              "file that puts it on that link (docs/lab.md)")
-    return out
+    """Role -> the address its host is reached at in a cell (see :func:`address_of`)."""
+    return {role: address_of(spec, hosts, role, name, levels) for role, name in spec.hosts.items()}
 
 
 def cell_values(spec: Campaign, hosts: Mapping[str, Host], levels: Mapping[str, Any]) -> dict[str, Any]:
@@ -126,23 +127,50 @@ def cell_values(spec: Campaign, hosts: Mapping[str, Host], levels: Mapping[str, 
 
 
 class Cells:
-    """Runs the setup steps when the schedule enters a cell and the teardown steps when it leaves it."""
+    """Runs the setup steps when the schedule enters a cell and the teardown steps when it leaves it.
 
-    def __init__(self, spec: Campaign, hosts: Mapping[str, Host]) -> None:
-        self.spec, self.hosts, self.current = spec, hosts, None  # type: design.Cell | None
+    A step's ``verify`` check runs right after it; the checks of one cell entry (or exit) are
+    stored as one ``verify/`` record, whose path :attr:`verified` keeps for the cell's samples.
+    """
+
+    def __init__(self, spec: Campaign, hosts: Mapping[str, Host], store: RawStore) -> None:
+        self.spec, self.hosts, self.store, self.current = spec, hosts, store, None  # type: design.Cell | None
+        #: The ``verify/`` record of the current cell's setup checks (None: it has none).
+        self.verified: str | None = None
         #: False while the current cell's setup has not completed (a lost host interrupted it).
         self.ready = False
 
-    def _steps(self, steps: tuple[Step, ...], cell: design.Cell, kind: str) -> None:
+    def _steps(self, steps: tuple[Step, ...], cell: design.Cell, kind: str) -> str | None:
+        """Run ``steps`` and their checks; return the path of the stored checks (None without checks)."""
         values = cell_values(self.spec, self.hosts, cell.levels)
-        for i, step in enumerate(steps):
-            host = self.hosts[self.spec.host_of(step.on)]
-            res = host.run(fill(step.run, values), timeout=step.timeout)
-            if not res.ok:
-                raise RunnerError(f"{self.spec.source}: {kind}[{i}] `{fill(step.run, values)}` on host {host.name} "
-                                  f"(cell {cell.slug}) exited {res.exit_code}"
-                                  f"{' (timed out)' if res.timed_out else ''}: {res.stderr.strip()[:300] or 'no error output'}; "
-                                  f"fix the step or the host, then rerun to resume")
+        now, group = time.time(), "" if self.spec.group is None else f"-g{self.spec.group}"
+        path = (f"verify/{time.strftime('%Y%m%dT%H%M%S', time.gmtime(now))}.{int(now % 1 * 1e6):06d}Z"
+                f"-c{cell.index}{group}.json")
+        checks: list[dict[str, Any]] = []
+        try:
+            for i, step in enumerate(steps):
+                host = self.hosts[self.spec.host_of(step.on)]
+                res = host.run(fill(step.run, values), timeout=step.timeout)
+                if not res.ok:
+                    raise RunnerError(f"{self.spec.source}: {kind}[{i}] `{fill(step.run, values)}` on host {host.name} "
+                                      f"(cell {cell.slug}) exited {res.exit_code}"
+                                      f"{' (timed out)' if res.timed_out else ''}: {_snippet(res.stderr)}; "
+                                      f"fix the step or the host, then rerun to resume")
+                if step.verify:
+                    check = host.run(fill(step.verify, values), timeout=step.timeout)
+                    checks.append(_check_entry(i, step, values, check))
+                    if not check.ok:
+                        raise RunnerError(
+                            f"{self.spec.source}: {kind}[{i}] did not take effect on host {host.name} (cell "
+                            f"{cell.slug}): its verify `{fill(step.verify, values)}` exited {check.exit_code}"
+                            f"{' (timed out)' if check.timed_out else ''}: {_snippet(check.stderr or check.stdout, 'no output')} "
+                            f"(recorded in {self.store.dir / path}); fix the step or the host, then rerun to resume")
+        finally:
+            if checks:
+                self.store.put_file(path, records.VerifyRecord(
+                    campaign=self.spec.name, kind=kind, cell=cell.slug, cell_index=cell.index,
+                    levels=dict(cell.levels), group=self.spec.group, checks=checks).to_json())
+        return path if checks else None
 
     def enter(self, cell: design.Cell) -> None:
         """Leave the current cell (teardown) unless it is ``cell``, then set ``cell`` up.
@@ -154,8 +182,8 @@ class Cells:
                 return
         else:
             self.leave()
-        self.current, self.ready = cell, False
-        self._steps(self.spec.setup, cell, "setup")
+        self.current, self.ready, self.verified = cell, False, None
+        self.verified = self._steps(self.spec.setup, cell, "setup")
         self.ready = True
 
     def leave(self) -> None:
@@ -163,6 +191,23 @@ class Cells:
         cell, self.current = self.current, None
         if cell is not None:
             self._steps(self.spec.teardown, cell, "teardown")
+
+
+def _snippet(text: str, empty: str = "no error output") -> str:
+    """The start of a command's output on one line, for an error message (``empty`` when it has none)."""
+    return " ".join(text.split())[:300] or empty
+
+
+def _check_entry(index: int, step: Step, values: Mapping[str, Any], res: Result) -> dict[str, Any]:
+    """A verify check as its record lists it (outputs decoded losslessly: UTF-8 with surrogateescape)."""
+    return {"step": index, "host": res.host, "run": fill(step.run, values), "verify": res.command,
+            "exit_code": res.exit_code, "started_utc": utc(res.started),
+            "stdout": res.out.decode("utf-8", "surrogateescape"), "stderr": res.err.decode("utf-8", "surrogateescape")}
+
+
+def utc(t: float) -> str:
+    """A time as ISO 8601 UTC with milliseconds, as the raw records write it."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t % 1 * 1000):03d}Z"
 
 
 class Blocks:

@@ -28,9 +28,12 @@ class Iperf3(Tool):
     """Adapter for iperf3 (3.x) with JSON output."""
 
     name = "iperf3"
+    operations_metric = "packets"
     parser_version = 2
     primary_metric = "throughput"
     roles = ("client", "server")
+    additive = frozenset({"throughput", "throughput_sent", "bytes", "retransmits", "packets", "lost_packets",
+                          "out_of_order"})
     debian_packages = ("iperf3",)
     version_command = ("iperf3", "--version")
 
