@@ -40,10 +40,11 @@ def lab2():
 
 
 class Outage:
-    """Makes one lab host unreachable over SSH (refused, established connections reset) until :meth:`end`."""
+    """Makes one lab host unreachable over SSH until :meth:`end`: refused and established connections reset,
+    or (``silent``) every packet to port 22 dropped without an answer, as when a link goes down."""
 
-    def __init__(self, lab: lab_mod.Lab, host: str) -> None:
-        self.ns = lab.host(host).netns
+    def __init__(self, lab: lab_mod.Lab, host: str, *, silent: bool = False) -> None:
+        self.ns, self.silent = lab.host(host).netns, silent
         self.began = threading.Event()
         self.ended = False
 
@@ -52,9 +53,12 @@ class Outage:
                        check=True)
 
     def begin(self) -> None:
-        self._ns("nft", "-f", "-", text="table inet perflab_fault {\n chain input { type filter hook input "
-                 "priority -10; tcp dport 22 reject with tcp reset; }\n}\n")
-        self._ns("ss", "-K", "-t", "state", "established", "sport", "=", ":22")
+        rules = (" chain input { type filter hook input priority -10; tcp dport 22 drop; }\n"
+                 " chain output { type filter hook output priority -10; tcp sport 22 drop; }\n" if self.silent else
+                 " chain input { type filter hook input priority -10; tcp dport 22 reject with tcp reset; }\n")
+        self._ns("nft", "-f", "-", text=f"table inet perflab_fault {{\n{rules}}}\n")
+        if not self.silent:
+            self._ns("ss", "-K", "-t", "state", "established", "sport", "=", ":22")
         self.began.set()
 
     def end(self) -> None:
@@ -64,9 +68,9 @@ class Outage:
 
 
 @contextmanager
-def outage_when(marker: Path, lab: lab_mod.Lab, host: str) -> Iterator[Outage]:
+def outage_when(marker: Path, lab: lab_mod.Lab, host: str, *, silent: bool = False) -> Iterator[Outage]:
     """An :class:`Outage` of ``host`` begun (from a thread) once ``marker`` exists; always ended on exit."""
-    outage, done = Outage(lab, host), threading.Event()
+    outage, done = Outage(lab, host, silent=silent), threading.Event()
 
     def watch() -> None:
         deadline = time.monotonic() + 120
@@ -236,6 +240,26 @@ def test_a_host_lost_while_fingerprinting_is_named_with_the_block_in_one_line(pr
     assert _owned(raw.owner) != []  # h2's neighbour, out of reach: the next run reaps it, as here
     killed, unreachable = remote.reap(inventory.load(lab2.inventory_path), ["h2"], raw.owner)
     assert unreachable == [] and any("sleep 3600.25" in line for line in killed["h2"]) and _owned(raw.owner) == []
+
+
+@ROOT_ONLY
+@pytest.mark.lab
+def test_a_host_gone_silent_is_lost_by_keepalive_not_at_the_reply_deadline(lab2, tmp_path, monkeypatch):
+    monkeypatch.setattr(remote, "KEEPALIVE", 0.5)
+    monkeypatch.setattr(remote, "SILENCE", 2.0)
+    owner = f"silent-{os.getpid()}"
+    with remote.connect(inventory.load(lab2.inventory_path), ["h2"]) as hosts:
+        host = hosts["h2"]
+        host.owner = owner
+        with outage_when(tmp_path / "hit", lab2, "h2", silent=True) as outage:
+            with pytest.raises(remote.HostLost) as err:
+                host.run(f"touch {tmp_path / 'hit'}; sleep 100.25", timeout=120)
+            assert outage.began.is_set()
+        # the transport noticed (unacknowledged keepalives) while the command ran, not the reply deadline
+        assert "no answer" not in err.value.reason and "lost while running" in str(err.value)
+        host.reconnect(5)
+        assert any("sleep 100.25" in line for line in host.reap(owner, own_netns=True))
+    assert _owned(owner) == []
 
 
 @ROOT_ONLY

@@ -36,6 +36,11 @@ KILL_AFTER = 5
 TIMEOUT_EXIT = 124
 #: Seconds a new connection may take (TCP connect) before the host counts as unreachable.
 CONNECT_TIMEOUT = 10.0
+#: Seconds between two keepalive messages on an idle connection (so that a silent peer is noticed).
+KEEPALIVE = 15.0
+#: Seconds sent data may stay unacknowledged before the kernel drops the connection (TCP_USER_TIMEOUT):
+#: a host that went silent (link down, no reset) is lost after at most KEEPALIVE + SILENCE seconds.
+SILENCE = 30.0
 
 
 #: Shell test: the process group "$p" has a member that is not a zombie (``kill -0`` counts zombies).
@@ -300,7 +305,9 @@ class Host:
             self.host_key = {"known_hosts": str(known), "key": _fingerprint(server_key),
                              "accepted_new": policy.accepted, "policy": "accept-new" if
                              self.entry.accept_new_host_keys else "strict"}
-            conn.transport.set_keepalive(15)
+            conn.transport.set_keepalive(KEEPALIVE)
+            if isinstance(conn.transport.sock, socket.socket) and hasattr(socket, "TCP_USER_TIMEOUT"):
+                conn.transport.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, int(SILENCE * 1000))
             self._conn = conn
         return self._conn
 
