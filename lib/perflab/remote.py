@@ -203,11 +203,10 @@ class _Shell:
         self.buf = b""
 
     def _fill(self, deadline: float | None) -> None:
-        if deadline is not None:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError(round(left, 1))
-            self.chan.settimeout(left)
+        left = None if deadline is None else deadline - time.monotonic()
+        if left is not None and left <= 0:
+            raise TimeoutError("the reply deadline")
+        self.chan.settimeout(left)  # also None: an earlier command's deadline must not linger
         try:
             data = self.chan.recv(1 << 16)
         except socket.timeout:
@@ -344,15 +343,16 @@ class Host:
                 if self._shell is None:
                     self._shell = _Shell(self.connection())
                 stdout, stderr, code = self._shell.run(line, None if timeout is None else timeout + KILL_AFTER + 30)
+            except TimeoutError as exc:  # before OSError, of which it is a subclass
+                self.close()
+                silent = (f"no answer within {timeout + KILL_AFTER + 30:g} s although the host itself stops the "
+                          f"command after {timeout:g} s")
+                raise HostLost(self.name, f"host {self.name} ({self.address}): {silent} (running "
+                               f"{_brief(command)})", silent) from exc
             except (OSError, paramiko.SSHException, EOFError) as exc:
                 self.close()
                 raise HostLost(self.name, f"host {self.name} ({self.address}): lost while running "
                                f"{_brief(command)}: {_one_line(exc)}", _one_line(exc)) from exc
-            except TimeoutError as exc:
-                self.close()
-                silent = f"no answer within {exc} s although the remote side had a timeout"
-                raise HostLost(self.name, f"host {self.name} ({self.address}): {silent} (running "
-                               f"{_brief(command)})", silent) from exc
         return Result(self.name, command, stdout, stderr, code, started, time.time())
 
     def check(self, command: str, *, timeout: float | None = 60) -> str:
