@@ -4,6 +4,8 @@ computed by hand, and the chapter's tables from the committed raw data."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import os
 import re
@@ -15,14 +17,16 @@ import pytest
 import yaml
 
 from helpers import ROOT_ONLY, leftovers
-from perflab import lab as lab_mod, labspec, runner, spec, tidy
+from perflab import lab as lab_mod, labspec, remote, runner, spec, tidy
 from perflab.report import protocols
-from perflab.tools import get
+from perflab.tools import blockproto, get
+from perflab.tools.base import extract_json
 
 ROOT = Path(__file__).resolve().parents[1]
 CLAIMS = ROOT / "data/raw/published/004-aoe-iscsi-claims.csv"
 SEED = ROOT / "../shared/seeds/004_bb00b97eac9c7f3e.txt"
-CAMPAIGN = ROOT / "studies/004-aoe-iscsi/campaigns/004-blockproto.yaml"
+CAMPAIGN = ROOT / "studies/004-aoe-iscsi/campaigns/004-blockproto-r2.yaml"
+MACRO = ROOT / "studies/004-aoe-iscsi/campaigns/004-macro.yaml"
 AOE = ROOT / "lib/perflab/aoe.py"
 NAME = f"a{os.getpid() % 100000}"
 LINKS = {"std": ("eth1", 1500), "jumbo": ("eth2", 9000)}
@@ -60,6 +64,43 @@ def test_blockproto_refuses_iscsi_writes_and_parses_each_initiator():
     rows = {m.metric: m.value for m in tool.parse(iscsi, source="t")}
     assert rows["ops"] == 3000 and rows["bytes"] == 3000 * 4096 and rows["initiator_cpu_per_op"] == 0.3 / 3000
     assert rows["target_cpu_per_op"] == 0.6 / 3000
+
+
+def test_blockproto_ships_the_aoe_script_to_the_host_under_a_relative_digest_path():
+    tool = get("blockproto")
+    install, measured = tool.commands({"protocol": "aoe", "rw": "read"}, {"server": "198.18.0.2"})
+    assert install.service and not measured.service
+    assert blockproto.HOST_SCRIPT == f".perflab/aoe-{hashlib.sha256(AOE.read_bytes()).hexdigest()[:16]}.py"
+    assert measured.argv[:2] == ("python3", blockproto.HOST_SCRIPT) and measured.argv.count(blockproto.HOST_SCRIPT) == 2
+    assert not any(str(ROOT) in a or a.startswith("/") for a in measured.argv), "no controller path in the command"
+    assert base64.b64decode(install.argv[-1]) == AOE.read_bytes() and install.argv[-2] == blockproto.HOST_SCRIPT
+    assert tool.ready({}, {}) == f"test -s {blockproto.HOST_SCRIPT}"
+
+
+def test_job_files_become_fio_options_in_file_order(tmp_path, monkeypatch):
+    argv = blockproto.job_options("studies/004-aoe-iscsi/fio/oltp.fio")
+    assert argv[0] == "--name=data" and argv.index("--name=log") > argv.index("--fsync=1")
+    assert "--rate_iops=,1" in argv and "--bs=256k" in argv[argv.index("--name=log"):]
+    command = get("blockproto").commands({"protocol": "nbd", "jobfile": "studies/004-aoe-iscsi/fio/varmail.fio",
+                                          "runtime": 2}, {"server": "198.18.0.2"})[1]
+    assert command.argv[command.argv.index("fio"):][:6] == (
+        "fio", "--output-format=json", "--ioengine=nbd", "--uri=nbd://198.18.0.2:10809", "--runtime=2", "--time_based")
+    assert command.argv[-1] == "--iodepth=4" and "--fsync=1" in command.argv
+    (tmp_path / "Snakefile").write_text("")
+    (tmp_path / "bad.fio").write_text("[x]\nrw=read\nioengine=libaio\n")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match=r"bad.fio: \[x\] sets ioengine"):
+        blockproto.job_options("bad.fio")
+    with pytest.raises(ValueError, match="only protocol nbd"):
+        get("blockproto").commands({"protocol": "aoe", "jobfile": "bad.fio"}, {"server": "198.18.0.2"})
+    fio_json = {"jobs": [{"job_runtime": 2000, "read": {"total_ios": 30, "io_bytes": 30 * 2048},
+                          "write": {"total_ios": 3, "io_bytes": 3 * 2048}, "sync": {"total_ios": 3}},
+                         {"job_runtime": 1900, "read": {"total_ios": 0, "io_bytes": 0},
+                          "write": {"total_ios": 2, "io_bytes": 2 << 18}, "sync": {"total_ios": 2}}]}
+    out = json.dumps(fio_json) + '\n@cost {"returncode": 0, "initiator_cpu": 0.5, "target_cpu": 0.25}\n'
+    rows = {m.metric: m.value for m in get("blockproto").parse(out, source="t")}
+    assert rows["ops"] == 35 and rows["flushes"] == 5 and rows["elapsed"] == 2.0
+    assert rows["bytes"] == 33 * 2048 + (2 << 18) and rows["target_cpu_per_op"] == 0.25 / 35
 
 
 @pytest.fixture(scope="module")
@@ -117,23 +158,27 @@ def test_aoe_initiator_reads_back_what_it_wrote_through_vblade(aoe_lab):
             v.wait(timeout=10)
 
 
-def _short_campaign(lab, tmp_path: Path) -> Path:
-    """The study's campaign, edited as text (its YAML keeps `on:` a string): one random-read cell per
-    protocol on the MTU 1500 link, one-second samples, this lab's device, ports of this process."""
-    text = CAMPAIGN.read_text()
-    factors = text[text.index("factors:"):text.index("repetitions:")]
-    edits = {"campaign: 004-blockproto": f"campaign: t004-{NAME}", "runtime: 2\n": "runtime: 1\n",
-             "size: 67108864": "size: 1048576", "/run/perflab/aoe/tgt/disk-disk.img": str(lab.device_file("tgt", "disk")),
+def _edited(campaign: Path, lab, tmp_path: Path, factors: str, more: dict[str, str]) -> Path:
+    """A study campaign edited as text (its YAML keeps `on:` a string): ``factors`` and the exclusions replaced,
+    one-second samples, one repetition, this lab's device, ports of this process."""
+    text = campaign.read_text()
+    grid = text[text.index("factors:"):text.index("repetitions:")]
+    edits = {f"campaign: {campaign.stem}": f"campaign: t004-{campaign.stem}-{NAME}", "runtime: 2\n": "runtime: 1\n",
+             "/run/perflab/aoe/tgt/disk-disk.img": str(lab.device_file("tgt", "disk")),
              "control: 7": f"control: {40 + os.getpid() % 50}", "port: 10809": f"port: {20000 + os.getpid() % 10000}",
-             factors: "factors:\n  protocol: [aoe, iscsi, nbd]\n  rw: [{label: randread, set: {rw: randread, bs: 4096}}]\n"
-                      "  link: [std]\n",
-             "repetitions: 3": "repetitions: 1", "fingerprints: true": "fingerprints: false"}
+             grid: factors, "repetitions: 3": "repetitions: 1", "fingerprints: true": "fingerprints: false", **more}
     for old, new in edits.items():
         assert text.count(old) == 1, f"the campaign changed: {old!r} is not there once"
         text = text.replace(old, new)
-    path = tmp_path / "c.yaml"
+    path = tmp_path / f"{campaign.stem}.yaml"
     path.write_text(text)
     return path
+
+
+def _short_campaign(lab, tmp_path: Path) -> Path:
+    """The microbenchmark: one random-read cell per protocol on the MTU 1500 link, over 1 MiB."""
+    return _edited(CAMPAIGN, lab, tmp_path, "factors:\n  protocol: [aoe, iscsi, nbd]\n  rw: [{label: randread, set: "
+                   "{rw: randread, bs: 4096}}]\n  link: [std]\n", {"size: 67108864": "size: 1048576"})
 
 
 def _net_bytes(text: str, iface: str) -> int:
@@ -167,6 +212,37 @@ def test_each_protocol_service_starts_serves_and_stops_and_per_op_metrics_match_
         cost = json.loads(re.search(r"^@cost (.*)$", (sample / "stdout").read_text(), re.M)[1])
         assert row.initiator_cpu_per_op == pytest.approx(cost["initiator_cpu"] / row.ops, rel=1e-12)
         assert cost["target_processes"] >= 1
+        assert str(ROOT) not in (sample / "meta.json").read_text(), "no controller path in the raw record"
+    with remote.connect(inventory.load(aoe_lab.inventory_path), ["ini"]) as hosts:
+        shipped = hosts["ini"].check(f"cat {blockproto.HOST_SCRIPT} | sha256sum")
+    assert shipped.split()[0] == hashlib.sha256(AOE.read_bytes()).hexdigest(), "the host runs this project's script"
+
+
+@ROOT_ONLY
+def test_macro_personalities_run_as_fio_jobs_over_nbd_with_their_flushes(aoe_lab, tmp_path):
+    from perflab import inventory
+
+    factors = ("factors:\n  protocol: [nbd, iscsi]\n  personality:\n"
+               "    - {label: webreads, set: {rw: randread, bs: 16384, depth: 8}}\n"
+               "    - {label: varmail, set: {jobfile: studies/004-aoe-iscsi/fio/varmail.fio}}\n"
+               "    - {label: oltp, set: {jobfile: studies/004-aoe-iscsi/fio/oltp.fio}}\n  link: [std]\n"
+               "exclude:\n  - {protocol: nbd, personality: webreads}\n  - {protocol: iscsi, personality: varmail}\n"
+               "  - {protocol: iscsi, personality: oltp}\n")
+    c = spec.load(_edited(MACRO, aoe_lab, tmp_path, factors, {}))
+    summary = runner.run(c, inventory.load(aoe_lab.inventory_path), tmp_path / "raw", stream=open(os.devnull, "w"))
+    assert summary.complete and not summary.failed
+    assert _target_processes() == [], "nbdkit was stopped"
+    table, _ = tidy.frame(summary.raw_dir)
+    runs = protocols.per_run(table, links=LINKS, workload="personality").set_index("workload")
+    assert sorted(runs.index) == ["oltp", "varmail", "webreads"] and (runs["ops"] > 0).all()
+    assert runs.at["webreads", "protocol"] == "iscsi" and pd.isna(runs.at["webreads", "flushes"])
+    # varmail flushes after every write, oltp after every write of both of its jobs
+    for personality, row in runs.drop(index="webreads").iterrows():
+        out = extract_json((summary.raw_dir / "samples" / row.run_id / "stdout").read_text().split("\n@cost")[0])
+        writes = sum(job["write"]["total_ios"] for job in out["jobs"])
+        assert len(out["jobs"]) == {"varmail": 1, "oltp": 2}[personality]
+        assert row.flushes == sum(job["sync"]["total_ios"] for job in out["jobs"]) and writes > 0
+        assert row.flushes >= writes - len(out["jobs"]) * 16, "a flush follows every write (but those still in flight)"
 
 
 def test_chapter_tables_come_from_the_committed_raw_data(tmp_path):
