@@ -56,6 +56,7 @@ class BlockProto(Tool):
     """Adapter for the three user-space block initiators behind ``aoe.py cost``."""
 
     name = "blockproto"
+    operations_metric = "ops"
     parser_version = 2
     primary_metric = "iops"
     roles = ("client", "server")
