@@ -245,16 +245,54 @@ def test_macro_personalities_run_as_fio_jobs_over_nbd_with_their_flushes(aoe_lab
         assert row.flushes >= writes - len(out["jobs"]) * 16, "a flush follows every write (but those still in flight)"
 
 
+def _cgroup_usage(text: str) -> float:
+    """CPU seconds of a cgroup snapshot: cgroup v1 ``cpuacct.usage`` (ns), else v2 ``usage_usec`` (µs)."""
+    v1 = re.search(r"cpuacct\.usage <==\n(\d+)", text)
+    return int(v1[1]) / 1e9 if v1 else int(re.search(r"^usage_usec (\d+)$", text, re.M)[1]) / 1e6
+
+
 def test_chapter_tables_come_from_the_committed_raw_data(tmp_path):
-    raw = ROOT / "data/raw/004-blockproto"
-    if not (raw / "experiment.ipynb").exists():
-        pytest.skip("the short rerun is not committed yet")
+    for campaign, workload, baseline, others in (("004-blockproto-r2", "rw", "aoe", {"iscsi", "nbd"}),
+                                                  ("004-macro", "personality", "nbd", {"iscsi"})):
+        raw = ROOT / "data/raw" / campaign
+        table, _ = tidy.frame(raw)
+        runs = protocols.per_run(table, links=LINKS, workload=workload)
+        assert set(runs["mtu"]) == {1500, 9000} and runs["cgroup_cpu_per_op"].notna().all()
+        out = protocols.write(runs, name=f"t{campaign}", inputs=[], paper_dir=tmp_path, processed_dir=tmp_path,
+                              generator="test", baseline=baseline)
+        assert "Holm" in out["summary"].read_text() and "cgroup" in out["accounting"].read_text()
+        rel = protocols.relative(runs, ["throughput"], baseline=baseline)
+        assert set(rel["other"]) == others and rel["p_holm"].between(0, 1).all()
+        assert (tmp_path / "figures" / f"t{campaign}-throughput.png").stat().st_size > 0
+
+
+def test_per_operation_cpu_and_bytes_match_counter_deltas_computed_by_hand():
+    """A committed sample of each protocol: cgroup CPU per operation of both hosts and wire bytes per operation,
+    from the raw snapshots and the operations in stdout, against the tidy table and the analysis."""
+    raw = ROOT / "data/raw/004-blockproto-r2"
     table, _ = tidy.frame(raw)
-    runs = protocols.per_run(table, links=LINKS)
-    assert set(runs["protocol"]) == {"aoe", "iscsi", "nbd"} and set(runs["mtu"]) == {1500, 9000}
-    out = protocols.write(runs, name="t004", inputs=[], paper_dir=tmp_path, processed_dir=tmp_path, generator="test")
-    summary = out["summary"].read_text()
-    assert "iSCSI" in summary and "NBD" in summary and "Holm" in summary
-    rel = protocols.relative(runs, ["throughput"])
-    assert set(rel["other"]) == {"iscsi", "nbd"} and rel["p_holm"].between(0, 1).all()
-    assert (tmp_path / "figures" / "t004-throughput.png").stat().st_size > 0
+    runs = protocols.per_run(table, links=LINKS).set_index("run_id")
+    for protocol in ("aoe", "iscsi", "nbd"):
+        run_id = runs[(runs["protocol"] == protocol) & (runs["workload"] == "randread")].index[0]
+        sample = raw / "samples" / run_id
+        stdout = (sample / "stdout").read_text()
+        if protocol == "iscsi":  # iscsi-perf prints its average IOPS; the run time is whole seconds
+            ops = int(re.search(r"iops average (\d+)", stdout)[1]) * int(re.search(r"will run for (\d+)", stdout)[1])
+        elif protocol == "aoe":
+            ops = json.loads(stdout.split("\n@cost")[0])["ops"]
+        else:
+            ops = sum(job[d]["total_ios"] for job in extract_json(stdout.split("\n@cost")[0])["jobs"]
+                      for d in ("read", "write"))
+        assert runs.at[run_id, "ops"] == ops
+        for host, column in (("ini", "initiator_cgroup_cpu_per_op"), ("tgt", "target_cgroup_cpu_per_op")):
+            cpu = (_cgroup_usage((sample / f"monitors/{host}/cgroup-after.txt").read_text())
+                   - _cgroup_usage((sample / f"monitors/{host}/cgroup-before.txt").read_text()))
+            assert cpu > 0
+            assert runs.at[run_id, column] == pytest.approx(cpu / ops, rel=1e-12)
+            tidy_row = table[(table["run_id"] == run_id) & (table["tool"] == "cgroup") & (table["host"] == host)
+                             & (table["metric"] == "cpu_seconds_per_op")]["value"]
+            assert tidy_row.tolist() == [pytest.approx(cpu / ops, rel=1e-12)]
+        iface = LINKS[runs.at[run_id, "link"]][0]
+        wire = (_net_bytes((sample / "monitors/ini/proc-after.txt").read_text(), iface)
+                - _net_bytes((sample / "monitors/ini/proc-before.txt").read_text(), iface))
+        assert runs.at[run_id, "bytes_per_op"] == pytest.approx(wire / ops, rel=1e-12)

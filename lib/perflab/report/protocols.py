@@ -282,6 +282,9 @@ def write(runs: pd.DataFrame, *, name: str, inputs: Sequence[str | Path], paper_
                 values[f"{name}/{metric}/{other}/cells"] = str(len(sub))
     for role in ("initiator", "target"):
         r = acc[f"{role}_ratio"].dropna()
+        excess = ((runs[f"{role}_cgroup_cpu_per_op"] - runs.get(f"{role}_cpu_per_op", np.nan)) * runs["ops"]).dropna()
+        if len(excess):  # what the cgroup counts beyond the processes, per sample
+            values[f"{name}/accounting/{role}/median-excess-ms"] = f"{1e3 * excess.median():.0f}"
         if len(r):
             values[f"{name}/accounting/{role}/median-ratio"] = f"{r.median():.2f}"
             values[f"{name}/accounting/{role}/min-ratio"] = f"{r.min():.2f}"
