@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CLAIMS = ROOT / "data/raw/published/004-aoe-iscsi-claims.csv"
 SEED = ROOT / "../shared/seeds/004_bb00b97eac9c7f3e.txt"
 CAMPAIGN = ROOT / "studies/004-aoe-iscsi/campaigns/004-blockproto-r2.yaml"
-MACRO = ROOT / "studies/004-aoe-iscsi/campaigns/004-macro.yaml"
+MACRO = ROOT / "studies/004-aoe-iscsi/campaigns/004-macro-r2.yaml"
 AOE = ROOT / "lib/perflab/aoe.py"
 NAME = f"a{os.getpid() % 100000}"
 LINKS = {"std": ("eth1", 1500), "jumbo": ("eth2", 9000)}
@@ -236,13 +236,16 @@ def test_macro_personalities_run_as_fio_jobs_over_nbd_with_their_flushes(aoe_lab
     runs = protocols.per_run(table, links=LINKS, workload="personality").set_index("workload")
     assert sorted(runs.index) == ["oltp", "varmail", "webreads"] and (runs["ops"] > 0).all()
     assert runs.at["webreads", "protocol"] == "iscsi" and pd.isna(runs.at["webreads", "flushes"])
-    # varmail flushes after every write, oltp after every write of both of its jobs
+    # a flush follows every write (but the last ones in flight) and no read; reads to writes as the job files say
     for personality, row in runs.drop(index="webreads").iterrows():
         out = extract_json((summary.raw_dir / "samples" / row.run_id / "stdout").read_text().split("\n@cost")[0])
-        writes = sum(job["write"]["total_ios"] for job in out["jobs"])
-        assert len(out["jobs"]) == {"varmail": 1, "oltp": 2}[personality]
-        assert row.flushes == sum(job["sync"]["total_ios"] for job in out["jobs"]) and writes > 0
-        assert row.flushes >= writes - len(out["jobs"]) * 16, "a flush follows every write (but those still in flight)"
+        jobs = {job["jobname"]: job for job in out["jobs"]}
+        assert set(jobs) == {"varmail": {"reads", "appends"}, "oltp": {"reads", "writes", "log"}}[personality]
+        writes = sum(job["write"]["total_ios"] for job in jobs.values())
+        assert row.flushes == sum(job["sync"]["total_ios"] for job in jobs.values()) and writes > 0
+        assert writes - 2 * len(jobs) <= row.flushes <= writes and jobs["reads"]["sync"]["total_ios"] == 0
+        ratio = jobs["reads"]["read"]["total_ios"] / (writes - jobs.get("log", {"write": {"total_ios": 0}})["write"]["total_ios"])
+        assert {"varmail": 0.5, "oltp": 5}[personality] <= ratio <= {"varmail": 2, "oltp": 20}[personality]
 
 
 def _cgroup_usage(text: str) -> float:
@@ -254,12 +257,12 @@ def _cgroup_usage(text: str) -> float:
 @pytest.fixture(scope="module")
 def committed() -> dict[str, pd.DataFrame]:
     """The tidy tables of the committed short reruns (parsed once for the tests below)."""
-    return {c: tidy.frame(ROOT / "data/raw" / c)[0] for c in ("004-blockproto-r2", "004-macro")}
+    return {c: tidy.frame(ROOT / "data/raw" / c)[0] for c in ("004-blockproto-r2", "004-macro-r2")}
 
 
 def test_chapter_tables_come_from_the_committed_raw_data(tmp_path, committed):
     for campaign, workload, baseline, others in (("004-blockproto-r2", "rw", "aoe", {"iscsi", "nbd"}),
-                                                  ("004-macro", "personality", "nbd", {"iscsi"})):
+                                                  ("004-macro-r2", "personality", "nbd", {"iscsi"})):
         table = committed[campaign]
         runs = protocols.per_run(table, links=LINKS, workload=workload)
         assert set(runs["mtu"]) == {1500, 9000} and runs["cgroup_cpu_per_op"].notna().all()
