@@ -79,13 +79,14 @@ def test_blockproto_ships_the_aoe_script_to_the_host_under_a_relative_digest_pat
 
 def test_job_files_become_fio_options_in_file_order(tmp_path, monkeypatch):
     argv = blockproto.job_options("studies/004-aoe-iscsi/fio/oltp.fio")
-    assert argv[0] == "--name=data" and argv.index("--name=log") > argv.index("--fsync=1")
+    assert argv[:2] == ["--name=reads", "--rw=randread"] and argv.index("--name=log") > argv.index("--fsync=1")
     assert "--rate_iops=,1" in argv and "--bs=256k" in argv[argv.index("--name=log"):]
     command = get("blockproto").commands({"protocol": "nbd", "jobfile": "studies/004-aoe-iscsi/fio/varmail.fio",
                                           "runtime": 2}, {"server": "198.18.0.2"})[1]
     assert command.argv[command.argv.index("fio"):][:6] == (
         "fio", "--output-format=json", "--ioengine=nbd", "--uri=nbd://198.18.0.2:10809", "--runtime=2", "--time_based")
-    assert command.argv[-1] == "--iodepth=4" and "--fsync=1" in command.argv
+    assert command.argv[-3:] == ("--rw=write", "--fsync=1", "--flow=2"), "[global] first, then each job's options"
+    assert command.argv.index("--flow_id=1") < command.argv.index("--name=reads")
     (tmp_path / "Snakefile").write_text("")
     (tmp_path / "bad.fio").write_text("[x]\nrw=read\nioengine=libaio\n")
     monkeypatch.chdir(tmp_path)
