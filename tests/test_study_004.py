@@ -124,8 +124,9 @@ def _netns(host: str) -> list[str]:
     return ["ip", "netns", "exec", f"perflab-{NAME}-{host}"]
 
 
-def _target_processes() -> list[str]:
-    pids = subprocess.run(["ip", "netns", "pids", f"perflab-{NAME}-tgt"], capture_output=True, text=True).stdout.split()
+def _target_processes(host: str = "tgt") -> list[str]:
+    """Service processes (and their helpers) left in a lab host's network namespace."""
+    pids = subprocess.run(["ip", "netns", "pids", f"perflab-{NAME}-{host}"], capture_output=True, text=True).stdout.split()
     return [n for n in (Path(f"/proc/{p}/comm").read_text().strip() for p in pids if Path(f"/proc/{p}").exists())
             if n in ("vblade", "tgtd", "nbdkit", "sleep", "xargs")]
 
@@ -199,6 +200,7 @@ def test_each_protocol_service_starts_serves_and_stops_and_per_op_metrics_match_
     summary = runner.run(c, inventory.load(aoe_lab.inventory_path), tmp_path / "raw", stream=open(os.devnull, "w"))
     assert summary.complete and not summary.failed
     assert _target_processes() == [], "every target service was stopped"
+    assert _target_processes("ini") == [], "the service that ships the AoE script was stopped"
     table, _ = tidy.frame(summary.raw_dir)
     runs = protocols.per_run(table, links=LINKS)
     assert sorted(runs["protocol"]) == ["aoe", "iscsi", "nbd"] and (runs["ops"] > 0).all()
