@@ -16,7 +16,7 @@ import yaml
 
 from helpers import ROOT_ONLY, leftovers, load_campaign
 from perflab import inventory, lab as lab_mod, labspec, runner, spec, store, study, tidy
-from perflab.report import factorial
+from perflab.report import factorial, hostcpu
 
 ROOT = Path(__file__).resolve().parents[1]
 PUBLISHED = ROOT / "data" / "raw" / "published"
@@ -219,3 +219,98 @@ def test_chapter_tables_from_committed_raw_data(name, tmp_path):
                           ratios=p.get("ratios", []), generator="test")
     assert all(path.stat().st_size > 0 for paths in out.values() for path in paths)
     assert "\\begin{table}" in (tmp_path / "tables" / f"{name}-layout.tex").read_text()
+
+
+# --- per-host CPU by role (seed 000's Tables 3.4-3.6) -------------------------------------------
+
+ROLES = {"client": ["h1"], "server": ["h2"], "router": ["r1", "r2"]}
+RELABEL = {"path": {"direct1500": "direct", "nat1500": "nat", "direct9000": "direct", "nat9000": "nat"}}
+#: Hand-made cgroup loads (CPU) per host and path kind, and throughputs (Gbit/s) per path kind.
+LOADS = {"direct": {"h1": 0.8, "h2": 0.4, "r1": 0.0, "r2": 0.0}, "nat": {"h1": 0.9, "h2": 0.6, "r1": 0.3, "r2": 0.0}}
+GBITS = {"direct": 8.0, "nat": 4.0}
+
+
+def hand_made_tidy(reps: int = 3) -> pd.DataFrame:
+    """A tidy table as the runner's parser writes it for cedri-nat with cgroup monitors: an iperf2 summary
+    row and cgroup rows per host and sample (values exact, one warm-up with wild values left out)."""
+    rows = []
+    for par in (1, 8):
+        for mtu, path in (("1500", "direct1500"), ("1500", "nat1500"), ("9000", "direct9000"), ("9000", "nat9000")):
+            kind = RELABEL["path"][path]
+            for rep in range(-1, reps):
+                base = {"campaign": "c", "run_id": f"p{par}-{path}-{rep}", "warmup": rep < 0, "parallel": par,
+                        "mtu": mtu, "path": path, "summary": False}
+                wild = 100.0 if rep < 0 else 1.0
+                rows.append({**base, "tool": "iperf2", "host": "h1", "metric": "throughput", "summary": True,
+                             "value": GBITS[kind] * 1e9, "unit": "bit/s"})
+                for host, load in LOADS[kind].items():
+                    # the router of the other MTU is idle on both paths
+                    load = load if host != "r1" or mtu == "1500" else 0.0
+                    load = load if host != "r2" or mtu == "1500" else LOADS[kind]["r1"]
+                    rows += [{**base, "tool": "cgroup", "host": host, "metric": "cpu_load", "value": load * wild,
+                              "unit": "cpu"},
+                             {**base, "tool": "cgroup", "host": host, "metric": "cpu_seconds", "value": 2 * load,
+                              "unit": "s"}]
+    return pd.DataFrame(rows)
+
+
+def test_role_samples_sum_the_hosts_of_a_role_and_divide_by_throughput():
+    data = hostcpu.role_samples(hand_made_tidy(), roles=ROLES, factors=["parallel", "mtu", "path"],
+                                relabel=RELABEL)
+    assert len(data) == 2 * 4 * 3 * 4  # streams x paths x repetitions x (3 roles + all)
+    cell = data.set_index(["role", "parallel", "mtu", "path"]).sort_index()
+    nat = cell.loc[("router", "8", "9000", "nat")]
+    assert list(nat["cpu_load"]) == pytest.approx([0.3] * 3)  # r2 at 9000 (r1 idle)
+    assert list(cell.loc[("router", "1", "1500", "direct"), "cpu_load"]) == [0.0] * 3
+    assert list(cell.loc[("all", "1", "1500", "nat"), "cpu_load"]) == pytest.approx([1.8] * 3)
+    assert list(cell.loc[("client", "1", "1500", "nat"), "per_gbit"]) == pytest.approx([0.9 / 4] * 3)
+
+
+def test_role_samples_name_a_host_without_cgroup_rows():
+    with pytest.raises(ValueError, match=r"no cgroup rows of host\(s\) \['r9'\]"):
+        hostcpu.role_samples(hand_made_tidy(), roles={"router": ["r9"]}, factors=["parallel", "mtu", "path"])
+
+
+def test_published_loads_per_role_are_the_means_of_the_thread_cells():
+    pub = hostcpu.published_cells(PUBLISHED / "000-cedri-firewall.csv", PUBLISHED / "000-cedri-p2p.csv")
+    mean = pub[pub.parallel == "mean"].set_index(["role", "mtu", "path"])
+    # Table 3.6 prints 0,743 for the native firewall, MTU 1500, SMT on; Table 3.4 0,148 for its client
+    assert mean.loc[("router", "1500", "nat-native"), "load"] == pytest.approx(0.743, abs=0.0015)
+    assert mean.loc[("client", "1500", "nat-native"), "load"] == pytest.approx(0.148, abs=0.0015)
+    assert mean.loc[("router", "1500", "direct"), "load"] == 0.0  # no firewall on the direct link
+    assert mean.loc[("client", "1500", "direct"), "load"] == pytest.approx((0.248 + 0.246 + 0.378 + 0.348) / 4)
+    assert mean.loc[("router", "9000", "nat-native"), "throughput"] == pytest.approx(9.9)
+    assert ("router", "9000", "direct") not in mean.index  # Table 3.7 is MTU 1500 only
+
+
+def test_comparison_in_kind_of_hand_made_loads_and_the_seed():
+    result = hostcpu.analyse(hand_made_tidy(), roles=ROLES, factors=["parallel", "mtu", "path"], relabel=RELABEL)
+    pub = hostcpu.published_cells(PUBLISHED / "000-cedri-firewall.csv", PUBLISHED / "000-cedri-p2p.csv")
+    table = hostcpu.compare(result, pub).set_index("key")
+    assert table.loc["router-share-1500", "rerun"] == pytest.approx(0.3 / 1.8)
+    assert table.loc["client-nat-direct-1500", "rerun"] == pytest.approx((0.9 / 4) / (0.8 / 8))
+    assert table.loc["client-p8-p1", "rerun"] == pytest.approx(1.0)
+    assert table.loc["router-share-1500", "low"] == pytest.approx(0.3 / 1.8)  # no spread: a point interval
+    # seed: the native firewall's load per Gbit/s at MTU 9000 over 1500 (0,3735/9,9 over 0,74275/5,321)
+    assert table.loc["router-mtu-nat", "native"] == pytest.approx((0.3735 / 9.9) / (0.74275 / 5.321))
+    assert not math.isnan(table.loc["router-mtu-nat", "virtual"])
+    assert set(table.index) == {c[0] for c in hostcpu.COMPARISONS}
+
+
+def test_host_cpu_tables_in_the_seed_layout_and_their_files(tmp_path):
+    result = hostcpu.analyse(hand_made_tidy(), roles=ROLES, factors=["parallel", "mtu", "path"], relabel=RELABEL)
+    assert (result.load.cells["n"] == 3).all() and result.roles == ["client", "server", "router", "all"]
+    grid = factorial.layout(hostcpu.for_role(result.load, "server"), rows="parallel", digits=3)
+    assert list(grid["parallel"]) == ["1", "8", "mean"]
+    assert list(grid.columns[1:]) == ["mtu=1500, path=direct", "mtu=1500, path=nat", "mtu=9000, path=direct",
+                                      "mtu=9000, path=nat"]
+    assert grid.iloc[0, 2].startswith("0.600 [")
+    pub = hostcpu.published_cells(PUBLISHED / "000-cedri-firewall.csv", PUBLISHED / "000-cedri-p2p.csv")
+    source = PUBLISHED / "000-cedri-firewall.csv"
+    out = hostcpu.write(result, pub, name="h", source=source, published_files=[], paper_dir=tmp_path,
+                        rows="parallel", x="parallel", trace=["path", "mtu"], generator="test")
+    layout_tex = (tmp_path / "tables" / "h-layout.tex").read_text()
+    assert layout_tex.count("\\begin{table}") == 4 and "tab:h-router" in layout_tex
+    assert "\\label{tab:h-compare}" in (tmp_path / "tables" / "h-compare.tex").read_text()
+    assert "{h/cmp/router-share-1500/rerun}{0.17}" in (tmp_path / "macros" / "h.tex").read_text()
+    assert all(p.stat().st_size > 0 for p in out["figures"])
