@@ -27,7 +27,8 @@ from .latex import escape_latex
 #: The role that sums the others: the whole lab's CPU of a sample.
 ALL = "all"
 #: Quantities of a :class:`HostCpu`: name -> (column of :func:`role_samples`, description, unit).
-QUANTITIES = {"load": ("cpu_load", "CPU load", "CPU"), "per_gbit": ("per_gbit", "CPU load per Gbit/s", "CPU per Gbit/s")}
+QUANTITIES = {"load": ("cpu_load", "CPU load", "CPU"),
+              "per_gbit": ("per_gbit", "CPU load per Gbit/s", "CPU per Gbit/s")}
 
 
 @dataclass
@@ -38,6 +39,8 @@ class HostCpu:
     roles: list[str]
     load: factorial.FactorialResult
     per_gbit: factorial.FactorialResult
+    #: One row per measured sample: its factor levels and ``throughput`` (bit/s).
+    throughput: pd.DataFrame
 
 
 def role_samples(df: pd.DataFrame, *, roles: Mapping[str, Sequence[str]], factors: Sequence[str],
@@ -79,7 +82,8 @@ def analyse(df: pd.DataFrame, *, roles: Mapping[str, Sequence[str]], factors: Se
         cells = describe(sub, "value", keys, level, source=source)
         results[quantity] = factorial.FactorialResult(label, unit, keys, sub, cells, pd.DataFrame(),
                                                       [f"cgroup cpu_load of {dict(roles)} per sample"])
-    return HostCpu([*roles, ALL], results["load"], results["per_gbit"])
+    bench = data[data["role"] == ALL][["run_id", *factors, "throughput"]].reset_index(drop=True)
+    return HostCpu([*roles, ALL], results["load"], results["per_gbit"], bench)
 
 
 def for_role(result: factorial.FactorialResult, role: str) -> factorial.FactorialResult:
@@ -272,7 +276,8 @@ def figure(result: HostCpu, *, x: str, trace: Sequence[str], labels: Mapping[str
 
 def values(result: HostCpu, table: pd.DataFrame, *, name: str, digits: int = 3) -> dict[str, str]:
     """Inline values: ``<name>/n``; per role, MTU and path the pooled mean CPU load and load per
-    Gbit/s (``<name>/<role>/<mtu>/<path>/load|per-gbit``); per comparison ``<name>/cmp/<key>/native|
+    Gbit/s (``<name>/<role>/<mtu>/<path>/load|per-gbit``), per MTU and path the pooled mean
+    throughput (``<name>/<mtu>/<path>/gbits``); per comparison ``<name>/cmp/<key>/native|
     virtual|rerun|low|high`` (ratios, two decimals)."""
     out = {f"{name}/n": str(result.load.data["run_id"].nunique())}
     rest = [f for f in result.load.factors if f not in ("role", "parallel")]
@@ -280,6 +285,9 @@ def values(result: HostCpu, table: pd.DataFrame, *, name: str, digits: int = 3) 
         data = getattr(result, quantity).data
         for levels, g in data.groupby(["role", *rest]):
             out[f"{name}/{'/'.join(map(str, levels))}/{key}"] = f"{g['value'].mean():.{digits}f}"
+    for levels, g in result.throughput.groupby(rest):
+        levels = levels if isinstance(levels, tuple) else (levels,)
+        out[f"{name}/{'/'.join(map(str, levels))}/gbits"] = f"{g['throughput'].mean() / 1e9:.2f}"
     for _, r in table.iterrows():
         for col in ("native", "virtual", "rerun", "low", "high"):
             out[f"{name}/cmp/{r['key']}/{col}"] = _ratio_text(r[col])
