@@ -41,6 +41,9 @@ class HostCpu:
     per_gbit: factorial.FactorialResult
     #: One row per measured sample: its factor levels and ``throughput`` (bit/s).
     throughput: pd.DataFrame
+    #: The machine's 1-minute load average per measured sample (mean of its sysstat records
+    #: over the monitored hosts, which share it), empty without sysstat rows.
+    machine_load1: pd.Series
 
 
 def role_samples(df: pd.DataFrame, *, roles: Mapping[str, Sequence[str]], factors: Sequence[str],
@@ -83,7 +86,9 @@ def analyse(df: pd.DataFrame, *, roles: Mapping[str, Sequence[str]], factors: Se
         results[quantity] = factorial.FactorialResult(label, unit, keys, sub, cells, pd.DataFrame(),
                                                       [f"cgroup cpu_load of {dict(roles)} per sample"])
     bench = data[data["role"] == ALL][["run_id", *factors, "throughput"]].reset_index(drop=True)
-    return HostCpu([*roles, ALL], results["load"], results["per_gbit"], bench)
+    sar = df[(df["tool"] == "sadf") & (df["metric"] == "load_1") & df["run_id"].isin(bench["run_id"])]
+    return HostCpu([*roles, ALL], results["load"], results["per_gbit"], bench,
+                   sar.groupby("run_id")["value"].mean())
 
 
 def for_role(result: factorial.FactorialResult, role: str) -> factorial.FactorialResult:
@@ -277,7 +282,8 @@ def figure(result: HostCpu, *, x: str, trace: Sequence[str], labels: Mapping[str
 def values(result: HostCpu, table: pd.DataFrame, *, name: str, digits: int = 3) -> dict[str, str]:
     """Inline values: ``<name>/n``; per role, MTU and path the pooled mean CPU load and load per
     Gbit/s (``<name>/<role>/<mtu>/<path>/load|per-gbit``), per MTU and path the pooled mean
-    throughput (``<name>/<mtu>/<path>/gbits``); per comparison ``<name>/cmp/<key>/native|
+    throughput (``<name>/<mtu>/<path>/gbits``), the machine's load average over the samples
+    (``<name>/machine-load1/mean|min|max``, when recorded); per comparison ``<name>/cmp/<key>/native|
     virtual|rerun|low|high`` (ratios, two decimals)."""
     out = {f"{name}/n": str(result.load.data["run_id"].nunique())}
     rest = [f for f in result.load.factors if f not in ("role", "parallel")]
@@ -288,6 +294,9 @@ def values(result: HostCpu, table: pd.DataFrame, *, name: str, digits: int = 3) 
     for levels, g in result.throughput.groupby(rest):
         levels = levels if isinstance(levels, tuple) else (levels,)
         out[f"{name}/{'/'.join(map(str, levels))}/gbits"] = f"{g['throughput'].mean() / 1e9:.2f}"
+    if not result.machine_load1.empty:
+        for stat in ("mean", "min", "max"):
+            out[f"{name}/machine-load1/{stat}"] = f"{getattr(result.machine_load1, stat)():.1f}"
     for _, r in table.iterrows():
         for col in ("native", "virtual", "rerun", "low", "high"):
             out[f"{name}/cmp/{r['key']}/{col}"] = _ratio_text(r[col])
