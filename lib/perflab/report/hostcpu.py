@@ -44,6 +44,10 @@ class HostCpu:
     #: The machine's 1-minute load average per measured sample (mean of its sysstat records
     #: over the monitored hosts, which share it), empty without sysstat rows.
     machine_load1: pd.Series
+    #: One row per measured sample: its factor levels and ``rx_bytes_per_packet`` of the server
+    #: role's hosts (``/proc/net/dev`` deltas; a packet larger than the MTU is a GRO/GSO aggregate),
+    #: empty without procstat rows.
+    server_rx: pd.DataFrame
 
 
 def role_samples(df: pd.DataFrame, *, roles: Mapping[str, Sequence[str]], factors: Sequence[str],
@@ -87,8 +91,14 @@ def analyse(df: pd.DataFrame, *, roles: Mapping[str, Sequence[str]], factors: Se
                                                       [f"cgroup cpu_load of {dict(roles)} per sample"])
     bench = data[data["role"] == ALL][["run_id", *factors, "throughput"]].reset_index(drop=True)
     sar = df[(df["tool"] == "sadf") & (df["metric"] == "load_1") & df["run_id"].isin(bench["run_id"])]
+    net = df[(df["tool"] == "procstat") & df["host"].isin(list(roles.get("server", ())))
+             & df["metric"].isin(["net_rx_bytes", "net_rx_packets"])]
+    rx = net.groupby(["run_id", "metric"])["value"].sum().unstack()
+    rx = (rx["net_rx_bytes"] / rx["net_rx_packets"]).rename("rx_bytes_per_packet") if not rx.empty else pd.Series(
+        dtype=float, name="rx_bytes_per_packet")
+    server_rx = bench.drop(columns="throughput").merge(rx, left_on="run_id", right_index=True)
     return HostCpu([*roles, ALL], results["load"], results["per_gbit"], bench,
-                   sar.groupby("run_id")["value"].mean())
+                   sar.groupby("run_id")["value"].mean(), server_rx)
 
 
 def for_role(result: factorial.FactorialResult, role: str) -> factorial.FactorialResult:
@@ -282,7 +292,8 @@ def figure(result: HostCpu, *, x: str, trace: Sequence[str], labels: Mapping[str
 def values(result: HostCpu, table: pd.DataFrame, *, name: str, digits: int = 3) -> dict[str, str]:
     """Inline values: ``<name>/n``; per role, MTU and path the pooled mean CPU load and load per
     Gbit/s (``<name>/<role>/<mtu>/<path>/load|per-gbit``), per MTU and path the pooled mean
-    throughput (``<name>/<mtu>/<path>/gbits``), the machine's load average over the samples
+    throughput (``<name>/<mtu>/<path>/gbits``) and bytes per packet the server received
+    (``<name>/<mtu>/<path>/server-rx-bytes-per-packet``), the machine's load average over the samples
     (``<name>/machine-load1/mean|min|max``, when recorded); per comparison ``<name>/cmp/<key>/native|
     virtual|rerun|low|high`` (ratios, two decimals)."""
     out = {f"{name}/n": str(result.load.data["run_id"].nunique())}
@@ -291,9 +302,12 @@ def values(result: HostCpu, table: pd.DataFrame, *, name: str, digits: int = 3) 
         data = getattr(result, quantity).data
         for levels, g in data.groupby(["role", *rest]):
             out[f"{name}/{'/'.join(map(str, levels))}/{key}"] = f"{g['value'].mean():.{digits}f}"
-    for levels, g in result.throughput.groupby(rest):
-        levels = levels if isinstance(levels, tuple) else (levels,)
-        out[f"{name}/{'/'.join(map(str, levels))}/gbits"] = f"{g['throughput'].mean() / 1e9:.2f}"
+    for frame, column, key, scale, fmt in ((result.throughput, "throughput", "gbits", 1e9, ".2f"),
+                                           (result.server_rx, "rx_bytes_per_packet", "server-rx-bytes-per-packet",
+                                            1.0, ".0f")):
+        for levels, g in frame.groupby(rest):
+            levels = levels if isinstance(levels, tuple) else (levels,)
+            out[f"{name}/{'/'.join(map(str, levels))}/{key}"] = f"{g[column].mean() / scale:{fmt}}"
     if not result.machine_load1.empty:
         for stat in ("mean", "min", "max"):
             out[f"{name}/machine-load1/{stat}"] = f"{getattr(result.machine_load1, stat)():.1f}"
