@@ -26,6 +26,8 @@ from .latex import escape_latex
 
 #: The role that sums the others: the whole lab's CPU of a sample.
 ALL = "all"
+#: Roles in the order of the seed's tables (others follow in the order given, :data:`ALL` last).
+SEED_ROLES = ("client", "server", "router")
 #: Quantities of a :class:`HostCpu`: name -> (column of :func:`role_samples`, description, unit).
 QUANTITIES = {"load": ("cpu_load", "CPU load", "CPU"),
               "per_gbit": ("per_gbit", "CPU load per Gbit/s", "CPU per Gbit/s")}
@@ -97,7 +99,8 @@ def analyse(df: pd.DataFrame, *, roles: Mapping[str, Sequence[str]], factors: Se
     rx = (rx["net_rx_bytes"] / rx["net_rx_packets"]).rename("rx_bytes_per_packet") if not rx.empty else pd.Series(
         dtype=float, name="rx_bytes_per_packet")
     server_rx = bench.drop(columns="throughput").merge(rx, left_on="run_id", right_index=True)
-    return HostCpu([*roles, ALL], results["load"], results["per_gbit"], bench,
+    order = sorted(roles, key=lambda r: SEED_ROLES.index(r) if r in SEED_ROLES else len(SEED_ROLES))
+    return HostCpu([*order, ALL], results["load"], results["per_gbit"], bench,
                    sar.groupby("run_id")["value"].mean(), server_rx)
 
 
@@ -219,19 +222,23 @@ def compare(result: HostCpu, published: pd.DataFrame, *, level: float = 0.95) ->
 # --- tables, figure, inline values -----------------------------------------------------------
 
 
-def layout_tables(result: HostCpu, *, name: str, rows: str, digits: int = 3, level: float = 0.95,
+def layout_tables(result: HostCpu, *, name: str, rows: str, digits: int = 1, level: float = 0.95,
                   labels: Mapping[str, str] | None = None) -> str:
     """One table per role in the layout of seed 000's Tables 3.4-3.6 (``rows`` down, the other
-    factors across, mean [CI] of the CPU load per cell, a mean row), as LaTeX."""
+    factors across, mean [CI] of the CPU load in percent of one CPU per cell, a mean row), as LaTeX."""
     labels = labels or {}
+    across = [f for f in result.load.factors if f not in ("role", rows)]
     out = []
     for role in result.roles:
-        part = for_role(result.load, role)
-        what = "the three hosts together" if role == ALL else f"the {role}"
-        out.append(factorial.layout_tex(factorial.layout(part, rows=rows, digits=digits),
-                                        caption=f"CPU load of {what} (CPU-seconds per second, from its "
-                                                f"cgroup) per cell ({name}).",
-                                        label=f"tab:{name}-{role}", over=labels.get(rows, rows), level=level))
+        grid = factorial.layout(for_role(result.load, role), rows=rows, scale=0.01, digits=digits)
+        grid.columns = [", ".join(part.split("=", 1)[1] for part in str(c).split(", ")) if "=" in str(c) else c
+                        for c in grid.columns]
+        grid = grid.rename(columns={rows: labels.get(rows, rows)})
+        what = "the three roles together" if role == ALL else f"the {role}"
+        out.append(factorial.layout_tex(
+            grid, caption=f"CPU load of {what} in % of one CPU, from its cgroup, per cell; columns: "
+                          f"{', '.join(labels.get(f, f) for f in across)} ({name}).",
+            label=f"tab:{name}-{role}", over=labels.get(rows, rows), level=level))
     return "\n".join(out)
 
 
@@ -242,17 +249,17 @@ def _ratio_text(value: float, digits: int = 2) -> str:
 def compare_tex(table: pd.DataFrame, *, name: str, level: float = 0.95) -> str:
     """The comparison of :func:`compare` as a booktabs ``table`` (ratios, not percentages)."""
     body = pd.DataFrame({
-        "Comparison (ratio)": table["comparison"].map(escape_latex),
-        "Seed, native pfSense": table["native"].map(_ratio_text),
-        "Seed, virtual pfSense": table["virtual"].map(_ratio_text),
+        "Ratio": table["comparison"].map(escape_latex),
+        "Native": table["native"].map(_ratio_text),
+        "Virtual": table["virtual"].map(_ratio_text),
         "Rerun": table["rerun"].map(_ratio_text),
         f"{100 * level:.0f}\\% CI": [("--" if not np.isfinite(lo) else f"[{lo:.2f}, {hi:.2f}]")
                                      for lo, hi in zip(table["low"], table["high"])],
-    }).to_latex(index=False, escape=False, column_format="lrrrr")
-    note = ("Seed: 1-minute load averages of Tables 3.3-3.7 (SMT on), means over 1, 2, 4 and 8 threads, "
-            "the direct link from Table 3.7 (MTU 1500 only). Rerun: cgroup CPU load of each lab host, ratio "
-            "of pooled means over the streams, percentile bootstrap CI; -- where a ratio has no published "
-            "cell or a zero denominator.")
+    }).to_latex(index=False, escape=False, column_format="p{0.5\\textwidth}rrrr")
+    note = ("Native, Virtual: the seed's pfSense kinds, from the 1-minute load averages of its Tables 3.3-3.7 "
+            "(SMT on), means over 1, 2, 4 and 8 threads, the direct link from Table 3.7 (MTU 1500 only). Rerun: "
+            "cgroup CPU load of each lab host, ratio of pooled means over the streams, percentile bootstrap CI; "
+            "-- where a ratio has no published cell or a zero denominator.")
     return ("\\begin{table}[htbp]\n\\centering\n\\small\n\\setlength{\\tabcolsep}{4pt}\n"
             f"\\caption{{CPU of client, server and router compared in kind, seed and rerun ({escape_latex(name)}).}}\n"
             f"\\label{{tab:{name}-compare}}\n\\begin{{plfit}}{body}\\end{{plfit}}\n"
@@ -289,19 +296,19 @@ def figure(result: HostCpu, *, x: str, trace: Sequence[str], labels: Mapping[str
     return fig
 
 
-def values(result: HostCpu, table: pd.DataFrame, *, name: str, digits: int = 3) -> dict[str, str]:
-    """Inline values: ``<name>/n``; per role, MTU and path the pooled mean CPU load and load per
-    Gbit/s (``<name>/<role>/<mtu>/<path>/load|per-gbit``), per MTU and path the pooled mean
+def values(result: HostCpu, table: pd.DataFrame, *, name: str) -> dict[str, str]:
+    """Inline values: ``<name>/n``; per role, MTU and path the pooled mean CPU load in percent of
+    one CPU and the load per Gbit/s (``<name>/<role>/<mtu>/<path>/load-percent|per-gbit``), per MTU and path the pooled mean
     throughput (``<name>/<mtu>/<path>/gbits``) and bytes per packet the server received
     (``<name>/<mtu>/<path>/server-rx-bytes-per-packet``), the machine's load average over the samples
     (``<name>/machine-load1/mean|min|max``, when recorded); per comparison ``<name>/cmp/<key>/native|
     virtual|rerun|low|high`` (ratios, two decimals)."""
     out = {f"{name}/n": str(result.load.data["run_id"].nunique())}
     rest = [f for f in result.load.factors if f not in ("role", "parallel")]
-    for quantity, key in (("load", "load"), ("per_gbit", "per-gbit")):
+    for quantity, key, scale, fmt in (("load", "load-percent", 0.01, ".1f"), ("per_gbit", "per-gbit", 1.0, ".3f")):
         data = getattr(result, quantity).data
         for levels, g in data.groupby(["role", *rest]):
-            out[f"{name}/{'/'.join(map(str, levels))}/{key}"] = f"{g['value'].mean():.{digits}f}"
+            out[f"{name}/{'/'.join(map(str, levels))}/{key}"] = f"{g['value'].mean() / scale:{fmt}}"
     for frame, column, key, scale, fmt in ((result.throughput, "throughput", "gbits", 1e9, ".2f"),
                                            (result.server_rx, "rx_bytes_per_packet", "server-rx-bytes-per-packet",
                                             1.0, ".0f")):
