@@ -131,6 +131,13 @@ def test_recheck_latex_marks_flagged_and_uncertain_rows():
     assert "ttest\\_ind\\_from\\_stats" in tex
 
 
+def test_recheck_latex_sets_the_means_in_siunitx_columns():
+    out = recheck(_table([("x", "A", "-12345.5", "1.0", "40", "0.01"), ("x", "B", "0.25", "1.0", "40", "0.01")]))
+    tex = recheck_table_latex(out, caption="Recheck", label="tab:recheck")
+    assert r"S[table-format=-5.1]S[table-format=1.2]" in tex and r"{Mean $a$} & {Mean $b$}" in tex
+    assert "& -12345.5 & 0.25 &" in tex and " / " not in tex
+
+
 # --- the digitized seed 003 tables -----------------------------------------------------------
 
 def _seed_tables() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:

@@ -120,7 +120,7 @@ def _is_number(text: str) -> bool:
         return False
 
 
-def _s_column(cells: Sequence[str]) -> str | None:
+def s_column(cells: Sequence[str]) -> str | None:
     """``S[table-format=...]`` for cells that are plain numbers (others, e.g. ``--``, are braced), or None."""
     parts = [_PLAIN_NUMBER.match(c) for c in cells]
     numbers = [m for m in parts if m and (m[2] or m[3])]
@@ -147,7 +147,7 @@ def tabular(df: pd.DataFrame, *, column_format: str | None = None, escape: bool 
         values = df[col].tolist()
         numeric = pd.api.types.is_numeric_dtype(df[col]) and not pd.api.types.is_bool_dtype(df[col])
         texts = [format_number(v) if numeric else esc(str(v)) for v in values]
-        spec = _s_column(texts) if numeric or col in align else None
+        spec = s_column(texts) if numeric or col in align else None
         if spec:
             texts = [t if _PLAIN_NUMBER.match(t) and t not in ("", "-") else
                      f"{{\\num{{{t}}}}}" if _is_number(t) else f"{{{t}}}" for t in texts]
