@@ -218,4 +218,4 @@ def test_chapter_tables_from_committed_raw_data(name, tmp_path):
                           scale=p["scale"], unit=p["unit"], labels=p["labels"],
                           ratios=p.get("ratios", []), generator="test")
     assert all(path.stat().st_size > 0 for paths in out.values() for path in paths)
-    assert "\\begin{table}" in (tmp_path / "tables" / f"{name}-layout.tex").read_text()
+    assert "\\plfloat{" in (tmp_path / "tables" / f"{name}-layout.tex").read_text()

@@ -3,8 +3,9 @@
 Numbers are typeset by siunitx (``S`` columns aligned on the decimal marker, ``\\num``
 elsewhere): true minus signs, digit grouping, no e-notation for ordinary magnitudes. A
 mean is rounded to the precision of its confidence interval (:func:`ci_decimals`). Tables
-are never shrunk: a tabular wider than the text is turned sideways by ``plfit``
-(``paper/perflab.sty``) at its own size, and wide content is split into several tabulars.
+are never shrunk: a table wider than the text is turned sideways whole, caption and note
+with it (``\\plfloat`` of ``paper/perflab.sty``, a ``sidewaystable``), and split into column
+sets only when it is wider than the page even sideways.
 """
 
 from __future__ import annotations
@@ -134,8 +135,7 @@ def s_column(cells: Sequence[str]) -> str | None:
 
 def tabular(df: pd.DataFrame, *, column_format: str | None = None, escape: bool = True,
             align: Sequence[str] = ()) -> str:
-    """A booktabs ``tabular`` of ``df`` (index not printed) inside ``plfit``, which turns it sideways when wider
-    than the text instead of shrinking it.
+    """A booktabs ``tabular`` of ``df`` (index not printed).
 
     Float columns are printed with three significant digits; columns of plain numbers (floats, integers,
     or text such as ``"-0.5"`` in the columns named by ``align``) become siunitx ``S`` columns aligned on
@@ -153,30 +153,42 @@ def tabular(df: pd.DataFrame, *, column_format: str | None = None, escape: bool 
                      f"{{\\num{{{t}}}}}" if _is_number(t) else f"{{{t}}}" for t in texts]
         specs.append(spec or ("r" if numeric else "l"))
         cells[col] = (f"{{{esc(str(col))}}}" if spec else esc(str(col)), texts)
-    lines = [f"\\begin{{plfit}}\\begin{{tabular}}{{{column_format or ''.join(specs)}}}", "\\toprule",
+    lines = [f"\\begin{{tabular}}{{{column_format or ''.join(specs)}}}", "\\toprule",
              " & ".join(h for h, _ in cells.values()) + " \\\\", "\\midrule"]
     lines += [" & ".join(texts[i] for _, texts in cells.values()) + " \\\\" for i in range(len(df))]
-    lines += ["\\bottomrule", "\\end{tabular}\\end{plfit}"]
+    lines += ["\\bottomrule", "\\end{tabular}"]
     return "\n".join(lines)
 
 
-def latex_table(df: pd.DataFrame | Sequence[pd.DataFrame], *, caption: str, label: str, notes: Sequence[str] = (),
-                column_format: str | None = None, escape: bool = True, align: Sequence[str] = ()) -> str:
-    """Return a complete booktabs ``table`` environment for ``df`` (its index is not printed).
+def float_table(body: str, *, caption: str, label: str, note: str = "", column_sets: Sequence[str] = ()) -> str:
+    """A generated table around the tabular ``body`` (LaTeX as given, like ``caption`` and ``note``).
 
-    ``df`` may be a list of frames: a wide table split into column sets, one tabular each,
-    stacked under one caption. Cells are formatted by :func:`tabular` (``align`` names text
-    columns of plain numbers to align on the decimal marker). With ``escape`` the string
-    cells, headers and caption are LaTeX-escaped; pass ``escape=False`` when they already
-    hold LaTeX (math, ``\\%``). ``notes`` are LaTeX as given (e.g. :func:`significance_note`),
-    set as one justified footnote-size paragraph under the tabulars (``\\plnote``).
+    The tabular is set at its own size, never shrunk below the body font; ``\\plfloat``
+    (``paper/perflab.sty``) puts it in a ``table`` when it fits the text width, else in a
+    ``sidewaystable`` (caption and note turned with it). ``column_sets`` (the same table split
+    into narrower tabulars) are used only when it is wider than the page even sideways.
+    """
+    sets = "\\par\\medskip\n".join(f"\\begin{{plfit}}{s}\\end{{plfit}}" for s in column_sets)
+    return (f"\\begin{{lrbox}}{{\\pltabbox}}{body}\\end{{lrbox}}%\n"
+            f"\\plfloat{{\\caption{{{caption}}}\\label{{{label}}}}}\n"
+            f"{{{note}}}\n{{{sets}}}\n")
+
+
+def latex_table(df: pd.DataFrame, *, caption: str, label: str, notes: Sequence[str] = (),
+                column_format: str | None = None, escape: bool = True, align: Sequence[str] = (),
+                column_sets: Sequence[Sequence[str]] = ()) -> str:
+    """Return a complete generated table for ``df`` (its index is not printed), see :func:`float_table`.
+
+    A wide table stays one tabular, turned sideways when wider than the text;
+    ``column_sets`` name the columns of the narrower tabulars it is split into only when it
+    is wider than the page even sideways. Cells are formatted by :func:`tabular` (``align``
+    names text columns of plain numbers to align on the decimal marker). With ``escape`` the
+    string cells, headers and caption are LaTeX-escaped; pass ``escape=False`` when they
+    already hold LaTeX (math, ``\\%``). ``notes`` are LaTeX as given (e.g.
+    :func:`significance_note`), set as one justified footnote-size paragraph under the
+    tabular (``\\plnote``).
     """
     esc = escape_latex if escape else str
-    frames = [df] if isinstance(df, pd.DataFrame) else list(df)
-    parts = ["\\begin{table}", "\\centering", f"\\caption{{{esc(caption)}}}", f"\\label{{{label}}}"]
-    for i, frame in enumerate(frames):
-        parts += (["\\par\\medskip"] if i else []) + [tabular(frame, column_format=column_format, escape=escape,
-                                                                 align=align)]
-    if notes:
-        parts.append("\\plnote{" + " ".join(notes) + "}")
-    return "\n".join([*parts, "\\end{table}"]) + "\n"
+    sets = [tabular(df[list(cols)], escape=escape, align=align) for cols in column_sets]
+    return float_table(tabular(df, column_format=column_format, escape=escape, align=align), caption=esc(caption),
+                       label=label, note="\\plnote{" + " ".join(notes) + "}" if notes else "", column_sets=sets)

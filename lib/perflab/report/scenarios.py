@@ -167,11 +167,10 @@ def table(result: pd.DataFrame, metrics: Sequence[Metric], *, panel: str, panel_
                          "p": latex.format_p(r["p"]), "p (Holm)": latex.format_p(r["p_holm"], markers=True)})
     frame = pd.DataFrame(rows)
     frame.loc[frame["Metric"].duplicated(), "Metric"] = ""
-    body = latex.latex_table(frame, caption=caption, label=label, escape=False, column_format="lllrlrrr",
+    return latex.latex_table(frame, caption=caption, label=label, escape=False, column_format="lllrlrrr",
                              notes=["Change: relative difference of means against the baseline in the same panel; "
                                     "p: Welch's t; Holm over the comparisons of one metric.",
                                     latex.significance_note()])
-    return body.replace("\\begin{tabular}", "{\\scriptsize\\begin{tabular}").replace("\\end{tabular}", "\\end{tabular}}")
 
 
 def values(result: pd.DataFrame, metrics: Sequence[Metric], *, name: str, panel: str, scenario: str,
