@@ -10,6 +10,8 @@ seed 000's tables have) and draws them. Levels keep their natural order (numbers
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -139,12 +141,19 @@ def layout(result: FactorialResult, *, rows: str | Sequence[str], scale: float =
     return pd.DataFrame(out, columns=[*rows, *(labels[c] for c in cols)])
 
 
+#: A number in a grid cell (mean or interval end), typeset by siunitx (true minus sign).
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+
+
 def layout_tex(table: pd.DataFrame, *, caption: str, label: str, over: str, level: float = 0.95) -> str:
     """A grid table from :func:`layout` (cells are mean [CI]), never shrunk: turned sideways whole, caption
     and note with it, when wider than the text (:func:`perflab.report.latex.float_table`); ``over`` names
     the factor the ``mean`` rows average over."""
-    values = sum("=" in str(c) or c == "value" for c in table.columns)
-    body = table.to_latex(index=False, escape=True, column_format="l" * (table.shape[1] - values) + "r" * values)
+    is_value = ["=" in str(c) or c == "value" for c in table.columns]
+    shown = pd.DataFrame({escape_latex(str(c)): [_NUMBER.sub(lambda m: f"\\num{{{m[0]}}}", str(v)) if value
+                                                 else escape_latex(str(v)) for v in table[c]]
+                          for c, value in zip(table.columns, is_value)})
+    body = shown.to_latex(index=False, escape=False, column_format="".join("r" if v else "l" for v in is_value))
     note = (f"Each cell: mean [{100 * level:.0f}\\% CI of the mean]; rows \\emph{{mean}}: mean of the cell "
             f"means over the levels of {escape_latex(over)}.")
     return float_table("\\setlength{\\tabcolsep}{3pt}" + body.strip(), caption=escape_latex(caption), label=label,

@@ -155,8 +155,8 @@ def table_latex(tab: pd.DataFrame, *, levels: Sequence[str], labels: Mapping[str
                 caption: str, label: str, published_p: bool = False) -> str:
     """The table in the paper's layout: benchmark, mean (SD) per level, then the test's p, Holm's p and the effect.
 
-    Shrunk to the text width; more than :data:`ROWS_PER_PAGE` rows are set as consecutive
-    tables (``label``, ``label-2``, ...), the correction still over all rows.
+    At the body font (turned sideways when wider than the text); more than :data:`ROWS_PER_PAGE`
+    rows are set as consecutive tables (``label``, ``label-2``, ...), the correction still over all rows.
     """
     parts = [tab.iloc[i:i + ROWS_PER_PAGE] for i in range(0, len(tab), ROWS_PER_PAGE)] or [tab]
     if len(parts) > 1:
@@ -194,7 +194,7 @@ def _table_part(tab: pd.DataFrame, *, levels: Sequence[str], labels: Mapping[str
         cols["$p$ Welch"].append(format_p(r["p"]) if finite else "--")
         cols[list(cols)[-2]].append(format_p(r["p_adjusted"]) if finite else "--")
         cols[list(cols)[-1]].append(
-            f"{100 * r['rel_diff']:+.1f}\\,\\% {format_ci(r['rel_diff_ci_low'], r['rel_diff_ci_high'], digits=2, percent=True)}"
+            f"\\num{{{100 * r['rel_diff']:+.1f}}}\\,\\% {format_ci(r['rel_diff_ci_low'], r['rel_diff_ci_high'], digits=2, percent=True)}"
             if finite else "--")
     notes = [f"Welch's $t$ from the means, SDs and $n$ of {escape_latex(b)} against {escape_latex(a)}; "
              f"{escape_latex(str(attrs.get('correction', 'Holm')))} correction over the "
