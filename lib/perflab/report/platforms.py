@@ -25,8 +25,9 @@ from ..stats.summaries import IN_KIND_NOTE, per_row
 from . import macros
 from .latex import escape_latex, format_ci, format_number, format_p, latex_table
 
-#: Rows per LaTeX table: a longer table is set as several tables (one page each), one family still.
-ROWS_PER_PAGE = 34
+#: Rows per LaTeX table: a longer table is set as several tables, one family still; at the body font
+#: one part fits a page also when it is turned sideways (the text width is then its height).
+ROWS_PER_PAGE = 24
 
 #: Version of the row tables this module writes beside the LaTeX (CSV, column ``format``).
 FORMAT = 1
