@@ -174,7 +174,8 @@ def claims_latex(claims: pd.DataFrame, *, caption: str, label: str) -> str:
                    for v, u, k in zip(claims["stated"], claims["uncertain"], claims["kind"])]})
     for column in ("Metric", "Workload", "Condition", "Better"):
         shown[column] = [latex.escape_latex(v.replace(";", "; ")) for v in shown[column]]
-    return latex.latex_table(shown, caption=caption, label=label, escape=False, column_format="llp{2.1cm}p{2.0cm}p{2.3cm}lr",
+    return latex.latex_table(shown, caption=caption, label=label, escape=False, column_format="ll" + "".join(
+                                 f">{{\\raggedright\\arraybackslash}}p{{{w}}}" for w in ("2.1cm", "2.0cm", "2.3cm")) + "lr",
                              notes=["$^*$ approximate in the text, or the compared bars are not defined."])
 
 
