@@ -126,7 +126,7 @@ def test_recheck_latex_marks_flagged_and_uncertain_rows():
                           ("bad", "A", "1.0", "0.1", "40", "0.900"), ("bad", "B", "2.0", "0.1", "40", "0.900")]))
     out["uncertain"] = [True, False]
     tex = recheck_table_latex(out, caption="Recheck", label="tab:recheck")
-    assert tex.count(r"\toprule") == 1 and r"\label{tab:recheck}" in tex
+    assert tex.count(r"\plfloat") == 1 and r"\label{tab:recheck}" in tex
     assert r"ok$^*$" in tex and r"not reproduced $\dagger$" in tex
     assert "ttest\\_ind\\_from\\_stats" in tex
 

@@ -160,6 +160,22 @@ def tabular(df: pd.DataFrame, *, column_format: str | None = None, escape: bool 
     return "\n".join(lines)
 
 
+#: Rows per generated table: a longer table is set as several tables (one family still); at the body
+#: font one part fits a page also turned sideways (the text width is then its height) or, wider than
+#: the page even so, as its column sets stacked.
+ROWS_PER_PART = 18
+
+
+def row_parts(df: pd.DataFrame, *, caption: str, label: str, size: int = ROWS_PER_PART
+              ) -> list[tuple[pd.DataFrame, str, str]]:
+    """``df`` in consecutive parts of at most ``size`` rows, each with its caption (saying which rows of
+    how many, when there are several) and label (``label``, ``label-2``, ...)."""
+    if len(df) <= size:
+        return [(df, caption, label)]
+    return [(df.iloc[i:i + size], f"{caption} (rows {i + 1}--{min(i + size, len(df))} of {len(df)})",
+             label if i == 0 else f"{label}-{i // size + 1}") for i in range(0, len(df), size)]
+
+
 def float_table(body: str, *, caption: str, label: str, note: str = "", column_sets: Sequence[str] = ()) -> str:
     """A generated table around the tabular ``body`` (LaTeX as given, like ``caption`` and ``note``).
 

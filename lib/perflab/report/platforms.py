@@ -23,11 +23,8 @@ from ..stats.levels import select_rows
 from ..stats.published import load_published
 from ..stats.summaries import IN_KIND_NOTE, per_row
 from . import macros
-from .latex import escape_latex, format_ci, format_number, format_p, latex_table
+from .latex import escape_latex, format_ci, format_number, format_p, header, latex_table, row_parts
 
-#: Rows per LaTeX table: a longer table is set as several tables, one family still; at the body font
-#: one part fits a page also when it is turned sideways (the text width is then its height).
-ROWS_PER_PAGE = 24
 
 #: Version of the row tables this module writes beside the LaTeX (CSV, column ``format``).
 FORMAT = 1
@@ -156,18 +153,12 @@ def table_latex(tab: pd.DataFrame, *, levels: Sequence[str], labels: Mapping[str
                 caption: str, label: str, published_p: bool = False) -> str:
     """The table in the paper's layout: benchmark, mean (SD) per level, then the test's p, Holm's p and the effect.
 
-    At the body font (turned sideways when wider than the text); more than :data:`ROWS_PER_PAGE`
-    rows are set as consecutive tables (``label``, ``label-2``, ...), the correction still over all rows.
+    At the body font (turned sideways when wider than the text); a long table is set as consecutive
+    tables (:func:`perflab.report.latex.row_parts`), the correction still over all rows.
     """
-    parts = [tab.iloc[i:i + ROWS_PER_PAGE] for i in range(0, len(tab), ROWS_PER_PAGE)] or [tab]
-    if len(parts) > 1:
-        return "\n".join(
-            _table_part(part, levels=levels, labels=labels, pair=pair, published_p=published_p, attrs=tab.attrs,
-                        caption=f"{caption} (rows {k * ROWS_PER_PAGE + 1}--{k * ROWS_PER_PAGE + len(part)} "
-                                f"of {len(tab)})", label=label if k == 0 else f"{label}-{k + 1}")
-            for k, part in enumerate(parts))
-    return _table_part(tab, levels=levels, labels=labels, pair=pair, published_p=published_p, attrs=tab.attrs,
-                       caption=caption, label=label)
+    return "\n".join(_table_part(part, levels=levels, labels=labels, pair=pair, published_p=published_p,
+                                  attrs=tab.attrs, caption=cap, label=lab)
+                      for part, cap, lab in row_parts(tab, caption=caption, label=label))
 
 
 def _table_part(tab: pd.DataFrame, *, levels: Sequence[str], labels: Mapping[str, str], pair: tuple[str, str],
@@ -201,8 +192,11 @@ def _table_part(tab: pd.DataFrame, *, levels: Sequence[str], labels: Mapping[str
              f"{escape_latex(str(attrs.get('correction', 'Holm')))} correction over the "
              f"{attrs.get('family', len(tab))} rows of the table; relative difference of the means with "
              f"Fieller's interval. -- : a value the source leaves unreadable."]
+    names = list(cols)
+    values = names.index("$n$") + 1
     return latex_table(pd.DataFrame(cols), caption=caption, label=label, notes=notes, escape=False,
-                       column_format="ll" + "r" * (len(cols) - 2))
+                       column_format="ll" + "r" * (len(cols) - 2),
+                       column_sets=[names[:values], names[:1] + names[values:]])
 
 
 def in_kind_latex(kind: pd.DataFrame, *, labels: Mapping[str, str], pair: tuple[str, str], native: str,
@@ -212,13 +206,15 @@ def in_kind_latex(kind: pd.DataFrame, *, labels: Mapping[str, str], pair: tuple[
     where = {"pub": "published", "rerun": "rerun"}
     df = pd.DataFrame({
         "Benchmark": [escape_latex(str(x)) for x in kind["name"]],
-        "better, published": [escape_latex(lab.get(x, x)) for x in kind["better_pub"]],
-        "better, rerun": [escape_latex(lab.get(x, x)) for x in kind["better_rerun"]],
+        header("better,", "published"): [escape_latex(lab.get(x, x)) for x in kind["better_pub"]],
+        header("better,", "rerun"): [escape_latex(lab.get(x, x)) for x in kind["better_rerun"]],
         "agree": ["--" if v is None or pd.isna(v) else ("yes" if v else "no") for v in kind["agree"]],
-        **{f"{lab[lv]}/{lab[native]}, {where[k]}": [format_number(v, 3) for v in kind[f"ratio_{lv}_{k}"]]
+        **{header(f"{lab[lv]}/{lab[native]},", where[k]): [format_number(v, 3) for v in kind[f"ratio_{lv}_{k}"]]
            for lv in pair for k in where}})
+    names = list(df.columns)
     return latex_table(df, caption=caption, label=label, escape=False,
                        column_format="lll" + "r" * (len(df.columns) - 3),
+                       column_sets=[names[:4], names[:1] + names[4:]],
                        notes=[f"{escape_latex(IN_KIND_NOTE)}. ``better'': the level with the better mean "
                               "where the corrected $p$ is below 0.05, else none."])
 
