@@ -182,7 +182,8 @@ def float_table(body: str, *, caption: str, label: str, note: str = "", column_s
     The tabular is set at its own size, never shrunk below the body font; ``\\plfloat``
     (``paper/perflab.sty``) puts it in a ``table`` when it fits the text width, else in a
     ``sidewaystable`` (caption and note turned with it). ``column_sets`` (the same table split
-    into narrower tabulars) are used only when it is wider than the page even sideways.
+    into narrower tabulars, stacked on the sideways page) are used only when it is wider than the
+    page even sideways.
     """
     sets = "\\par\\medskip\n".join(f"\\begin{{plfit}}{s}\\end{{plfit}}" for s in column_sets)
     return (f"\\begin{{lrbox}}{{\\pltabbox}}{body}\\end{{lrbox}}%\n"
