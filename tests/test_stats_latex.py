@@ -144,3 +144,10 @@ def test_a_generated_table_typesets_with_true_minus_signs_and_no_e_notation(tmp_
                           text=True).stdout
     assert "4540" in text and "e+" not in text and "\u2212" in text, "true minus signs"
     assert "< 0.001" in text.replace("<0.001", "< 0.001") and "= <" not in text
+
+
+def test_a_long_table_is_set_in_parts_that_fit_a_page_also_sideways():
+    tex = latex_table(pd.DataFrame({"x": [f"r{i}" for i in range(30)], "v": range(30)}), caption="Runs", label="tab:r")
+    assert tex.count(r"\plfloat") == 2 and tex.count(r"\midrule") == 2
+    assert r"\caption{Runs (rows 1--24 of 30)}\label{tab:r}}" in tex
+    assert r"\caption{Runs (rows 25--30 of 30)}\label{tab:r-2}}" in tex and "r29 & 29" in tex

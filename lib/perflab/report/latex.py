@@ -160,10 +160,10 @@ def tabular(df: pd.DataFrame, *, column_format: str | None = None, escape: bool 
     return "\n".join(lines)
 
 
-#: Rows per generated table: a longer table is set as several tables (one family still); at the body
-#: font one part fits a page also turned sideways (the text width is then its height) or, wider than
-#: the page even so, as its column sets stacked.
-ROWS_PER_PART = 18
+#: Rows per generated table: a longer table is set as several tables (one family still), so that at
+#: the body font a part of one-line rows fits its page also turned sideways (the text width is then
+#: its height).
+ROWS_PER_PART = 24
 
 
 def row_parts(df: pd.DataFrame, *, caption: str, label: str, size: int = ROWS_PER_PART
@@ -196,6 +196,8 @@ def latex_table(df: pd.DataFrame, *, caption: str, label: str, notes: Sequence[s
                 column_sets: Sequence[Sequence[str]] = ()) -> str:
     """Return a complete generated table for ``df`` (its index is not printed), see :func:`float_table`.
 
+    A table of more than :data:`ROWS_PER_PART` rows is set in parts (:func:`row_parts`); a part's
+    caption says which rows it holds (escape ``caption`` yourself then, or keep ``escape``).
     A wide table stays one tabular, turned sideways when wider than the text;
     ``column_sets`` name the columns of the narrower tabulars it is split into only when it
     is wider than the page even sideways. Cells are formatted by :func:`tabular` (``align``
@@ -205,6 +207,10 @@ def latex_table(df: pd.DataFrame, *, caption: str, label: str, notes: Sequence[s
     :func:`significance_note`), set as one justified footnote-size paragraph under the
     tabular (``\\plnote``).
     """
+    if len(df) > ROWS_PER_PART:
+        return "\n".join(latex_table(part, caption=cap, label=lab, notes=notes, column_format=column_format,
+                                      escape=escape, align=align, column_sets=column_sets)
+                          for part, cap, lab in row_parts(df, caption=caption, label=label))
     esc = escape_latex if escape else str
     sets = [tabular(df[list(cols)], escape=escape, align=align) for cols in column_sets]
     return float_table(tabular(df, column_format=column_format, escape=escape, align=align), caption=esc(caption),

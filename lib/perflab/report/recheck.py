@@ -30,7 +30,7 @@ def recheck_table_latex(result: pd.DataFrame, *, caption: str = "Re-check of pub
     """A booktabs table of :func:`perflab.stats.published.recheck`: comparison, the two means (siunitx ``S``
     columns), published and recomputed p, status. Flagged rows carry a dagger; uncertain digitizations an
     asterisk on the name. When every row compares the same two groups they are named once, in the note; a
-    long table is set in parts (:func:`perflab.report.latex.row_parts`)."""
+    long table is set in parts (:func:`perflab.report.latex.row_parts`), each row on one line."""
 
     def p_cell(row: pd.Series, test: str) -> str:
         if f"p_{test}" not in row or pd.isna(row.get(f"p_{test}")):
@@ -58,7 +58,7 @@ def recheck_table_latex(result: pd.DataFrame, *, caption: str = "Re-check of pub
              r"$^*$: a value is uncertain in the text extraction."]
     names = list(table.columns)
     means = [s_column(table[c].tolist()) or "r" for c in ("Mean $a$", "Mean $b$")]
-    fmt = "l" * (names.index("Mean $a$")) + "".join(means) + "rrr>{\\raggedright\\arraybackslash}p{4cm}"
+    fmt = "l" * (names.index("Mean $a$")) + "".join(means) + "rrrl"
     return "\n".join(latex_table(part, caption=cap, label=lab, notes=notes, escape=False, column_format=fmt,
                                   align=("Mean $a$", "Mean $b$"),
                                   column_sets=[names[:names.index("Mean $b$") + 2], names[:1] + names[-3:]])
