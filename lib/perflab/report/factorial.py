@@ -169,7 +169,8 @@ def anova_tex(result: FactorialResult, *, caption: str, label: str) -> str:
                      "p": "--" if pd.isna(r["p"]) else format_p(r["p"]),
                      "partial $\\eta^2$": "--" if pd.isna(r["partial_eta_sq"]) else f"{r['partial_eta_sq']:.3f}"})
     body = pd.DataFrame(rows).to_latex(index=False, escape=False, column_format="lrrrr")
-    note = escape_latex(f"{result.anova.attrs['anova_type']}; n = {len(result.data)} samples.")
+    note = escape_latex(f"{result.anova.attrs['anova_type']}; n = {len(result.data)} samples. The residual row has "
+                        "no F, p or partial eta squared (--): it is what the terms are tested against.")
     return float_table(body.strip(), caption=escape_latex(caption), label=label, note=f"\\plnote{{{note}}}")
 
 
