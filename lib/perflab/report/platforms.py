@@ -149,6 +149,10 @@ def _mean_sd(mean: float, sd: float) -> str:
     return "--" if not np.isfinite(mean) else f"{format_number(mean, 4)} ({format_number(sd, 2)})"
 
 
+#: Rows per table: a part's two column sets, when it is too wide even sideways, fit the sideways page.
+ROWS_PER_TABLE = 18
+
+
 def table_latex(tab: pd.DataFrame, *, levels: Sequence[str], labels: Mapping[str, str], pair: tuple[str, str],
                 caption: str, label: str, published_p: bool = False) -> str:
     """The table in the paper's layout: benchmark, mean (SD) per level, then the test's p, Holm's p and the effect.
@@ -158,7 +162,7 @@ def table_latex(tab: pd.DataFrame, *, levels: Sequence[str], labels: Mapping[str
     """
     return "\n".join(_table_part(part, levels=levels, labels=labels, pair=pair, published_p=published_p,
                                   attrs=tab.attrs, caption=cap, label=lab)
-                      for part, cap, lab in row_parts(tab, caption=caption, label=label))
+                      for part, cap, lab in row_parts(tab, caption=caption, label=label, size=ROWS_PER_TABLE))
 
 
 def _table_part(tab: pd.DataFrame, *, levels: Sequence[str], labels: Mapping[str, str], pair: tuple[str, str],
@@ -166,22 +170,22 @@ def _table_part(tab: pd.DataFrame, *, levels: Sequence[str], labels: Mapping[str
     a, b = (labels.get(x, x) for x in pair)
     cols: dict[str, list[str]] = {"Benchmark": [], "Unit": []}
     for lv in levels:
-        cols[f"{labels.get(lv, lv)} mean (SD)"] = []
+        cols[header(labels.get(lv, lv), "mean (SD)")] = []
     cols["$n$"] = []
     if published_p:
-        cols["printed Sig."] = []
+        cols[header("printed", "Sig.")] = []
     cols.update({"$p$ Welch": [], f"$p$ {attrs.get('correction', 'Holm')}": [],
-                 f"{b} vs {a} [95\\,\\% CI]": []})
+                 header(f"{b} vs {a}", "[95\\,\\% CI]"): []})
     for _, r in tab.iterrows():
         cols["Benchmark"].append(escape_latex(str(r["name"])))
         cols["Unit"].append(escape_latex(str(r["unit"])))
         for lv in levels:
-            cols[f"{labels.get(lv, lv)} mean (SD)"].append(_mean_sd(r[f"mean_{lv}"], r[f"sd_{lv}"]))
+            cols[header(labels.get(lv, lv), "mean (SD)")].append(_mean_sd(r[f"mean_{lv}"], r[f"sd_{lv}"]))
         ns = sorted({int(r[f"n_{lv}"]) for lv in levels if np.isfinite(r[f"n_{lv}"])})
         cols["$n$"].append("/".join(map(str, ns)) or "--")
         if published_p:
             v = r.get("published_p")
-            cols["printed Sig."].append("--" if pd.isna(v) or str(v).strip() == "" else str(v))
+            cols[header("printed", "Sig.")].append("--" if pd.isna(v) or str(v).strip() == "" else str(v))
         finite = np.isfinite(r["p"])
         cols["$p$ Welch"].append(format_p(r["p"]) if finite else "--")
         cols[list(cols)[-2]].append(format_p(r["p_adjusted"]) if finite else "--")
