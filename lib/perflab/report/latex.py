@@ -107,7 +107,8 @@ def significance_note(levels: Sequence[tuple[float, str]] = SIGNIFICANCE_LEVELS)
 
 def header(*lines: str) -> str:
     """A column header set on several lines (``\\plhead`` of ``perflab.sty``), to keep a table narrow."""
-    return "\\plhead{" + "\\\\".join(lines) + "}" if len(lines) > 1 else lines[0]
+    # "{}" after the line break: a line starting with "[" is text, not the break's optional skip.
+    return "\\plhead{" + "\\\\{}".join(lines) + "}" if len(lines) > 1 else lines[0]
 
 
 _PLAIN_NUMBER = re.compile(r"^(-?)(\d*)(?:\.(\d+))?$")
