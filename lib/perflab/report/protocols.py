@@ -142,7 +142,7 @@ def summary_latex(rel: pd.DataFrame, *, caption: str, label: str) -> str:
         "Metric": [SHORT.get(m, m) for m in rel["metric"]],
         "Workload": rel["rw"], "MTU": rel["mtu"].astype(int).astype(str), "vs AoE": [NAMES[o] for o in rel["other"]],
         "n": rel["n"],
-        "Rel. diff.": [f"{100 * v:+.1f}\\,\\%" for v in rel["rel_diff"]],
+        "Rel. diff.": [f"\\num{{{100 * v:+.1f}}}\\,\\%" for v in rel["rel_diff"]],
         "95\\,\\% CI": [latex.format_ci(a, b, percent=True) for a, b in zip(rel["ci_low"], rel["ci_high"])],
         "$p$ (Holm)": [latex.format_p(p) for p in rel["p_holm"]]})
     return latex.latex_table(shown, caption=caption, label=label, escape=False, column_format="lllllrrr",
@@ -207,7 +207,7 @@ def write(runs: pd.DataFrame, *, name: str, inputs: Sequence[str | Path], paper_
         for other in ("iscsi", "nbd"):
             sub = rel[(rel["metric"] == metric) & (rel["other"] == other)]
             if len(sub):
-                values[f"{name}/{metric}/{other}/median-rel"] = f"{100 * sub['rel_diff'].median():+.1f}\\,\\%"
+                values[f"{name}/{metric}/{other}/median-rel"] = f"\\num{{{100 * sub['rel_diff'].median():+.1f}}}\\,\\%"
                 values[f"{name}/{metric}/{other}/aoe-better"] = str(int(
                     ((sub["rel_diff"] < 0) if metric == "throughput" else (sub["rel_diff"] > 0)).sum()))
                 values[f"{name}/{metric}/{other}/cells"] = str(len(sub))
