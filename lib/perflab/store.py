@@ -9,7 +9,6 @@ Layout of a campaign directory::
     samples/<run-id>/      stdout, stderr, meta.json[, monitors/...] of a successful sample
     failed/<run-id>.a<k>/  the same for a failed attempt k, kept as evidence
     blocks/<block>/        per-block extras such as host fingerprints
-    .lock                  while a run is going on: its pid, host and command (not raw data)
 
 A sample directory is assembled under a temporary name and renamed into place, so it is
 either complete or absent; nothing in the store is ever rewritten.
@@ -37,7 +36,8 @@ from .files import atomic_write, fsync
 from .ledger import Ledger
 
 MANIFEST = "MANIFEST.sha256"
-#: A campaign directory's run lock: held (flock) by the run, naming it, and removed when the run ends.
+#: A campaign directory's run lock (not raw data): held (flock) by the run, naming its pid, host and command,
+#: and removed when the run ends.
 LOCK = ".lock"
 #: Free bytes a campaign's file system must have before a run starts (the preflight of ``begin``).
 MIN_FREE = 64 * 2**20
