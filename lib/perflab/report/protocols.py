@@ -207,7 +207,7 @@ def write(runs: pd.DataFrame, *, name: str, inputs: Sequence[str | Path], paper_
         for other in ("iscsi", "nbd"):
             sub = rel[(rel["metric"] == metric) & (rel["other"] == other)]
             if len(sub):
-                values[f"{name}/{metric}/{other}/median-rel"] = f"\\num{{{100 * sub['rel_diff'].median():+.1f}}}\\,\\%"
+                values[f"{name}/{metric}/{other}/median-rel"] = f"{100 * sub['rel_diff'].median():+.1f}\\,\\%"
                 values[f"{name}/{metric}/{other}/aoe-better"] = str(int(
                     ((sub["rel_diff"] < 0) if metric == "throughput" else (sub["rel_diff"] > 0)).sum()))
                 values[f"{name}/{metric}/{other}/cells"] = str(len(sub))
