@@ -8,9 +8,9 @@ export PATH := $(BIN):$(PATH)
 CORES ?= 1
 SNAKEMAKE := snakemake --cores $(CORES) --printshellcmds --rerun-incomplete
 
-.PHONY: reproduce test install deps venv lock bench help rerun clean-outputs lab-up lab-down jupyter
+.PHONY: reproduce test install deps venv lock bench help rerun clean-outputs lab-up lab-down jupyter unlock
 
-reproduce: install ## install everything and run the whole pipeline on the embedded lab
+reproduce: install unlock ## install everything and run the whole pipeline on the embedded lab
 	$(SNAKEMAKE)
 
 test: install ## install everything and run the test suite
@@ -40,7 +40,7 @@ lock: ## refresh requirements.lock from pyproject.toml in a fresh venv (then com
 	  .lock-venv/bin/python -m pip freeze --exclude-editable | grep -v '^perflab'; } > requirements.lock
 	rm -rf .lock-venv
 
-rerun: install ## measure CAMPAIGN again: its old raw data is moved aside, never deleted
+rerun: install unlock ## measure CAMPAIGN again: its old raw data is moved aside, never deleted
 	@test -n "$(CAMPAIGN)" || { echo "usage: make rerun CAMPAIGN=<campaign id>"; exit 2; }
 	@if [ -d data/raw/$(CAMPAIGN) ]; then mkdir -p data/superseded && \
 	  mv data/raw/$(CAMPAIGN) data/superseded/$(CAMPAIGN)-$$(date -u +%Y%m%dT%H%M%SZ) && \
@@ -51,6 +51,20 @@ clean-outputs: ## remove everything the pipeline regenerates (raw data stays)
 	rm -rf data/processed/*.parquet data/processed/*.csv data/processed/*.json reports logs \
 	  paper/figures/* paper/tables/* paper/macros/* paper/main.pdf
 	cd paper && latexmk -C main.tex >/dev/null 2>&1 || true
+
+# Snakemake locks the project (.snakemake/locks/) while it runs; a killed run leaves the lock behind
+# and the next run stops with "Directory cannot be locked". `snakemake --unlock` removes it, which is
+# only safe when no snakemake runs here: this target checks that first (a process whose command is
+# snakemake, or an interpreter running it, with this directory as its working directory).
+unlock: ## remove Snakemake's lock a killed run left (refused, naming the run, while snakemake runs here)
+	@live=; for p in $$(pgrep -f '^([^ ]+ +(-m +)?)?([^ ]*/)?snakemake( |$$)'); do \
+	  [ "$$(readlink /proc/$$p/cwd 2>/dev/null)" = "$(CURDIR)" ] && live="$$live $$p"; done; \
+	if [ -n "$$live" ]; then for p in $$live; do \
+	    echo "snakemake runs here: pid $$p ($$(tr '\0' ' ' < /proc/$$p/cmdline))"; done; \
+	  echo "its lock in .snakemake/locks/ is live: wait for it to finish, or stop it (kill$$live), then rerun"; exit 1; \
+	elif [ -n "$$(ls -A .snakemake/locks 2>/dev/null)" ]; then \
+	  snakemake --unlock --cores 1 --quiet all >/dev/null && \
+	  echo "removed Snakemake's stale lock (.snakemake/locks/, left by a run that no longer exists)"; fi
 
 bench: install ## run perflab's own benchmarks; writes the results table into benchmarks/README.md
 	python benchmarks/run.py

@@ -20,14 +20,15 @@ def papermill(notebook, output, parameters, log):
     """Shell command: run `notebook` with papermill on the project's kernel into `output`.
 
     The executed notebook is written under a temporary name and renamed on success; a
-    failed run's partial notebook goes to logs/failed/ for inspection. Cell output is
+    failed run's partial notebook goes to logs/failed/ for inspection. ``pipeline: true`` lets
+    the notebook write the pipeline's own files (opened by hand, it writes under scratch/). Cell output is
     streamed (--log-output) to the terminal and to `log`.
     """
     import yaml
 
     out = Path(output)
     tmp = out.with_name(f".{out.stem}.tmp.ipynb")
-    y = yaml.safe_dump(dict(parameters), default_flow_style=True, width=1 << 20).strip()
+    y = yaml.safe_dump({**parameters, "pipeline": True}, default_flow_style=True, width=1 << 20).strip()
     q = shlex.quote
     return (
         f"mkdir -p {q(str(out.parent))} logs/failed && "

@@ -14,6 +14,7 @@ from helpers import load_campaign
 from perflab import cli, inventory, remote, runner, spec, tools
 from perflab.runner import samples
 from perflab.ledger import Ledger
+from perflab.store import RawStore, StoreError
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -141,6 +142,6 @@ def test_a_lost_host_records_the_attempt_and_stops_with_a_resume_hint(tmp_path, 
 
 def test_a_second_run_of_the_same_campaign_is_refused_while_the_first_holds_it(tmp_path):
     c = load_campaign(GOOD)
-    with runner._exclusive(tmp_path / c.name):
-        with pytest.raises(runner.RunnerError, match=f"another perflab run \\(pid {os.getpid()}\\) is running"):
+    with RawStore(tmp_path, c.name).lock():
+        with pytest.raises(StoreError, match=f"another perflab run \\(pid {os.getpid()} .*kill {os.getpid()}"):
             runner.run(c, inventory.localhost(), tmp_path, stream=open(os.devnull, "w"))

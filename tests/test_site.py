@@ -169,3 +169,17 @@ def test_a_page_per_declared_study_links_its_data_manifest_campaigns_and_declara
     assert {"data/raw/published/MANIFEST.sha256", "data/raw/published/ORIGIN.md",
             "data/raw/published/003-openstack-opennebula-table3-nas.csv"} <= targets
     assert "All published files match" in page.read_text()
+
+
+def test_a_study_page_shows_an_analysis_whose_outputs_are_named_exactly_after_it(tmp_path):
+    repo = Path(__file__).resolve().parents[1]
+    for folder in ("data/raw/published", "studies", "notebooks"):
+        shutil.copytree(repo / folder, tmp_path / folder)
+    for sub, name in (("figures", "pfsense-neighbour-udp.png"), ("tables", "pfsense-neighbour-udp.tex")):
+        (tmp_path / "paper" / sub).mkdir(parents=True, exist_ok=True)
+        (tmp_path / "paper" / sub / name).write_bytes(b"% the scenarios template's output\n")
+    site.build([], tmp_path / "reports", root=tmp_path)
+    page = (tmp_path / "reports/studies/002-pfsense-neighbour.html").read_text()
+    udp = page[page.index("pfsense-neighbour-udp"):page.index("pfsense-neighbour-jitter")]
+    assert "figure pfsense-neighbour-udp" in udp and "the scenarios template&#x27;s output" in udp
+    assert "No figure or table yet" not in udp

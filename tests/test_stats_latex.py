@@ -23,9 +23,8 @@ ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
 def test_latex_table_is_a_complete_booktabs_environment():
     df = pd.DataFrame({"cell_name": ["a&b", "100%"], "mean": [1.23456, float("nan")], "n": [3, 40]})
     tex = latex_table(df, caption="Runs_per cell", label="tab:runs", notes=[r"Welch's $t$."])
-    lines = tex.splitlines()
-    assert lines[0] == r"\begin{table}" and lines[-1] == r"\end{table}"
-    assert r"\caption{Runs\_per cell}" in tex and r"\label{tab:runs}" in tex
+    assert tex.startswith(r"\begin{lrbox}{\pltabbox}\begin{tabular}") and tex.count(r"\begin{tabular}") == 1
+    assert r"\plfloat{\caption{Runs\_per cell}\label{tab:runs}}" in tex
     assert tex.index(r"\toprule") < tex.index(r"\midrule") < tex.index(r"\bottomrule") < tex.index("Welch's $t$.")
     assert r"cell\_name & {mean} & {n} \\" in tex
     assert r"a\&b & 1.23 & 3 \\" in tex and r"100\% & {--} & 40 \\" in tex
@@ -73,7 +72,7 @@ def test_paper_comparison_table_names_test_effect_and_adjusted_p():
     assert "effect: difference of means" in tex and "effect: Hodges-Lehmann shift" in tex
     assert r"$p_\mathrm{Holm}$" in tex and "0.50" in tex and "***" in tex
     assert r"95\,\% CI" in tex and "(ms)" in tex and not re.search(r"\de[+-]?\d", tex)
-    assert tex.count(r"\begin{tabular}{") == 3, "split into three column sets: test, effect, standardized sizes"
+    assert tex.count(r"\begin{tabular}{") == 4, "one whole tabular, and three column sets: test, effect, sizes"
 
 
 def test_estimates_are_rounded_to_the_precision_of_their_interval():
@@ -102,8 +101,11 @@ def test_generated_tables_are_never_shrunk():
                                    caption="c", label="l"),
              tables.comparison_table(results, caption="c", label="l", unit="ms")]
     for tex in texts:
-        assert not any(word in tex for word in ("adjustbox", "resizebox", "scalebox", r"\tiny", r"\scriptsize"))
-        assert r"\begin{plfit}" in tex, "a table wider than the text turns sideways at its own size"
+        assert not any(word in tex for word in ("adjustbox", "resizebox", "scalebox", r"\tiny", r"\scriptsize",
+                                                r"\small"))
+        whole, sets = tex.split(r"\plfloat", 1)
+        assert whole.count(r"\begin{tabular}") == 1, "one tabular, turned sideways whole when wider than the text"
+        assert sets.count(r"\begin{plfit}") >= 2, "split into column sets only as the fallback"
 
 
 def test_an_undefined_median_interval_is_explained_in_the_note():
@@ -142,3 +144,10 @@ def test_a_generated_table_typesets_with_true_minus_signs_and_no_e_notation(tmp_
                           text=True).stdout
     assert "4540" in text and "e+" not in text and "\u2212" in text, "true minus signs"
     assert "< 0.001" in text.replace("<0.001", "< 0.001") and "= <" not in text
+
+
+def test_a_long_table_is_set_in_parts_that_fit_a_page_also_sideways():
+    tex = latex_table(pd.DataFrame({"x": [f"r{i}" for i in range(30)], "v": range(30)}), caption="Runs", label="tab:r")
+    assert tex.count(r"\plfloat") == 2 and tex.count(r"\midrule") == 2
+    assert r"\caption{Runs (rows 1--24 of 30)}\label{tab:r}}" in tex
+    assert r"\caption{Runs (rows 25--30 of 30)}\label{tab:r-2}}" in tex and "r29 & 29" in tex

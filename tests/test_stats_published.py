@@ -126,9 +126,16 @@ def test_recheck_latex_marks_flagged_and_uncertain_rows():
                           ("bad", "A", "1.0", "0.1", "40", "0.900"), ("bad", "B", "2.0", "0.1", "40", "0.900")]))
     out["uncertain"] = [True, False]
     tex = recheck_table_latex(out, caption="Recheck", label="tab:recheck")
-    assert tex.count(r"\toprule") == 1 and r"\label{tab:recheck}" in tex
+    assert tex.count(r"\plfloat") == 1 and r"\label{tab:recheck}" in tex
     assert r"ok$^*$" in tex and r"not reproduced $\dagger$" in tex
     assert "ttest\\_ind\\_from\\_stats" in tex
+
+
+def test_recheck_latex_sets_the_means_in_siunitx_columns():
+    out = recheck(_table([("x", "A", "-12345.5", "1.0", "40", "0.01"), ("x", "B", "0.25", "1.0", "40", "0.01")]))
+    tex = recheck_table_latex(out, caption="Recheck", label="tab:recheck")
+    assert r"S[table-format=-5.1]S[table-format=1.2]" in tex and r"{Mean $a$} & {Mean $b$}" in tex
+    assert "& -12345.5 & 0.25 &" in tex and " / " not in tex
 
 
 # --- the digitized seed 003 tables -----------------------------------------------------------

@@ -238,7 +238,7 @@ def test_chapter_tables_from_committed_raw_data(name, tmp_path):
                           scale=p["scale"], unit=p["unit"], labels=p["labels"],
                           ratios=p.get("ratios", []), generator="test")
     assert all(path.stat().st_size > 0 for paths in out.values() for path in paths)
-    assert "\\begin{table}" in (tmp_path / "tables" / f"{name}-layout.tex").read_text()
+    assert "\\plfloat{" in (tmp_path / "tables" / f"{name}-layout.tex").read_text()
 
 
 # --- per-host CPU by role (seed 000's Tables 3.4-3.6) -------------------------------------------
@@ -330,7 +330,7 @@ def test_host_cpu_tables_in_the_seed_layout_and_their_files(tmp_path):
     out = hostcpu.write(result, pub, name="h", source=source, published_files=[], paper_dir=tmp_path,
                         rows="parallel", x="parallel", trace=["path", "mtu"], generator="test")
     layout_tex = (tmp_path / "tables" / "h-layout.tex").read_text()
-    assert layout_tex.count("\\begin{table}") == 4 and "tab:h-router" in layout_tex
+    assert layout_tex.count("\\plfloat{") == 4 and "tab:h-router" in layout_tex
     assert "\\label{tab:h-compare}" in (tmp_path / "tables" / "h-compare.tex").read_text()
     inline = (tmp_path / "macros" / "h.tex").read_text()
     assert "{h/cmp/router-share-1500/rerun}{0.17}" in inline and "{h/1500/nat/gbits}{4.00}" in inline

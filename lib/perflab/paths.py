@@ -20,3 +20,35 @@ def enter_root() -> Path:
     top = root()
     os.chdir(top)
     return top
+
+
+#: Where a notebook template opened by hand writes (ignored by git): never the pipeline's files.
+SCRATCH = "scratch"
+#: What the pipeline writes, relative to the project root: raw data, tidy tables, the paper's
+#: generated files and the review site.
+PIPELINE_OUTPUTS = ("data/raw", "data/processed", "paper", "reports")
+
+
+def outputs(path: str, *, pipeline: bool) -> str:
+    """Where a notebook template writes what the pipeline writes to ``path``.
+
+    Run by the pipeline (papermill passes ``pipeline=True``), ``path`` itself. Opened by hand
+    (the template's default ``pipeline = False``), a ``path`` at or under one of
+    :data:`PIPELINE_OUTPUTS` becomes the same path under ``scratch/``, so a run in JupyterLab
+    never overwrites raw data, tidy tables, the paper's files or the report; one line says where
+    the outputs go. Any other directory (e.g. ``perflab verify --rebuild``'s scratch) is kept.
+    """
+    if pipeline:
+        return path
+    top = root()
+    target = Path(path) if Path(path).is_absolute() else top / path
+    try:
+        rel = target.resolve().relative_to(top)
+    except ValueError:
+        return path
+    if not any(rel == Path(p) or Path(p) in rel.parents for p in PIPELINE_OUTPUTS):
+        return path
+    moved = (Path(SCRATCH) / rel).as_posix()
+    print(f"opened by hand (pipeline = False): outputs for {rel.as_posix()}/ go to {moved}/ instead; "
+          "the pipeline's files are left alone (`make reproduce` updates them)")
+    return moved

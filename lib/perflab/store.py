@@ -27,18 +27,25 @@ import errno
 import fcntl
 import hashlib
 import os
+import json
 import re
 import shutil
+import socket
+import sys
+import time
 from collections import Counter
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterable, Iterator, Mapping
+from typing import Iterable, Iterator, Mapping, TextIO
 
 from . import records
 from .files import atomic_write, fsync
 from .ledger import Ledger
 
 MANIFEST = "MANIFEST.sha256"
+#: A campaign directory's run lock (not raw data): held (flock) by the run, naming its pid, host and command,
+#: and removed when the run ends.
+LOCK = ".lock"
 #: Free bytes a campaign's file system must have before a run starts (the preflight of ``begin``).
 MIN_FREE = 64 * 2**20
 
@@ -69,6 +76,46 @@ def _disk_space(what: str, tmp: Path) -> Iterator[None]:
                          f"kept: free space and rerun the same command to resume") from None
 
 
+def _holder(text: str) -> dict:
+    """The holder a lock file records: JSON (pid, host, command, started_utc) or, as older runs wrote, a bare pid."""
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return {}
+    return doc if isinstance(doc, dict) else {"pid": doc} if isinstance(doc, int) else {}
+
+
+def _alive(pid: object) -> bool:
+    """True when ``pid`` names a process on this machine."""
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _command(pid: int, width: int = 160) -> str:
+    """The command line of a process on this machine on one line, cut to ``width`` (empty when unreadable)."""
+    try:
+        text = " ".join(Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").replace("\0", " ").split())
+    except OSError:
+        return ""
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
+def _describe(holder: dict) -> str:
+    """"pid N (command) on host H since T" from what a lock file records, leaving out what it lacks."""
+    pid, host = holder.get("pid", "?"), holder.get("host")
+    here = host in (None, socket.gethostname())
+    command = (_command(pid) if here and _alive(pid) else "") or holder.get("command", "")
+    return (f"pid {pid}" + (f" ({command})" if command else "") + ("" if here else f" on host {host}")
+            + (f", since {holder['started_utc']}" if holder.get("started_utc") else ""))
+
+
 class RawStore:
     """The raw data of one campaign."""
 
@@ -86,6 +133,54 @@ class RawStore:
         """
         digest = hashlib.sha256(str(self.dir.resolve()).encode()).hexdigest()[:8]
         return f"{self.campaign}-{digest}"
+
+    @contextmanager
+    def lock(self, out: TextIO | None = None) -> Iterator[None]:
+        """Hold the campaign directory's run lock, so two runs never store the same samples.
+
+        The lock file records the holder's pid, host and command and is removed when the run
+        ends. One a killed run left behind (nobody holds it: its pid is gone, or it was taken
+        on another host) is removed with a one-line note on ``out``; a lock a live run holds
+        raises :class:`StoreError` naming that run and what to do.
+        """
+        self.dir.mkdir(parents=True, exist_ok=True)
+        path = self.dir / LOCK
+        while True:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = _holder(os.read(fd, 4096).decode(errors="replace"))
+                os.close(fd)
+                pid = holder.get("pid", "?")
+                gone = bool(holder) and holder.get("host") in (None, socket.gethostname()) and not _alive(pid)
+                raise StoreError(
+                    f"{self.dir}: another perflab run ({_describe(holder)}) is running this campaign; wait for it to "
+                    f"finish, or stop it (kill {pid}), then rerun to resume" if not gone else
+                    f"{path}: its holder pid {pid} has ended, but a process it started still holds the lock (see "
+                    f"`fuser -v {path}`); stop that process, then rerun to resume") from None
+            try:
+                same = os.fstat(fd).st_ino == os.stat(path).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:  # not a lock file the previous holder removed between our open and our flock
+                break
+            os.close(fd)
+        try:
+            old = _holder(os.read(fd, 4096).decode(errors="replace"))
+            if old:
+                here = old.get("host") in (None, socket.gethostname())
+                print(f"{path}: removed a stale lock left by {_describe(old)}, "
+                      + ("which is no longer running" if here and not _alive(old.get("pid")) else "which no longer holds it"),
+                      file=out or sys.stdout, flush=True)
+            me = {"pid": os.getpid(), "host": socket.gethostname(), "command": _command(os.getpid()),
+                  "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, (json.dumps(me) + "\n").encode(), 0)
+            yield
+        finally:
+            path.unlink(missing_ok=True)
+            os.close(fd)
 
     @property
     def manifest(self) -> Path:

@@ -10,6 +10,8 @@ seed 000's tables have) and draws them. Levels keep their natural order (numbers
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -23,7 +25,7 @@ from ..stats import anova
 from ..stats.describe import describe
 from ..stats.levels import select_rows
 from . import figures, lineage, macros, style
-from .latex import escape_latex, format_number, format_p
+from .latex import escape_latex, float_table, format_number, format_p
 
 #: ``/proc/stat`` states that count as busy CPU time (idle and iowait do not).
 BUSY_STATES = ("user", "nice", "system", "irq", "softirq", "steal")
@@ -139,17 +141,23 @@ def layout(result: FactorialResult, *, rows: str | Sequence[str], scale: float =
     return pd.DataFrame(out, columns=[*rows, *(labels[c] for c in cols)])
 
 
+#: A number in a grid cell (mean or interval end), typeset by siunitx (true minus sign).
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+
+
 def layout_tex(table: pd.DataFrame, *, caption: str, label: str, over: str, level: float = 0.95) -> str:
-    """A grid table from :func:`layout` as a booktabs ``table`` (cells are mean [CI]), never shrunk: turned
-    sideways by ``plfit`` when wider than the text; ``over`` names the factor the ``mean`` rows average over."""
-    values = sum("=" in str(c) or c == "value" for c in table.columns)
-    body = table.to_latex(index=False, escape=True, column_format="l" * (table.shape[1] - values) + "r" * values)
+    """A grid table from :func:`layout` (cells are mean [CI]), never shrunk: turned sideways whole, caption
+    and note with it, when wider than the text (:func:`perflab.report.latex.float_table`); ``over`` names
+    the factor the ``mean`` rows average over."""
+    is_value = ["=" in str(c) or c == "value" for c in table.columns]
+    shown = pd.DataFrame({escape_latex(str(c)): [_NUMBER.sub(lambda m: f"\\num{{{m[0]}}}", str(v)) if value
+                                                 else escape_latex(str(v)) for v in table[c]]
+                          for c, value in zip(table.columns, is_value)})
+    body = shown.to_latex(index=False, escape=False, column_format="".join("r" if v else "l" for v in is_value))
     note = (f"Each cell: mean [{100 * level:.0f}\\% CI of the mean]; rows \\emph{{mean}}: mean of the cell "
             f"means over the levels of {escape_latex(over)}.")
-    return ("\\begin{table}[htbp]\n\\centering\n\\setlength{\\tabcolsep}{3pt}\n"
-            f"\\caption{{{escape_latex(caption)}}}\n\\label{{{label}}}\n"
-            f"\\begin{{plfit}}{body}\\end{{plfit}}\n"
-            f"\\par\\smallskip{{\\footnotesize {note}\\par}}\n\\end{{table}}\n")
+    return float_table("\\setlength{\\tabcolsep}{3pt}" + body.strip(), caption=escape_latex(caption), label=label,
+                       note=f"\\plnote{{{note}}}")
 
 
 def anova_tex(result: FactorialResult, *, caption: str, label: str) -> str:
@@ -161,9 +169,9 @@ def anova_tex(result: FactorialResult, *, caption: str, label: str) -> str:
                      "p": "--" if pd.isna(r["p"]) else format_p(r["p"]),
                      "partial $\\eta^2$": "--" if pd.isna(r["partial_eta_sq"]) else f"{r['partial_eta_sq']:.3f}"})
     body = pd.DataFrame(rows).to_latex(index=False, escape=False, column_format="lrrrr")
-    note = escape_latex(f"{result.anova.attrs['anova_type']}; n = {len(result.data)} samples.")
-    return (f"\\begin{{table}}[htbp]\n\\centering\n\\small\n\\caption{{{escape_latex(caption)}}}\n\\label{{{label}}}\n"
-            f"{body}\\par\\smallskip{{\\footnotesize {note}\\par}}\n\\end{{table}}\n")
+    note = escape_latex(f"{result.anova.attrs['anova_type']}; n = {len(result.data)} samples. The residual row has "
+                        "no F, p or partial eta squared (--): it is what the terms are tested against.")
+    return float_table(body.strip(), caption=escape_latex(caption), label=label, note=f"\\plnote{{{note}}}")
 
 
 def _panels(result: FactorialResult, panel: str | None) -> list[str | None]:

@@ -22,7 +22,7 @@ import pandas as pd
 
 from ..stats.describe import describe
 from . import factorial, figures, lineage, macros, style
-from .latex import escape_latex
+from .latex import escape_latex, float_table
 
 #: The role that sums the others: the whole lab's CPU of a sample.
 ALL = "all"
@@ -260,10 +260,8 @@ def compare_tex(table: pd.DataFrame, *, name: str, level: float = 0.95) -> str:
             "(SMT on), means over 1, 2, 4 and 8 threads, the direct link from Table 3.7 (MTU 1500 only). Rerun: "
             "cgroup CPU load of each lab host, ratio of pooled means over the streams, percentile bootstrap CI; "
             "-- where a ratio has no published cell or a zero denominator.")
-    return ("\\begin{table}[htbp]\n\\centering\n\\small\n\\setlength{\\tabcolsep}{4pt}\n"
-            f"\\caption{{CPU of client, server and router compared in kind, seed and rerun ({escape_latex(name)}).}}\n"
-            f"\\label{{tab:{name}-compare}}\n\\begin{{plfit}}{body}\\end{{plfit}}\n"
-            f"\\par\\smallskip{{\\footnotesize {note}\\par}}\n\\end{{table}}\n")
+    return float_table(body, caption=f"CPU of client, server and router compared in kind, seed and rerun "
+                                     f"({escape_latex(name)}).", label=f"tab:{name}-compare", note=note)
 
 
 def figure(result: HostCpu, *, x: str, trace: Sequence[str], labels: Mapping[str, str] | None = None

@@ -3,8 +3,9 @@
 Numbers are typeset by siunitx (``S`` columns aligned on the decimal marker, ``\\num``
 elsewhere): true minus signs, digit grouping, no e-notation for ordinary magnitudes. A
 mean is rounded to the precision of its confidence interval (:func:`ci_decimals`). Tables
-are never shrunk: a tabular wider than the text is turned sideways by ``plfit``
-(``paper/perflab.sty``) at its own size, and wide content is split into several tabulars.
+are never shrunk: a table wider than the text is turned sideways whole, caption and note
+with it (``\\plfloat`` of ``paper/perflab.sty``, a ``sidewaystable``), and split into column
+sets only when it is wider than the page even sideways.
 """
 
 from __future__ import annotations
@@ -106,7 +107,8 @@ def significance_note(levels: Sequence[tuple[float, str]] = SIGNIFICANCE_LEVELS)
 
 def header(*lines: str) -> str:
     """A column header set on several lines (``\\plhead`` of ``perflab.sty``), to keep a table narrow."""
-    return "\\plhead{" + "\\\\".join(lines) + "}" if len(lines) > 1 else lines[0]
+    # "{}" after the line break: a line starting with "[" is text, not the break's optional skip.
+    return "\\plhead{" + "\\\\{}".join(lines) + "}" if len(lines) > 1 else lines[0]
 
 
 _PLAIN_NUMBER = re.compile(r"^(-?)(\d*)(?:\.(\d+))?$")
@@ -120,7 +122,7 @@ def _is_number(text: str) -> bool:
         return False
 
 
-def _s_column(cells: Sequence[str]) -> str | None:
+def s_column(cells: Sequence[str]) -> str | None:
     """``S[table-format=...]`` for cells that are plain numbers (others, e.g. ``--``, are braced), or None."""
     parts = [_PLAIN_NUMBER.match(c) for c in cells]
     numbers = [m for m in parts if m and (m[2] or m[3])]
@@ -134,8 +136,7 @@ def _s_column(cells: Sequence[str]) -> str | None:
 
 def tabular(df: pd.DataFrame, *, column_format: str | None = None, escape: bool = True,
             align: Sequence[str] = ()) -> str:
-    """A booktabs ``tabular`` of ``df`` (index not printed) inside ``plfit``, which turns it sideways when wider
-    than the text instead of shrinking it.
+    """A booktabs ``tabular`` of ``df`` (index not printed).
 
     Float columns are printed with three significant digits; columns of plain numbers (floats, integers,
     or text such as ``"-0.5"`` in the columns named by ``align``) become siunitx ``S`` columns aligned on
@@ -147,36 +148,71 @@ def tabular(df: pd.DataFrame, *, column_format: str | None = None, escape: bool 
         values = df[col].tolist()
         numeric = pd.api.types.is_numeric_dtype(df[col]) and not pd.api.types.is_bool_dtype(df[col])
         texts = [format_number(v) if numeric else esc(str(v)) for v in values]
-        spec = _s_column(texts) if numeric or col in align else None
+        spec = s_column(texts) if numeric or col in align else None
         if spec:
             texts = [t if _PLAIN_NUMBER.match(t) and t not in ("", "-") else
                      f"{{\\num{{{t}}}}}" if _is_number(t) else f"{{{t}}}" for t in texts]
         specs.append(spec or ("r" if numeric else "l"))
         cells[col] = (f"{{{esc(str(col))}}}" if spec else esc(str(col)), texts)
-    lines = [f"\\begin{{plfit}}\\begin{{tabular}}{{{column_format or ''.join(specs)}}}", "\\toprule",
+    lines = [f"\\begin{{tabular}}{{{column_format or ''.join(specs)}}}", "\\toprule",
              " & ".join(h for h, _ in cells.values()) + " \\\\", "\\midrule"]
     lines += [" & ".join(texts[i] for _, texts in cells.values()) + " \\\\" for i in range(len(df))]
-    lines += ["\\bottomrule", "\\end{tabular}\\end{plfit}"]
+    lines += ["\\bottomrule", "\\end{tabular}"]
     return "\n".join(lines)
 
 
-def latex_table(df: pd.DataFrame | Sequence[pd.DataFrame], *, caption: str, label: str, notes: Sequence[str] = (),
-                column_format: str | None = None, escape: bool = True, align: Sequence[str] = ()) -> str:
-    """Return a complete booktabs ``table`` environment for ``df`` (its index is not printed).
+#: Rows per generated table: a longer table is set as several tables (one family still), so that at
+#: the body font a part of one-line rows fits its page also turned sideways (the text width is then
+#: its height).
+ROWS_PER_PART = 24
 
-    ``df`` may be a list of frames: a wide table split into column sets, one tabular each,
-    stacked under one caption. Cells are formatted by :func:`tabular` (``align`` names text
-    columns of plain numbers to align on the decimal marker). With ``escape`` the string
-    cells, headers and caption are LaTeX-escaped; pass ``escape=False`` when they already
-    hold LaTeX (math, ``\\%``). ``notes`` are LaTeX as given (e.g. :func:`significance_note`),
-    set as one justified footnote-size paragraph under the tabulars (``\\plnote``).
+
+def row_parts(df: pd.DataFrame, *, caption: str, label: str, size: int = ROWS_PER_PART
+              ) -> list[tuple[pd.DataFrame, str, str]]:
+    """``df`` in consecutive parts of at most ``size`` rows, each with its caption (saying which rows of
+    how many, when there are several) and label (``label``, ``label-2``, ...)."""
+    if len(df) <= size:
+        return [(df, caption, label)]
+    return [(df.iloc[i:i + size], f"{caption} (rows {i + 1}--{min(i + size, len(df))} of {len(df)})",
+             label if i == 0 else f"{label}-{i // size + 1}") for i in range(0, len(df), size)]
+
+
+def float_table(body: str, *, caption: str, label: str, note: str = "", column_sets: Sequence[str] = ()) -> str:
+    """A generated table around the tabular ``body`` (LaTeX as given, like ``caption`` and ``note``).
+
+    The tabular is set at its own size, never shrunk below the body font; ``\\plfloat``
+    (``paper/perflab.sty``) puts it in a ``table`` when it fits the text width, else in a
+    ``sidewaystable`` (caption and note turned with it). ``column_sets`` (the same table split
+    into narrower tabulars, stacked on the sideways page) are used only when it is wider than the
+    page even sideways.
     """
+    sets = "\\par\\medskip\n".join(f"\\begin{{plfit}}{s}\\end{{plfit}}" for s in column_sets)
+    return (f"\\begin{{lrbox}}{{\\pltabbox}}{body}\\end{{lrbox}}%\n"
+            f"\\plfloat{{\\caption{{{caption}}}\\label{{{label}}}}}\n"
+            f"{{{note}}}\n{{{sets}}}\n")
+
+
+def latex_table(df: pd.DataFrame, *, caption: str, label: str, notes: Sequence[str] = (),
+                column_format: str | None = None, escape: bool = True, align: Sequence[str] = (),
+                column_sets: Sequence[Sequence[str]] = ()) -> str:
+    """Return a complete generated table for ``df`` (its index is not printed), see :func:`float_table`.
+
+    A table of more than :data:`ROWS_PER_PART` rows is set in parts (:func:`row_parts`); a part's
+    caption says which rows it holds (escape ``caption`` yourself then, or keep ``escape``).
+    A wide table stays one tabular, turned sideways when wider than the text;
+    ``column_sets`` name the columns of the narrower tabulars it is split into only when it
+    is wider than the page even sideways. Cells are formatted by :func:`tabular` (``align``
+    names text columns of plain numbers to align on the decimal marker). With ``escape`` the
+    string cells, headers and caption are LaTeX-escaped; pass ``escape=False`` when they
+    already hold LaTeX (math, ``\\%``). ``notes`` are LaTeX as given (e.g.
+    :func:`significance_note`), set as one justified footnote-size paragraph under the
+    tabular (``\\plnote``).
+    """
+    if len(df) > ROWS_PER_PART:
+        return "\n".join(latex_table(part, caption=cap, label=lab, notes=notes, column_format=column_format,
+                                      escape=escape, align=align, column_sets=column_sets)
+                          for part, cap, lab in row_parts(df, caption=caption, label=label))
     esc = escape_latex if escape else str
-    frames = [df] if isinstance(df, pd.DataFrame) else list(df)
-    parts = ["\\begin{table}", "\\centering", f"\\caption{{{esc(caption)}}}", f"\\label{{{label}}}"]
-    for i, frame in enumerate(frames):
-        parts += (["\\par\\medskip"] if i else []) + [tabular(frame, column_format=column_format, escape=escape,
-                                                                 align=align)]
-    if notes:
-        parts.append("\\plnote{" + " ".join(notes) + "}")
-    return "\n".join([*parts, "\\end{table}"]) + "\n"
+    sets = [tabular(df[list(cols)], escape=escape, align=align) for cols in column_sets]
+    return float_table(tabular(df, column_format=column_format, escape=escape, align=align), caption=esc(caption),
+                       label=label, note="\\plnote{" + " ".join(notes) + "}" if notes else "", column_sets=sets)

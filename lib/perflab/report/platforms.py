@@ -23,10 +23,8 @@ from ..stats.levels import select_rows
 from ..stats.published import load_published
 from ..stats.summaries import IN_KIND_NOTE, per_row
 from . import macros
-from .latex import escape_latex, format_ci, format_number, format_p, latex_table
+from .latex import escape_latex, format_ci, format_number, format_p, header, latex_table, row_parts
 
-#: Rows per LaTeX table: a longer table is set as several tables (one page each), one family still.
-ROWS_PER_PAGE = 34
 
 #: Version of the row tables this module writes beside the LaTeX (CSV, column ``format``).
 FORMAT = 1
@@ -151,22 +149,20 @@ def _mean_sd(mean: float, sd: float) -> str:
     return "--" if not np.isfinite(mean) else f"{format_number(mean, 4)} ({format_number(sd, 2)})"
 
 
+#: Rows per table: a part's two column sets, when it is too wide even sideways, fit the sideways page.
+ROWS_PER_TABLE = 18
+
+
 def table_latex(tab: pd.DataFrame, *, levels: Sequence[str], labels: Mapping[str, str], pair: tuple[str, str],
                 caption: str, label: str, published_p: bool = False) -> str:
     """The table in the paper's layout: benchmark, mean (SD) per level, then the test's p, Holm's p and the effect.
 
-    Shrunk to the text width; more than :data:`ROWS_PER_PAGE` rows are set as consecutive
-    tables (``label``, ``label-2``, ...), the correction still over all rows.
+    At the body font (turned sideways when wider than the text); a long table is set as consecutive
+    tables (:func:`perflab.report.latex.row_parts`), the correction still over all rows.
     """
-    parts = [tab.iloc[i:i + ROWS_PER_PAGE] for i in range(0, len(tab), ROWS_PER_PAGE)] or [tab]
-    if len(parts) > 1:
-        return "\n".join(
-            _table_part(part, levels=levels, labels=labels, pair=pair, published_p=published_p, attrs=tab.attrs,
-                        caption=f"{caption} (rows {k * ROWS_PER_PAGE + 1}--{k * ROWS_PER_PAGE + len(part)} "
-                                f"of {len(tab)})", label=label if k == 0 else f"{label}-{k + 1}")
-            for k, part in enumerate(parts))
-    return _table_part(tab, levels=levels, labels=labels, pair=pair, published_p=published_p, attrs=tab.attrs,
-                       caption=caption, label=label)
+    return "\n".join(_table_part(part, levels=levels, labels=labels, pair=pair, published_p=published_p,
+                                  attrs=tab.attrs, caption=cap, label=lab)
+                      for part, cap, lab in row_parts(tab, caption=caption, label=label, size=ROWS_PER_TABLE))
 
 
 def _table_part(tab: pd.DataFrame, *, levels: Sequence[str], labels: Mapping[str, str], pair: tuple[str, str],
@@ -174,34 +170,37 @@ def _table_part(tab: pd.DataFrame, *, levels: Sequence[str], labels: Mapping[str
     a, b = (labels.get(x, x) for x in pair)
     cols: dict[str, list[str]] = {"Benchmark": [], "Unit": []}
     for lv in levels:
-        cols[f"{labels.get(lv, lv)} mean (SD)"] = []
+        cols[header(labels.get(lv, lv), "mean (SD)")] = []
     cols["$n$"] = []
     if published_p:
-        cols["printed Sig."] = []
+        cols[header("printed", "Sig.")] = []
     cols.update({"$p$ Welch": [], f"$p$ {attrs.get('correction', 'Holm')}": [],
-                 f"{b} vs {a} [95\\,\\% CI]": []})
+                 header(f"{b} vs {a}", "[95\\,\\% CI]"): []})
     for _, r in tab.iterrows():
         cols["Benchmark"].append(escape_latex(str(r["name"])))
         cols["Unit"].append(escape_latex(str(r["unit"])))
         for lv in levels:
-            cols[f"{labels.get(lv, lv)} mean (SD)"].append(_mean_sd(r[f"mean_{lv}"], r[f"sd_{lv}"]))
+            cols[header(labels.get(lv, lv), "mean (SD)")].append(_mean_sd(r[f"mean_{lv}"], r[f"sd_{lv}"]))
         ns = sorted({int(r[f"n_{lv}"]) for lv in levels if np.isfinite(r[f"n_{lv}"])})
         cols["$n$"].append("/".join(map(str, ns)) or "--")
         if published_p:
             v = r.get("published_p")
-            cols["printed Sig."].append("--" if pd.isna(v) or str(v).strip() == "" else str(v))
+            cols[header("printed", "Sig.")].append("--" if pd.isna(v) or str(v).strip() == "" else str(v))
         finite = np.isfinite(r["p"])
         cols["$p$ Welch"].append(format_p(r["p"]) if finite else "--")
         cols[list(cols)[-2]].append(format_p(r["p_adjusted"]) if finite else "--")
         cols[list(cols)[-1]].append(
-            f"{100 * r['rel_diff']:+.1f}\\,\\% {format_ci(r['rel_diff_ci_low'], r['rel_diff_ci_high'], digits=2, percent=True)}"
+            f"\\num{{{100 * r['rel_diff']:+.1f}}}\\,\\% {format_ci(r['rel_diff_ci_low'], r['rel_diff_ci_high'], digits=2, percent=True)}"
             if finite else "--")
     notes = [f"Welch's $t$ from the means, SDs and $n$ of {escape_latex(b)} against {escape_latex(a)}; "
              f"{escape_latex(str(attrs.get('correction', 'Holm')))} correction over the "
              f"{attrs.get('family', len(tab))} rows of the table; relative difference of the means with "
              f"Fieller's interval. -- : a value the source leaves unreadable."]
+    names = list(cols)
+    values = names.index("$n$") + 1
     return latex_table(pd.DataFrame(cols), caption=caption, label=label, notes=notes, escape=False,
-                       column_format="ll" + "r" * (len(cols) - 2))
+                       column_format="ll" + "r" * (len(cols) - 2),
+                       column_sets=[names[:values], names[:1] + names[values:]])
 
 
 def in_kind_latex(kind: pd.DataFrame, *, labels: Mapping[str, str], pair: tuple[str, str], native: str,
@@ -211,13 +210,15 @@ def in_kind_latex(kind: pd.DataFrame, *, labels: Mapping[str, str], pair: tuple[
     where = {"pub": "published", "rerun": "rerun"}
     df = pd.DataFrame({
         "Benchmark": [escape_latex(str(x)) for x in kind["name"]],
-        "better, published": [escape_latex(lab.get(x, x)) for x in kind["better_pub"]],
-        "better, rerun": [escape_latex(lab.get(x, x)) for x in kind["better_rerun"]],
+        header("better,", "published"): [escape_latex(lab.get(x, x)) for x in kind["better_pub"]],
+        header("better,", "rerun"): [escape_latex(lab.get(x, x)) for x in kind["better_rerun"]],
         "agree": ["--" if v is None or pd.isna(v) else ("yes" if v else "no") for v in kind["agree"]],
-        **{f"{lab[lv]}/{lab[native]}, {where[k]}": [format_number(v, 3) for v in kind[f"ratio_{lv}_{k}"]]
+        **{header(f"{lab[lv]}/{lab[native]},", where[k]): [format_number(v, 3) for v in kind[f"ratio_{lv}_{k}"]]
            for lv in pair for k in where}})
+    names = list(df.columns)
     return latex_table(df, caption=caption, label=label, escape=False,
                        column_format="lll" + "r" * (len(df.columns) - 3),
+                       column_sets=[names[:4], names[:1] + names[4:]],
                        notes=[f"{escape_latex(IN_KIND_NOTE)}. ``better'': the level with the better mean "
                               "where the corrected $p$ is below 0.05, else none."])
 

@@ -167,7 +167,7 @@ def summary_latex(rel: pd.DataFrame, *, caption: str, label: str, baseline: str 
         "Workload": [TITLES.get(w, w) for w in rel["workload"]], "MTU": rel["mtu"].astype(int).astype(str),
         f"vs {NAMES[baseline]}": [NAMES[o] for o in rel["other"]],
         "n": rel["n"],
-        "Rel. diff.": [f"{100 * v:+.1f}\\,\\%" for v in rel["rel_diff"]],
+        "Rel. diff.": [f"\\num{{{100 * v:+.1f}}}\\,\\%" for v in rel["rel_diff"]],
         "95\\,\\% CI": [latex.format_ci(a, b, percent=True) for a, b in zip(rel["ci_low"], rel["ci_high"])],
         "$p$ (Holm)": [latex.format_p(p) for p in rel["p_holm"]]})
     return latex.latex_table(shown, caption=caption, label=label, escape=False, column_format="lllllrrr",
@@ -238,7 +238,8 @@ def claims_latex(claims: pd.DataFrame, *, caption: str, label: str) -> str:
                    for v, u, k in zip(claims["stated"], claims["uncertain"], claims["kind"])]})
     for column in ("Metric", "Workload", "Condition", "Better"):
         shown[column] = [latex.escape_latex(v.replace(";", "; ")) for v in shown[column]]
-    return latex.latex_table(shown, caption=caption, label=label, escape=False, column_format="llp{2.1cm}p{2.0cm}p{2.3cm}lr",
+    return latex.latex_table(shown, caption=caption, label=label, escape=False, column_format="ll" + "".join(
+                                 f">{{\\raggedright\\arraybackslash}}p{{{w}}}" for w in ("2.1cm", "2.0cm", "2.3cm")) + "lr",
                              notes=["$^*$ approximate in the text, or the compared bars are not defined."])
 
 
@@ -276,7 +277,7 @@ def write(runs: pd.DataFrame, *, name: str, inputs: Sequence[str | Path], paper_
         for other in sorted(set(PROTOCOLS) - {baseline}):
             sub = rel[(rel["metric"] == metric) & (rel["other"] == other)]
             if len(sub):
-                values[f"{name}/{metric}/{other}/median-rel"] = f"{100 * sub['rel_diff'].median():+.1f}\\,\\%"
+                values[f"{name}/{metric}/{other}/median-rel"] = f"\\num{{{100 * sub['rel_diff'].median():+.1f}}}\\,\\%"
                 values[f"{name}/{metric}/{other}/{baseline}-better"] = str(int(
                     ((sub["rel_diff"] < 0) if metric == "throughput" else (sub["rel_diff"] > 0)).sum()))
                 values[f"{name}/{metric}/{other}/cells"] = str(len(sub))

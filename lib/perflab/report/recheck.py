@@ -8,7 +8,7 @@ import pandas as pd
 
 from ..stats import published
 from . import lineage, macros
-from .latex import escape_latex, format_number, format_p, latex_table
+from .latex import escape_latex, format_number, format_p, header, latex_table, row_parts, s_column
 
 
 def run(study: str, published_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFrame, list[Path]]:
@@ -27,29 +27,42 @@ def run(study: str, published_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFra
 
 def recheck_table_latex(result: pd.DataFrame, *, caption: str = "Re-check of published p-values",
                         label: str = "tab:recheck") -> str:
-    """A booktabs table of :func:`perflab.stats.published.recheck`: comparison, means, published and
-    recomputed p, status. Flagged rows carry a dagger; uncertain digitizations an asterisk on the name."""
+    """A booktabs table of :func:`perflab.stats.published.recheck`: comparison, the two means (siunitx ``S``
+    columns), published and recomputed p, status. Flagged rows carry a dagger; uncertain digitizations an
+    asterisk on the name. When every row compares the same two groups they are named once, in the note; a
+    long table is set in parts (:func:`perflab.report.latex.row_parts`), each row on one line."""
 
     def p_cell(row: pd.Series, test: str) -> str:
         if f"p_{test}" not in row or pd.isna(row.get(f"p_{test}")):
             return "--"
         return format_p(row[f"p_{test}"], digits=3) + (r"\,$\surd$" if row[f"{test}_reproduces"] else "")
 
+    pairs = set(zip(result["group_a"], result["group_b"]))
+    same = len(pairs) == 1
     table = pd.DataFrame({
         "Comparison": [escape_latex(str(n)) + ("$^*$" if u else "") for n, u in zip(result["name"], result["uncertain"])],
-        "Groups": [escape_latex(f"{a} vs {b}") for a, b in zip(result["group_a"], result["group_b"])],
-        "Means": [f"{format_number(a, 10)} / {format_number(b, 10)}" for a, b in zip(result["mean_a"], result["mean_b"])],
-        "Published $p$": [escape_latex(str(p)) or "--" for p in result["published_p"]],
-        "Student $p$": [p_cell(r, "student") for _, r in result.iterrows()],
-        "Welch $p$": [p_cell(r, "welch") for _, r in result.iterrows()],
+        **({} if same else {"Groups": [escape_latex(f"{a} vs {b}") for a, b in zip(result["group_a"], result["group_b"])]}),
+        "Mean $a$": [format_number(a, 10) for a in result["mean_a"]],
+        "Mean $b$": [format_number(b, 10) for b in result["mean_b"]],
+        header("Published", "$p$"): [escape_latex(str(p)) or "--" for p in result["published_p"]],
+        header("Student", "$p$"): [p_cell(r, "student") for _, r in result.iterrows()],
+        header("Welch", "$p$"): [p_cell(r, "welch") for _, r in result.iterrows()],
         "Status": [escape_latex(s) + (r" $\dagger$" if f else "") for s, f in zip(result["status"], result["flag"])],
     })
-    notes = [r"Two-sided $p$ recomputed from the printed mean, SD and $n$ with "
+    groups = (f"$a$: {escape_latex(str(next(iter(pairs))[0]))}, $b$: {escape_latex(str(next(iter(pairs))[1]))} in "
+              "every row" if same else "$a$, $b$: the groups in the order named")
+    notes = [f"Means as printed ({groups}). Two-sided $p$ recomputed from the "
+             r"printed mean, SD and $n$ with "
              r"\texttt{scipy.stats.ttest\_ind\_from\_stats}; $\surd$: the test reproduces the "
              r"printed $p$ for some values the printed digits allow. $\dagger$: neither test reproduces it. "
              r"$^*$: a value is uncertain in the text extraction."]
-    return latex_table(table, caption=caption, label=label, notes=notes, escape=False,
-                       column_format="llrrrrl")
+    names = list(table.columns)
+    means = [s_column(table[c].tolist()) or "r" for c in ("Mean $a$", "Mean $b$")]
+    fmt = "l" * (names.index("Mean $a$")) + "".join(means) + "rrrl"
+    return "\n".join(latex_table(part, caption=cap, label=lab, notes=notes, escape=False, column_format=fmt,
+                                  align=("Mean $a$", "Mean $b$"),
+                                  column_sets=[names[:names.index("Mean $b$") + 2], names[:1] + names[-3:]])
+                      for part, cap, lab in row_parts(table, caption=caption, label=label))
 
 
 def claims_table(claims: pd.DataFrame, *, caption: str, label: str) -> str:

@@ -152,26 +152,35 @@ def figure(samples: Mapping[str, pd.DataFrame], result: pd.DataFrame, metrics: S
     return fig
 
 
+#: Rows per table (a longer one is set in parts; see :func:`table`).
+ROWS_PER_TABLE = 16
+
+
 def table(result: pd.DataFrame, metrics: Sequence[Metric], *, panel: str, panel_label: str, scenario: str,
           caption: str, label: str) -> str:
-    """A LaTeX table: per metric, panel and scenario the mean [CI], change vs baseline, p, Holm p."""
+    """A LaTeX table: per metric, panel and scenario the mean [CI], change vs baseline, p, Holm p.
+
+    One table per :data:`ROWS_PER_TABLE` rows (a metric of four panels and four scenarios fills one),
+    each naming its metric in its first row, so that a part turned sideways fits its page."""
     rows = []
     for m in metrics:
         for _, r in result[result["metric"] == m.key].iterrows():
             rows.append({"Metric": latex.escape_latex(f"{m.label} ({m.unit})" if m.unit else m.label),
                          latex.escape_latex(panel_label): str(r[panel]),
                          "Scenario": latex.escape_latex(str(r[scenario])), "n": int(r["n"]),
-                         "Mean [95\\% CI]": f"{latex.format_number(r['mean'] / m.scale)} "
+                         "Mean [95\\% CI]": f"{latex.num(r['mean'] / m.scale)} "
                                             f"{latex.format_ci(r['ci_low'] / m.scale, r['ci_high'] / m.scale)}",
-                         "Change": "--" if np.isnan(r["rel_diff"]) else f"{100 * r['rel_diff']:+.1f}\\%",
+                         "Change": "--" if np.isnan(r["rel_diff"]) else f"\\num{{{100 * r['rel_diff']:+.1f}}}\\%",
                          "p": latex.format_p(r["p"]), "p (Holm)": latex.format_p(r["p_holm"], markers=True)})
-    frame = pd.DataFrame(rows)
-    frame.loc[frame["Metric"].duplicated(), "Metric"] = ""
-    body = latex.latex_table(frame, caption=caption, label=label, escape=False, column_format="lllrlrrr",
-                             notes=["Change: relative difference of means against the baseline in the same panel; "
-                                    "p: Welch's t; Holm over the comparisons of one metric.",
-                                    latex.significance_note()])
-    return body.replace("\\begin{tabular}", "{\\scriptsize\\begin{tabular}").replace("\\end{tabular}", "\\end{tabular}}")
+    parts = []
+    for part, cap, lab in latex.row_parts(pd.DataFrame(rows), caption=caption, label=label, size=ROWS_PER_TABLE):
+        part = part.copy()
+        part.loc[part["Metric"].duplicated(), "Metric"] = ""
+        parts.append(latex.latex_table(part, caption=cap, label=lab, escape=False, column_format="lllrlrrr",
+                                       notes=["Change: relative difference of means against the baseline in the "
+                                              "same panel; p: Welch's t; Holm over the comparisons of one metric.",
+                                              latex.significance_note()]))
+    return "\n".join(parts)
 
 
 def values(result: pd.DataFrame, metrics: Sequence[Metric], *, name: str, panel: str, scenario: str,

@@ -123,22 +123,27 @@ def _lineage(site: _Site, output: Path) -> str:
     return f"<details><summary>how it was made (lineage)</summary><pre>{_e(chr(10).join(lines))}</pre></details>"
 
 
+def _named(folder: Path, name: str, suffix: str) -> list[Path]:
+    """Files of ``folder`` named ``<name><suffix>`` or ``<name>-*<suffix>`` (an analysis' or a campaign's outputs)."""
+    return sorted({*folder.glob(f"{name}{suffix}"), *folder.glob(f"{name}-*{suffix}")})
+
+
 def _outputs(site: _Site, campaign: str, page: Path) -> str:
     parts = []
-    for png in sorted((site.root / "paper/figures").glob(f"{campaign}-*.png")):
+    for png in _named(site.root / "paper/figures", campaign, ".png"):
         stem = png.with_suffix("")
         parts.append(f"<figure><img src=\"{_e(Path(os.path.relpath(png, page.parent)).as_posix())}\" "
                      f"alt=\"figure {_e(stem.name)}\"><figcaption>{_e(stem.name)}: "
                      f"{site.links([stem.with_suffix('.pdf'), stem.with_suffix('.png'), stem.with_name(stem.name + '.lineage.json')], page)}"
                      f"</figcaption>{_lineage(site, png)}</figure>")
-    tables = sorted((site.root / "paper/tables").glob(f"{campaign}-*.tex"))
+    tables = _named(site.root / "paper/tables", campaign, ".tex")
     if tables:
         parts.append("<h3>Tables (LaTeX as included in the paper)</h3>")
     for tex in tables:
         sidecar = tex.with_name(f"{tex.stem}.lineage.json")
         parts.append(f"<details><summary>{_e(tex.stem)} &mdash; {site.links([tex, sidecar], page)}</summary>"
                      f"<pre>{_e(tex.read_text())}</pre>{_lineage(site, tex)}</details>")
-    macros = sorted((site.root / "paper/macros").glob(f"{campaign}-*.tex"))
+    macros = _named(site.root / "paper/macros", campaign, ".tex")
     if macros:
         parts.append("<p>Inline values: " + site.links(
             [p for m in macros for p in (m, m.with_name(f"{m.stem}.lineage.json"))], page) + "</p>")

@@ -1,8 +1,9 @@
 """LaTeX tables of descriptions and comparisons, each naming its n, test, CI method and effect size.
 
 Numbers are siunitx-typeset and decimal-aligned (:mod:`perflab.report.latex`); an estimate is
-rounded to the precision of its interval; wide content is split into column sets under one
-caption rather than shrunk; a cell left empty is explained in the table's note.
+rounded to the precision of its interval; a wide table is turned sideways whole rather than
+shrunk (split into column sets only when wider than the page even sideways); a cell left
+empty is explained in the table's note.
 """
 
 from __future__ import annotations
@@ -62,18 +63,18 @@ def describe_table(summary: pd.DataFrame, *, factor: str, factor_label: str, sca
                    f"median with {level} confidence.")
     frame = pd.DataFrame(rows)
     means, medians = list(frame.columns[:6]), [*frame.columns[:2], *frame.columns[6:]]
-    return latex_table([frame[means], frame[medians]], caption=caption, label=label, notes=[*how, *notes],
-                       escape=False, align=[c for c in frame.columns if c != factor_label])
+    return latex_table(frame, caption=caption, label=label, notes=[*how, *notes], escape=False,
+                       align=[c for c in frame.columns if c != factor_label], column_sets=[means, medians])
 
 
 def comparison_table(comparisons: Sequence[Comparison], *, caption: str, label: str, p_adjusted: Sequence[float] = (),
                      scale: float = 1.0, unit: str = "", notes: Sequence[str] = ()) -> str:
-    """A booktabs table with one row per :class:`perflab.stats.Comparison` (b against a), in three column sets.
+    """A booktabs table with one row per :class:`perflab.stats.Comparison` (b against a), in three parts.
 
     The first shows the test, its statistic and the p-value (and the adjusted one when
     ``p_adjusted`` is given); the second the effect the test is about with its interval (in
     ``unit``, values divided by ``scale``) and in percent; the third the two standardized
-    effect sizes. The note names each test's reason, the effect, the interval methods and the
+    effect sizes (the column sets when even a sideways page is too narrow). The note names each test's reason, the effect, the interval methods and the
     diagnostics.
     """
     level = level_text(comparisons[0].level) if comparisons else ""
@@ -100,9 +101,10 @@ def comparison_table(comparisons: Sequence[Comparison], *, caption: str, label: 
         how.append(escape_latex(f"{c.labels[1]} vs {c.labels[0]}: {c.test} ({c.reason}); effect: {c.effect}; "
                                 f"relative interval: {c.rel_diff_ci_method}.")
                    + "".join(" " + escape_latex(n[0].upper() + n[1:]) + "." for n in c.notes))
-    frames = [pd.DataFrame(tests), pd.DataFrame(effects), pd.DataFrame(sizes)]
-    aligned = [c for f in frames for c in f.columns if c not in ("Comparison", "$n$", "Test") and "$p" not in c]
-    return latex_table(frames, caption=caption, label=label, escape=False, align=aligned,
+    sets = [list(rows[0]) for rows in (tests, effects, sizes)] if comparisons else []
+    frame = pd.DataFrame([{**a, **b, **c} for a, b, c in zip(tests, effects, sizes)])
+    aligned = [c for c in frame.columns if c not in ("Comparison", "$n$", "Test") and "$p" not in c]
+    return latex_table(frame, caption=caption, label=label, escape=False, align=aligned, column_sets=sets,
                        notes=[*how, "Effects are rounded to the precision of their interval; the last part gives the "
                               "standardized effect sizes.", *notes,
                               significance_note() + "."])
@@ -110,8 +112,9 @@ def comparison_table(comparisons: Sequence[Comparison], *, caption: str, label: 
 
 def checks_table(checks: pd.DataFrame, block: BlockEffect | None, *, factor: str, factor_label: str, caption: str,
                  label: str) -> str:
-    """A booktabs table of :func:`perflab.stats.levels.checks` (levels in natural order, in two column sets:
-    distribution and serial dependence, then changes over the run), with the RMIT block effect in a note."""
+    """A booktabs table of :func:`perflab.stats.levels.checks` (levels in natural order), with the RMIT block
+    effect in a note; its column sets, when even a sideways page is too narrow: distribution and serial
+    dependence, then changes over the run."""
     rows = []
     for r in sorted(checks.to_dict("records"), key=lambda r: natural_key(r[factor])):
         rows.append({factor_label: escape_latex(str(r[factor])), "$n$": str(r["n"]),
@@ -134,9 +137,9 @@ def checks_table(checks: pd.DataFrame, block: BlockEffect | None, *, factor: str
                      f"Friedman {p_phrase(block.friedman_p)}.")
     frame = pd.DataFrame(rows)
     cols = list(frame.columns)
-    return latex_table([frame[cols[:5] + cols[-1:]], frame[cols[:1] + cols[5:-1]]], caption=caption, label=label,
-                       notes=notes, escape=False,
-                       align=[c for c in cols if "autocorr" in c or c in ("$n$", "Outliers")])
+    return latex_table(frame, caption=caption, label=label, notes=notes, escape=False,
+                       align=[c for c in cols if "autocorr" in c or c in ("$n$", "Outliers")],
+                       column_sets=[cols[:5] + cols[-1:], cols[:1] + cols[5:-1]])
 
 
 def p_phrase(p: float, *, floor: float = 0.001) -> str:

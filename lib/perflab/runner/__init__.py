@@ -32,16 +32,13 @@ and block fingerprints on the connected hosts), :mod:`.samples` (the sample loop
 from __future__ import annotations
 
 import dataclasses
-import fcntl
 import json
-import os
 import platform
 import secrets
 import sys
 import time
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator, Mapping, TextIO
+from typing import Callable, Mapping, TextIO
 
 from .. import __version__, design, records, remote
 from ..inventory import HostEntry
@@ -74,7 +71,7 @@ def run(spec: Campaign, entries: Mapping[str, HostEntry], raw_root: str | Path, 
         raise RunnerError(f"{spec.source}: hosts {', '.join(missing)} are not in the inventory "
                           f"(it has {', '.join(sorted(entries))})")
     store = RawStore(raw_root, spec.name)
-    with _exclusive(store.dir):
+    with store.lock(stream or sys.stdout):
         spec = _seeded(spec, store, stream or sys.stdout)
         return _run(spec, entries, design.schedule(spec), store, stream=stream, limit=limit, on_sample=on_sample)
 
@@ -97,23 +94,6 @@ def _seeded(spec: Campaign, store: RawStore, out: TextIO) -> Campaign:
         print(f"{spec.name}: drew the RMIT seed {seed}; it is stored in {path}. Write `seed: {seed}` in "
               f"{spec.source} to fix it", file=out, flush=True)
     return dataclasses.replace(spec, seed=seed, doc={**spec.doc, "seed": seed})
-
-
-@contextmanager
-def _exclusive(directory: Path) -> Iterator[None]:
-    """Hold an exclusive lock on a campaign directory, so two runs never store the same samples."""
-    directory.mkdir(parents=True, exist_ok=True)
-    with open(directory / ".lock", "a+") as fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            fh.seek(0)
-            raise RunnerError(f"{directory}: another perflab run (pid {fh.read().strip() or '?'}) is running this "
-                              "campaign; wait for it to finish or stop it, then rerun to resume") from None
-        fh.truncate(0)
-        fh.write(str(os.getpid()))
-        fh.flush()
-        yield
 
 
 def _reap(spec: Campaign, entries: Mapping[str, HostEntry], store: RawStore) -> list[str]:
