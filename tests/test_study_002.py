@@ -14,7 +14,7 @@ import pytest
 from helpers import ROOT_ONLY, leftovers
 from perflab import inventory, lab as lab_mod, labspec, runner, spec, tidy
 from perflab.report import scenarios
-from perflab.stats import windows
+from perflab.stats import calibrate, windows
 from perflab.stats._input import StatsInputError
 from perflab.tools import get
 
@@ -24,6 +24,7 @@ CLAIMS = ROOT / "data/raw/published/002-pfsense-neighbour-claims.csv"
 SEED = ROOT / "../shared/seeds/002_b7331ff3ad8d0be7.txt"
 FIXTURE = ROOT / "tests/fixtures/iperf3/udp-reverse-60s-windows.json"
 ORDER = ["alone", "idle", "stress", "stress+net"]
+CALIBRATION = STUDY / "campaigns/pfsense-calibrate.yaml"
 
 
 def test_claims_are_complete_and_typed():
@@ -147,3 +148,40 @@ def test_chapter_tables_from_the_committed_rerun(committed, tmp_path):
     text = out["table"].read_text()
     assert text.count("stress+net") == 2 * 4 and "Holm" in text
     assert "\\plset{t002/jitter/512/stress-net/mean}" in out["macros"].read_text()
+
+
+def test_bitrates_and_ladder_are_read_as_iperf3_reads_them():
+    assert calibrate.bits_per_second("2880K") == 2.88e6 and calibrate.bits_per_second("40M") == 40e6
+    assert calibrate.bits_per_second(37280000) == 37280000.0
+    assert calibrate.packets_per_second("40M", 466) == pytest.approx(40e6 / (8 * 466))
+    assert calibrate.bitrate_for(2500, 18) == 360000
+    with pytest.raises(StatsInputError, match="bitrate"):
+        calibrate.bits_per_second("40 Mbit")
+    rungs = calibrate.ladder([{"label": "64-2500", "set": {"length": 18, "bitrate": "360000"}},
+                              {"label": "8192-500", "set": {"length": 8146, "bitrate": "32584000"}}])
+    assert rungs["frame"].tolist() == [64, 8192] and rungs["pps"].tolist() == pytest.approx([2500, 500])
+    with pytest.raises(StatsInputError, match="length and bitrate"):
+        calibrate.ladder([{"label": "x", "set": {"length": 18}}])
+
+
+def test_calibrated_rates_match_hand_computed_values():
+    rows = [(64, 1000, 0.0), (64, 1000, 0.4),  # mean 0.2
+            (64, 2000, 0.6), (64, 2000, 1.2),  # mean 0.9: the highest passing rung below the first failure
+            (64, 3000, 1.5), (64, 3000, 0.7),  # mean 1.1: fails
+            (64, 4000, 0.1), (64, 4000, 0.1),  # passes, but above a failing rung: not taken
+            (512, 1000, 0.0), (512, 2000, 0.5),  # none fails: the top rung, step to the one below
+            (1518, 500, 2.0), (1518, 1000, 0.0),  # the lowest rung fails: no rate
+            (8192, 100, 0.5), (8192, 200, 1.0)]  # exactly the threshold is not below it
+    samples = pd.DataFrame(rows, columns=["frame", "pps", "value"])
+    got = calibrate.highest_rates(samples, threshold=1.0).set_index("frame")
+    assert got.loc[64, ["rate", "loss", "n", "step", "next_rate", "next_loss", "rungs"]].tolist() == \
+        pytest.approx([2000, 0.9, 2, 1000, 3000, 1.1, 4])
+    assert got.loc[512, ["rate", "loss", "step"]].tolist() == pytest.approx([2000, 0.5, 1000])
+    assert pd.isna(got.loc[512, "next_rate"])
+    assert pd.isna(got.loc[1518, "rate"]) and got.loc[1518, "next_rate"] == 500 and got.loc[1518, "n"] == 0
+    assert got.loc[8192, ["rate", "step", "next_rate"]].tolist() == pytest.approx([100, 100, 200])
+    assert calibrate.highest_rates(samples, threshold=1.2).set_index("frame").loc[64, "rate"] == 4000
+    with pytest.raises(StatsInputError, match="positive loss"):
+        calibrate.highest_rates(samples, threshold=0)
+    with pytest.raises(StatsInputError, match="no column"):
+        calibrate.highest_rates(samples.rename(columns={"pps": "rate"}))
