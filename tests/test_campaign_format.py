@@ -185,3 +185,8 @@ def test_the_services_example_runs_on_the_lab_and_records_its_flow(lab_inventory
         names = [s["name"] for s in m["services"]]
         assert names == (["service-flow-server", "service-flow-client"] if m["cell"]["load"] == "flow" else [])
     assert count("iperf3 -s -p 5299") == 0 and count("-p 5299 -t 3600") == 0
+    # per-host CPU: h3 sends the competing flow in the flow cells and runs only the monitor otherwise
+    df, _ = tidy.frame(tmp_path / "services-and-levels")
+    h3 = df[(df.tool == "cgroup") & (df.metric == "cpu_seconds") & (df.host == "h3")]
+    assert len(h3) == 5
+    assert h3[h3.load == "flow"].value.min() > h3[h3.load == "idle"].value.max(), h3[["load", "value"]]

@@ -4,8 +4,8 @@ import os
 
 import pytest
 
-from helpers import ROOT_ONLY, leftovers
-from perflab import inventory, lab as lab_mod, labspec, remote
+from helpers import ROOT_ONLY, leftovers, load_campaign
+from perflab import inventory, lab as lab_mod, labspec, remote, runner, tidy
 
 pytestmark = [ROOT_ONLY, pytest.mark.lab]
 
@@ -22,16 +22,57 @@ BUSY = "python3 -c 'import time; sum(i * i for i in range(3_000_000)); print(tim
 
 
 @pytest.fixture(scope="module")
-def hosts():
+def lab():
     if not lab_mod.cgroup_hierarchies():
         pytest.skip("no usable cgroup hierarchy mounted")
     lab = lab_mod.bring_up(labspec.load(f"{NAME}.yaml", text=TEXT))
     try:
-        with remote.connect(inventory.load(lab.inventory_path)) as connected:
-            yield connected
+        yield lab
     finally:
         lab_mod.down(NAME)
         assert leftovers(NAME) == []
+
+
+@pytest.fixture(scope="module")
+def hosts(lab):
+    with remote.connect(inventory.load(lab.inventory_path)) as connected:
+        yield connected
+
+
+#: One CPU-bound stress-ng worker on h1 (cpuset 0) for 1 s, h2 idle, with monitors.
+BUSY_CAMPAIGN = """\
+campaign: busy
+benchmark: {tool: stress-ng, params: {stressors: {cpu: 1}, duration: 1}}
+hosts: {client: h1, idle: h2}
+factors: {load: [one]}
+repetitions: 2
+warmups: 0
+seed: 1
+monitors: true
+fingerprints: false
+"""
+
+
+def test_each_sample_records_its_hosts_own_cpu_time_in_the_tidy_table(lab, tmp_path):
+    c = load_campaign(BUSY_CAMPAIGN, tmp_path)
+    summary = runner.run(c, inventory.load(lab.inventory_path), tmp_path / "raw", stream=open(os.devnull, "w"))
+    assert summary.complete and not summary.failed
+    for sample in (summary.raw_dir / "samples").iterdir():
+        for host in ("h1", "h2"):
+            before = (sample / "monitors" / host / "cgroup-before.txt").read_text()
+            assert before.startswith("==> /proc/uptime <==") and f"/{NAME}/{host}/" in before
+    rows, quarantined = tidy.frame(summary.raw_dir)
+    assert quarantined.empty
+    own = rows[rows.tool == "stress-ng"].pivot_table(index="run_id", columns="metric", values="value")
+    cpu = rows[rows.tool == "cgroup"].pivot_table(index="run_id", columns=["host", "metric"], values="value")
+    assert len(own) == len(cpu) == 2
+    used = own["user_time"] + own["system_time"]  # stress-ng prints them to 0.01 s
+    assert (cpu["h1", "cpu_seconds"] >= used - 0.01).all(), (cpu, used)
+    assert (cpu["h2", "cpu_seconds"] < used / 10).all(), "the idle host's cgroup counts none of h1's work"
+    # h1's cpuset is one CPU: its load cannot exceed 1 beyond the uptime's 10 ms resolution
+    assert (cpu["h1", "cpu_load"] <= (cpu["h1", "elapsed"] + 0.01) / cpu["h1", "elapsed"]).all()
+    assert (cpu["h1", "cpu_load"] > 0).all()
+    assert not rows[rows.tool == "cgroup"].summary.any()
 
 
 def test_cpu_time_of_a_command_counts_on_its_host_only(hosts):

@@ -8,7 +8,7 @@ An inventory maps host names to how to reach them::
 
 Host keys are checked strictly against ``known_hosts`` (default: ``~/.ssh/known_hosts``);
 ``accept_new_host_keys: true`` appends unknown keys instead of refusing them (recorded).
-Hosts of a lab also list ``addresses`` (link -> address) and ``devices`` (docs/lab.md).
+Hosts of a lab also list ``addresses`` (link -> address), ``devices`` and ``cgroups`` (docs/lab.md).
 
 ``local: true`` marks a host reached without SSH (Fabric's local runner), as in the
 built-in ``localhost`` inventory used when the lab cannot be brought up.
@@ -51,6 +51,9 @@ class HostEntry:
     devices: dict[str, dict[str, str]] | None = None
     #: Virtual lab hosts: the QEMU configuration, with ``emulated: true`` under TCG.
     vm: dict | None = None
+    #: Lab hosts: the host's cgroup directories on the controller (role -> directory), read
+    #: around each monitored sample for the host's own CPU time (docs/lab.md).
+    cgroups: dict[str, str] | None = None
 
 
 def localhost(names: tuple[str, ...] = ("h1", "h2", "h3", "h4")) -> dict[str, HostEntry]:

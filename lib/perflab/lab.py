@@ -863,7 +863,7 @@ def _write_inventory(lab: Lab, state: dict) -> None:
                                "emulated": state["vms"][h.name]["accel"] == "tcg"}
         entries[h.name] = inventory.HostEntry(h.name, h.address, key=str(lab.key), known_hosts=str(lab.known_hosts),
                                               addresses={p.link: p.address for p in h.ports}, devices=devices or None,
-                                              vm=vm or None)
+                                              vm=vm or None, cgroups=state["cgroups"].get(h.name) or None)
     inventory.dump(entries, lab.inventory_path, comment=f"perflab lab {lab.name!r}: written by `perflab lab up`")
 
 

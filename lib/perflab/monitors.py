@@ -20,6 +20,11 @@ sample's ``monitors/<host>/`` directory):
   ``net/dev``, ``net/snmp`` and ``diskstats`` in ``tail -n +1`` form (``==> file <==``
   headers), taken when the monitor starts and stops, for exact per-sample deltas and
   for samples shorter than sadc's one-second interval.
+- ``cgroup-before.txt`` and ``cgroup-after.txt`` (lab hosts, whose inventory entry names
+  their ``cgroups``): ``/proc/uptime`` and the host cgroup's CPU counters (``cpuacct.usage``,
+  ``cpuacct.stat``, ``cpu.stat``) in the same ``tail -n +1`` form, read by
+  :func:`cgroup_snapshot` on the controller right before and after the measured commands,
+  so that the host's own CPU time is known although lab hosts share ``/proc/stat``.
 - ``sadc.log`` (the monitor's stderr) and ``sadf.log`` (sadf's warnings, e.g. "End of
   system activity file unexpected" when SIGTERM cut the last record), only when not empty.
 
@@ -53,6 +58,8 @@ SADC_PATHS = ("/usr/lib/sysstat/sadc", "/usr/lib64/sa/sadc", "/usr/libexec/sysst
 PROC_FILES = ("/proc/uptime", "/proc/loadavg", "/proc/stat", "/proc/net/dev", "/proc/net/snmp", "/proc/diskstats")
 
 _SAFE_RE = re.compile(r"[^A-Za-z0-9._-]+")
+#: A host cgroup's CPU counters (cgroup v1 cpuacct, cgroup v2), read by :func:`cgroup_snapshot`.
+CGROUP_FILES = ("cpuacct.usage", "cpuacct.stat", "cpu.stat")
 
 
 class MonitorError(RuntimeError):
@@ -129,6 +136,23 @@ def stop(handle: MonitorHandle) -> dict[str, str]:
                            files)
     files["sar.json"] = sections["sar"] + "\n"
     return files
+
+
+def cgroup_snapshot(cgroups: dict[str, str]) -> str:
+    """``/proc/uptime`` and the CPU counters of a host's cgroups (role -> directory), verbatim.
+
+    Read on the controller, where the lab's cgroup directories are (a lab host's own
+    ``/sys/fs/cgroup`` is not mounted); the text has ``tail -n +1``'s ``==> file <==`` headers.
+    """
+    paths = ["/proc/uptime"] + [f"{d}/{name}" for d in cgroups.values() for name in CGROUP_FILES]
+    parts = []
+    for path in paths:
+        try:
+            with open(path, "rb") as fh:
+                parts.append(f"==> {path} <==\n" + fh.read().decode("ascii", "replace"))
+        except FileNotFoundError:
+            continue
+    return "\n".join(parts)
 
 
 @contextmanager

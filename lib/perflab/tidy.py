@@ -27,6 +27,7 @@ import pyarrow.parquet
 
 from . import __version__, fingerprint, records, store, tools
 from .files import atomic_write
+from .tools import procfs
 from .tools.base import Measurement, ParseError
 
 #: Rows per Arrow table while parsing (bounds the Python objects alive at once).
@@ -78,7 +79,7 @@ def frame(raw_dir: str | Path, *, verify: bool = True) -> tuple[pd.DataFrame, pd
             quarantine.append({**common, "source": source, "reason": str(exc)})
             continue
         batch.add(common, measurements, parser_version=tool.parser_version, source=source)
-        monitor_rows(batch, sdir, raw_dir.parent, common, quarantine)
+        monitor_rows(batch, sdir, raw_dir.parent, common, quarantine, operations=tool.operations(measurements))
         if batch.rows >= BATCH_ROWS:
             tables.append(batch.table())
             batch = _Batch()
@@ -154,15 +155,22 @@ class _Batch:
 
 
 def monitor_rows(batch: _Batch, sample_dir: Path, base: Path, common: dict[str, Any],
-                 quarantine: list[dict[str, Any]]) -> None:
-    """Add a sample's monitor rows to ``batch``: per host, sysstat's means over the sample and /proc deltas.
+                 quarantine: list[dict[str, Any]], *, operations: float | None = None) -> None:
+    """Add a sample's monitor rows to ``batch``: per host, sysstat's means, /proc and cgroup deltas.
 
     They carry the host monitored in ``host``, the monitor's parser in ``tool`` (``sadf``,
-    ``procstat``) and are never summary rows, so an analysis of the benchmark's metrics
-    never picks them up by accident. A monitor file that does not parse is quarantined.
+    ``procstat``, ``cgroup``) and are never summary rows, so an analysis of the benchmark's
+    metrics never picks them up by accident. A monitor file that does not parse is
+    quarantined. With the benchmark's ``operations`` count (see
+    :meth:`perflab.tools.base.Tool.operations`), each host also gets its costs per
+    operation: ``cpu_seconds_per_op`` (tool ``cgroup``: the host's own CPU time) and
+    ``cpu_time_per_op`` and ``bytes_per_op`` (tool ``procstat``, see
+    :func:`perflab.tools.procfs.per_operation`; its CPU time is the kernel's, i.e. the
+    whole machine's on a lab host).
     """
     for hdir in sorted(p for p in (sample_dir / "monitors").glob("*") if p.is_dir()):
-        inputs = {"sadf": [hdir / "sar.json"], "procstat": [hdir / "proc-before.txt", hdir / "proc-after.txt"]}
+        inputs = {"sadf": [hdir / "sar.json"], "procstat": [hdir / "proc-before.txt", hdir / "proc-after.txt"],
+                  "cgroup": [hdir / "cgroup-before.txt", hdir / "cgroup-after.txt"]}
         for name, files in inputs.items():
             if not all(f.is_file() for f in files) or (name == "sadf" and _no_intervals(files[0])):
                 continue
@@ -174,8 +182,20 @@ def monitor_rows(batch: _Batch, sample_dir: Path, base: Path, common: dict[str, 
                 quarantine.append({**common, "host": hdir.name, "source": source, "reason": str(exc)})
                 continue
             kept = [m for m in found if "timestamp" not in m.dims and "interval_start" not in m.dims]
+            if operations:
+                kept += per_operation(name, kept, operations)
             batch.add({**common, "tool": name, "host": hdir.name}, kept, parser_version=parser.parser_version,
                       source=source, summary=False)
+
+
+def per_operation(monitor: str, rows: list[Measurement], operations: float) -> list[Measurement]:
+    """A host's costs per benchmark operation from its ``cgroup`` or ``procstat`` totals (else none)."""
+    if monitor == "cgroup":
+        cpu = next((m.value for m in rows if m.metric == "cpu_seconds" and m.value is not None), None)
+        return [] if cpu is None else [Measurement("cpu_seconds_per_op", cpu / operations, "s/op")]
+    if monitor == "procstat":
+        return procfs.per_operation(rows, operations)
+    return []
 
 
 def _no_intervals(sar_json: Path) -> bool:

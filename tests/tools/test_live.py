@@ -10,7 +10,6 @@ import json
 import os
 import re
 from contextlib import contextmanager
-from statistics import fmean
 
 import pytest
 import yaml
@@ -219,7 +218,10 @@ def test_mpstat_and_sadf_monitors(bench_host):
     rows = mpstat.parse(run(bench_host, mpstat.commands({"duration": 1}, {})[0]).stdout)
     cpus = {r.dims["cpu"]: r.value for r in rows if r.metric == "cpu_idle" and "timestamp" not in r.dims}
     assert "all" in cpus and len(cpus) >= 2
-    assert cpus["all"] == pytest.approx(fmean(v for k, v in cpus.items() if k != "all"), abs=1.0)
+    # "all" is the per-CPU values weighted by each CPU's jiffies in the interval (equal only on an idle,
+    # evenly ticking machine): it lies between the smallest and the largest, to mpstat's 0.01 precision
+    each = [v for k, v in cpus.items() if k != "all"]
+    assert min(each) - 0.01 <= cpus["all"] <= max(each) + 0.01, cpus
     rows = sadf.parse(run(bench_host, sadf.commands({"duration": 1}, {})[0]).stdout)
     assert {"cpu_usr", "load_1", "net_rx_bytes", "disk_tps"} <= {r.metric for r in rows}
 

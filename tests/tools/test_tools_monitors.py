@@ -123,3 +123,42 @@ def test_procstat_reads_the_monitors_tail_layout(read_fixture):
     assert next(r.value for r in rows if r.metric == "elapsed") == pytest.approx(uptimes[1] - uptimes[0])
     assert {r.dims["iface"] for r in rows if r.metric == "net_rx_bytes"} >= {"lo"}  # /proc/net/snmp lines skipped
     assert not any(r.dims.get("iface") in ("Ip", "Tcp", "Udp") for r in rows)
+
+
+def test_cgroup_snapshots_give_the_hosts_own_cpu_time_by_hand(read_fixture):
+    rows = {m.metric: m.value for m in tools.get("cgroup").parse(read_fixture("cgroup/two_snapshots.txt"))}
+    # cpuacct.usage 28495875 -> 1049110253 ns; cpu.stat user_usec 4070 -> 915309, system_usec 24425 -> 133800;
+    # /proc/uptime 10165.48 -> 10166.74
+    assert rows["cpu_seconds"] == pytest.approx((1049110253 - 28495875) / 1e9, abs=1e-12)
+    assert rows["user_seconds"] == pytest.approx((915309 - 4070) / 1e6, abs=1e-12)
+    assert rows["system_seconds"] == pytest.approx((133800 - 24425) / 1e6, abs=1e-12)
+    assert rows["elapsed"] == pytest.approx(1.26, abs=1e-9)
+    assert rows["cpu_load"] == pytest.approx(rows["cpu_seconds"] / 1.26, rel=1e-12)
+
+
+@pytest.mark.parametrize("text, found", [
+    ("==> /proc/uptime <==\n1.00 0\n==> /x/cpuacct.usage <==\n5\n", "two snapshots"),
+    ("==> /proc/uptime <==\n1.00 0\n==> /x/cpuacct.usage <==\n5\n==> /proc/uptime <==\n2.00 0\n"
+     "==> /x/cpuacct.usage <==\n4\n", "not decreasing"),
+    ("==> /proc/uptime <==\n1.00 0\n==> /proc/uptime <==\n2.00 0\n", "cpuacct.usage or cpu.stat usage_usec"),
+    ("==> /proc/uptime <==\nfast 0\n==> /proc/uptime <==\n2.00 0\n", "numbers in uptime"),
+])
+def test_cgroup_snapshots_that_cannot_be_trusted_are_refused(text, found):
+    with pytest.raises(ParseError, match=found):
+        tools.get("cgroup").parse(text, source="x")
+
+
+def test_costs_per_operation_come_from_the_tools_own_operation_count(read_fixture):
+    from perflab.tidy import per_operation
+    cgroup = tools.get("cgroup").parse(read_fixture("cgroup/two_snapshots.txt"))
+    (row,) = per_operation("cgroup", list(cgroup), 1000)
+    assert row.metric == "cpu_seconds_per_op" and row.unit == "s/op"
+    assert row.value == pytest.approx((1049110253 - 28495875) / 1e9 / 1000)
+    assert per_operation("sadf", list(cgroup), 1000) == []
+    ops = [Measurement("total_ios", 300.0, "count", {"direction": "read"}),
+           Measurement("total_ios", 100.0, "count", {"direction": "write"})]
+    assert tools.get("fio").operations(ops) == 400
+    assert tools.get("blockproto").operations([Measurement("ops", 7.0, "count")]) == 7
+    assert tools.get("iperf3").operations([Measurement("packets", 9.0, "packet"),
+                                           Measurement("packets", 4.0, "packet", {"stream": 1})]) == 9
+    assert tools.get("iperf3").operations([]) is None

@@ -111,6 +111,9 @@ class Engine:
         watched = [self.hosts[n] for n in self.hosts] if self.spec.monitors else []
         try:
             with monitors.monitoring(watched, run_.run_id) as outputs:
+                accounted = [h for h in watched if h.entry.cgroups]
+                for host in accounted:
+                    files[f"monitors/{host.name}/cgroup-before.txt"] = monitors.cgroup_snapshot(host.entry.cgroups)
                 for cmd in measured:
                     host = self.hosts[self.spec.hosts[cmd.role]]
                     res = host.run(cmd.line(), timeout=sample_timeout(self.spec, params))
@@ -121,6 +124,8 @@ class Engine:
                         reason = f"exit code {res.exit_code} on {host.name}: {res.stderr.strip()[:200]}"
                     if reason:
                         break
+                for host in accounted:
+                    files[f"monitors/{host.name}/cgroup-after.txt"] = monitors.cgroup_snapshot(host.entry.cgroups)
         except monitors.MonitorError as exc:
             files["monitors/errors.txt"] = f"{exc}\n"
         for host, produced in outputs.items():

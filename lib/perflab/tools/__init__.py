@@ -21,6 +21,7 @@ REGISTRY: dict[str, str] = {
     "sadf": "perflab.tools.sysstat:Sadf",
     "loadavg": "perflab.tools.procfs:LoadAvg",
     "procstat": "perflab.tools.procfs:ProcStat",
+    "cgroup": "perflab.tools.cgroupfs:CgroupCpu",
     "npb": "perflab.tools.npb:Npb",
     "filebench": "perflab.tools.filebench:Filebench",
     "rados_bench": "perflab.tools.ceph:RadosBench",

@@ -105,10 +105,19 @@ class Tool:
     #: fingerprint of a campaign that uses the tool (output schemas drift between versions).
     #: Empty: no version to probe (parse-only tools, /proc readers).
     version_command: ClassVar[tuple[str, ...]] = ()
+    #: The metric counting a sample's operations (I/Os, packets), for the tidy table's costs
+    #: per operation (``cpu_seconds_per_op``, ``bytes_per_op``); None: the tool counts none.
+    operations_metric: ClassVar[str | None] = None
 
     def commands(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> list[Command]:
         """Commands for one sample with ``params``; ``addresses`` maps roles to host addresses."""
         raise NotImplementedError
+
+    def operations(self, measurements: list[Measurement]) -> float | None:
+        """A sample's operation count: its summary rows of :attr:`operations_metric` added up (None: none)."""
+        values = [m.value for m in measurements if m.metric == self.operations_metric and m.value is not None
+                  and (not m.dims or m.dims.get("summary"))]
+        return sum(values) if values else None
 
     def parse(self, stdout: str, stderr: str = "", *, source: str = "") -> list[Measurement]:
         """Tidy measurements from one sample's verbatim output, or raise :class:`ParseError`."""

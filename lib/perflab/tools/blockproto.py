@@ -41,6 +41,7 @@ class BlockProto(Tool):
     """Adapter for the three user-space block initiators behind ``aoe.py cost``."""
 
     name = "blockproto"
+    operations_metric = "ops"
     parser_version = 1
     primary_metric = "iops"
     roles = ("client", "server")

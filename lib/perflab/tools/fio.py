@@ -48,6 +48,12 @@ class Fio(Tool):
     roles = ("client",)
     debian_packages = ("fio",)
     version_command = ("fio", "--version")
+    operations_metric = "total_ios"
+
+    def operations(self, measurements: list[Measurement]) -> float | None:
+        """Every job's I/Os in every direction (``total_ios`` is only reported per job and direction)."""
+        values = [m.value for m in measurements if m.metric == "total_ios" and m.value is not None]
+        return sum(values) if values else None
 
     def commands(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> list[Command]:
         """One fio run with the job given on the command line."""

@@ -28,6 +28,7 @@ class Iperf3(Tool):
     """Adapter for iperf3 (3.x) with JSON output."""
 
     name = "iperf3"
+    operations_metric = "packets"
     parser_version = 2
     primary_metric = "throughput"
     roles = ("client", "server")

@@ -103,6 +103,10 @@ class ProcStat(Tool):
         if len(snapshots) < 2:
             raise ParseError(source, "at least two '@timestamp' snapshots to take a difference",
                              f"{len(snapshots)} snapshot(s)")
+        empty = [i for i, snap in enumerate(snapshots, 1) if not snap.cpu and not snap.net]
+        if empty:
+            raise ParseError(source, "/proc/stat or /proc/net/dev counters in every snapshot",
+                             f"none in snapshot {empty[0]} of {len(snapshots)}")
         rows = Rows(source)
         first, last = snapshots[0], snapshots[-1]
         rows.add("elapsed", last.time - first.time, "s", "@timestamp difference")
