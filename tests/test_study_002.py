@@ -220,7 +220,7 @@ def test_chapter_tables_from_the_committed_rerun(committed, tmp_path):
     out = scenarios.write(samples, result, metrics, name="t002", panel="frame", panel_label="Frame",
                           scenario="scenario", order=ORDER, caption="c", source=str(committed), paper_dir=tmp_path)
     text = out["table"].read_text()
-    assert text.count("stress+net") == 3 * 2 and "Holm" in text and "n (0.8)" in text
+    assert text.count("stress+net") == 3 * 2 and "Holm" in text and "(0.8)" in text
     assert "\\plset{t002/jitter/1518/stress-net/mean}" in out["macros"].read_text()
 
 
@@ -263,6 +263,11 @@ def test_calibrated_rates_match_hand_computed_values():
     assert pd.isna(got.loc[1518, "rate"]) and got.loc[1518, "next_rate"] == 500 and got.loc[1518, "n"] == 0
     assert got.loc[8192, ["rate", "step", "next_rate"]].tolist() == pytest.approx([100, 100, 200])
     assert calibrate.highest_rates(samples, threshold=1.2).set_index("frame").loc[64, "rate"] == 4000
+    shown = calibrate_report.values(got.reset_index(), name="c", threshold=1.0)
+    assert shown["c/64/pps"] == "2000" and shown["c/64/step"] == "1000" and shown["c/64/next-loss"] == "1.1"
+    assert "c/1518/pps" not in shown and shown["c/1518/next-pps"] == "500"
+    text = calibrate_report.table(got.reset_index(), threshold=1.0, caption="c", label="t")
+    assert text.count("\\\\") >= 4 and "2000" in text and "below 1\\,\\%" in text
     with pytest.raises(StatsInputError, match="positive loss"):
         calibrate.highest_rates(samples, threshold=0)
     with pytest.raises(StatsInputError, match="no column"):

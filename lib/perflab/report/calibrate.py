@@ -58,22 +58,23 @@ def figure(rungs: pd.DataFrame, result: pd.DataFrame, *, threshold: float) -> pl
 
 def table(result: pd.DataFrame, *, threshold: float, caption: str, label: str) -> str:
     """A LaTeX table: per frame size the calibrated rate (packets/s and payload Mbit/s), its mean
-    loss, the calibration's step and the first failing rung."""
+    loss, the calibration's step and the first failing rung with its loss."""
     rows = []
     for _, r in result.iterrows():
         ok = np.isfinite(r["rate"])
         length = int(r["frame"]) - calibrate.UDP_FRAME_OVERHEAD
-        rows.append({"Frame (B)": str(int(r["frame"])), "Rungs": int(r["rungs"]),
-                     "Rate (packets/s)": f"{r['rate']:.0f}" if ok else "below the lowest",
-                     "Payload (Mbit/s)": latex.format_number(r["rate"] * 8 * length / 1e6) if ok else "--",
-                     "Loss (\\%)": latex.format_number(r["loss"]) if ok else "--", "n": int(r["n"]),
-                     "Step (packets/s)": f"{r['step']:.0f}" if np.isfinite(r["step"]) else "--",
-                     "Next rung loss (\\%)": (f"{latex.format_number(r['next_loss'])} at {r['next_rate']:.0f}"
-                                              if np.isfinite(r["next_rate"]) else "none failed")})
+        rows.append({latex.header("Frame", "(B)"): str(int(r["frame"])), "Rungs": int(r["rungs"]), "n": int(r["n"]),
+                     latex.header("Rate", "(packets/s)"): f"{r['rate']:.0f}" if ok else "--",
+                     latex.header("Payload", "(Mbit/s)"): latex.format_number(r["rate"] * 8 * length / 1e6) if ok else "--",
+                     latex.header("Loss", "(\\%)"): latex.format_number(r["loss"]) if ok else "--",
+                     latex.header("Step", "(packets/s)"): f"{r['step']:.0f}" if np.isfinite(r["step"]) else "--",
+                     latex.header("Next rung", "(packets/s)"): f"{r['next_rate']:.0f}" if np.isfinite(r["next_rate"]) else "--",
+                     latex.header("Its loss", "(\\%)"): latex.format_number(r["next_loss"]) if np.isfinite(r["next_loss"]) else "--"})
     note = (f"Rate: the highest rung whose mean loss is below {threshold:g}\\,\\% with every lower rung below it too; "
-            "payload rate = packets/s $\\times$ (frame $-$ 46~B) $\\times$ 8; step: distance to the next rung.")
+            "payload rate = packets/s $\\times$ (frame $-$ 46~B) $\\times$ 8; step: distance to the next rung; next rung: "
+            "the first rung that failed (--: none failed); a rate of -- means even the lowest rung failed.")
     return latex.latex_table(pd.DataFrame(rows), caption=caption, label=label, escape=False, notes=[note],
-                             column_format="rrrrrrrl")
+                             column_format="rrrrrrrrr")
 
 
 def values(result: pd.DataFrame, *, name: str, threshold: float) -> dict[str, str]:

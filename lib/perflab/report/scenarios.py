@@ -189,11 +189,11 @@ def table(result: pd.DataFrame, metrics: Sequence[Metric], *, panel: str, panel_
             rows.append({"Metric": latex.escape_latex(f"{m.label} ({m.unit})" if m.unit else m.label),
                          latex.escape_latex(panel_label): str(r[panel]),
                          "Scenario": latex.escape_latex(str(r[scenario])), "n": int(r["n"]),
-                         "Mean [95\\% CI]": f"{latex.format_number(r['mean'] / m.scale)} "
+                         latex.header("Mean", "{[}95\\% CI{]}"): f"{latex.format_number(r['mean'] / m.scale)} "
                                             f"{latex.format_ci(r['ci_low'] / m.scale, r['ci_high'] / m.scale)}",
                          "Change": "--" if np.isnan(r["rel_diff"]) else f"{100 * r['rel_diff']:+.1f}\\%",
-                         "p": latex.format_p(r["p"]), "p (Holm)": latex.format_p(r["p_holm"], markers=True),
-                         "n (0.8)": "--" if np.isnan(r["n_needed"]) else f"{r['n_needed']:.0f}"})
+                         "p": latex.format_p(r["p"]), latex.header("p", "(Holm)"): latex.format_p(r["p_holm"], markers=True),
+                         latex.header("n", "(0.8)"): "--" if np.isnan(r["n_needed"]) else f"{r['n_needed']:.0f}"})
     frame = pd.DataFrame(rows)
     frame.loc[frame["Metric"].duplicated(), "Metric"] = ""
     body = latex.latex_table(frame, caption=caption, label=label, escape=False, column_format="lllrlrrrr",
