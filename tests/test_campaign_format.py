@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from helpers import ROOT_ONLY, load_campaign
-from perflab import design, runner, spec, tidy
+from perflab import design, records, runner, spec, tidy
 
 LEVELS = """\
 campaign: levels
@@ -72,7 +72,7 @@ def test_services_start_per_scope_are_recorded_and_none_is_left(probe, lab_inven
     summary = runner.run(c, lab_inventory, tmp_path / "raw", stream=open(os.devnull, "w"))
     assert summary.complete
     metas = [json.loads(p.read_text()) for p in sorted((tmp_path / "raw/levels/samples").glob("*/meta.json"))]
-    assert len(metas) == 8 and {m["format"] for m in metas} == {2}
+    assert len(metas) == 8 and {m["format"] for m in metas} == {records.SAMPLE_FORMAT}
     for m in metas:
         running = {s["name"]: s for s in m["services"]}
         assert running["service-whole"]["scope"] == "campaign" and running["service-whole"]["host"] == "h1"

@@ -4,6 +4,8 @@ computed by hand, and the chapter's tables from the committed raw data."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import os
 import re
@@ -15,14 +17,16 @@ import pytest
 import yaml
 
 from helpers import ROOT_ONLY, leftovers
-from perflab import lab as lab_mod, labspec, runner, spec, tidy
+from perflab import lab as lab_mod, labspec, remote, runner, spec, tidy
 from perflab.report import protocols
-from perflab.tools import get
+from perflab.tools import blockproto, get
+from perflab.tools.base import extract_json
 
 ROOT = Path(__file__).resolve().parents[1]
 CLAIMS = ROOT / "data/raw/published/004-aoe-iscsi-claims.csv"
 SEED = ROOT / "../shared/seeds/004_bb00b97eac9c7f3e.txt"
-CAMPAIGN = ROOT / "studies/004-aoe-iscsi/campaigns/004-blockproto.yaml"
+CAMPAIGN = ROOT / "studies/004-aoe-iscsi/campaigns/004-blockproto-r2.yaml"
+MACRO = ROOT / "studies/004-aoe-iscsi/campaigns/004-macro-r2.yaml"
 AOE = ROOT / "lib/perflab/aoe.py"
 NAME = f"a{os.getpid() % 100000}"
 LINKS = {"std": ("eth1", 1500), "jumbo": ("eth2", 9000)}
@@ -62,6 +66,44 @@ def test_blockproto_refuses_iscsi_writes_and_parses_each_initiator():
     assert rows["target_cpu_per_op"] == 0.6 / 3000
 
 
+def test_blockproto_ships_the_aoe_script_to_the_host_under_a_relative_digest_path():
+    tool = get("blockproto")
+    install, measured = tool.commands({"protocol": "aoe", "rw": "read"}, {"server": "198.18.0.2"})
+    assert install.service and not measured.service
+    assert blockproto.HOST_SCRIPT == f".perflab/aoe-{hashlib.sha256(AOE.read_bytes()).hexdigest()[:16]}.py"
+    assert measured.argv[:2] == ("python3", blockproto.HOST_SCRIPT) and measured.argv.count(blockproto.HOST_SCRIPT) == 2
+    assert not any(str(ROOT) in a or a.startswith("/") for a in measured.argv), "no controller path in the command"
+    assert base64.b64decode(install.argv[-1]) == AOE.read_bytes() and install.argv[-2] == blockproto.HOST_SCRIPT
+    assert tool.ready({}, {}) == f"test -s {blockproto.HOST_SCRIPT}"
+
+
+def test_job_files_become_fio_options_in_file_order(tmp_path, monkeypatch):
+    argv = blockproto.job_options("studies/004-aoe-iscsi/fio/oltp.fio")
+    assert argv[:2] == ["--name=reads", "--rw=randread"] and argv.index("--name=log") > argv.index("--fsync=1")
+    assert "--rate_iops=,1" in argv and "--bs=256k" in argv[argv.index("--name=log"):]
+    command = get("blockproto").commands({"protocol": "nbd", "jobfile": "studies/004-aoe-iscsi/fio/varmail.fio",
+                                          "runtime": 2}, {"server": "198.18.0.2"})[1]
+    assert command.argv[command.argv.index("fio"):][:6] == (
+        "fio", "--output-format=json", "--ioengine=nbd", "--uri=nbd://198.18.0.2:10809", "--runtime=2", "--time_based")
+    assert command.argv[-3:] == ("--rw=write", "--fsync=1", "--flow=2"), "[global] first, then each job's options"
+    assert command.argv.index("--flow_id=1") < command.argv.index("--name=reads")
+    (tmp_path / "Snakefile").write_text("")
+    (tmp_path / "bad.fio").write_text("[x]\nrw=read\nioengine=libaio\n")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match=r"bad.fio: \[x\] sets ioengine"):
+        blockproto.job_options("bad.fio")
+    with pytest.raises(ValueError, match="only protocol nbd"):
+        get("blockproto").commands({"protocol": "aoe", "jobfile": "bad.fio"}, {"server": "198.18.0.2"})
+    fio_json = {"jobs": [{"job_runtime": 2000, "read": {"total_ios": 30, "io_bytes": 30 * 2048},
+                          "write": {"total_ios": 3, "io_bytes": 3 * 2048}, "sync": {"total_ios": 3}},
+                         {"job_runtime": 1900, "read": {"total_ios": 0, "io_bytes": 0},
+                          "write": {"total_ios": 2, "io_bytes": 2 << 18}, "sync": {"total_ios": 2}}]}
+    out = json.dumps(fio_json) + '\n@cost {"returncode": 0, "initiator_cpu": 0.5, "target_cpu": 0.25}\n'
+    rows = {m.metric: m.value for m in get("blockproto").parse(out, source="t")}
+    assert rows["ops"] == 35 and rows["flushes"] == 5 and rows["elapsed"] == 2.0
+    assert rows["bytes"] == 33 * 2048 + (2 << 18) and rows["target_cpu_per_op"] == 0.25 / 35
+
+
 @pytest.fixture(scope="module")
 def aoe_lab():
     """The study's lab file under a name of this test process, with a small scratch device."""
@@ -82,8 +124,9 @@ def _netns(host: str) -> list[str]:
     return ["ip", "netns", "exec", f"perflab-{NAME}-{host}"]
 
 
-def _target_processes() -> list[str]:
-    pids = subprocess.run(["ip", "netns", "pids", f"perflab-{NAME}-tgt"], capture_output=True, text=True).stdout.split()
+def _target_processes(host: str = "tgt") -> list[str]:
+    """Service processes (and their helpers) left in a lab host's network namespace."""
+    pids = subprocess.run(["ip", "netns", "pids", f"perflab-{NAME}-{host}"], capture_output=True, text=True).stdout.split()
     return [n for n in (Path(f"/proc/{p}/comm").read_text().strip() for p in pids if Path(f"/proc/{p}").exists())
             if n in ("vblade", "tgtd", "nbdkit", "sleep", "xargs")]
 
@@ -117,23 +160,27 @@ def test_aoe_initiator_reads_back_what_it_wrote_through_vblade(aoe_lab):
             v.wait(timeout=10)
 
 
-def _short_campaign(lab, tmp_path: Path) -> Path:
-    """The study's campaign, edited as text (its YAML keeps `on:` a string): one random-read cell per
-    protocol on the MTU 1500 link, one-second samples, this lab's device, ports of this process."""
-    text = CAMPAIGN.read_text()
-    factors = text[text.index("factors:"):text.index("repetitions:")]
-    edits = {"campaign: 004-blockproto": f"campaign: t004-{NAME}", "runtime: 2\n": "runtime: 1\n",
-             "size: 67108864": "size: 1048576", "/run/perflab/aoe/tgt/disk-disk.img": str(lab.device_file("tgt", "disk")),
+def _edited(campaign: Path, lab, tmp_path: Path, factors: str, more: dict[str, str]) -> Path:
+    """A study campaign edited as text (its YAML keeps `on:` a string): ``factors`` and the exclusions replaced,
+    one-second samples, one repetition, this lab's device, ports of this process."""
+    text = campaign.read_text()
+    grid = text[text.index("factors:"):text.index("repetitions:")]
+    edits = {f"campaign: {campaign.stem}": f"campaign: t004-{campaign.stem}-{NAME}", "runtime: 2\n": "runtime: 1\n",
+             "/run/perflab/aoe/tgt/disk-disk.img": str(lab.device_file("tgt", "disk")),
              "control: 7": f"control: {40 + os.getpid() % 50}", "port: 10809": f"port: {20000 + os.getpid() % 10000}",
-             factors: "factors:\n  protocol: [aoe, iscsi, nbd]\n  rw: [{label: randread, set: {rw: randread, bs: 4096}}]\n"
-                      "  link: [std]\n",
-             "repetitions: 3": "repetitions: 1", "fingerprints: true": "fingerprints: false"}
+             grid: factors, "repetitions: 3": "repetitions: 1", "fingerprints: true": "fingerprints: false", **more}
     for old, new in edits.items():
         assert text.count(old) == 1, f"the campaign changed: {old!r} is not there once"
         text = text.replace(old, new)
-    path = tmp_path / "c.yaml"
+    path = tmp_path / f"{campaign.stem}.yaml"
     path.write_text(text)
     return path
+
+
+def _short_campaign(lab, tmp_path: Path) -> Path:
+    """The microbenchmark: one random-read cell per protocol on the MTU 1500 link, over 1 MiB."""
+    return _edited(CAMPAIGN, lab, tmp_path, "factors:\n  protocol: [aoe, iscsi, nbd]\n  rw: [{label: randread, set: "
+                   "{rw: randread, bs: 4096}}]\n  link: [std]\n", {"size: 67108864": "size: 1048576"})
 
 
 def _net_bytes(text: str, iface: str) -> int:
@@ -153,6 +200,7 @@ def test_each_protocol_service_starts_serves_and_stops_and_per_op_metrics_match_
     summary = runner.run(c, inventory.load(aoe_lab.inventory_path), tmp_path / "raw", stream=open(os.devnull, "w"))
     assert summary.complete and not summary.failed
     assert _target_processes() == [], "every target service was stopped"
+    assert _target_processes("ini") == [], "the service that ships the AoE script was stopped"
     table, _ = tidy.frame(summary.raw_dir)
     runs = protocols.per_run(table, links=LINKS)
     assert sorted(runs["protocol"]) == ["aoe", "iscsi", "nbd"] and (runs["ops"] > 0).all()
@@ -167,18 +215,94 @@ def test_each_protocol_service_starts_serves_and_stops_and_per_op_metrics_match_
         cost = json.loads(re.search(r"^@cost (.*)$", (sample / "stdout").read_text(), re.M)[1])
         assert row.initiator_cpu_per_op == pytest.approx(cost["initiator_cpu"] / row.ops, rel=1e-12)
         assert cost["target_processes"] >= 1
+        assert str(ROOT) not in (sample / "meta.json").read_text(), "no controller path in the raw record"
+    with remote.connect(inventory.load(aoe_lab.inventory_path), ["ini"]) as hosts:
+        shipped = hosts["ini"].check(f"cat {blockproto.HOST_SCRIPT} | sha256sum")
+    assert shipped.split()[0] == hashlib.sha256(AOE.read_bytes()).hexdigest(), "the host runs this project's script"
 
 
-def test_chapter_tables_come_from_the_committed_raw_data(tmp_path):
-    raw = ROOT / "data/raw/004-blockproto"
-    if not (raw / "experiment.ipynb").exists():
-        pytest.skip("the short rerun is not committed yet")
-    table, _ = tidy.frame(raw)
-    runs = protocols.per_run(table, links=LINKS)
-    assert set(runs["protocol"]) == {"aoe", "iscsi", "nbd"} and set(runs["mtu"]) == {1500, 9000}
-    out = protocols.write(runs, name="t004", inputs=[], paper_dir=tmp_path, processed_dir=tmp_path, generator="test")
-    summary = out["summary"].read_text()
-    assert "iSCSI" in summary and "NBD" in summary and "Holm" in summary
-    rel = protocols.relative(runs, ["throughput"])
-    assert set(rel["other"]) == {"iscsi", "nbd"} and rel["p_holm"].between(0, 1).all()
-    assert (tmp_path / "figures" / "t004-throughput.png").stat().st_size > 0
+@ROOT_ONLY
+def test_macro_personalities_run_as_fio_jobs_over_nbd_with_their_flushes(aoe_lab, tmp_path):
+    from perflab import inventory
+
+    factors = ("factors:\n  protocol: [nbd, iscsi]\n  personality:\n"
+               "    - {label: webreads, set: {rw: randread, bs: 16384, depth: 8}}\n"
+               "    - {label: varmail, set: {jobfile: studies/004-aoe-iscsi/fio/varmail.fio}}\n"
+               "    - {label: oltp, set: {jobfile: studies/004-aoe-iscsi/fio/oltp.fio}}\n  link: [std]\n"
+               "exclude:\n  - {protocol: nbd, personality: webreads}\n  - {protocol: iscsi, personality: varmail}\n"
+               "  - {protocol: iscsi, personality: oltp}\n")
+    c = spec.load(_edited(MACRO, aoe_lab, tmp_path, factors, {}))
+    summary = runner.run(c, inventory.load(aoe_lab.inventory_path), tmp_path / "raw", stream=open(os.devnull, "w"))
+    assert summary.complete and not summary.failed
+    assert _target_processes() == [], "nbdkit was stopped"
+    table, _ = tidy.frame(summary.raw_dir)
+    runs = protocols.per_run(table, links=LINKS, workload="personality").set_index("workload")
+    assert sorted(runs.index) == ["oltp", "varmail", "webreads"] and (runs["ops"] > 0).all()
+    assert runs.at["webreads", "protocol"] == "iscsi" and pd.isna(runs.at["webreads", "flushes"])
+    # a flush follows every write (but the last ones in flight) and no read; reads to writes as the job files say
+    for personality, row in runs.drop(index="webreads").iterrows():
+        out = extract_json((summary.raw_dir / "samples" / row.run_id / "stdout").read_text().split("\n@cost")[0])
+        jobs = {job["jobname"]: job for job in out["jobs"]}
+        assert set(jobs) == {"varmail": {"reads", "appends"}, "oltp": {"reads", "writes", "log"}}[personality]
+        writes = sum(job["write"]["total_ios"] for job in jobs.values())
+        assert row.flushes == sum(job["sync"]["total_ios"] for job in jobs.values()) and writes > 0
+        assert writes - 2 * len(jobs) <= row.flushes <= writes and jobs["reads"]["sync"]["total_ios"] == 0
+        ratio = jobs["reads"]["read"]["total_ios"] / (writes - jobs.get("log", {"write": {"total_ios": 0}})["write"]["total_ios"])
+        assert {"varmail": 0.5, "oltp": 5}[personality] <= ratio <= {"varmail": 2, "oltp": 20}[personality]
+
+
+def _cgroup_usage(text: str) -> float:
+    """CPU seconds of a cgroup snapshot: cgroup v1 ``cpuacct.usage`` (ns), else v2 ``usage_usec`` (µs)."""
+    v1 = re.search(r"cpuacct\.usage <==\n(\d+)", text)
+    return int(v1[1]) / 1e9 if v1 else int(re.search(r"^usage_usec (\d+)$", text, re.M)[1]) / 1e6
+
+
+@pytest.fixture(scope="module")
+def committed() -> dict[str, pd.DataFrame]:
+    """The tidy tables of the committed short reruns (parsed once for the tests below)."""
+    return {c: tidy.frame(ROOT / "data/raw" / c)[0] for c in ("004-blockproto-r2", "004-macro-r2")}
+
+
+def test_chapter_tables_come_from_the_committed_raw_data(tmp_path, committed):
+    for campaign, workload, baseline, others in (("004-blockproto-r2", "rw", "aoe", {"iscsi", "nbd"}),
+                                                  ("004-macro-r2", "personality", "nbd", {"iscsi"})):
+        table = committed[campaign]
+        runs = protocols.per_run(table, links=LINKS, workload=workload)
+        assert set(runs["mtu"]) == {1500, 9000} and runs["cgroup_cpu_per_op"].notna().all()
+        out = protocols.write(runs, name=f"t{campaign}", inputs=[], paper_dir=tmp_path, processed_dir=tmp_path,
+                              generator="test", baseline=baseline)
+        assert "Holm" in out["summary"].read_text() and "cgroup" in out["accounting"].read_text()
+        rel = protocols.relative(runs, ["throughput"], baseline=baseline)
+        assert set(rel["other"]) == others and rel["p_holm"].between(0, 1).all()
+        assert (tmp_path / "figures" / f"t{campaign}-throughput.png").stat().st_size > 0
+
+
+def test_per_operation_cpu_and_bytes_match_counter_deltas_computed_by_hand(committed):
+    """A committed sample of each protocol: cgroup CPU per operation of both hosts and wire bytes per operation,
+    from the raw snapshots and the operations in stdout, against the tidy table and the analysis."""
+    raw, table = ROOT / "data/raw/004-blockproto-r2", committed["004-blockproto-r2"]
+    runs = protocols.per_run(table, links=LINKS).set_index("run_id")
+    for protocol in ("aoe", "iscsi", "nbd"):
+        run_id = runs[(runs["protocol"] == protocol) & (runs["workload"] == "randread")].index[0]
+        sample = raw / "samples" / run_id
+        stdout = (sample / "stdout").read_text()
+        if protocol == "iscsi":  # iscsi-perf prints its average IOPS; the run time is whole seconds
+            ops = int(re.findall(r"iops average (\d+)", stdout)[-1]) * int(re.search(r"will run for (\d+)", stdout)[1])
+        elif protocol == "aoe":
+            ops = json.loads(stdout.split("\n@cost")[0])["ops"]
+        else:
+            ops = sum(job[d]["total_ios"] for job in extract_json(stdout.split("\n@cost")[0])["jobs"]
+                      for d in ("read", "write"))
+        assert runs.at[run_id, "ops"] == ops
+        for host, column in (("ini", "initiator_cgroup_cpu_per_op"), ("tgt", "target_cgroup_cpu_per_op")):
+            cpu = (_cgroup_usage((sample / f"monitors/{host}/cgroup-after.txt").read_text())
+                   - _cgroup_usage((sample / f"monitors/{host}/cgroup-before.txt").read_text()))
+            assert cpu > 0
+            assert runs.at[run_id, column] == pytest.approx(cpu / ops, rel=1e-12)
+            tidy_row = table[(table["run_id"] == run_id) & (table["tool"] == "cgroup") & (table["host"] == host)
+                             & (table["metric"] == "cpu_seconds_per_op")]["value"]
+            assert tidy_row.tolist() == [pytest.approx(cpu / ops, rel=1e-12)]
+        iface = LINKS[runs.at[run_id, "link"]][0]
+        wire = (_net_bytes((sample / "monitors/ini/proc-after.txt").read_text(), iface)
+                - _net_bytes((sample / "monitors/ini/proc-before.txt").read_text(), iface))
+        assert runs.at[run_id, "bytes_per_op"] == pytest.approx(wire / ops, rel=1e-12)

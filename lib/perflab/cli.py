@@ -100,6 +100,10 @@ def _plan(args: argparse.Namespace) -> int:
     if info.get("groups"):
         groups = "; ".join(", ".join(f"{role}={host}" for role, host in g.items()) for g in info["groups"])
         print(f"  {len(info['groups'])} independent host groups, {info['parallel_groups']} at a time: {groups}")
+    for role, names in info["concurrent"].items():
+        print(f"  {role} on {', '.join(names)} at the same time")
+    if info["phases"]:
+        print(f"  phases of every sample, in order: {', '.join(info['phases'])}")
     print(f"  estimated duration {runner.format_duration(info['estimated_seconds'])}: "
           f"{runner.format_duration(info['measure_seconds'])} of measurement + "
           f"{runner.format_duration(info['overhead_seconds'])} of monitors, fingerprints and settle polls")
@@ -112,7 +116,7 @@ def _plan(args: argparse.Namespace) -> int:
         print("  settle: none")
     for kind in ("setup", "teardown"):
         for step in info[kind]:
-            print(f"  {kind} on {step['on']}: {step['run']}")
+            print(f"  {kind} on {step['on']}: {step['run']}" + (f"; verify: {step['verify']}" if step["verify"] else ""))
     for n in info["neighbours"]:
         where = ", ".join(f"{k} in {v}" for k, v in n["cells"].items()) or "all cells"
         print(f"  neighbour on {n['on']} ({where}): {n['run']}")

@@ -182,16 +182,24 @@ def _check_name(name: str, what: str) -> None:
                                "interfaces and tools")
 
 
-def collect(host: Host, interfaces: Sequence[str] = ("eth0",), tools: Sequence[str] = ()) -> dict:
+def collect(host: Host, interfaces: Sequence[str] = ("eth0",), tools: Sequence[str] = (), *,
+            phase: str = "") -> dict:
     """Fingerprint ``host`` in one round trip: host facts, ``interfaces`` and the versions of ``tools``.
 
     Pass the tools the campaign runs on that host (adapter names): probing others costs
     time per fingerprint and records facts no analysis compares.
 
-    Raises :class:`FingerprintError` when the script fails and
-    :class:`perflab.remote.HostError` when the host is unreachable.
+    Raises :class:`FingerprintError` when the script fails, :class:`perflab.remote.HostLost`
+    with a one-line message naming the host and ``phase`` (e.g. ``"before block 3"``) when
+    the host cannot be reached, and :class:`perflab.remote.HostError` for a refused host key.
     """
-    res = host.run(script(interfaces, tools), timeout=60)
+    from .remote import HostLost
+
+    try:
+        res = host.run(script(interfaces, tools), timeout=60)
+    except HostLost as exc:
+        raise HostLost(host.name, f"host {host.name} ({host.address}): lost while fingerprinting"
+                       f"{' ' + phase if phase else ''}: {exc.reason}", exc.reason) from exc
     if not res.ok:
         raise FingerprintError(f"host {host.name}: the fingerprint script exited {res.exit_code}: "
                                f"{res.stderr.strip()[:400] or 'no error output'}; check that /bin/sh works there")

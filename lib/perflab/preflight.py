@@ -34,7 +34,8 @@ def needs(spec: Campaign) -> dict[str, Needs]:
     """Inventory host -> what it needs: the tool's programs on its roles' hosts, plus ``requires``."""
     out = {name: Needs() for name in spec.involved()}
     tool = tools.get(spec.tool)
-    hosts = [spec.hosts, *spec.groups] if spec.groups else [spec.hosts]
+    hosts = [spec.hosts, *spec.groups] if spec.groups else [spec.hosts, *(
+        {role: seat.host} for role, seats in spec.concurrent.items() for seat in seats)]
     placeholder = {role: "192.0.2.1" for role in tool.roles}
     for cell in cells(spec.factors, spec.crossing, spec.exclude)[:1]:
         for cmd in tool.commands(spec.cell_params(cell.levels), placeholder):

@@ -18,9 +18,27 @@ Format history (add a line for every change, and bump the version of that record
 - ``meta.json`` format 2 (perflab 0.1, campaign ``services``): adds ``services``, the declared
   services running during the sample (host, command, name, scope). Format 1 is still read
   (as ``services: []``).
+- ``meta.json`` format 3 (perflab 0.1, several hosts per role, phases, verified setup): each
+  entry of ``commands`` names its raw files (``stdout``, ``stderr``: ``stdout`` for the first
+  command, ``stdout@<host>`` for another host of its role, ``stdout+<phase>`` for a later
+  phase, ``stdout.<role>`` for another role) and, with phases, its ``phase``; ``verified``
+  names the ``verify/`` record of the checks that established the sample's cell (None
+  without checks). Formats 1 and 2 are still read (their output is ``stdout``/``stderr``).
+- ``verify/<time>-c<cell>[-g<group>].json`` format 1 (perflab 0.1): the ``verify`` checks run
+  after a cell's setup (or teardown) steps: ``campaign``, ``kind``, ``cell``, ``cell_index``,
+  ``levels``, ``group`` and ``checks`` (per step: ``step``, ``host``, ``run``, ``verify``,
+  ``exit_code``, ``started_utc``, ``stdout``, ``stderr``; outputs are decoded as UTF-8 with
+  ``surrogateescape``, so ``text.encode("utf-8", "surrogateescape")`` gives the bytes back).
 - ledger event format 1 (perflab 0.1): one JSON object per line of ``ledger.jsonl`` with
   ``t``, ``run_id``, ``state`` (running/done/failed), ``attempt`` and, for failures,
   ``reason``. Lines written before the field existed carry no ``format``; they are format 1.
+- ``gaps/<host>-<time>.json`` format 1 (perflab 0.1, campaign ``reconnect``): a host's lost
+  connection: ``campaign``, ``host``, ``address``, ``group``, ``lost_at`` and ``lost_utc``,
+  ``lost`` (the message: what was running), ``attempts`` (per reconnection attempt: ``waited``
+  seconds before it, ``at``, ``error`` or null), ``back_at`` (null when the host stayed away),
+  ``outcome`` (reconnected, gave up, refused), ``policy`` (the ``reconnect`` values),
+  ``stopped`` (processes of the campaign's registry killed on the host once it was back),
+  ``perflab``.
 """
 
 from __future__ import annotations
@@ -33,10 +51,13 @@ from typing import Any, Mapping
 
 #: Format versions this perflab writes (and the only ones it reads).
 CAMPAIGN_FORMAT = 1
-SAMPLE_FORMAT = 2
+SAMPLE_FORMAT = 3
 LEDGER_FORMAT = 1
+GAP_FORMAT = 1
+VERIFY_FORMAT = 1
 #: Older formats a reader still accepts, per record.
-_READS = {"campaign record": {1}, "sample record": {1, 2}, "ledger event": {1}}
+_READS = {"campaign record": {1}, "sample record": {1, 2, 3}, "ledger event": {1}, "gap record": {1},
+          "verify record": {1}}
 
 
 class RecordError(ValueError):
@@ -119,7 +140,17 @@ class SampleMeta:
     group: int | None = None
     group_hosts: dict[str, str] | None = None
     services: list[dict[str, str]] = field(default_factory=list)
+    #: The ``verify/`` record of the checks that established this sample's cell (None: no checks).
+    verified: str | None = None
     format: int = SAMPLE_FORMAT
+
+    def outputs(self) -> list[dict[str, Any]]:
+        """The entries of ``commands`` whose output the tool parses: its first command's role, on every host
+        and in every phase, each with its ``stdout`` and ``stderr`` file names (formats 1 and 2: ``stdout``)."""
+        named = [c for c in self.commands if "stdout" in c]
+        if not named:  # formats 1 and 2 name no files: the first command's output is stdout
+            return [{**(self.commands[0] if self.commands else {}), "stdout": "stdout", "stderr": "stderr"}]
+        return [c for c in named if c.get("role") == named[0].get("role")]
 
     def to_json(self) -> str:
         """The record as written to ``meta.json`` (group fields only for grouped campaigns)."""
@@ -127,6 +158,24 @@ class SampleMeta:
         if self.group is None:
             data.pop("group"), data.pop("group_hosts")
         return json.dumps(data, indent=1, default=str) + "\n"
+
+
+@dataclass(frozen=True)
+class VerifyRecord:
+    """The checks (``verify``) run after a cell's setup or teardown steps, with their outputs."""
+
+    campaign: str
+    kind: str
+    cell: str
+    cell_index: int
+    levels: dict[str, Any]
+    group: int | None
+    checks: list[dict[str, Any]]
+    format: int = VERIFY_FORMAT
+
+    def to_json(self) -> str:
+        """The record as written under ``verify/``."""
+        return _dumps(self)
 
 
 @dataclass(frozen=True)
@@ -148,6 +197,30 @@ class LedgerEvent:
         return json.dumps(data) + "\n"
 
 
+@dataclass(frozen=True)
+class HostGap:
+    """A host whose connection dropped during a run: when, what ran, each reconnection attempt, the outcome."""
+
+    campaign: str
+    host: str
+    address: str
+    group: int | None
+    lost_at: float
+    lost_utc: str
+    lost: str
+    attempts: list[dict[str, Any]]
+    back_at: float | None
+    outcome: str
+    policy: dict[str, float]
+    stopped: list[str]
+    perflab: str
+    format: int = GAP_FORMAT
+
+    def to_json(self) -> str:
+        """The record as written to ``gaps/<host>-<time>.json``."""
+        return _dumps(self)
+
+
 def read_campaign(path: str | Path) -> CampaignRecord:
     """Read and check a ``campaign.json``."""
     where = str(path)
@@ -162,6 +235,22 @@ def read_sample(path: str | Path) -> SampleMeta:
     data = _load(path)
     _check("sample record", data, where)
     return _build(SampleMeta, data, where, "sample record")
+
+
+def read_gap(path: str | Path) -> HostGap:
+    """Read and check a ``gaps/<host>-<time>.json``."""
+    where = str(path)
+    data = _load(path)
+    _check("gap record", data, where)
+    return _build(HostGap, data, where, "gap record")
+
+
+def read_verify(path: str | Path) -> VerifyRecord:
+    """Read and check a ``verify/`` record."""
+    where = str(path)
+    data = _load(path)
+    _check("verify record", data, where)
+    return _build(VerifyRecord, data, where, "verify record")
 
 
 def parse_event(line: str, where: str) -> LedgerEvent:

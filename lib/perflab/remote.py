@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import logging
 import secrets
 import shlex
 import socket
@@ -25,10 +26,21 @@ from fabric import Config, Connection
 
 from .inventory import HostEntry
 
+# paramiko logs a dropped connection ("Socket exception: Connection reset by peer") from its transport
+# thread, which Python would print to stderr; the loss reaches the caller as HostLost instead.
+logging.getLogger("paramiko").addHandler(logging.NullHandler())
+
 #: Grace period between SIGTERM and SIGKILL for remote commands, in seconds.
 KILL_AFTER = 5
 #: Exit status GNU timeout returns when it had to stop the command.
 TIMEOUT_EXIT = 124
+#: Seconds a new connection may take (TCP connect) before the host counts as unreachable.
+CONNECT_TIMEOUT = 10.0
+#: Seconds between two keepalive messages on an idle connection (so that a silent peer is noticed).
+KEEPALIVE = 15.0
+#: Seconds sent data may stay unacknowledged before the kernel drops the connection (TCP_USER_TIMEOUT):
+#: a host that went silent (link down, no reset) is lost after at most KEEPALIVE + SILENCE seconds.
+SILENCE = 30.0
 
 
 #: Shell test: the process group "$p" has a member that is not a zombie (``kill -0`` counts zombies).
@@ -49,17 +61,35 @@ def halt_group(pidfile: str, *, grace: float = 2.0) -> str:
             f"kill -KILL -\"$p\" 2>/dev/null; fi\n")
 
 
-def sweep(variable: str, value: str) -> str:
-    """Shell lines that KILL every process whose environment holds ``variable=value``; prints "pid command" each."""
+def sweep(variable: str, value: str, *, own_netns: bool = False) -> str:
+    """Shell lines that KILL every process whose environment holds ``variable=value``; prints "pid command" each.
+
+    ``own_netns`` spares processes of other network namespaces (the lab's other hosts, which share the kernel).
+    """
     match = shlex.quote(f"{variable}={value}")
-    return (f"for f in $(grep -lzx {match} /proc/[0-9]*/environ 2>/dev/null); do p=${{f#/proc/}}; "
-            f"p=${{p%/environ}}; kill -0 \"$p\" 2>/dev/null || continue; "
+    here = "n=$(readlink /proc/$$/ns/net); " if own_netns else ""
+    same = "[ \"$(readlink /proc/$p/ns/net)\" = \"$n\" ] || continue; " if own_netns else ""
+    return (f"{here}for f in $(grep -lzx {match} /proc/[0-9]*/environ 2>/dev/null); do p=${{f#/proc/}}; "
+            f"p=${{p%/environ}}; kill -0 \"$p\" 2>/dev/null || continue; {same}"
             f"c=$(tr '\\0' ' ' < /proc/$p/cmdline 2>/dev/null); "
             f"kill -KILL \"$p\" 2>/dev/null && echo \"$p $c\"; done; true")
 
 
 class HostError(RuntimeError):
     """A host could not be reached or refused a command; the message names the host."""
+
+
+class HostLost(HostError):
+    """The transport to a host failed (connection dropped, refused or silent), not a command on it.
+
+    ``host`` is the inventory name, ``reason`` what the transport reported (one line) and ``at``
+    the time (epoch seconds) the loss was noticed; a reconnection may help, unlike a refused
+    host key or a command that exited non-zero.
+    """
+
+    def __init__(self, host: str, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.host, self.reason, self.at = host, reason, time.time()
 
 
 def known_hosts_file(entry: HostEntry) -> Path:
@@ -173,11 +203,10 @@ class _Shell:
         self.buf = b""
 
     def _fill(self, deadline: float | None) -> None:
-        if deadline is not None:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError(round(left, 1))
-            self.chan.settimeout(left)
+        left = None if deadline is None else deadline - time.monotonic()
+        if left is not None and left <= 0:
+            raise TimeoutError("the reply deadline")
+        self.chan.settimeout(left)  # also None: an earlier command's deadline must not linger
         try:
             data = self.chan.recv(1 << 16)
         except socket.timeout:
@@ -204,7 +233,7 @@ class _Shell:
 class Host:
     """A host of the inventory, reached over one persistent Fabric connection (or locally)."""
 
-    def __init__(self, entry: HostEntry, *, connect_timeout: float = 10.0) -> None:
+    def __init__(self, entry: HostEntry, *, connect_timeout: float = CONNECT_TIMEOUT) -> None:
         self.entry = entry
         #: The process registry this host's commands and services are tagged with (a campaign
         #: directory's :attr:`~perflab.store.RawStore.owner`, set by the runner), or None.
@@ -219,6 +248,8 @@ class Host:
         #: How the host key was checked (file, policy, key fingerprint, whether it was newly
         #: accepted), set on connection; None before the first connection and for local hosts.
         self.host_key: dict[str, Any] | None = None
+        #: Why the runner gave up on this host (see :meth:`give_up`), else None.
+        self.given_up: str | None = None
 
     def __repr__(self) -> str:
         return f"Host({self.name!r}, {self.address!r}{', local' if self.entry.local else ''})"
@@ -228,21 +259,25 @@ class Host:
         """True for the localhost inventory, which runs commands without SSH."""
         return self.entry.local
 
-    def connection(self) -> Connection:
-        """The host's Fabric connection, opened on first use and kept for the campaign.
+    def connection(self, timeout: float | None = None) -> Connection:
+        """The host's Fabric connection, opened on first use (within ``timeout`` seconds) and kept.
 
         The host key is always checked against the inventory's ``known_hosts`` (else the
         user's ``~/.ssh/known_hosts``): an unknown or changed key is refused with the
         command that fixes it, unless the inventory opts in with ``accept_new_host_keys``
         (then an unknown key is appended to that file and recorded in :attr:`host_key`).
+        A host that cannot be reached raises :class:`HostLost`; a refused key, :class:`HostError`.
         """
         if self._conn is None:
             cfg = Config(overrides={"run": {"in_stream": False}})
             kwargs: dict[str, Any] = {"look_for_keys": False, "allow_agent": False}
             if self.entry.key:
                 kwargs["key_filename"] = self.entry.key
+            limit = self._connect_timeout if timeout is None else timeout
+            if timeout is not None:  # a reconnection bounds the whole handshake, not only the TCP connect
+                kwargs |= {"banner_timeout": timeout, "auth_timeout": timeout}
             conn = Connection(self.entry.address, user=self.entry.user, port=self.entry.port, config=cfg,
-                              connect_timeout=int(self._connect_timeout), connect_kwargs=kwargs)
+                              connect_timeout=limit, connect_kwargs=kwargs)
             known = known_hosts_file(self.entry)
             if known.exists():
                 try:
@@ -263,12 +298,15 @@ class Host:
             except _UnknownHostKey as exc:
                 raise HostError(f"{where}: cannot connect: {exc}") from None
             except (OSError, paramiko.SSHException) as exc:
-                raise HostError(f"{where}: cannot connect: {exc}. Is the lab up (`perflab lab status`)?") from exc
+                raise HostLost(self.name, f"{where}: cannot connect: {_one_line(exc)}. Is the lab up "
+                               "(`perflab lab status`)?", _one_line(exc)) from exc
             server_key = conn.transport.get_remote_server_key()
             self.host_key = {"known_hosts": str(known), "key": _fingerprint(server_key),
                              "accepted_new": policy.accepted, "policy": "accept-new" if
                              self.entry.accept_new_host_keys else "strict"}
-            conn.transport.set_keepalive(15)
+            conn.transport.set_keepalive(KEEPALIVE)
+            if isinstance(conn.transport.sock, socket.socket) and hasattr(socket, "TCP_USER_TIMEOUT"):
+                conn.transport.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, int(SILENCE * 1000))
             self._conn = conn
         return self._conn
 
@@ -299,17 +337,22 @@ class Host:
                 done = subprocess.run(["sh", "-c", line], capture_output=True, stdin=subprocess.DEVNULL)
                 code = done.returncode if done.returncode >= 0 else 128 - done.returncode
                 return Result(self.name, command, done.stdout, done.stderr, code, started, time.time())
+            if self.given_up:
+                raise HostLost(self.name, f"host {self.name} ({self.address}): {self.given_up}", self.given_up)
             try:
                 if self._shell is None:
                     self._shell = _Shell(self.connection())
                 stdout, stderr, code = self._shell.run(line, None if timeout is None else timeout + KILL_AFTER + 30)
+            except TimeoutError as exc:  # before OSError, of which it is a subclass
+                self.close()
+                silent = (f"no answer within {timeout + KILL_AFTER + 30:g} s although the host itself stops the "
+                          f"command after {timeout:g} s")
+                raise HostLost(self.name, f"host {self.name} ({self.address}): {silent} (running "
+                               f"{_brief(command)})", silent) from exc
             except (OSError, paramiko.SSHException, EOFError) as exc:
                 self.close()
-                raise HostError(f"host {self.name} ({self.address}): lost while running {command!r}: {exc}") from exc
-            except TimeoutError as exc:
-                self.close()
-                raise HostError(f"host {self.name} ({self.address}): no answer for {command!r} "
-                                f"within {exc} s although the remote side had a timeout") from exc
+                raise HostLost(self.name, f"host {self.name} ({self.address}): lost while running "
+                               f"{_brief(command)}: {_one_line(exc)}", _one_line(exc)) from exc
         return Result(self.name, command, stdout, stderr, code, started, time.time())
 
     def check(self, command: str, *, timeout: float | None = 60) -> str:
@@ -339,13 +382,14 @@ class Host:
         """True when the service's process group still has a member (it did not exit after starting)."""
         return self.run(f"p=$(cat {service.pidfile}) && [ -n \"$p\" ] && {_GROUP_ALIVE}", timeout=15).ok
 
-    def reap(self, owner: str) -> list[str]:
+    def reap(self, owner: str, *, own_netns: bool = False) -> list[str]:
         """Kill every process on this host registered to ``owner`` (left by an earlier, killed run).
 
         Returns one ``"<pid> <command line>"`` per process killed. Hosts that share a kernel
-        (the lab's namespaces) see each other's processes, which carry the same owner.
+        (the lab's namespaces) see each other's processes, which carry the same owner;
+        ``own_netns`` kills only those in this host's network namespace.
         """
-        res = self.run(sweep("PERFLAB_OWNER", owner), timeout=30, tagged=False)
+        res = self.run(sweep("PERFLAB_OWNER", owner, own_netns=own_netns), timeout=30, tagged=False)
         return [line for line in res.stdout.splitlines() if line.strip()]
 
     def stop(self, service: Service) -> str:
@@ -359,6 +403,23 @@ class Host:
         service.stopped = True
         return out
 
+    def reconnect(self, timeout: float) -> None:
+        """Drop the connection and open a new one within ``timeout`` seconds, the host key checked as at first.
+
+        Raises :class:`HostLost` while the host cannot be reached, :class:`HostError` for a refused key.
+        """
+        with self._lock:
+            self.close()
+            self.connection(timeout)
+
+    def give_up(self, why: str) -> None:
+        """Stop trying this host: every later command raises :class:`HostLost` at once, saying ``why``.
+
+        So that stopping what runs on the other hosts is not held up by connect timeouts.
+        """
+        self.close()
+        self.given_up = why
+
     def close(self) -> None:
         """Close the connection (a later command reconnects)."""
         self._shell = None
@@ -367,6 +428,17 @@ class Host:
                 self._conn.close()
             finally:
                 self._conn = None
+
+
+def _brief(command: str) -> str:
+    """A command for a message: its first line, cut to 60 characters."""
+    first = command.strip().split("\n", 1)[0]
+    return repr(first if len(first) <= 60 and first == command.strip() else first[:60] + "...")
+
+
+def _one_line(exc: BaseException) -> str:
+    """An exception's message on one line (paramiko's may span several), or its class name."""
+    return " ".join(str(exc).split()) or type(exc).__name__
 
 
 class Hosts(dict):

@@ -3,9 +3,10 @@
 A campaign names one benchmark tool, the hosts that play its roles, the factors whose
 levels are crossed into cells, and how the cells are repeated and ordered; optionally
 independent host groups that each run the whole schedule in parallel, a
-settle condition before each sample, setup and teardown steps per cell, background loads
-(noisy neighbours) for some cells, and whether monitors and fingerprints run. The format
-is documented field by field in ``docs/campaigns.md``.
+settle condition before each sample, setup and teardown steps per cell (each optionally
+verified), background loads (noisy neighbours) for some cells, several hosts that play the
+measured role at once, ordered phases within every sample, and whether monitors and
+fingerprints run. The format is documented field by field in ``docs/campaigns.md``.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ jsonschema = _import_jsonschema()
 SCHEMA = json.loads(resources.files("perflab").joinpath("schemas/campaign.schema.json").read_text())
 #: Columns of the tidy table that a factor must not shadow.
 RESERVED = frozenset({"campaign", "run_id", "block", "position", "repetition", "warmup", "metric", "value",
-                      "unit", "tool", "host", "group", "source", "cell"})
+                      "unit", "tool", "host", "group", "source", "cell", "phase"})
 
 
 #: Role names that commonly appear in campaigns; a target with such a name must be a role of ``hosts``.
@@ -125,12 +126,52 @@ class Settle:
 
 
 @dataclass(frozen=True)
+class Reconnect:
+    """How the runner reconnects to a host whose connection dropped: exponential backoff, capped and bounded.
+
+    Before attempt k it waits ``min(backoff * 2**(k-1), max_backoff)`` seconds; it makes at most
+    ``attempts`` attempts and starts none later than ``max_wait`` seconds after the loss.
+    ``attempts`` also bounds how many outages one sample may suffer; 0 disables reconnecting.
+    """
+
+    attempts: int = 5
+    backoff: float = 1.0
+    max_backoff: float = 15.0
+    max_wait: float = 60.0
+
+    def wait(self, attempt: int) -> float:
+        """Seconds to wait before ``attempt`` (counted from 1)."""
+        return min(self.backoff * 2 ** (attempt - 1), self.max_backoff)
+
+
+@dataclass(frozen=True)
 class Step:
-    """A setup or teardown command run on the host of ``on`` (a role or a host name)."""
+    """A setup or teardown command run on the host of ``on`` (a role or a host name).
+
+    ``verify``, when given, is a check run on the same host after the step; the step took
+    effect only if it exits 0.
+    """
 
     on: str
     run: str
     timeout: float = 60.0
+    verify: str | None = None
+
+
+@dataclass(frozen=True)
+class Seat:
+    """One of the hosts of a role that several hosts play at once, with the tool parameters it sets for itself."""
+
+    host: str
+    set: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Phase:
+    """An ordered part of every sample: the measured commands run again with the parameters ``set``."""
+
+    label: str
+    set: Mapping[str, Any]
 
 
 @dataclass(frozen=True)
@@ -247,6 +288,12 @@ class Campaign:
     services: tuple[ServiceDef, ...] = ()
     #: Role -> lab link (or ``{factor}``) whose address the role's host is reached at.
     links: Mapping[str, str] = field(default_factory=dict)
+    #: Role -> its hosts, for a measured role that several hosts play at once (``hosts`` holds the first).
+    concurrent: Mapping[str, tuple[Seat, ...]] = field(default_factory=dict)
+    #: The phases every sample runs in order (empty: one unnamed phase).
+    phases: tuple[Phase, ...] = ()
+    #: What the runner does when a host's connection drops (not part of the design digest).
+    reconnect: Reconnect = Reconnect()
 
     def for_group(self, index: int) -> Campaign:
         """This campaign restricted to group ``index``: its roles on the group's hosts, without other groups."""
@@ -267,6 +314,11 @@ class Campaign:
                 out.update(sets[level])
         return out
 
+    def phase_params(self, levels: Mapping[str, Any]) -> list[tuple[str | None, dict[str, Any]]]:
+        """(phase label, tool parameters) of each phase of a cell's samples, in order; one unnamed phase without phases."""
+        params = self.cell_params(levels)
+        return [(p.label, {**params, **p.set}) for p in self.phases] or [(None, params)]
+
     def values(self, levels: Mapping[str, Any], addresses: Mapping[str, str],
                link_addresses: Mapping[str, Mapping[str, str]] | None = None) -> dict[str, Any]:
         """Placeholder values of a cell: its tool parameters, its level labels, ``<role>_address`` and,
@@ -286,14 +338,20 @@ class Campaign:
     def involved(self) -> list[str]:
         """Every inventory host the campaign touches: its roles' hosts and those named by its steps."""
         names = set(self.hosts.values()) | {name for group in self.groups for name in group.values()}
+        names |= {seat.host for seats in self.concurrent.values() for seat in seats}
         names |= {self.host_of(r["on"]) for r in self.doc.get("requires", []) if r["on"] != "all"}
         names |= {self.host_of(t) for t in (self.settle.hosts if self.settle else ())}
         names |= {self.host_of(s.on) for s in (*self.setup, *self.teardown, *self.neighbours, *self.services)}
         return sorted(names)
 
     def digest(self) -> str:
-        """SHA-256 of the campaign's canonical JSON: equal digests mean the same experiment."""
-        return hashlib.sha256(json.dumps(self.doc, sort_keys=True).encode()).hexdigest()
+        """SHA-256 of the campaign's canonical JSON: equal digests mean the same experiment.
+
+        ``reconnect`` is left out: it changes how a lost host is waited for, not what is measured,
+        so a campaign can be resumed with another policy.
+        """
+        design_doc = {k: v for k, v in self.doc.items() if k != "reconnect"}
+        return hashlib.sha256(json.dumps(design_doc, sort_keys=True).encode()).hexdigest()
 
 
 def _line_map(node: yaml.Node, path: tuple = (), out: dict | None = None) -> dict[tuple, int]:
@@ -377,7 +435,11 @@ def load(path: str | Path, *, text: str | None = None) -> Campaign:
     groups = tuple(dict(g) for g in doc.get("groups", []))
     return Campaign(
         name=doc["campaign"], tool=doc["benchmark"]["tool"], params=doc["benchmark"].get("params", {}),
-        hosts=doc.get("hosts", {}), factors={k: tuple(label(x) for x in v) for k, v in doc["factors"].items()},
+        hosts=_hosts(doc),
+        concurrent={role: tuple(_seat(x) for x in value) for role, value in doc.get("hosts", {}).items()
+                    if isinstance(value, list)},
+        phases=tuple(Phase(p["label"], dict(p["set"])) for p in doc.get("phases", [])),
+        factors={k: tuple(label(x) for x in v) for k, v in doc["factors"].items()},
         level_sets={k: {x["label"]: dict(x["set"]) for x in v} for k, v in doc["factors"].items()
                     if any(isinstance(x, Mapping) for x in v)},
         exclude=tuple(dict(e) for e in doc.get("exclude", [])), links=dict(doc.get("links", {})),
@@ -398,12 +460,25 @@ def load(path: str | Path, *, text: str | None = None) -> Campaign:
                          for n in doc.get("neighbours", [])),
         monitors=doc.get("monitors", True), fingerprints=doc.get("fingerprints", True),
         groups=groups, parallel_groups=doc.get("parallel_groups", len(groups) or 1),
+        reconnect=Reconnect(**{k: float(v) if k != "attempts" else v for k, v in doc.get("reconnect", {}).items()}),
     )
 
 
+def _hosts(doc: Mapping[str, Any]) -> dict[str, str]:
+    """Role -> host of a campaign document's ``hosts``; a role several hosts play maps to the first."""
+    return {role: _seat(value[0]).host if isinstance(value, list) else value
+            for role, value in doc.get("hosts", {}).items()}
+
+
 def _roles(doc: Mapping[str, Any]) -> dict[str, str]:
-    """Every role of a campaign document: those of ``hosts`` and of the first group (groups share roles)."""
-    return {**doc.get("hosts", {}), **(doc.get("groups") or [{}])[0]}
+    """Every role of a campaign document with its (first) host: those of ``hosts`` and of the first group
+    (groups share roles)."""
+    return {**_hosts(doc), **(doc.get("groups") or [{}])[0]}
+
+
+def _seat(item: str | Mapping[str, Any]) -> Seat:
+    """A host of a role several hosts play: a plain name, or ``{host, set}``."""
+    return Seat(item) if isinstance(item, str) else Seat(item["host"], dict(item.get("set", {})))
 
 
 def _walk(value: Any, where: tuple = ()) -> Iterator[tuple[tuple, Any]]:
@@ -429,7 +504,9 @@ def _number_problems(doc: dict, lines: dict[tuple, int], path: str) -> list[str]
             continue
         name = where[-2] if where[:1] == ("factors",) and len(where) == 3 else where[-1] if (
             where[:2] == ("benchmark", "params") and len(where) == 3
-            or where[:1] == ("factors",) and len(where) == 5 and where[3] == "set") else None
+            or where[:1] == ("factors",) and len(where) == 5 and where[3] == "set"
+            or where[:1] == ("phases",) and len(where) == 4 and where[2] == "set"
+            or where[:1] == ("hosts",) and len(where) == 5 and where[3] == "set") else None
         if name in POSITIVE and isinstance(value, (int, float)) and not isinstance(value, bool) and (
                 value < 0 or (value == 0 and name not in ZERO_OK)):
             problems.append(f"{path}:{_where(lines, where)}: {dotted}: {name} must be "
@@ -479,8 +556,71 @@ def _semantic_problems(doc: dict, lines: dict[tuple, int], path: str) -> list[st
     if doc.get("crossing") == "zip" and len({len(v) for v in doc["factors"].values()}) > 1:
         problems.append(f"{path}:{_where(lines, ('crossing',))}: crossing: zip needs factors with equally "
                         f"many levels; found {', '.join(f'{k}={len(v)}' for k, v in doc['factors'].items())}")
-    problems += _reference_problems(doc, lines, path)
+    problems += _reference_problems(doc, lines, path) + _part_problems(doc, tool, lines, path)
     return problems or _command_problems(doc, tool, lines, path)
+
+
+#: Tools whose rows carry their own ``phase`` dimension (IOzone's phases as fio jobs): no campaign phases.
+OWN_PHASES = frozenset({"fio_iozone"})
+
+
+def _part_problems(doc: dict, tool: tools.Tool, lines: dict[tuple, int], path: str) -> list[str]:
+    """Roles several hosts play (measured roles only, each host once, no groups) and phases (the tool has
+    none of its own; no parameter set twice by a factor, a phase or a host)."""
+    problems = []
+    try:
+        measured = [c.role for c in tool.commands(doc["benchmark"].get("params", {}) | _first_sets(doc),
+                                                  {role: "198.18.0.1" for role in tool.roles}) if not c.service]
+    except Exception:  # the adapter refuses these parameters: _command_problems says why
+        measured = list(tool.roles)
+    setters = {name: f"factor {name}" for name, levels in doc["factors"].items()
+               if not any(isinstance(x, Mapping) for x in levels)}
+    setters |= {k: f"factor {name}" for name, levels in doc["factors"].items() for x in levels
+                if isinstance(x, Mapping) for k in x["set"]}
+    for role, value in doc.get("hosts", {}).items():
+        if not isinstance(value, list):
+            continue
+        at = f"{path}:{_where(lines, ('hosts', role))}: hosts.{role}"
+        if "groups" in doc:
+            problems.append(f"{at}: several hosts for one role cannot be combined with groups; give {role} one host "
+                            "or drop groups")
+        elif role not in measured:
+            problems.append(f"{at}: only a role whose command is measured can have several hosts ({tool.name}: "
+                            f"{', '.join(dict.fromkeys(measured))}); give {role} one host")
+        names = [_seat(x).host for x in value]
+        for dup in sorted({n for n in names if names.count(n) > 1}):
+            problems.append(f"{at}: host {dup!r} is listed twice; list each host once")
+        for k, item in enumerate(value):
+            for key in item.get("set", {}) if isinstance(item, Mapping) else ():
+                if key in setters:
+                    problems.append(f"{path}:{_where(lines, ('hosts', role, k, 'set', key))}: hosts.{role}.{k}.set."
+                                    f"{key}: parameter {key} is set by {setters[key]} too; a host may only set "
+                                    "parameters no factor sets")
+    phases = doc.get("phases", [])
+    if phases and tool.name in OWN_PHASES:
+        problems.append(f"{path}:{_where(lines, ('phases',))}: phases: {tool.name} runs phases of its own (its rows "
+                        "carry a phase column); drop phases or use tool fio with phases")
+    labels = [p["label"] for p in phases]
+    for dup in sorted({x for x in labels if labels.count(x) > 1}):
+        problems.append(f"{path}:{_where(lines, ('phases',))}: phases: label {dup!r} is used twice; give every "
+                        "phase its own label")
+    seat_keys = {key for value in doc.get("hosts", {}).values() if isinstance(value, list)
+                 for item in value if isinstance(item, Mapping) for key in item.get("set", {})}
+    for i, phase in enumerate(phases):
+        for key in phase["set"]:
+            other = setters.get(key) or ("a host under hosts" if key in seat_keys else None)
+            if other:
+                problems.append(f"{path}:{_where(lines, ('phases', i, 'set', key))}: phases.{i}.set.{key}: parameter "
+                                f"{key} is set by {other} too; a phase may only set parameters nothing else varies")
+    return problems
+
+
+def _first_sets(doc: dict) -> dict[str, Any]:
+    """The tool parameters the first level of every factor sets."""
+    out: dict[str, Any] = {}
+    for name, levels in doc["factors"].items():
+        out.update(levels[0]["set"] if isinstance(levels[0], Mapping) else {name: levels[0]})
+    return out
 
 
 def _command_problems(doc: dict, tool: tools.Tool, lines: dict[tuple, int], path: str) -> list[str]:
@@ -493,9 +633,13 @@ def _command_problems(doc: dict, tool: tools.Tool, lines: dict[tuple, int], path
     def sets(name: str, level: Any) -> dict[str, Any]:
         return dict(level["set"]) if isinstance(level, Mapping) else {name: level}
 
-    first = {k: v for name, levels in factors.items() for k, v in sets(name, levels[0]).items()}
+    first = _first_sets(doc)
     checked = [((), {**params, **first})] + [(("factors", name, i), {**params, **first, **sets(name, level)})
                                             for name, levels in factors.items() for i, level in enumerate(levels)]
+    checked += [(("phases", i), {**params, **first, **p["set"]}) for i, p in enumerate(doc.get("phases", []))]
+    checked += [(("hosts", role, k), {**params, **first, **item["set"]})
+                for role, value in doc.get("hosts", {}).items() if isinstance(value, list)
+                for k, item in enumerate(value) if isinstance(item, Mapping) and item.get("set")]
     for where, values in checked:
         try:
             tool.commands(values, addresses)
@@ -504,13 +648,17 @@ def _command_problems(doc: dict, tool: tools.Tool, lines: dict[tuple, int], path
         except Exception as exc:  # an adapter refusing a value: report it against the campaign file
             at = where or ("benchmark", "params")
             return [f"{path}:{_where(lines, at)}: {'.'.join(map(str, at))}: {tool.name} cannot use "
-                    f"{_level_text(where, factors)}: {exc}; fix the value"]
+                    f"{_level_text(where, doc)}: {exc}; fix the value"]
     return []
 
 
-def _level_text(where: tuple, factors: Mapping[str, list]) -> str:
-    if where:
-        return f"{where[1]}={label(factors[where[1]][where[2]])!r}"
+def _level_text(where: tuple, doc: Mapping[str, Any]) -> str:
+    if where[:1] == ("factors",):
+        return f"{where[1]}={label(doc['factors'][where[1]][where[2]])!r}"
+    if where[:1] == ("phases",):
+        return f"phase {doc['phases'][where[1]]['label']!r}"
+    if where[:1] == ("hosts",):
+        return f"what host {doc['hosts'][where[1]][where[2]]['host']} sets"
     return "these parameters"
 
 
@@ -568,7 +716,9 @@ def _reference_problems(doc: dict, lines: dict[tuple, int], path: str) -> list[s
     for kind in ("setup", "teardown", "neighbours"):
         for i, item in enumerate(doc.get(kind, [])):
             target((kind, i, "on"), item["on"])
-            command((kind, i, "run"), item["run"])
+            for field_ in ("run", "verify"):
+                if field_ in item:
+                    command((kind, i, field_), item[field_])
     for i, item in enumerate(doc.get("requires", [])):
         if item["on"] != "all":
             target(("requires", i, "on"), item["on"])

@@ -6,9 +6,16 @@ Layout of a campaign directory::
     README.md              this layout, for whoever opens the directory
     MANIFEST.sha256        "<sha256>  <path>" per raw file, append-only (`sha256sum -c` reads it)
     ledger.jsonl           run state events (see perflab.ledger)
-    samples/<run-id>/      stdout, stderr, meta.json[, monitors/...] of a successful sample
+    samples/<run-id>/      stdout, stderr, meta.json[, monitors/...] of a successful sample; with
+                           several hosts per measured role or several phases also stdout@<host>
+                           and stdout+<phase> (meta.json's "commands" names each command's files);
+                           monitors/<host>/ holds sar.json, proc-before/after.txt and, on lab
+                           hosts, cgroup-before/after.txt (the host's own CPU counters)
     failed/<run-id>.a<k>/  the same for a failed attempt k, kept as evidence
     blocks/<block>/        per-block extras such as host fingerprints
+    verify/<time>-c<cell>.json   the checks (`verify:`) of a cell's setup steps, with their output
+    gaps/<host>-<time>.json      a host's lost connection and its reconnection (records.HostGap)
+    leftovers/<time>.json  processes an earlier, killed run left on the hosts, killed on resume
 
 A sample directory is assembled under a temporary name and renamed into place, so it is
 either complete or absent; nothing in the store is ever rewritten.

@@ -74,18 +74,22 @@ def frame(raw_dir: str | Path, *, verify: bool = True) -> tuple[pd.DataFrame, pd
                   "started_utc": first.get("started_utc"),
                   **{f: meta.cell.get(f) for f in factors}}
         try:
-            measurements = tool.parse(_read(sdir / "stdout"), _read(sdir / "stderr"), source=source)
+            parts = benchmark_rows(tool, meta, sdir, f"{raw_dir.name}/samples/{sdir.name}")
         except (ParseError, FileNotFoundError) as exc:
-            quarantine.append({**common, "source": source, "reason": str(exc)})
+            quarantine.append({**common, "source": getattr(exc, "source", None) or source, "reason": str(exc)})
             continue
-        batch.add(common, measurements, parser_version=tool.parser_version, source=source)
-        monitor_rows(batch, sdir, raw_dir.parent, common, quarantine, operations=tool.operations(measurements))
+        for own, measurements, part_source in parts:
+            batch.add({**common, **own}, measurements, parser_version=tool.parser_version, source=part_source)
+        # the sample's operations: every host's and phase's (sums over hosts are not counted again)
+        counts = [n for own, measurements, _ in parts if own["host"] != "all"
+                  if (n := tool.operations(measurements)) is not None]
+        monitor_rows(batch, sdir, raw_dir.parent, common, quarantine, operations=sum(counts) if counts else None)
         if batch.rows >= BATCH_ROWS:
             tables.append(batch.table())
             batch = _Batch()
     tables.append(batch.table())
     table = pa.concat_tables(tables, promote_options="permissive")
-    order = BASE_COLUMNS[:10] + factors + BASE_COLUMNS[10:]
+    order = BASE_COLUMNS[:10] + factors + (["phase"] if campaign.spec.get("phases") else []) + BASE_COLUMNS[10:]
     if table.num_rows:
         order += [c for c in table.column_names if c not in order]
         table = table.sort_by([("block", "ascending"), ("position", "ascending"), ("metric", "ascending")])
@@ -100,6 +104,49 @@ def frame(raw_dir: str | Path, *, verify: bool = True) -> tuple[pd.DataFrame, pd
         if col in df:
             df[col] = df[col].astype("string")
     return df, pd.DataFrame(quarantine)
+
+
+#: Dimensions that identify a value within one host's run (a stream, a job, an interval): never summed over hosts.
+PER_HOST_DIMS = frozenset({"stream", "job", "job_name", "interval_start", "interval_end", "timestamp", "percentile"})
+
+
+def benchmark_rows(tool: tools.Tool, meta: records.SampleMeta, sample_dir: Path,
+                   source: str) -> list[tuple[dict[str, Any], list[Measurement], str]]:
+    """A sample's benchmark rows as (values they share, measurements, source file) parts.
+
+    One part per parsed output: the first measured command's role on every host (column
+    ``host``) and in every phase (column ``phase``, campaigns with phases only). When several
+    hosts ran it at once, one more part per phase holds the sum over hosts (host ``all``) of
+    each of the tool's additive metrics (:attr:`Tool.additive`) that every host reported with
+    the same dimensions, per-host dimensions (:data:`PER_HOST_DIMS`) excepted. Raises
+    :class:`ParseError` (or ``FileNotFoundError``) when one output does not parse. The source of a sum
+    lists the files it adds up, separated by commas.
+    """
+    parts: list[tuple[dict[str, Any], list[Measurement], str]] = []
+    by_phase: dict[Any, list[tuple[dict[str, Any], list[Measurement], str]]] = {}
+    for command in meta.outputs():
+        where = f"{source}/{command['stdout']}"
+        found = tool.parse(_read(sample_dir / command["stdout"]), _read(sample_dir / command["stderr"]), source=where)
+        own = {"host": command.get("host"), "started_utc": command.get("started_utc")}
+        if "phase" in command:
+            own["phase"] = command["phase"]
+        parts.append((own, found, where))
+        by_phase.setdefault(command.get("phase"), []).append((own, found, where))
+    for phase, outputs in by_phase.items():
+        if len(outputs) < 2:
+            continue
+        totals: dict[tuple, list[Measurement]] = {}
+        for _, found, _ in outputs:
+            for m in found:
+                if m.metric in tool.additive and not PER_HOST_DIMS & set(m.dims):
+                    totals.setdefault((m.metric, tuple(sorted(m.dims.items(), key=str))), []).append(m)
+        summed = [Measurement(ms[0].metric, None if any(m.value is None for m in ms) else sum(m.value for m in ms),
+                              ms[0].unit, ms[0].dims) for ms in totals.values() if len(ms) == len(outputs)]
+        own = {"host": "all", "started_utc": min(o["started_utc"] for o, _, _ in outputs)}
+        if phase is not None:
+            own["phase"] = phase
+        parts.append((own, summed, ",".join(where for _, _, where in outputs)))
+    return parts
 
 
 class _Batch:

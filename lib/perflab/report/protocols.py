@@ -32,27 +32,39 @@ METRICS: dict[str, tuple[str, float, str]] = {
     "cpu_per_op": ("CPU time per op.", 1e-6, "µs"),
     "initiator_cpu_per_op": ("Initiator CPU per op.", 1e-6, "µs"),
     "target_cpu_per_op": ("Target CPU per op.", 1e-6, "µs"),
+    "cgroup_cpu_per_op": ("CPU time per op. (cgroups)", 1e-6, "µs"),
     "bytes_per_op": ("Wire bytes per op.", 2**10, "KiB"),
 }
-WORKLOADS = ("seqread", "seqwrite", "randread", "randwrite")
+#: Workload levels in their natural order: the microbenchmark's, then the macro workloads (filebench's personalities
+#: as fio jobs, and webserver's reads alone).
+WORKLOADS = ("seqread", "seqwrite", "randread", "randwrite", "webreads", "webserver", "fileserver", "varmail", "oltp")
 SHORT = {"throughput": "Throughput", "cpu_per_op": "CPU/op", "bytes_per_op": "Bytes/op"}
 TITLES = {"seqread": "Sequential read", "seqwrite": "Sequential write", "randread": "Random read",
-          "randwrite": "Random write"}
+          "randwrite": "Random write", "webreads": "Webserver reads", "webserver": "Webserver",
+          "fileserver": "Fileserver", "varmail": "Varmail", "oltp": "OLTP"}
 PROTOCOLS = ("aoe", "iscsi", "nbd")
 NAMES = {"aoe": "AoE", "iscsi": "iSCSI", "nbd": "NBD"}
 
 
-def per_run(df: pd.DataFrame, *, links: Mapping[str, Sequence[object]], initiator: str = "ini") -> pd.DataFrame:
+def per_run(df: pd.DataFrame, *, links: Mapping[str, Sequence[object]], initiator: str = "ini",
+            target: str = "tgt", workload: str = "rw") -> pd.DataFrame:
     """One row per measured sample: factors, MTU, the tool's metrics and the per-operation costs.
 
     ``links`` maps each level of the ``link`` factor to ``(interface, mtu)``: the initiator's
-    interface on that link, whose byte counters are the traffic of the sample.
+    interface on that link, whose byte counters are the traffic of the sample. ``workload``
+    names the factor whose levels are the workloads (column ``workload`` of the result).
+    Where the runner recorded the hosts' cgroup counters, ``initiator_cgroup_cpu_per_op`` and
+    ``target_cgroup_cpu_per_op`` are each host's CPU seconds per operation by that account
+    (everything the host ran during the measured command), ``cgroup_cpu_per_op`` their sum.
     """
     df = df[~df["warmup"].astype(bool)]
     tool = df[df["tool"] == "blockproto"].pivot_table(index="run_id", columns="metric", values="value", aggfunc="first")
     if tool.empty:
         raise ValueError("no blockproto rows in the tidy table; is this a blockproto campaign?")
-    factors = df.drop_duplicates("run_id").set_index("run_id")[["protocol", "rw", "link", "repetition"]]
+    if workload not in df:
+        raise ValueError(f"no factor {workload!r} in the tidy table; name the campaign's workload factor (workload=...)")
+    factors = df.drop_duplicates("run_id").set_index("run_id")[["protocol", workload, "link", "repetition"]]
+    factors = factors.rename(columns={workload: "workload"})
     out = factors.join(tool, how="inner")
     unknown = sorted(set(out["link"]) - set(links))
     if unknown:
@@ -69,16 +81,21 @@ def per_run(df: pd.DataFrame, *, links: Mapping[str, Sequence[object]], initiato
     out["mtu"] = [int(links[link][1]) for link in out["link"]]
     out["bytes_per_op"] = out["wire_bytes"] / out["ops"]
     out["cpu_per_op"] = out["initiator_cpu_per_op"] + out.get("target_cpu_per_op", 0.0)
-    return out.reset_index().sort_values(["protocol", "rw", "mtu", "repetition"]).reset_index(drop=True)
+    cgroup = df[(df["tool"] == "cgroup") & (df["metric"] == "cpu_seconds_per_op")] if "host" in df else df.iloc[:0]
+    for role, host in (("initiator", initiator), ("target", target)):
+        per_host = cgroup[cgroup["host"] == host].groupby("run_id")["value"].first()
+        out[f"{role}_cgroup_cpu_per_op"] = per_host.reindex(out.index).astype(float)
+    out["cgroup_cpu_per_op"] = out["initiator_cgroup_cpu_per_op"] + out["target_cgroup_cpu_per_op"]
+    return out.reset_index().sort_values(["protocol", "workload", "mtu", "repetition"]).reset_index(drop=True)
 
 
 def cells(runs: pd.DataFrame, metric: str, level: float = 0.95) -> pd.DataFrame:
-    """Per (protocol, rw, mtu): n, mean, SD and the t interval of the mean of ``metric``."""
+    """Per (protocol, workload, mtu): n, mean, SD and the t interval of the mean of ``metric``."""
     rows = []
-    for (protocol, rw, mtu), g in runs.groupby(["protocol", "rw", "mtu"]):
+    for (protocol, rw, mtu), g in runs.groupby(["protocol", "workload", "mtu"]):
         x = g[metric].dropna().to_numpy(float)
         low, high = mean_ci(x, level) if x.size >= 2 else (np.nan, np.nan)
-        rows.append({"protocol": protocol, "rw": rw, "mtu": mtu, "n": x.size, "mean": x.mean() if x.size else np.nan,
+        rows.append({"protocol": protocol, "workload": rw, "mtu": mtu, "n": x.size, "mean": x.mean() if x.size else np.nan,
                      "sd": x.std(ddof=1) if x.size >= 2 else np.nan, "ci_low": low, "ci_high": high})
     return pd.DataFrame(rows)
 
@@ -88,17 +105,18 @@ def relative(runs: pd.DataFrame, metrics: Sequence[str], *, baseline: str = "aoe
     difference ``other / baseline - 1`` with Fieller's interval; p-values Holm-adjusted over the table."""
     rows = []
     for metric in metrics:
-        for (rw, mtu), g in runs.groupby(["rw", "mtu"]):
+        for (rw, mtu), g in runs.groupby(["workload", "mtu"]):
             base = g.loc[g["protocol"] == baseline, metric].dropna()
             for other in sorted(set(g["protocol"]) - {baseline}):
                 x = g.loc[g["protocol"] == other, metric].dropna()
                 if len(base) < 2 or len(x) < 2:
                     continue
                 c = stats.compare(base, x, level=level, labels=(baseline, other))
-                rows.append({"metric": metric, "rw": rw, "mtu": mtu, "other": other, "n": f"{len(base)}/{len(x)}",
+                rows.append({"metric": metric, "workload": rw, "mtu": mtu, "other": other, "n": f"{len(base)}/{len(x)}",
                              "rel_diff": c.rel_diff, "ci_low": c.rel_diff_ci[0], "ci_high": c.rel_diff_ci[1],
                              "p": c.p_value})
-    table = pd.DataFrame(rows)
+    table = pd.DataFrame(rows, columns=["metric", "workload", "mtu", "other", "n", "rel_diff", "ci_low", "ci_high", "p"])
+    table["p_holm"] = np.nan
     if len(table):
         table["p_holm"] = multipletests(table["p"], method="holm")[1]
     return table
@@ -110,23 +128,29 @@ def figure(runs: pd.DataFrame, metric: str, *, level: float = 0.95) -> plt.Figur
     style.use()
     label, scale, unit = METRICS[metric]
     table = cells(runs, metric, level)
-    present = [w for w in WORKLOADS if w in set(table["rw"])]
+    present = [w for w in WORKLOADS if w in set(table["workload"])]
+    present += sorted(set(table["workload"]) - set(present))
+    ran = {p: set(table.loc[table["protocol"] == p, "workload"]) for p in PROTOCOLS}
     mtus = sorted(set(table["mtu"]))
-    fig, axes = plt.subplots(1, len(present), figsize=(style.TEXT_WIDTH, 2.5), layout="constrained", squeeze=False)
+    # a protocol that ran in at least half the panels keeps its place in each (marked "not run" where it did not)
+    panels = [[p for p in PROTOCOLS if rw in ran[p] or (ran[p] and 2 * len(ran[p]) >= len(present))] for rw in present]
+    fig, axes = plt.subplots(1, len(present), figsize=(style.TEXT_WIDTH, 2.5), layout="constrained", squeeze=False,
+                             gridspec_kw={"width_ratios": [len(shown) + 0.6 for shown in panels]})
     width = 0.8 / max(len(mtus), 1)
-    for ax, rw in zip(axes[0], present):
+    for ax, rw, shown in zip(axes[0], present, panels):
         for j, mtu in enumerate(mtus):
-            sub = table[(table["rw"] == rw) & (table["mtu"] == mtu)].set_index("protocol").reindex(list(PROTOCOLS))
-            xs = np.arange(len(PROTOCOLS)) + (j - (len(mtus) - 1) / 2) * width
+            sub = table[(table["workload"] == rw) & (table["mtu"] == mtu)].set_index("protocol").reindex(shown)
+            xs = np.arange(len(shown)) + (j - (len(mtus) - 1) / 2) * width
             mean = sub["mean"].to_numpy(float) / scale
             err = np.vstack([mean - sub["ci_low"].to_numpy(float) / scale, sub["ci_high"].to_numpy(float) / scale - mean])
             ax.bar(xs, mean, width, color=["0.35", "0.8"][j % 2], edgecolor="black", linewidth=0.5,
                    hatch=["", "//"][j % 2], label=f"MTU {mtu}")
             ax.errorbar(xs, mean, yerr=np.nan_to_num(err), fmt="none", ecolor="black", capsize=2, linewidth=0.8)
-        for i, protocol in enumerate(PROTOCOLS):
-            if not ((table["rw"] == rw) & (table["protocol"] == protocol)).any():
+        for i, protocol in enumerate(shown):
+            if not ((table["workload"] == rw) & (table["protocol"] == protocol)).any():
                 ax.text(i, 0, "not run", rotation=90, ha="center", va="bottom", fontsize=7)
-        ax.set_xticks(np.arange(len(PROTOCOLS)), [NAMES[p] for p in PROTOCOLS])
+        ax.set_xticks(np.arange(len(shown)), [NAMES[p] for p in shown])
+        ax.set_xlim(-0.8, len(shown) - 0.2)
         ax.set_title(TITLES.get(rw, rw), fontsize=9)
         ax.set_ylim(bottom=0)
         ax.tick_params(labelsize=8)
@@ -136,11 +160,12 @@ def figure(runs: pd.DataFrame, metric: str, *, level: float = 0.95) -> plt.Figur
     return fig
 
 
-def summary_latex(rel: pd.DataFrame, *, caption: str, label: str) -> str:
-    """The relative-difference table: other protocol vs AoE per metric, workload and MTU."""
+def summary_latex(rel: pd.DataFrame, *, caption: str, label: str, baseline: str = "aoe") -> str:
+    """The relative-difference table: other protocol vs ``baseline`` per metric, workload and MTU."""
     shown = pd.DataFrame({
         "Metric": [SHORT.get(m, m) for m in rel["metric"]],
-        "Workload": rel["rw"], "MTU": rel["mtu"].astype(int).astype(str), "vs AoE": [NAMES[o] for o in rel["other"]],
+        "Workload": [TITLES.get(w, w) for w in rel["workload"]], "MTU": rel["mtu"].astype(int).astype(str),
+        f"vs {NAMES[baseline]}": [NAMES[o] for o in rel["other"]],
         "n": rel["n"],
         "Rel. diff.": [f"{100 * v:+.1f}\\,\\%" for v in rel["rel_diff"]],
         "95\\,\\% CI": [latex.format_ci(a, b, percent=True) for a, b in zip(rel["ci_low"], rel["ci_high"])],
@@ -148,8 +173,47 @@ def summary_latex(rel: pd.DataFrame, *, caption: str, label: str) -> str:
     return latex.latex_table(shown, caption=caption, label=label, escape=False, column_format="lllllrrr",
                              notes=["CPU/op: initiator plus target CPU time per operation; Bytes/op: bytes received "
                                     "plus sent by the initiator's storage interface per operation. "
-                                    "Relative difference of means, other protocol / AoE $-$ 1, with Fieller's "
+                                    f"Relative difference of means, other protocol / {NAMES[baseline]} $-$ 1, with Fieller's "
                                     "interval; Welch's $t$ test, $p$-values adjusted by Holm over the table."])
+
+
+def accounting(runs: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
+    """Process against cgroup accounting per (protocol, workload, MTU) and host role: the mean CPU seconds per
+    operation by each, and the mean of the per-sample ratio cgroup / process with its t interval."""
+    rows = []
+    for (protocol, rw, mtu), g in runs.groupby(["protocol", "workload", "mtu"]):
+        row: dict = {"protocol": protocol, "workload": rw, "mtu": mtu}
+        for role in ("initiator", "target"):
+            both = g[[f"{role}_cpu_per_op", f"{role}_cgroup_cpu_per_op"]].dropna() \
+                if f"{role}_cpu_per_op" in g else pd.DataFrame()
+            ratio = (both.iloc[:, 1] / both.iloc[:, 0]).replace([np.inf, -np.inf], np.nan).dropna() if len(both) else []
+            low, high = mean_ci(np.asarray(ratio, float), level) if len(ratio) >= 2 else (np.nan, np.nan)
+            row |= {f"{role}_n": len(both), f"{role}_process": both.iloc[:, 0].mean() if len(both) else np.nan,
+                    f"{role}_cgroup": both.iloc[:, 1].mean() if len(both) else np.nan,
+                    f"{role}_ratio": float(np.mean(ratio)) if len(ratio) else np.nan,
+                    f"{role}_ratio_low": low, f"{role}_ratio_high": high}
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def accounting_latex(acc: pd.DataFrame, *, caption: str, label: str) -> str:
+    """The two CPU accounts side by side, per cell and host role (µs per operation, ratio with its interval)."""
+    order = {w: i for i, w in enumerate(WORKLOADS)}
+    acc = acc.assign(_o=[order.get(w, len(order)) for w in acc["workload"]]).sort_values(["_o", "mtu", "protocol"])
+    us = lambda v: "--" if pd.isna(v) else f"{v * 1e6:.0f}"  # noqa: E731
+    ratio = lambda r, a, b: "--" if pd.isna(r) else f"{r:.2f} [{a:.2f}, {b:.2f}]"  # noqa: E731
+    shown = pd.DataFrame({
+        "Workload": [TITLES.get(w, w) for w in acc["workload"]], "MTU": acc["mtu"].astype(int).astype(str),
+        "Protocol": [NAMES.get(p, p) for p in acc["protocol"]],
+        **{f"{who} {what}": col for who, role in (("Ini.", "initiator"), ("Tgt.", "target")) for what, col in (
+            ("proc.", [us(v) for v in acc[f"{role}_process"]]), ("cgroup", [us(v) for v in acc[f"{role}_cgroup"]]),
+            ("ratio", [ratio(*t) for t in zip(acc[f"{role}_ratio"], acc[f"{role}_ratio_low"],
+                                                acc[f"{role}_ratio_high"])]))}})
+    return latex.latex_table(shown, caption=caption, label=label, escape=False, column_format="lllrrlrrl",
+                             notes=["CPU time per operation in $\\mu$s: proc., the initiator command's rusage and the target "
+                                    "daemon's /proc times (aoe.py cost); cgroup, everything the host's cgroup ran "
+                                    "during the measured command. Ratio: mean of the per-sample ratio cgroup / "
+                                    "proc. with its 95\\,\\% $t$ interval."])
 
 
 CLAIMS_FORMAT = "1"
@@ -180,9 +244,9 @@ def claims_latex(claims: pd.DataFrame, *, caption: str, label: str) -> str:
 
 def write(runs: pd.DataFrame, *, name: str, inputs: Sequence[str | Path], paper_dir: str | Path,
           processed_dir: str | Path, generator: str, level: float = 0.95,
-          claims: str | Path | None = None) -> dict[str, Path]:
-    """Write the per-run table (CSV), the three figures, the summary table, the published claims (when
-    ``claims`` names their CSV) and the inline values."""
+          claims: str | Path | None = None, baseline: str = "aoe") -> dict[str, Path]:
+    """Write the per-run table (CSV), the three figures, the summary table (protocols against ``baseline``),
+    the published claims (when ``claims`` names their CSV) and the inline values."""
     paper, out = Path(paper_dir), {}
     if claims is not None:
         out["claims"] = lineage.atomic_text(paper / "tables" / f"{name}-claims.tex", claims_latex(
@@ -196,19 +260,34 @@ def write(runs: pd.DataFrame, *, name: str, inputs: Sequence[str | Path], paper_
         pdf, png = figures.save(fig, paper / "figures" / f"{name}-{fig_name}", inputs=[out["runs"]], generator=generator)
         plt.close(fig)
         out[f"figure_{fig_name}"], out[f"figure_{fig_name}_png"] = pdf, png
-    rel = relative(runs, ["throughput", "cpu_per_op", "bytes_per_op"], level=level)
+    rel = relative(runs, ["throughput", "cpu_per_op", "bytes_per_op"], baseline=baseline, level=level)
     out["summary"] = lineage.atomic_text(paper / "tables" / f"{name}-summary.tex", summary_latex(
-        rel, caption="Other protocols against AoE on the lab, per workload and MTU.", label=f"tab:{name}-summary"))
+        rel, caption=f"Other protocols against {NAMES[baseline]} on the lab, per workload and MTU.",
+        label=f"tab:{name}-summary", baseline=baseline))
     lineage.write([out["summary"]], [out["runs"]], generator=generator)
+    acc = accounting(runs, level)
+    out["accounting"] = lineage.atomic_text(paper / "tables" / f"{name}-accounting.tex", accounting_latex(
+        acc, caption="CPU time per operation by process accounting and by the hosts' cgroups.",
+        label=f"tab:{name}-accounting"))
+    lineage.write([out["accounting"]], [out["runs"]], generator=generator)
     values = {f"{name}/samples": str(len(runs)), f"{name}/comparisons": str(len(rel)),
               f"{name}/significant": str(int((rel["p_holm"] < 0.05).sum())) if len(rel) else "0"}
     for metric in ("throughput", "cpu_per_op", "bytes_per_op"):
-        for other in ("iscsi", "nbd"):
+        for other in sorted(set(PROTOCOLS) - {baseline}):
             sub = rel[(rel["metric"] == metric) & (rel["other"] == other)]
             if len(sub):
                 values[f"{name}/{metric}/{other}/median-rel"] = f"{100 * sub['rel_diff'].median():+.1f}\\,\\%"
-                values[f"{name}/{metric}/{other}/aoe-better"] = str(int(
+                values[f"{name}/{metric}/{other}/{baseline}-better"] = str(int(
                     ((sub["rel_diff"] < 0) if metric == "throughput" else (sub["rel_diff"] > 0)).sum()))
                 values[f"{name}/{metric}/{other}/cells"] = str(len(sub))
+    for role in ("initiator", "target"):
+        r = acc[f"{role}_ratio"].dropna()
+        excess = ((runs[f"{role}_cgroup_cpu_per_op"] - runs.get(f"{role}_cpu_per_op", np.nan)) * runs["ops"]).dropna()
+        if len(excess):  # what the cgroup counts beyond the processes, per sample
+            values[f"{name}/accounting/{role}/median-excess-ms"] = f"{1e3 * excess.median():.0f}"
+        if len(r):
+            values[f"{name}/accounting/{role}/median-ratio"] = f"{r.median():.2f}"
+            values[f"{name}/accounting/{role}/min-ratio"] = f"{r.min():.2f}"
+            values[f"{name}/accounting/{role}/max-ratio"] = f"{r.max():.2f}"
     out["macros"] = macros.write(paper / "macros" / f"{name}.tex", values, inputs=[out["runs"]], generator=generator)
     return out

@@ -63,8 +63,10 @@ def run(spec: Campaign, entries: Mapping[str, HostEntry], raw_root: str | Path, 
 
     ``limit`` stops after that many samples (for pilots and tests; with groups, per group);
     ``on_sample`` is called after each stored sample (with groups, from the groups' threads).
-    A host that goes away records the failed attempt and raises :class:`RunnerError` after
-    everything started was stopped (with groups, after the other groups finished); rerunning resumes.
+    A host that goes away is reconnected under ``spec.reconnect`` (the gap is stored under
+    ``gaps/`` and the sample runs again as a new attempt); when that fails, the failed attempt
+    is kept and :class:`RunnerError` is raised in one line after everything started was
+    stopped (with groups, after the other groups finished); rerunning resumes.
     """
     names = spec.involved()
     missing = [name for name in names if name not in entries]
@@ -159,8 +161,8 @@ def _run(spec: Campaign, entries: Mapping[str, HostEntry], runs: list[design.Run
         session(spec, entries, runs, todo[:limit], store, progress, on_sample=on_sample, summary=summary)
     except HostError as exc:
         raise RunnerError(f"{exc}. The campaign stopped after {summary.already_done + summary.done} of "
-                          f"{len(runs)} samples; bring the host back, then rerun the same command to resume "
-                          f"(stored samples are kept)") from exc
+                          f"{len(runs)} samples; bring the host back (`perflab lab status` shows the lab's), then "
+                          f"rerun the same command to resume: `perflab run` keeps the stored samples") from exc
     return summary
 
 

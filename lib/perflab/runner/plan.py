@@ -69,13 +69,15 @@ def plan(spec: Campaign) -> dict[str, Any]:
                            for n in spec.neighbours],
             "services": [{"name": d.name, "on": d.on, "start": d.start, "scope": d.scope, "order": d.order,
                           "cells": {k: list(v) for k, v in d.cells.items()}} for d in spec.services],
+            "concurrent": {role: [s.host for s in seats] for role, seats in spec.concurrent.items()},
+            "phases": [p.label for p in spec.phases],
             "monitors": spec.monitors, "fingerprints": spec.fingerprints, **grouped, "runs": runs}
 
 
 def _estimate(spec: Campaign, runs: list[design.Run]) -> tuple[float, float]:
     """Expected measurement seconds and overhead seconds of ``runs`` on the hosts of ``spec`` (no groups)."""
     tool = tools.get(spec.tool)
-    measure = sum(tool.expected_duration(spec.cell_params(r.cell.levels)) for r in runs)
+    measure = sum(tool.expected_duration(params) for r in runs for _, params in spec.phase_params(r.cell.levels))
     hosts = spec.involved()
     blocks = len({fingerprint_block(spec, r) for r in runs})
     overhead = STARTUP_SECONDS + len(runs) * len(hosts) * (MONITOR_SECONDS if spec.monitors else 0)

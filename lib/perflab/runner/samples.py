@@ -5,6 +5,7 @@ from __future__ import annotations
 import shlex
 import threading
 import time
+from functools import partial
 from typing import Any, Callable, Mapping
 
 from .. import __version__, design, monitors, preflight, records, settle, tools
@@ -13,11 +14,12 @@ from ..ledger import Ledger
 from ..remote import HostError, Hosts, connect
 from ..spec import Campaign, fill
 from ..store import RawStore
-from ..tools.base import Command, ParseError
-from .plan import fingerprint_block, sample_timeout
+from ..tools.base import ParseError
+from .measured import Measured, build, run_waves
+from .plan import fingerprint_block
 from .progress import Progress
 from .outcome import RunnerError, Summary
-from .session import Background, Blocks, Cells, Want, addresses, cell_values
+from .session import Background, Blocks, Cells, Reconnector, Want, cell_values, utc
 
 
 def session(spec: Campaign, entries: Mapping[str, HostEntry], runs: list[design.Run], todo: list[design.Run],
@@ -26,6 +28,7 @@ def session(spec: Campaign, entries: Mapping[str, HostEntry], runs: list[design.
     """Run ``todo`` (part of ``runs``) on one connection per host of ``spec``, counting into ``summary``.
 
     Stops early when ``stop`` is set; cells, neighbours and services are stopped whatever happens.
+    A host lost on the way is reconnected under the campaign's ``reconnect`` policy (see :class:`Reconnector`).
     """
     last_of_block = {fingerprint_block(spec, r): r.run_id for r in runs}
     with connect(entries, spec.involved()) as hosts:
@@ -36,18 +39,19 @@ def session(spec: Campaign, entries: Mapping[str, HostEntry], runs: list[design.
             raise RunnerError(f"{spec.source}: the hosts are not ready for this campaign (nothing was run):\n  "
                               + "\n  ".join(problems))
         engine = Engine(spec, hosts, store, progress)
+        lost = Reconnector(spec, hosts, store, progress, (engine.neighbours, engine.services, engine.fixtures))
         try:
             for run_ in todo:
                 if stop is not None and stop.is_set():
                     break
-                if engine.sample(run_):
+                if lost.retrying(partial(engine.sample, run_)):
                     summary.done += 1
                     if on_sample:
                         on_sample(run_)
                 else:
                     summary.failed.append(run_.run_id)
                 if last_of_block[fingerprint_block(spec, run_)] == run_.run_id:
-                    engine.blocks.finish()
+                    lost.retrying(engine.blocks.finish)
         finally:
             summary.notes += engine.close()
 
@@ -60,24 +64,21 @@ class Engine:
         self.spec, self.hosts, self.store, self.progress = spec, hosts, store, progress
         self.tool = tools.get(spec.tool)
         self.ledger = Ledger(store.dir / "ledger.jsonl")
-        self.cells = Cells(spec, hosts)
+        self.cells = Cells(spec, hosts, store)
         self.blocks = Blocks(spec, hosts, store, progress)
         self.services, self.neighbours, self.fixtures = Background(hosts), Background(hosts), Background(hosts)
 
-    def prepare(self, run_: design.Run) -> list[Command]:
-        """Bring the hosts into the state of ``run_``'s block and cell; return the measured commands."""
-        params = self.spec.cell_params(run_.cell.levels)
+    def prepare(self, run_: design.Run) -> list[list[Measured]]:
+        """Bring the hosts into the state of ``run_``'s block and cell; return the waves of measured commands."""
         self.blocks.enter(fingerprint_block(self.spec, run_))
         self.cells.enter(run_.cell)
-        path = addresses(self.spec, self.hosts, run_.cell.levels)
         values = cell_values(self.spec, self.hosts, run_.cell.levels)
         self.fixtures.ensure(self._fixtures(run_, values))
         self.neighbours.ensure([Want(self.spec.host_of(n.on), f"neighbour-{i}", fill(n.run, values))
                                 for i, n in enumerate(self.spec.neighbours) if n.applies(run_.cell.levels)])
-        commands = self.tool.commands(params, path)
-        self.services.ensure([Want(self.spec.hosts[c.role], f"{self.tool.name}-{c.role}", c.line(),
-                                   self.tool.ready(params, path)) for c in commands if c.service])
-        return [c for c in commands if not c.service]
+        waves, services = build(self.spec, self.tool, self.hosts, run_.cell.levels)
+        self.services.ensure(services)
+        return waves
 
     def _fixtures(self, run_: design.Run, values: Mapping[str, Any]) -> list[Want]:
         """The declared services ``run_`` needs, in start order, each keyed by its scope."""
@@ -103,8 +104,7 @@ class Engine:
         return {"satisfied": res.satisfied, "waited": round(res.waited, 3), "loads": dict(res.loads),
                 "polls": res.polls, "max_load1": res.max_load1}
 
-    def _measure(self, run_: design.Run, measured: list[Command], params: Mapping[str, Any],
-                 files: dict[str, str]) -> tuple[list, str]:
+    def _measure(self, run_: design.Run, measured: list[list[Measured]], files: dict[str, str]) -> tuple[list, str]:
         """Run the measured commands under the monitors; monitor files go into ``files``."""
         results: list = []
         reason = ""
@@ -114,16 +114,7 @@ class Engine:
                 accounted = [h for h in watched if h.entry.cgroups]
                 for host in accounted:
                     files[f"monitors/{host.name}/cgroup-before.txt"] = monitors.cgroup_snapshot(host.entry.cgroups)
-                for cmd in measured:
-                    host = self.hosts[self.spec.hosts[cmd.role]]
-                    res = host.run(cmd.line(), timeout=sample_timeout(self.spec, params))
-                    results.append((cmd, host, res))
-                    if res.timed_out:
-                        reason = f"timed out after {sample_timeout(self.spec, params):g} s on {host.name}"
-                    elif not res.ok:
-                        reason = f"exit code {res.exit_code} on {host.name}: {res.stderr.strip()[:200]}"
-                    if reason:
-                        break
+                results, reason = run_waves(self.spec, self.hosts, measured)
                 for host in accounted:
                     files[f"monitors/{host.name}/cgroup-after.txt"] = monitors.cgroup_snapshot(host.entry.cgroups)
         except monitors.MonitorError as exc:
@@ -134,7 +125,6 @@ class Engine:
 
     def sample(self, run_: design.Run) -> bool:
         """Run one planned sample with its retries; True when a sample was stored."""
-        params = self.spec.cell_params(run_.cell.levels)
         group = "" if run_.group is None else f"g{run_.group} "
         label = f"{group}{run_.cell.slug} {'warm-up' if run_.warmup else 'rep'} {run_.repetition}"
         measured = self.prepare(run_)
@@ -144,25 +134,21 @@ class Engine:
             settled = self._settle()
             self.ledger.running(run_.run_id, attempt)
             try:
-                results, reason = self._measure(run_, measured, params, files)
+                results, reason = self._measure(run_, measured, files)
             except HostError as exc:
                 files.update(_sample_files(self.spec, self.tool, run_, attempt, [], str(exc),
                                            settle=settled, neighbours=self.neighbours.lines(),
-                                       services=self.fixtures.lines()))
+                                       services=self.fixtures.lines(), verified=self.cells.verified))
                 self.store.put_sample(run_.run_id, files, failed=True)
                 self.ledger.failed(run_.run_id, attempt, str(exc))
                 self.progress.update(label, ok=False, detail=str(exc)[:160])
                 raise
             detail = ""
             if not reason and results:
-                try:
-                    rows = self.tool.parse(results[0][2].stdout, results[0][2].stderr, source=f"{run_.run_id}/stdout")
-                    detail = _headline(rows, self.tool.primary_metric)
-                except ParseError as exc:
-                    reason = f"output does not parse: {exc}"
+                reason, detail = _check_outputs(self.tool, run_, results)
             files.update(_sample_files(self.spec, self.tool, run_, attempt, results, reason,
                                        settle=settled, neighbours=self.neighbours.lines(),
-                                       services=self.fixtures.lines()))
+                                       services=self.fixtures.lines(), verified=self.cells.verified))
             self.store.put_sample(run_.run_id, files, failed=bool(reason))
             if reason:
                 self.ledger.failed(run_.run_id, attempt, reason)
@@ -197,20 +183,52 @@ def _headline(rows: list, primary: str | None) -> str:
     return f"{m.metric} {m.value:.4g} {m.unit}"
 
 
+def _check_outputs(tool: tools.Tool, run_: design.Run, results: list) -> tuple[str, str]:
+    """(reason, progress detail): every output the tool parses must parse; the detail is the first one's headline."""
+    detail = ""
+    for (cmd, host, res), name in zip(results, _file_names(results)):
+        if cmd.role != results[0][0].role:
+            continue
+        try:
+            rows = tool.parse(res.stdout, res.stderr, source=f"{run_.run_id}/{name}")
+        except ParseError as exc:
+            return f"output does not parse: {exc}", ""
+        detail = detail or _headline(rows, tool.primary_metric)
+    return "", detail
+
+
+def _file_names(results: list) -> list[str]:
+    """The raw file name of each result's stdout: ``stdout`` for the first, then ``.<role>`` for another
+    role, ``@<host>`` for another host of a role, ``+<phase>`` for a later phase."""
+    if not results:
+        return []
+    role, phase = results[0][0].role, getattr(results[0][0], "phase", None)
+    first: dict[str, str] = {}
+    names = []
+    for cmd, host, _ in results:
+        first.setdefault(cmd.role, host.name)
+        this = getattr(cmd, "phase", None)  # a plain Command (no phases) has none
+        names.append("stdout" + (f".{cmd.role}" if cmd.role != role else "")
+                     + (f"@{host.name}" if host.name != first[cmd.role] else "")
+                     + (f"+{this}" if this != phase else ""))
+    return names
+
+
 def _sample_files(spec: Campaign, tool: tools.Tool, run_: design.Run, attempt: int, results: list, reason: str,
                   *, settle: dict[str, Any] | None, neighbours: list[dict[str, str]],
-                  services: list[dict[str, str]]) -> dict[str, bytes | str]:
+                  services: list[dict[str, str]], verified: str | None = None) -> dict[str, bytes | str]:
     files: dict[str, bytes | str] = {}
     commands = []
-    for i, (cmd, host, res) in enumerate(results):
-        suffix = "" if i == 0 else f".{cmd.role}"
-        files[f"stdout{suffix}"] = res.out  # the bytes verbatim, never a decoded copy
-        files[f"stderr{suffix}"] = res.err
+    for (cmd, host, res), name in zip(results, _file_names(results)):
+        err = "stderr" + name[len("stdout"):]
+        files[name] = res.out  # the bytes verbatim, never a decoded copy
+        files[err] = res.err
+        phase = getattr(cmd, "phase", None)
         commands.append({"role": cmd.role, "host": host.name, "address": host.address, "argv": list(cmd.argv),
                          "command": shlex.join(cmd.argv), "exit_code": res.exit_code,
-                         "started": res.started, "ended": res.ended,
-                         "started_utc": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(res.started))
-                         + f".{int(res.started % 1 * 1000):03d}Z"}
+                         "started": res.started, "ended": res.ended, "started_utc": utc(res.started),
+                         "stdout": name, "stderr": err}
+                        | ({"phase": phase} if phase else {})
                         | ({"emulated": True} if host.entry.vm and host.entry.vm.get("emulated") else {}))
     meta = records.SampleMeta(
         campaign=spec.name, run_id=run_.run_id, tool=tool.name, cell=dict(run_.cell.levels),
@@ -218,6 +236,6 @@ def _sample_files(spec: Campaign, tool: tools.Tool, run_: design.Run, attempt: i
         position=run_.position, seed=spec.seed, attempt=attempt, status="failed" if reason else "ok",
         reason=reason or None, roles=dict(spec.hosts), commands=commands, settle=settle, neighbours=neighbours, services=services,
         perflab=__version__, group=spec.group,
-        group_hosts=None if spec.group is None else dict(spec.doc["groups"][spec.group]))
+        group_hosts=None if spec.group is None else dict(spec.doc["groups"][spec.group]), verified=verified)
     files["meta.json"] = meta.to_json()
     return files

@@ -1,15 +1,16 @@
 """The per-host session of a campaign: background services and loads, cell setup and teardown,
-and the host fingerprints around each block."""
+the host fingerprints around each block, and reconnecting a host that went away."""
 
 from __future__ import annotations
 
 import json
 import secrets
+import time
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping, Sequence, TypeVar
 
-from .. import design, fingerprint
-from ..remote import Host, HostError, Service
+from .. import __version__, design, fingerprint, records
+from ..remote import CONNECT_TIMEOUT, Host, HostError, HostLost, Result, Service
 from ..spec import Campaign, Step, fill
 from ..store import RawStore
 from .outcome import RunnerError
@@ -101,21 +102,22 @@ class Background:
         return notes
 
 
+def address_of(spec: Campaign, hosts: Mapping[str, Host], role: str, name: str, levels: Mapping[str, Any]) -> str:
+    """The address host ``name`` is reached at as ``role`` in a cell: on the link ``links`` names, else its first."""
+    host, link = hosts[name], spec.link_of(role, levels)
+    table = host.entry.addresses or {}
+    if link is None:
+        return host.address
+    if link in table:
+        return table[link]
+    raise RunnerError(f"{spec.source}: links.{role}: host {name} has no address on link {link!r} (its links: "
+                      f"{', '.join(table) or 'none: not a lab host of a lab file with links'}); use a lab "
+                      "file that puts it on that link (docs/lab.md)")
+
+
 def addresses(spec: Campaign, hosts: Mapping[str, Host], levels: Mapping[str, Any]) -> dict[str, str]:
-    """Role -> the address its host is reached at in a cell: on the link ``links`` names, else its first."""
-    out = {}
-    for role, name in spec.hosts.items():
-        host, link = hosts[name], spec.link_of(role, levels)
-        table = host.entry.addresses or {}
-        if link is None:
-            out[role] = host.address
-        elif link in table:
-            out[role] = table[link]
-        else:
-            raise RunnerError(f"{spec.source}: links.{role}: host {name} has no address on link {link!r} (its links: "
-                              f"{', '.join(table) or 'none: not a lab host of a lab file with links'}); use a lab "
-                              "file that puts it on that link (docs/lab.md)")
-    return out
+    """Role -> the address its host is reached at in a cell (see :func:`address_of`)."""
+    return {role: address_of(spec, hosts, role, name, levels) for role, name in spec.hosts.items()}
 
 
 def cell_values(spec: Campaign, hosts: Mapping[str, Host], levels: Mapping[str, Any]) -> dict[str, Any]:
@@ -125,35 +127,87 @@ def cell_values(spec: Campaign, hosts: Mapping[str, Host], levels: Mapping[str, 
 
 
 class Cells:
-    """Runs the setup steps when the schedule enters a cell and the teardown steps when it leaves it."""
+    """Runs the setup steps when the schedule enters a cell and the teardown steps when it leaves it.
 
-    def __init__(self, spec: Campaign, hosts: Mapping[str, Host]) -> None:
-        self.spec, self.hosts, self.current = spec, hosts, None  # type: design.Cell | None
+    A step's ``verify`` check runs right after it; the checks of one cell entry (or exit) are
+    stored as one ``verify/`` record, whose path :attr:`verified` keeps for the cell's samples.
+    """
 
-    def _steps(self, steps: tuple[Step, ...], cell: design.Cell, kind: str) -> None:
+    def __init__(self, spec: Campaign, hosts: Mapping[str, Host], store: RawStore) -> None:
+        self.spec, self.hosts, self.store, self.current = spec, hosts, store, None  # type: design.Cell | None
+        #: The ``verify/`` record of the current cell's setup checks (None: it has none).
+        self.verified: str | None = None
+        #: False while the current cell's setup has not completed (a lost host interrupted it).
+        self.ready = False
+
+    def _steps(self, steps: tuple[Step, ...], cell: design.Cell, kind: str) -> str | None:
+        """Run ``steps`` and their checks; return the path of the stored checks (None without checks)."""
         values = cell_values(self.spec, self.hosts, cell.levels)
-        for i, step in enumerate(steps):
-            host = self.hosts[self.spec.host_of(step.on)]
-            res = host.run(fill(step.run, values), timeout=step.timeout)
-            if not res.ok:
-                raise RunnerError(f"{self.spec.source}: {kind}[{i}] `{fill(step.run, values)}` on host {host.name} "
-                                  f"(cell {cell.slug}) exited {res.exit_code}"
-                                  f"{' (timed out)' if res.timed_out else ''}: {res.stderr.strip()[:300] or 'no error output'}; "
-                                  f"fix the step or the host, then rerun to resume")
+        now, group = time.time(), "" if self.spec.group is None else f"-g{self.spec.group}"
+        path = (f"verify/{time.strftime('%Y%m%dT%H%M%S', time.gmtime(now))}.{int(now % 1 * 1e6):06d}Z"
+                f"-c{cell.index}{group}.json")
+        checks: list[dict[str, Any]] = []
+        try:
+            for i, step in enumerate(steps):
+                host = self.hosts[self.spec.host_of(step.on)]
+                res = host.run(fill(step.run, values), timeout=step.timeout)
+                if not res.ok:
+                    raise RunnerError(f"{self.spec.source}: {kind}[{i}] `{fill(step.run, values)}` on host {host.name} "
+                                      f"(cell {cell.slug}) exited {res.exit_code}"
+                                      f"{' (timed out)' if res.timed_out else ''}: {_snippet(res.stderr)}; "
+                                      f"fix the step or the host, then rerun to resume")
+                if step.verify:
+                    check = host.run(fill(step.verify, values), timeout=step.timeout)
+                    checks.append(_check_entry(i, step, values, check))
+                    if not check.ok:
+                        raise RunnerError(
+                            f"{self.spec.source}: {kind}[{i}] did not take effect on host {host.name} (cell "
+                            f"{cell.slug}): its verify `{fill(step.verify, values)}` exited {check.exit_code}"
+                            f"{' (timed out)' if check.timed_out else ''}: {_snippet(check.stderr or check.stdout, 'no output')} "
+                            f"(recorded in {self.store.dir / path}); fix the step or the host, then rerun to resume")
+        finally:
+            if checks:
+                self.store.put_file(path, records.VerifyRecord(
+                    campaign=self.spec.name, kind=kind, cell=cell.slug, cell_index=cell.index,
+                    levels=dict(cell.levels), group=self.spec.group, checks=checks).to_json())
+        return path if checks else None
 
     def enter(self, cell: design.Cell) -> None:
-        """Leave the current cell (teardown) unless it is ``cell``, then set ``cell`` up."""
+        """Leave the current cell (teardown) unless it is ``cell``, then set ``cell`` up.
+
+        A setup that a lost host interrupted runs again, whole, when the cell is entered again.
+        """
         if self.current is not None and self.current.index == cell.index:
-            return
-        self.leave()
-        self.current = cell
-        self._steps(self.spec.setup, cell, "setup")
+            if self.ready:
+                return
+        else:
+            self.leave()
+        self.current, self.ready, self.verified = cell, False, None
+        self.verified = self._steps(self.spec.setup, cell, "setup")
+        self.ready = True
 
     def leave(self) -> None:
         """Run the current cell's teardown steps (if a cell is entered)."""
         cell, self.current = self.current, None
         if cell is not None:
             self._steps(self.spec.teardown, cell, "teardown")
+
+
+def _snippet(text: str, empty: str = "no error output") -> str:
+    """The start of a command's output on one line, for an error message (``empty`` when it has none)."""
+    return " ".join(text.split())[:300] or empty
+
+
+def _check_entry(index: int, step: Step, values: Mapping[str, Any], res: Result) -> dict[str, Any]:
+    """A verify check as its record lists it (outputs decoded losslessly: UTF-8 with surrogateescape)."""
+    return {"step": index, "host": res.host, "run": fill(step.run, values), "verify": res.command,
+            "exit_code": res.exit_code, "started_utc": utc(res.started),
+            "stdout": res.out.decode("utf-8", "surrogateescape"), "stderr": res.err.decode("utf-8", "surrogateescape")}
+
+
+def utc(t: float) -> str:
+    """A time as ISO 8601 UTC with milliseconds, as the raw records write it."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t % 1 * 1000):03d}Z"
 
 
 class Blocks:
@@ -183,26 +237,29 @@ class Blocks:
         for name, host in self.hosts.items():
             if not (self.store.dir / self._path(block, when, name)).exists():
                 links = len(host.entry.addresses or {}) or 1
-                fp = fingerprint.collect(host, tuple(f"eth{i}" for i in range(links)), self.tools)
+                fp = fingerprint.collect(host, tuple(f"eth{i}" for i in range(links)), self.tools,
+                                         phase=f"{when} block {block}")
                 self.store.put_file(self._path(block, when, name), json.dumps(fp, indent=1, sort_keys=True) + "\n")
 
     def enter(self, block: int) -> None:
         """Finish the current block, then fingerprint the hosts before ``block``.
 
-        A host fingerprinted before ``block`` by an interrupted earlier session keeps that fingerprint.
+        A host fingerprinted before ``block`` by an interrupted earlier session (or before a lost
+        host interrupted this one) keeps that fingerprint.
         """
         if not self.spec.fingerprints or block == self.current:
             return
         self.finish()
-        self.current = block
         self._collect(block, "before")
+        self.current = block
 
     def finish(self) -> None:
         """Fingerprint the hosts after the current block and store and print the differences."""
-        block, self.current = self.current, None
+        block = self.current
         if block is None:
             return
         self._collect(block, "after")
+        self.current = None
         before, after = self._load(block, "before"), self._load(block, "after")
         found = {"block": block,
                  "changed": [d for h in after if h in before for d in fingerprint.diff(before[h], after[h])],
@@ -226,3 +283,104 @@ class Blocks:
             self.store.put_file(path, json.dumps(record, indent=1, default=str) + "\n")
 
 
+T = TypeVar("T")
+
+
+class Reconnector:
+    """Runs session steps so that a lost host is reconnected under the campaign's ``reconnect`` policy.
+
+    When a step raises :class:`HostLost`, the host is reconnected with exponential backoff
+    (its key checked as at first), every background process of the session (services,
+    neighbour loads, fixtures) is stopped and what is left of the campaign's process registry
+    on that host is killed (the lost command, its monitors), the gap is stored under
+    ``gaps/``, and the step runs again: it starts what it needs anew and checks it, and a
+    sample runs as a new attempt (the lost one stays under ``failed/``). A step that loses
+    hosts more often than ``reconnect.attempts``, a host that stays away for the whole policy
+    and a refused host key raise :class:`HostError` in one line (the run stops; a rerun resumes).
+    """
+
+    def __init__(self, spec: Campaign, hosts: Mapping[str, Host], store: RawStore, progress: Progress,
+                 backgrounds: Sequence[Background]) -> None:
+        self.spec, self.hosts, self.store, self.progress = spec, hosts, store, progress
+        self.backgrounds = backgrounds
+
+    def retrying(self, step: Callable[[], T]) -> T:
+        """Run ``step`` and return what it returns, reconnecting and running it again when a host is lost."""
+        outages = 0
+        while True:
+            try:
+                return step()
+            except HostLost as exc:
+                lost: HostLost | None = exc
+            while lost is not None:  # a host lost again while recovering is one more outage
+                outages += 1
+                try:
+                    self._recover(lost, outages)
+                    lost = None
+                except HostLost as again:
+                    lost = again
+
+    def _recover(self, lost: HostLost, outages: int) -> None:
+        """Reconnect ``lost.host``, restart the session's background processes and record the gap; or raise."""
+        policy, host = self.spec.reconnect, self.hosts[lost.host]
+        gap: dict[str, Any] = {"attempts": [], "back_at": None, "outcome": "gave up", "stopped": []}
+        tried = f"reconnect: attempts {policy.attempts}, backoff {policy.backoff:g} s, max_backoff " \
+                f"{policy.max_backoff:g} s, max_wait {policy.max_wait:g} s"
+        try:
+            if outages > policy.attempts:
+                why = ("not reconnecting (reconnect.attempts is 0)" if policy.attempts == 0 else
+                       f"lost {outages} times in one step, more than reconnect.attempts ({policy.attempts})")
+                host.give_up(why)
+                raise HostError(f"{lost}; {why}")
+            self.progress.note(f"{lost}; reconnecting ({tried})")
+            self._reconnect(lost, host, gap, tried)
+            self.progress.note(f"host {host.name}: back after {gap['back_at'] - lost.at:.1f} s "
+                               f"({len(gap['attempts'])} attempt(s)); restarting the services and loads, "
+                               "then running the step again")
+            for background in self.backgrounds:
+                for note in background.stop_all():
+                    self.progress.note(note)
+            # other groups' processes run in other namespaces of the same kernel on the lab: spare them
+            gap["stopped"] = host.reap(self.store.owner, own_netns=True)
+        finally:
+            self._record(lost, host, gap)
+
+    def _reconnect(self, lost: HostLost, host: Host, gap: dict[str, Any], tried: str) -> None:
+        """Try to reconnect within the policy, noting each attempt in ``gap``; raise :class:`HostError` if it fails."""
+        policy = self.spec.reconnect
+        for k in range(1, policy.attempts + 1):
+            wait, left = policy.wait(k), policy.max_wait - (time.time() - lost.at)
+            if wait >= left:
+                break
+            time.sleep(wait)  # the backoff itself
+            attempt: dict[str, Any] = {"waited": wait, "at": round(time.time(), 3), "error": None}
+            gap["attempts"].append(attempt)
+            try:
+                host.reconnect(min(CONNECT_TIMEOUT, left - wait))
+            except HostLost as exc:
+                attempt["error"] = exc.reason
+                self.progress.note(f"host {host.name}: reconnect attempt {k} of {policy.attempts} failed: {exc.reason}")
+                continue
+            except HostError as exc:  # a refused host key: never retried, never accepted
+                attempt["error"], gap["outcome"] = str(exc), "refused"
+                host.give_up("its host key was refused on reconnecting")
+                raise HostError(f"{lost}; on reconnecting: {exc}") from None
+            gap["back_at"], gap["outcome"] = round(time.time(), 3), "reconnected"
+            return
+        errors = [a["error"] for a in gap["attempts"]]
+        host.give_up(f"given up after {len(errors)} reconnect attempt(s)")
+        raise HostError(f"{lost}; reconnecting failed: {len(errors)} attempt(s) in {time.time() - lost.at:.1f} s "
+                        f"({tried}){', last error: ' + errors[-1] if errors else ''}")
+
+    def _record(self, lost: HostLost, host: Host, gap: dict[str, Any]) -> None:
+        """Store the gap as ``gaps/<host>-<time>.json`` (a checksummed raw file)."""
+        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(lost.at)) + f".{int(lost.at % 1 * 1000):03d}Z"
+        policy = self.spec.reconnect
+        record = records.HostGap(
+            campaign=self.spec.name, host=host.name, address=host.address, group=self.spec.group,
+            lost_at=round(lost.at, 3), lost_utc=stamp, lost=str(lost), attempts=gap["attempts"],
+            back_at=gap["back_at"], outcome=gap["outcome"],
+            policy={"attempts": policy.attempts, "backoff": policy.backoff, "max_backoff": policy.max_backoff,
+                    "max_wait": policy.max_wait},
+            stopped=gap["stopped"], perflab=__version__)
+        self.store.put_file(f"gaps/{host.name}-{stamp}.json", record.to_json())

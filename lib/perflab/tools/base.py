@@ -96,6 +96,9 @@ class Tool:
     parser_version: ClassVar[int] = 1
     #: The summary metric a user reports first (pilots, progress lines); None: the first one parsed.
     primary_metric: ClassVar[str | None] = None
+    #: Metrics whose values add up over hosts that run the tool at the same time (rates, bytes, counts;
+    #: never latencies, ratios or percentages): the tidy table sums them into rows of host ``all``.
+    additive: ClassVar[frozenset[str]] = frozenset()
     #: Roles a campaign must assign to hosts for this tool, client-side role first.
     roles: ClassVar[tuple[str, ...]] = ("client",)
     #: Debian packages that provide the tool; ``scripts/debian-packages.py`` reads these

@@ -8,14 +8,20 @@ in flight for iSCSI and NBD; the AoE initiator keeps one I/O in flight, split in
 frames as the target's frame size needs), ``iqn`` (iSCSI target name, LUN 1), ``port``
 (NBD, default 10809).
 
-The initiators: AoE, ``perflab/aoe.py bench`` (this project's, against e.g. vblade);
-iSCSI, libiscsi's ``iscsi-perf`` (reads only: it has no write mode); NBD, fio's ``nbd``
-engine (libnbd). Every initiator runs under ``aoe.py cost``, which appends the
-initiator's CPU seconds and the target daemon's (``vblade``, ``tgtd``, ``nbdkit``;
-readable on the embedded lab, whose hosts share one PID namespace). The script is passed
-by its path on the controller: a real host needs the same path (a checkout of the project).
+``jobfile`` (NBD only): a fio job file (INI, path relative to the project root) whose
+``[global]`` and job sections become fio's command-line options, after the engine, URI and
+runtime set here (so the file names no engine, URI, filename or runtime).
 
-Rows: ``ops``, ``bytes``, ``elapsed`` (s), ``iops``, ``throughput`` (byte/s),
+The initiators: AoE, ``aoe.py bench`` (this project's, against e.g. vblade); iSCSI,
+libiscsi's ``iscsi-perf`` (reads only: it has no write mode); NBD, fio's ``nbd`` engine
+(libnbd). Every initiator runs under ``aoe.py cost``, which appends the initiator's CPU
+seconds and the target daemon's (``vblade``, ``tgtd``, ``nbdkit``; readable on the
+embedded lab, whose hosts share one PID namespace). The script reaches the initiator host
+through a service of the tool: it writes the script, passed as a (base64) argument, to
+:data:`HOST_SCRIPT` under the login directory, a relative path named by the script's
+digest, so the commands name that path and a raw sample says which version of the script ran.
+
+Rows: ``ops`` (reads and writes; fio's flushes are the ``flushes`` row), ``bytes``, ``elapsed`` (s), ``iops``, ``throughput`` (byte/s),
 ``initiator_cpu`` and ``target_cpu`` (s), ``initiator_cpu_per_op`` and
 ``target_cpu_per_op`` (s/op). iscsi-perf prints only its average IOPS (an integer):
 its ``ops`` are that average times ``runtime``.
@@ -23,16 +29,25 @@ its ``ops`` are that average times ``runtime``.
 
 from __future__ import annotations
 
+import base64
+import configparser
+import hashlib
 import json
 import re
 from pathlib import Path
 from typing import Any, Mapping
 
+from .. import paths
 from .base import Command, Measurement, ParseError, Rows, Tool, extract_json, search
 
 PROTOCOLS = {"aoe": "vblade", "iscsi": "tgtd", "nbd": "nbdkit"}
 RWS = ("read", "write", "randread", "randwrite")
 AOE_SCRIPT = Path(__file__).resolve().parents[1] / "aoe.py"
+_SOURCE = AOE_SCRIPT.read_bytes()
+#: Where the initiator host keeps the AoE script: relative to its login directory, named by its digest.
+HOST_SCRIPT = f".perflab/aoe-{hashlib.sha256(_SOURCE).hexdigest()[:16]}.py"
+#: fio options a job file may not set: the adapter sets them for the protocol and the campaign.
+_OWNED = frozenset({"ioengine", "uri", "filename", "runtime", "time_based", "output-format", "output_format"})
 _COST = re.compile(r"^@cost (\{.*\})\s*$", re.MULTILINE)
 _ISCSI = re.compile(r"iops average (?P<iops>\d+) \((?P<mbs>\d+) MB/s\)\s*\n+\s*finished", re.MULTILINE)
 
@@ -42,7 +57,7 @@ class BlockProto(Tool):
 
     name = "blockproto"
     operations_metric = "ops"
-    parser_version = 1
+    parser_version = 2
     primary_metric = "iops"
     roles = ("client", "server")
     debian_packages = ("vblade", "tgt", "libiscsi-bin", "nbdkit", "fio")
@@ -59,8 +74,11 @@ class BlockProto(Tool):
         size, depth, server = int(params.get("size", 64 << 20)), int(params.get("depth", 1)), addresses["server"]
         if bs <= 0 or bs % 512:
             raise ValueError(f"blockproto parameter bs: {bs}; use a positive multiple of 512 bytes")
+        jobfile = params.get("jobfile")
+        if jobfile is not None and protocol != "nbd":
+            raise ValueError(f"blockproto parameter jobfile: only protocol nbd runs fio job files (not {protocol!r})")
         if protocol == "aoe":
-            inner = ["python3", str(AOE_SCRIPT), "bench", "--peer", server, "--rw", rw, "--bs", str(bs),
+            inner = ["python3", HOST_SCRIPT, "bench", "--peer", server, "--rw", rw, "--bs", str(bs),
                      "--size", str(size), "--runtime", f"{runtime:g}"]
         elif protocol == "iscsi":
             if "write" in rw:
@@ -72,11 +90,18 @@ class BlockProto(Tool):
                      *(["-r"] if rw.startswith("rand") else []),
                      f"iscsi://{server}/{params.get('iqn', 'iqn.2026-11.org.perflab:disk')}/1"]
         else:
-            inner = ["fio", "--output-format=json", "--name=blockproto", "--ioengine=nbd",
-                     f"--uri=nbd://{server}:{int(params.get('port', 10809))}", f"--rw={rw}", f"--bs={bs}",
-                     f"--size={size}", f"--runtime={runtime:g}", "--time_based", f"--iodepth={depth}"]
-        wrapper = ["python3", str(AOE_SCRIPT), "cost", "--procs", PROTOCOLS[protocol], "--"]
-        return [Command("client", tuple(wrapper + inner))]
+            inner = ["fio", "--output-format=json", "--ioengine=nbd", f"--uri=nbd://{server}:{int(params.get('port', 10809))}",
+                     f"--runtime={runtime:g}", "--time_based"]
+            inner += job_options(str(jobfile)) if jobfile is not None else [
+                "--name=blockproto", f"--rw={rw}", f"--bs={bs}", f"--size={size}", f"--iodepth={depth}"]
+        wrapper = ["python3", HOST_SCRIPT, "cost", "--procs", PROTOCOLS[protocol], "--"]
+        install = ["sh", "-c", 'mkdir -p "${1%/*}" && printf %s "$2" | base64 -d > "$1.$$" && mv -f "$1.$$" "$1" '
+                   "&& exec sleep infinity", "install-aoe", HOST_SCRIPT, base64.b64encode(_SOURCE).decode()]
+        return [Command("client", tuple(install), service=True), Command("client", tuple(wrapper + inner))]
+
+    def ready(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> str | None:
+        """The script is in place on the initiator host."""
+        return f"test -s {HOST_SCRIPT}"
 
     def expected_duration(self, params: Mapping[str, Any]) -> float:
         """The runtime plus a second to connect."""
@@ -88,6 +113,7 @@ class BlockProto(Tool):
         if cost.get("returncode"):
             raise ParseError(source, "returncode 0 in the @cost line", f"returncode {cost['returncode']}")
         body = stdout[:_COST.search(stdout).start()]
+        flushes = None
         if "iops average" in body:
             runtime = float(search(re.compile(r"will run for (\d+(?:\.\d+)?) seconds"), body, source=source,
                                    expected="iscsi-perf's 'will run for N seconds'")[1])
@@ -98,17 +124,20 @@ class BlockProto(Tool):
             nbytes = ops * size
         else:
             doc = extract_json(body, source=source)
-            if "jobs" in doc:
-                job = doc["jobs"][0]
-                ops = float(sum(job[d]["total_ios"] for d in ("read", "write")))
-                nbytes = float(sum(job[d]["io_bytes"] for d in ("read", "write")))
-                elapsed = float(job["job_runtime"]) / 1000.0
+            if "jobs" in doc:  # fio: every job's reads and writes, over the longest job's runtime
+                jobs = doc["jobs"]
+                ops = float(sum(job[d]["total_ios"] for job in jobs for d in ("read", "write")))
+                nbytes = float(sum(job[d]["io_bytes"] for job in jobs for d in ("read", "write")))
+                elapsed = max(float(job["job_runtime"]) for job in jobs) / 1000.0
+                flushes = float(sum(job.get("sync", {}).get("total_ios", 0) for job in jobs))
             else:
                 ops, nbytes, elapsed = float(doc["ops"]), float(doc["bytes"]), float(doc["elapsed"])
         if ops <= 0 or elapsed <= 0:
             raise ParseError(source, "a positive operation count and elapsed time", f"ops {ops}, elapsed {elapsed}")
         rows = Rows(source)
         rows.add("ops", ops, "count", "operations")
+        if flushes is not None:
+            rows.add("flushes", flushes, "count", "fio's sync (NBD flush) operations")
         rows.add("bytes", nbytes, "byte", "bytes transferred")
         rows.add("elapsed", elapsed, "s", "measured seconds")
         rows.add("iops", ops / elapsed, "op/s", "operations per second")
@@ -119,3 +148,28 @@ class BlockProto(Tool):
             rows.add("target_cpu", cost["target_cpu"], "s", "target CPU seconds")
             rows.add("target_cpu_per_op", cost["target_cpu"] / ops, "s/op", "target CPU per operation")
         return rows
+
+
+def job_options(path: str) -> list[str]:
+    """fio command-line options from a job file: its ``[global]`` options, then ``--name=`` and the options of
+    each job section in file order (an option without a value is a flag)."""
+    where = paths.root() / path
+    parser = configparser.ConfigParser(allow_no_value=True, interpolation=None, delimiters=("=",),
+                                       comment_prefixes=("#", ";"), default_section="\0")
+    parser.optionxform = str
+    try:
+        parser.read_string(where.read_text(), source=path)
+    except (OSError, configparser.Error) as exc:
+        raise ValueError(f"blockproto parameter jobfile: {path}: {exc}; give a fio job file relative to the "
+                         "project root") from None
+    argv: list[str] = []
+    for section in parser.sections():
+        owned = sorted(_OWNED & set(parser[section]))
+        if owned:
+            raise ValueError(f"blockproto parameter jobfile: {path}: [{section}] sets {', '.join(owned)}; the "
+                             "adapter sets these, remove them from the job file")
+        argv += [] if section == "global" else [f"--name={section}"]
+        argv += [f"--{key}" if value is None else f"--{key}={value}" for key, value in parser[section].items()]
+    if not any(a.startswith("--name=") for a in argv):
+        raise ValueError(f"blockproto parameter jobfile: {path}: no job section; add one, e.g. [webserver]")
+    return argv

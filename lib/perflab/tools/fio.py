@@ -46,6 +46,7 @@ class Fio(Tool):
     name = "fio"
     parser_version = 1
     roles = ("client",)
+    additive = frozenset({"iops", "bandwidth", "io_bytes", "total_ios"})
     debian_packages = ("fio",)
     version_command = ("fio", "--version")
     operations_metric = "total_ios"

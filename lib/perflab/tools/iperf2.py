@@ -26,6 +26,7 @@ class Iperf2(Tool):
     parser_version = 1
     primary_metric = "throughput"
     roles = ("client", "server")
+    additive = frozenset({"throughput", "bytes", "retransmits", "packets", "lost_packets"})
     debian_packages = ("iperf",)
     version_command = ("iperf", "-v")
 

@@ -32,6 +32,8 @@ class Iperf3(Tool):
     parser_version = 2
     primary_metric = "throughput"
     roles = ("client", "server")
+    additive = frozenset({"throughput", "throughput_sent", "bytes", "retransmits", "packets", "lost_packets",
+                          "out_of_order"})
     debian_packages = ("iperf3",)
     version_command = ("iperf3", "--version")
 
