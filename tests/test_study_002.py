@@ -8,13 +8,14 @@ import json
 import os
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from helpers import ROOT_ONLY, leftovers
-from perflab import inventory, lab as lab_mod, labspec, runner, spec, tidy
-from perflab.report import scenarios
-from perflab.stats import windows
+from perflab import inventory, lab as lab_mod, labspec, records, runner, spec, tidy
+from perflab.report import calibrate as calibrate_report, scenarios
+from perflab.stats import calibrate, windows
 from perflab.stats._input import StatsInputError
 from perflab.tools import get
 
@@ -24,6 +25,7 @@ CLAIMS = ROOT / "data/raw/published/002-pfsense-neighbour-claims.csv"
 SEED = ROOT / "../shared/seeds/002_b7331ff3ad8d0be7.txt"
 FIXTURE = ROOT / "tests/fixtures/iperf3/udp-reverse-60s-windows.json"
 ORDER = ["alone", "idle", "stress", "stress+net"]
+CALIBRATION = STUDY / "campaigns/pfsense-calibrate.yaml"
 
 
 def test_claims_are_complete_and_typed():
@@ -83,32 +85,46 @@ def test_out_of_order_comes_from_the_stream():
     assert got["out_of_order"] == 7 and got["loss"] == 1.0
 
 
-@ROOT_ONLY
-@pytest.mark.lab
-def test_every_scenario_runs_through_the_router_on_the_study_lab(tmp_path):
-    """One 1-s sample per scenario at 512-byte frames: the neighbour loads of each scenario ran, the
-    UDP flow crossed the firewall host, and the metrics the analysis needs are there."""
+@pytest.fixture(scope="module")
+def study_lab():
+    """The study's lab under a name unique to this test process; its inventory entries."""
     name = f"p{os.getpid() % 100000}"
     text = (ROOT / "labs/002-pfsense-neighbour.yaml").read_text().replace("lab: pfs002", f"lab: {name}")
-    short = (STUDY / "campaigns/pfsense-neighbour.yaml").read_text()
-    for old, new in (("repetitions: 3", "repetitions: 1"), ("duration: 6,", "duration: 1,"), ("timeout: 40", "timeout: 20"),
-                     ("monitors: true", "monitors: false"), ("fingerprints: true", "fingerprints: false")):
-        assert old in short, old
-        short = short.replace(old, new)
-    short = "\n".join(line for line in short.splitlines() if not any(f'label: "{f}"' in line for f in (64, 1518, 8192)))
-    (tmp_path / "c.yaml").write_text(short + "\n")
-    campaign = spec.load(tmp_path / "c.yaml")
     lab = lab_mod.bring_up(labspec.load(f"{name}.yaml", text=text))
     try:
-        entries = inventory.load(lab.inventory_path)
-        before = lab_mod.router_counters(name, "fw")
-        assert runner.run(campaign, entries, tmp_path / "raw", stream=open(os.devnull, "w")).complete
-        after = lab_mod.router_counters(name, "fw")
+        yield name, inventory.load(lab.inventory_path)
     finally:
         lab_mod.down(name)
     assert leftovers(name) == []
+
+
+def _short(path: Path, tmp_path: Path, edits: tuple[tuple[str, str], ...], drop: tuple[str, ...]) -> spec.Campaign:
+    """The campaign at ``path`` with each (old, new) of ``edits`` applied and the lines naming ``drop`` left out."""
+    text = path.read_text()
+    for old, new in edits:
+        assert old in text, old
+        text = text.replace(old, new)
+    text = "\n".join(line for line in text.splitlines() if not any(d in line for d in drop))
+    (tmp_path / "c.yaml").write_text(text + "\n")
+    return spec.load(tmp_path / "c.yaml")
+
+
+@ROOT_ONLY
+@pytest.mark.lab
+def test_every_scenario_runs_through_the_router_on_the_study_lab(study_lab, tmp_path):
+    """One 1-s sample per scenario at 1518-byte frames: the neighbour loads of each scenario ran, the
+    UDP flow crossed the firewall host, the metrics the analysis needs are there, and the firewall's
+    and the neighbour's cgroups were read around every sample."""
+    name, entries = study_lab
+    campaign = _short(STUDY / "campaigns/pfsense-neighbour-r2.yaml", tmp_path,
+                      (("repetitions: 8", "repetitions: 1"), ("duration: 6,", "duration: 1,"),
+                       ("timeout: 40", "timeout: 20"), ("fingerprints: true", "fingerprints: false")),
+                      drop=('label: "64"',))
+    before = lab_mod.router_counters(name, "fw")
+    assert runner.run(campaign, entries, tmp_path / "raw", stream=open(os.devnull, "w")).complete
+    after = lab_mod.router_counters(name, "fw")
     loads = {}
-    for sample in (tmp_path / "raw/pfsense-neighbour/samples").iterdir():
+    for sample in (tmp_path / "raw/pfsense-neighbour-r2/samples").iterdir():
         meta = json.loads((sample / "meta.json").read_text())
         loads[meta["cell"]["scenario"]] = " ".join(str(n) for n in meta.get("neighbours", []))
         got = {m.metric for m in get("iperf3").parse((sample / "stdout").read_text()) if not m.dims}
@@ -119,31 +135,140 @@ def test_every_scenario_runs_through_the_router_on_the_study_lab(tmp_path):
     assert "stress-ng" in loads["stress"] and "--bidir" not in loads["stress"]
     assert "stress-ng" in loads["stress+net"] and "--bidir" in loads["stress+net"]
     grown = after["filter 0"][0] - before.get("filter 0", (0, 0))[0]
-    assert grown > 4 * 1000, grown  # about 4 x 1 s of 40 Mbit/s in 466-byte datagrams hit the UDP accept rule
+    assert grown > 4 * 7000, grown  # about 4 x 1 s of 7500 datagrams/s hit the UDP accept rule
+    tidy.write(tmp_path / "raw/pfsense-neighbour-r2", tmp_path / "processed")
+    df = tidy.load(tmp_path / "processed/pfsense-neighbour-r2.parquet")
+    for host in ("fw", "nb"):
+        cpu = scenarios.per_sample(df, scenarios.Metric(key=host, label=host, source="cgroup", name=host),
+                                   factors=["frame", "scenario"])
+        assert len(cpu) == 4 and (cpu["value"] >= 0).all(), cpu
+    nb = scenarios.per_sample(df, scenarios.Metric(key="nb", label="nb", source="cgroup", name="nb"),
+                              factors=["scenario"]).set_index("scenario")["value"]
+    assert nb["stress"] > nb["alone"]  # stress-ng's CPU worker runs in the neighbour's cgroup, nothing does alone
+
+
+@ROOT_ONLY
+@pytest.mark.lab
+def test_a_short_calibration_runs_and_gives_a_rate(study_lab, tmp_path):
+    """Two 1-s rungs at 512-byte frames through the firewall alone, turned into a calibrated rate."""
+    _, entries = study_lab
+    keep = ('"512-5000"', '"512-40000"')
+    text = CALIBRATION.read_text()
+    drop = tuple(line.strip() for line in text.splitlines() if "label:" in line and not any(k in line for k in keep))
+    campaign = _short(CALIBRATION, tmp_path, (("repetitions: 3", "repetitions: 1"), ("duration: 3}", "duration: 1}"),
+                                              ("fingerprints: true", "fingerprints: false")), drop=drop)
+    assert runner.run(campaign, entries, tmp_path / "raw", stream=open(os.devnull, "w")).complete
+    tidy.write(tmp_path / "raw/pfsense-calibrate", tmp_path / "processed")
+    df = tidy.load(tmp_path / "processed/pfsense-calibrate.parquet")
+    loss = scenarios.per_sample(df, scenarios.Metric(key="loss", label="Loss", name="loss"), factors=["point"])
+    rungs = calibrate_report.per_rung(loss, campaign.doc["factors"]["point"], factor="point")
+    assert sorted(rungs["pps"]) == pytest.approx([5000, 40000])
+    got = calibrate.highest_rates(rungs).iloc[0]
+    low, high = (float(rungs.loc[rungs["pps"] == r, "value"].iloc[0]) for r in (5000, 40000))
+    expected = np.nan if low >= 1 else 5000 if high >= 1 else 40000
+    assert got["frame"] == 512 and got["rungs"] == 2
+    assert (np.isnan(expected) and np.isnan(got["rate"])) or got["rate"] == expected, (low, high, got)
 
 
 @pytest.fixture(scope="module")
 def committed(tmp_path_factory) -> Path:
-    raw = ROOT / "data/raw/pfsense-neighbour"
+    raw = ROOT / "data/raw/pfsense-neighbour-r2"
     if not (raw / "MANIFEST.sha256").exists():
         pytest.skip("the short rerun's raw data is not committed")
     out = tmp_path_factory.mktemp("processed")
     tidy.write(raw, out)
-    return out / "pfsense-neighbour.parquet"
+    return out / "pfsense-neighbour-r2.parquet"
+
+
+@pytest.fixture(scope="module")
+def calibrated(tmp_path_factory) -> pd.DataFrame:
+    """The calibrated rates from the committed calibration."""
+    raw = ROOT / "data/raw/pfsense-calibrate"
+    if not (raw / "MANIFEST.sha256").exists():
+        pytest.skip("the calibration's raw data is not committed")
+    out = tmp_path_factory.mktemp("calibration")
+    tidy.write(raw, out)
+    loss = scenarios.per_sample(tidy.load(out / "pfsense-calibrate.parquet"),
+                                scenarios.Metric(key="loss", label="Loss", name="loss"), factors=["point"])
+    levels = records.read_campaign(raw / "campaign.json").spec["factors"]["point"]
+    return calibrate.highest_rates(calibrate_report.per_rung(loss, levels, factor="point")).set_index("frame")
+
+
+def test_the_campaigns_offer_the_calibrated_rates(calibrated):
+    assert calibrated["rate"].notna().all() and (calibrated["n"] == 3).all()
+    for name in ("pfsense-neighbour-r2", "pfsense-neighbour-60s", "pfsense-neighbour-full"):
+        frames = spec.load(STUDY / f"campaigns/{name}.yaml").doc["factors"]["frame"]
+        for level in frames:
+            row = calibrated.loc[int(level["label"])]
+            pps = calibrate.packets_per_second(level["set"]["bitrate"], level["set"]["length"])
+            assert abs(pps - row["rate"]) <= row["step"], (name, level["label"], pps, row["rate"])
+            assert int(level["label"]) == level["set"]["length"] + calibrate.UDP_FRAME_OVERHEAD
 
 
 def test_chapter_tables_from_the_committed_rerun(committed, tmp_path):
     metrics = [scenarios.Metric(key="throughput", label="Throughput", unit="Mbit/s", scale=1e6, name="throughput"),
                scenarios.Metric(key="jitter", label="Windowed jitter", unit="ms", scale=1e-3, source="windows",
-                                name="jitter")]
+                                name="jitter"),
+               scenarios.Metric(key="fw", label="Firewall CPU", unit="% of a CPU", scale=0.01, source="cgroup", name="fw")]
     df = tidy.load(committed)
     samples = {m.key: scenarios.per_sample(df, m, factors=["frame", "scenario"], duration=6) for m in metrics}
     result = scenarios.analyse(samples, panel="frame", scenario="scenario", baseline="alone", order=ORDER)
-    assert len(result) == 2 * 4 * 4 and set(result["n"]) == {3}
+    assert len(result) == 3 * 2 * 4 and set(result["n"]) == {8}
     tested = result[result["scenario"] != "alone"]
     assert tested["p_holm"].notna().all() and (tested["p_holm"] >= tested["p"]).all()
+    assert (tested["n_needed"].dropna() >= 2).all()
     out = scenarios.write(samples, result, metrics, name="t002", panel="frame", panel_label="Frame",
                           scenario="scenario", order=ORDER, caption="c", source=str(committed), paper_dir=tmp_path)
     text = out["table"].read_text()
-    assert text.count("stress+net") == 2 * 4 and "Holm" in text
-    assert "\\plset{t002/jitter/512/stress-net/mean}" in out["macros"].read_text()
+    assert text.count("stress+net") == 3 * 2 and "Holm" in text and "(0.8)" in text
+    assert "\\plset{t002/jitter/1518/stress-net/mean}" in out["macros"].read_text()
+
+
+def test_samples_needed_for_a_difference_match_statsmodels():
+    base, x = np.array([10.0, 11.0, 12.0]), np.array([8.0, 9.0, 10.0])  # SD 1 each, means 11 and 9
+    # relative effect 2/11, CV 1/11: Cohen's d = 2; TTestIndPower gives 5.1 -> 6 per cell
+    assert scenarios.n_needed(base, x) == 6
+    assert np.isnan(scenarios.n_needed(base, base))
+    assert scenarios.n_needed(base, base + 100) == 2  # far apart: the solver finds nothing below 2
+
+
+def test_bitrates_and_ladder_are_read_as_iperf3_reads_them():
+    assert calibrate.bits_per_second("2880K") == 2.88e6 and calibrate.bits_per_second("40M") == 40e6
+    assert calibrate.bits_per_second(37280000) == 37280000.0
+    assert calibrate.packets_per_second("40M", 466) == pytest.approx(40e6 / (8 * 466))
+    assert calibrate.bitrate_for(2500, 18) == 360000
+    with pytest.raises(StatsInputError, match="bitrate"):
+        calibrate.bits_per_second("40 Mbit")
+    rungs = calibrate.ladder([{"label": "64-2500", "set": {"length": 18, "bitrate": "360000"}},
+                              {"label": "8192-500", "set": {"length": 8146, "bitrate": "32584000"}}])
+    assert rungs["frame"].tolist() == [64, 8192] and rungs["pps"].tolist() == pytest.approx([2500, 500])
+    with pytest.raises(StatsInputError, match="length and bitrate"):
+        calibrate.ladder([{"label": "x", "set": {"length": 18}}])
+
+
+def test_calibrated_rates_match_hand_computed_values():
+    rows = [(64, 1000, 0.0), (64, 1000, 0.4),  # mean 0.2
+            (64, 2000, 0.6), (64, 2000, 1.2),  # mean 0.9: the highest passing rung below the first failure
+            (64, 3000, 1.5), (64, 3000, 0.7),  # mean 1.1: fails
+            (64, 4000, 0.1), (64, 4000, 0.1),  # passes, but above a failing rung: not taken
+            (512, 1000, 0.0), (512, 2000, 0.5),  # none fails: the top rung, step to the one below
+            (1518, 500, 2.0), (1518, 1000, 0.0),  # the lowest rung fails: no rate
+            (8192, 100, 0.5), (8192, 200, 1.0)]  # exactly the threshold is not below it
+    samples = pd.DataFrame(rows, columns=["frame", "pps", "value"])
+    got = calibrate.highest_rates(samples, threshold=1.0).set_index("frame")
+    assert got.loc[64, ["rate", "loss", "n", "step", "next_rate", "next_loss", "rungs"]].tolist() == \
+        pytest.approx([2000, 0.9, 2, 1000, 3000, 1.1, 4])
+    assert got.loc[512, ["rate", "loss", "step"]].tolist() == pytest.approx([2000, 0.5, 1000])
+    assert pd.isna(got.loc[512, "next_rate"])
+    assert pd.isna(got.loc[1518, "rate"]) and got.loc[1518, "next_rate"] == 500 and got.loc[1518, "n"] == 0
+    assert got.loc[8192, ["rate", "step", "next_rate"]].tolist() == pytest.approx([100, 100, 200])
+    assert calibrate.highest_rates(samples, threshold=1.2).set_index("frame").loc[64, "rate"] == 4000
+    shown = calibrate_report.values(got.reset_index(), name="c", threshold=1.0)
+    assert shown["c/64/pps"] == "2000" and shown["c/64/step"] == "1000" and shown["c/64/next-loss"] == "1.1"
+    assert "c/1518/pps" not in shown and shown["c/1518/next-pps"] == "500"
+    text = calibrate_report.table(got.reset_index(), threshold=1.0, caption="c", label="t")
+    assert text.count("\\\\") >= 4 and "2000" in text and "below 1\\,\\%" in text
+    with pytest.raises(StatsInputError, match="positive loss"):
+        calibrate.highest_rates(samples, threshold=0)
+    with pytest.raises(StatsInputError, match="no column"):
+        calibrate.highest_rates(samples.rename(columns={"pps": "rate"}))

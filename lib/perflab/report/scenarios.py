@@ -3,7 +3,8 @@
 For a campaign whose cells cross a ``panel`` factor (e.g. frame size) with a ``scenario``
 factor (e.g. the neighbour's state), :func:`per_sample` takes one value per sample and metric
 from the tidy table (the benchmark's summary rows, windowed jitter from interval reports via
-:mod:`perflab.stats.windows`, or a CPU's busy share from the monitors' /proc deltas);
+:mod:`perflab.stats.windows`, a CPU's busy share from the monitors' /proc deltas, or a lab
+host's CPU load from its cgroup counters);
 :func:`analyse` describes every (metric, panel, scenario) cell with a mean and its CI and
 compares each scenario with the baseline scenario in the same panel (Welch's t by default),
 Holm-adjusting the p-values over all comparisons of a metric; :func:`write` draws the panels
@@ -12,6 +13,7 @@ and writes the LaTeX table and inline values.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -19,6 +21,8 @@ from typing import Mapping, Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from statsmodels.stats.power import TTestIndPower
+from statsmodels.tools.sm_exceptions import ConvergenceWarning
 
 from .. import stats
 from ..stats import windows
@@ -27,7 +31,7 @@ from ..stats.multi import adjust_pvalues
 from . import figures, latex, lineage, macros, style
 
 #: Tools whose rows are host monitors, not the benchmark.
-MONITOR_TOOLS = ("sadf", "procstat")
+MONITOR_TOOLS = ("sadf", "procstat", "cgroup")
 #: /proc/stat CPU states that are not busy time.
 IDLE_STATES = ("idle", "iowait")
 #: /proc/stat CPU states already counted in ``user`` and ``nice`` (left out of the total).
@@ -42,8 +46,8 @@ class Metric:
     label: str
     unit: str = ""
     scale: float = 1.0
-    source: str = "summary"  # "summary" (benchmark summary row), "windows" (windowed jitter/loss), "cpu"
-    name: str = ""  # tidy metric (summary), "jitter"/"loss" (windows) or the CPU ("0") for "cpu"
+    source: str = "summary"  # "summary" (benchmark summary row), "windows" (windowed jitter/loss), "cpu", "cgroup"
+    name: str = ""  # tidy metric (summary), "jitter"/"loss" (windows), the CPU ("0") for "cpu", the host for "cgroup"
 
     @classmethod
     def from_dict(cls, d: Mapping) -> "Metric":
@@ -80,13 +84,37 @@ def per_sample(df: pd.DataFrame, metric: Metric, *, factors: Sequence[str], dura
         total = proc.groupby(keys, observed=True)["value"].sum()
         busy = proc[~proc["state"].isin(IDLE_STATES)].groupby(keys, observed=True)["value"].sum()
         return (100.0 * busy / total).rename("value").reset_index()
-    raise ValueError(f"metric {metric.key}: source {metric.source!r} is not summary, windows or cpu")
+    if metric.source == "cgroup":
+        rows = df[(df["tool"] == "cgroup") & (df["metric"] == "cpu_load") & (df["host"] == metric.name)]
+        if rows.empty:
+            raise ValueError(f"metric {metric.key}: no cgroup cpu_load rows of host {metric.name!r} (monitors off, "
+                             f"or no cgroup for that host?)")
+        return rows.groupby(keys, sort=False, observed=True)["value"].mean().reset_index()
+    raise ValueError(f"metric {metric.key}: source {metric.source!r} is not summary, windows, cpu or cgroup")
+
+
+def n_needed(base: np.ndarray, x: np.ndarray, *, alpha: float = 0.05, power: float = 0.8) -> float:
+    """Samples per cell for a two-sided t test to detect the observed difference of means of ``x``
+    against ``base`` with ``power``, their pooled SD taken as the spread (nan when there is no
+    difference or no spread); 2 when the statsmodels solver finds no n because 2 already suffice."""
+    mean = float(np.mean(base))
+    effect = abs(float(np.mean(x)) / mean - 1) if mean else np.nan
+    cv = float(np.sqrt((np.var(base, ddof=1) + np.var(x, ddof=1)) / 2)) / abs(mean) if mean else np.nan
+    if not (np.isfinite(effect) and np.isfinite(cv) and effect > 0 and cv > 0):
+        return np.nan
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)  # handled below: no n >= 2 solves it
+            return float(stats.n_for_effect(effect, cv, alpha=alpha, power=power))
+    except ValueError:  # the solver ran below n = 2
+        return 2.0 if TTestIndPower().power(effect_size=effect / cv, nobs1=2, alpha=alpha) >= power else np.nan
 
 
 def analyse(samples: Mapping[str, pd.DataFrame], *, panel: str, scenario: str, baseline: str,
             order: Sequence[str], level: float = 0.95, test: str | None = None) -> pd.DataFrame:
     """Per metric, panel and scenario: n, mean, CI; against ``baseline`` in the panel: relative
-    difference, p and Holm-adjusted p (family: the comparisons of one metric)."""
+    difference, p, Holm-adjusted p (family: the comparisons of one metric) and the samples per
+    cell a t test would need to detect that difference with power 0.8 (:func:`n_needed`)."""
     out = []
     for key, s in samples.items():
         rows = []
@@ -100,7 +128,7 @@ def analyse(samples: Mapping[str, pd.DataFrame], *, panel: str, scenario: str, b
                 d = summarize(x, level)
                 row = {"metric": key, panel: pv, scenario: sc, "n": d["n"], "mean": d["mean"],
                        "ci_low": d["mean_ci_low"], "ci_high": d["mean_ci_high"],
-                       "rel_diff": np.nan, "p": np.nan}
+                       "rel_diff": np.nan, "p": np.nan, "n_needed": np.nan}
                 if sc != baseline and base.size >= 2 and x.size >= 2:
                     if np.ptp(np.concatenate([base, x])) == 0:
                         row.update(rel_diff=0.0, p=1.0)  # identical constants (e.g. no loss anywhere)
@@ -108,7 +136,7 @@ def analyse(samples: Mapping[str, pd.DataFrame], *, panel: str, scenario: str, b
                         row.update(rel_diff=float(x[0] / base[0] - 1) if base[0] else np.nan)
                     else:
                         c = stats.compare(base, x, test=test, level=level, labels=(baseline, sc))
-                        row.update(rel_diff=c.rel_diff, p=c.p_value)
+                        row.update(rel_diff=c.rel_diff, p=c.p_value, n_needed=n_needed(base, x, alpha=1 - level))
                 rows.append(row)
         frame = pd.DataFrame(rows)
         frame["p_holm"] = adjust_pvalues(frame["p"].to_numpy(float), "holm")
@@ -168,17 +196,20 @@ def table(result: pd.DataFrame, metrics: Sequence[Metric], *, panel: str, panel_
             rows.append({"Metric": latex.escape_latex(f"{m.label} ({m.unit})" if m.unit else m.label),
                          latex.escape_latex(panel_label): str(r[panel]),
                          "Scenario": latex.escape_latex(str(r[scenario])), "n": int(r["n"]),
-                         "Mean [95\\% CI]": f"{latex.num(r['mean'] / m.scale)} "
+                         latex.header("Mean", "{[}95\\% CI{]}"): f"{latex.num(r['mean'] / m.scale)} "
                                             f"{latex.format_ci(r['ci_low'] / m.scale, r['ci_high'] / m.scale)}",
                          "Change": "--" if np.isnan(r["rel_diff"]) else f"\\num{{{100 * r['rel_diff']:+.1f}}}\\%",
-                         "p": latex.format_p(r["p"]), "p (Holm)": latex.format_p(r["p_holm"], markers=True)})
+                         "p": latex.format_p(r["p"]), latex.header("p", "(Holm)"): latex.format_p(r["p_holm"], markers=True),
+                         latex.header("n", "(0.8)"): "--" if np.isnan(r["n_needed"]) else f"{r['n_needed']:.0f}"})
     parts = []
     for part, cap, lab in latex.row_parts(pd.DataFrame(rows), caption=caption, label=label, size=ROWS_PER_TABLE):
         part = part.copy()
         part.loc[part["Metric"].duplicated(), "Metric"] = ""
-        parts.append(latex.latex_table(part, caption=cap, label=lab, escape=False, column_format="lllrlrrr",
+        parts.append(latex.latex_table(part, caption=cap, label=lab, escape=False, column_format="lllrlrrrr",
                                        notes=["Change: relative difference of means against the baseline in the "
-                                              "same panel; p: Welch's t; Holm over the comparisons of one metric.",
+                                              "same panel; p: Welch's t; Holm over the comparisons of one metric; "
+                                              "n (0.8): samples per cell a t test needs to detect the change with "
+                                              "power 0.8 at the observed pooled spread (unadjusted $\\alpha$ = 0.05).",
                                               latex.significance_note()]))
     return "\n".join(parts)
 
@@ -198,8 +229,10 @@ def values(result: pd.DataFrame, metrics: Sequence[Metric], *, name: str, panel:
             out[f"{stem}/mean"] = latex.format_number(row["mean"] / m.scale)
             out[f"{stem}/n"] = str(int(row["n"]))
             if not np.isnan(row["rel_diff"]):
-                out[f"{stem}/change"] = f"{100 * row['rel_diff']:+.1f}\\%"
+                out[f"{stem}/change"] = f"\\num{{{100 * row['rel_diff']:+.1f}}}\\%"
                 out[f"{stem}/p-holm"] = latex.format_p(row["p_holm"])
+            if not np.isnan(row["n_needed"]):
+                out[f"{stem}/n-needed"] = f"{row['n_needed']:.0f}"
     return out
 
 
