@@ -25,3 +25,12 @@ def test_planned_order_of_a_committed_campaign_is_its_recorded_schedule_and_ledg
     assert planned == record["schedule"]
     ledger = [json.loads(line)["run_id"] for line in (raw / "ledger.jsonl").read_text().splitlines()]
     assert list(dict.fromkeys(ledger)) == planned
+
+
+def test_the_shuffle_is_numpys_permutation_for_any_seed_block_and_size():
+    np = pytest.importorskip("numpy")
+    for seed in (0, 1, 2017, 3003, 20261123, 2**31 - 1, 2**32 + 5, 2**70 + 3):
+        for block in (0, 1, 7, 2**33):
+            for n in (0, 1, 2, 3, 8, 13, 64, 300):
+                expected = [int(i) for i in np.random.default_rng([seed, block]).permutation(n)]
+                assert design.permutation([seed, block], n) == expected, (seed, block, n)

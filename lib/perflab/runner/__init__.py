@@ -43,7 +43,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator, Mapping, TextIO
 
-from .. import __version__, design, records, remote
+from .. import __version__, design, records
 from ..inventory import HostEntry
 from ..spec import Campaign
 from ..store import RawStore
@@ -116,6 +116,8 @@ def _exclusive(directory: Path) -> Iterator[None]:
 
 def _reap(spec: Campaign, entries: Mapping[str, HostEntry], store: RawStore) -> list[str]:
     """Stop what an earlier, killed attempt of this campaign left running on its hosts; record it in the raw data."""
+    from .. import remote  # Fabric: imported when a campaign runs, never by planning
+
     killed, unreachable = remote.reap(entries, spec.involved(), store.owner)
     notes = [f"could not check {', '.join(unreachable)} for processes an earlier attempt left"] if unreachable else []
     if not killed:
