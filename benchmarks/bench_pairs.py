@@ -1,0 +1,80 @@
+"""Past one pair of hosts: a campaign over 8 lab hosts as 4 independent client/server pairs, in the bounded
+group pool, against the same campaign on one pair: wall time of 4 pairs / 1 pair, interleaved rounds.
+
+Both campaigns run the same schedule per pair (ping, 3 requests 0.2 s apart per sample, monitors and
+fingerprints at their defaults); the 4-pair one runs 4 times the samples. Ideal is 1.0x (the pairs
+share nothing); the target allows the harness 50 % for what the groups do share: this machine's
+cores and the Python process that drives every SSH connection.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import statistics
+import time
+from pathlib import Path
+from tempfile import TemporaryDirectory
+
+from measure import Result, check, ratios, spread
+
+PAIRS = 4
+ROUNDS = 3
+TARGET = 1.5
+CAMPAIGN = """\
+campaign: pairs
+benchmark: {tool: ping, params: {count: 3, interval: 0.2}}
+%s
+factors: {size: [56, 1000]}
+repetitions: 3
+warmups: 0
+seed: 14
+"""
+
+
+def _campaigns(tmp: Path) -> dict[int, object]:
+    """The campaign on 1 pair and on :data:`PAIRS` pairs (``parallel_groups`` = every pair)."""
+    from perflab import spec
+
+    out = {}
+    for pairs in (1, PAIRS):
+        groups = ", ".join(f"{{client: h{2 * k + 1}, server: h{2 * k + 2}}}" for k in range(pairs))
+        path = tmp / f"pairs{pairs}.yaml"
+        path.write_text(CAMPAIGN % f"groups: [{groups}]\nparallel_groups: {pairs}")
+        out[pairs] = spec.load(path)
+    return out
+
+
+def results(rounds: int = ROUNDS) -> list[Result]:
+    """Run both campaigns ``rounds`` times, alternating which goes first, on a lab of ``2 * PAIRS`` hosts."""
+    from perflab import inventory, lab, runner
+
+    name = f"bp{os.getpid() % 10000}"
+    created = lab.up(name, 2 * PAIRS)
+    times: dict[int, list[float]] = {1: [], PAIRS: []}
+    samples: dict[int, int] = {}
+    try:
+        entries = inventory.load(created.inventory_path)
+        with TemporaryDirectory() as tmp:
+            campaigns = _campaigns(Path(tmp))
+            for i in range(rounds):
+                for pairs in ((1, PAIRS) if i % 2 == 0 else (PAIRS, 1)):
+                    start = time.perf_counter()
+                    summary = runner.run(campaigns[pairs], entries, Path(tmp) / f"raw{i}-{pairs}",
+                                         stream=io.StringIO())
+                    times[pairs].append(time.perf_counter() - start)
+                    samples[pairs] = summary.done
+    finally:
+        lab.down(name)
+    ratio = ratios(times[PAIRS], times[1])
+    met, missed = check(statistics.median(ratio), TARGET)
+    return [Result(f"{PAIRS} client/server pairs in parallel / 1 pair (8 lab hosts)", spread(ratio, "x"),
+                   f"<= {TARGET}x", met,
+                   f"{missed}{samples[PAIRS]} samples in {spread(times[PAIRS])} vs {samples[1]} in "
+                   f"{spread(times[1])}; {statistics.median(ratio) / PAIRS:.2f} of one pair's time per sample; "
+                   f"ideal 1.0x")]
+
+
+if __name__ == "__main__":
+    for result in results():
+        print(result.line())
