@@ -50,21 +50,21 @@ def campaign(root: Path, samples: int) -> Path:
 
 
 def _measure_here(raw: Path, out: Path) -> None:
-    """Tidy ``raw`` into ``out`` in this process; print seconds, rows and peak RSS as JSON."""
+    """Tidy ``raw`` into ``out`` in this process; print seconds (wall and CPU), rows and peak RSS as JSON."""
     import pyarrow.parquet
 
     from perflab import tidy
 
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     paths = tidy.write(raw, out)
-    seconds = time.perf_counter() - start
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     rows = pyarrow.parquet.ParquetFile(paths["parquet"]).metadata.num_rows
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    print(json.dumps({"seconds": seconds, "rows": rows, "peak_bytes": peak}))
+    print(json.dumps({"seconds": seconds, "cpu_seconds": cpu, "rows": rows, "peak_bytes": peak}))
 
 
 def measure(raw: Path, out: Path) -> dict:
-    """Seconds, rows and peak RSS of tidying ``raw`` in a fresh process."""
+    """Seconds (wall and CPU), rows and peak RSS of tidying ``raw`` in a fresh process."""
     done = subprocess.run([sys.executable, __file__, "--measure", str(raw), str(out)], capture_output=True,
                           text=True, env=environment(), cwd=Path(__file__).parent)
     if done.returncode:
@@ -91,7 +91,8 @@ def results(rounds: int = 1) -> list[Result]:
     return [
         Result(f"`perflab tidy` of {shown}: wall time", spread([r["seconds"] for r in big]),
                f"<= {TARGET_SECONDS:g} s", time_met,
-               f"{time_missed}{statistics.median(r['rows'] / r['seconds'] for r in big):,.0f} rows/s"),
+               f"{time_missed}{statistics.median(r['rows'] / r['seconds'] for r in big):,.0f} rows/s; "
+               f"CPU {spread([r['cpu_seconds'] for r in big])}"),
         Result(f"`perflab tidy` of {shown}: peak RSS", spread([r["peak_bytes"] for r in big], "MiB", 2**-20),
                "<= 1024 MiB", peak_met,
                f"{peak_missed}{small:,} rows: {spread([r['peak_bytes'] for r in runs[small]], 'MiB', 2**-20)}"),

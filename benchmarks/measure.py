@@ -9,6 +9,7 @@ so a busy machine slows all of them alike; a value is the median [min-max] of th
 from __future__ import annotations
 
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -45,22 +46,29 @@ def environment() -> dict[str, str]:
     return env
 
 
-def interleaved(commands: Mapping[str, Sequence[str]], rounds: int, *, cwd: Path = ROOT) -> dict[str, list[float]]:
+def interleaved(commands: Mapping[str, Sequence[str]], rounds: int, *, cwd: Path = ROOT,
+                cpu: dict[str, list[float]] | None = None) -> dict[str, list[float]]:
     """Wall seconds of each command in each of ``rounds`` rounds, rotating the order every round.
 
-    A command that fails stops the benchmark with its error output: a failed run is no timing.
+    ``cpu``, when given, receives each run's CPU seconds (user + system): on a shared machine
+    they vary less than wall time. A command that fails stops the benchmark with its error
+    output: a failed run is no timing.
     """
     names = list(commands)
     times: dict[str, list[float]] = {name: [] for name in names}
     env = environment()
     for i in range(rounds):
         for name in names[i % len(names):] + names[:i % len(names)]:
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
             start = time.perf_counter()
             done = subprocess.run(commands[name], cwd=cwd, env=env, capture_output=True, text=True)
             elapsed = time.perf_counter() - start
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
             if done.returncode != 0:
                 sys.exit(f"{name}: `{' '.join(commands[name])}` exited {done.returncode}: {done.stderr[-600:]}")
             times[name].append(elapsed)
+            if cpu is not None:
+                cpu.setdefault(name, []).append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
     return times
 
 

@@ -1,7 +1,7 @@
 """Run every benchmark of perflab itself and write the results table into benchmarks/README.md.
 
-Usage: ``python benchmarks/run.py [--only startup,tidy,dispatch] [--no-write]``. The lab
-benchmark (dispatch) needs root and is skipped, with a note, otherwise. Every metric is
+Usage: ``python benchmarks/run.py [--only startup,tidy,dispatch,estimates,pairs] [--no-write]``. The lab
+benchmarks (dispatch, estimates, pairs) need root and are skipped, with a note, otherwise. Every metric is
 printed beside its target; the README table between the ``results`` markers is replaced.
 """
 
@@ -18,8 +18,9 @@ from pathlib import Path
 from measure import Result, markdown
 
 #: Benchmark name -> module; each module has ``results() -> list[Result]``.
-BENCHMARKS = {"startup": "bench_startup", "tidy": "bench_tidy", "dispatch": "bench_dispatch", "estimates": "bench_estimates"}
-NEEDS_ROOT = {"dispatch", "estimates"}
+BENCHMARKS = {"startup": "bench_startup", "tidy": "bench_tidy", "dispatch": "bench_dispatch",
+              "estimates": "bench_estimates", "pairs": "bench_pairs"}
+NEEDS_ROOT = {"dispatch", "estimates", "pairs"}
 README = Path(__file__).with_name("README.md")
 MARKERS = ("<!-- results: written by benchmarks/run.py -->", "<!-- end of results -->")
 
@@ -41,10 +42,10 @@ def run(names: list[str]) -> tuple[list[Result], list[str]]:
     return results, skipped
 
 
-def write_readme(results: list[Result], skipped: list[str]) -> None:
-    """Replace the table between :data:`MARKERS` in the README with ``results``."""
+def write_readme(results: list[Result], skipped: list[str], load: tuple[float, float]) -> None:
+    """Replace the table between :data:`MARKERS` in the README with ``results``; ``load``: 1-min load at start, end."""
     machine = (f"{os.cpu_count()} CPUs, {platform.machine()}, Linux {platform.release()}, "
-               f"1-min load {os.getloadavg()[0]:.1f} at the start of the run")
+               f"1-min load {load[0]:.1f} at the start of the run and {load[1]:.1f} at its end")
     body = "\n".join([MARKERS[0], f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {machine}.",
                       "", markdown(results), *(f"\n{s}" for s in skipped), MARKERS[1]])
     text = README.read_text()
@@ -63,9 +64,10 @@ def main() -> None:
     unknown = sorted(set(names) - set(BENCHMARKS))
     if unknown:
         p.error(f"unknown benchmark(s) {', '.join(unknown)}; choose from {', '.join(BENCHMARKS)}")
+    start_load = os.getloadavg()[0]
     results, skipped = run(names)
     if not args.no_write:
-        write_readme(results, skipped)
+        write_readme(results, skipped, (start_load, os.getloadavg()[0]))
         print(f"table written to {README.relative_to(README.parents[1])}")
 
 

@@ -4,6 +4,11 @@ Under RMIT (randomized multiple interleaved trials) every block runs each cell o
 order shuffled afresh per block from a generator seeded with (seed, block), so the order
 is reproducible from the recorded seed. Warm-up blocks come first and are flagged. A
 campaign with host groups runs the same schedule once per group; those run ids end in ``-g<k>``.
+
+The shuffle is numpy's ``default_rng([seed, block]).permutation(n)`` (SeedSequence, PCG64,
+Fisher-Yates with masked rejection), written out here in plain Python so that planning
+imports no numpy: the order for a seed is the one every recorded campaign was run in
+(``tests/test_design_order.py`` checks both against each other and the committed ledgers).
 """
 
 from __future__ import annotations
@@ -14,8 +19,6 @@ import json
 import re
 from dataclasses import dataclass, replace
 from typing import Any, Mapping
-
-import numpy as np
 
 from .spec import Campaign
 
@@ -92,8 +95,79 @@ def _schedule(spec: Campaign) -> list[Run]:
         return runs
     blocks = [(r, True) for r in range(spec.warmups)] + [(r, False) for r in range(spec.repetitions)]
     for block, (rep, warm) in enumerate(blocks):
-        order = np.random.default_rng([spec.seed, block]).permutation(len(grid))
+        order = permutation([spec.seed, block], len(grid))
         for position, idx in enumerate(order):
-            cell = grid[int(idx)]
+            cell = grid[idx]
             runs.append(Run(run_id(spec.name, cell, rep, warm, spec.seed), cell, rep, warm, block, position))
     return runs
+
+
+_M32, _M64, _M128 = 2**32 - 1, 2**64 - 1, 2**128 - 1
+#: PCG64's 128-bit LCG multiplier.
+_PCG_MULT = (2549297995355413924 << 64) + 4865540595714422341
+
+
+def _seed_words(entropy: list[int]) -> list[int]:
+    """numpy's ``SeedSequence(entropy).generate_state(4, uint64)``: four 64-bit words from non-negative ints."""
+    words = [(v >> (32 * k)) & _M32 for v in entropy for k in range(max(1, (v.bit_length() + 31) // 32))]
+    hash_const = 0x43B0D7E5
+
+    def hashmix(value: int) -> int:
+        nonlocal hash_const
+        value ^= hash_const
+        hash_const = (hash_const * 0x931E8875) & _M32
+        value = (value * hash_const) & _M32
+        return value ^ (value >> 16)
+
+    def mix(x: int, y: int) -> int:
+        result = (0xCA01F9DD * x - 0x4973F715 * y) & _M32
+        return result ^ (result >> 16)
+
+    pool = [hashmix(words[i] if i < len(words) else 0) for i in range(4)]
+    for src in range(4):
+        for dst in range(4):
+            if src != dst:
+                pool[dst] = mix(pool[dst], hashmix(pool[src]))
+    for word in words[4:]:
+        for dst in range(4):
+            pool[dst] = mix(pool[dst], hashmix(word))
+    out, hash_const = [], 0x8B51F9DD
+    for value in pool + pool:
+        value ^= hash_const
+        hash_const = (hash_const * 0x58F38DED) & _M32
+        value = (value * hash_const) & _M32
+        out.append(value ^ (value >> 16))
+    return [out[i] | out[i + 1] << 32 for i in range(0, 8, 2)]
+
+
+def permutation(entropy: list[int], n: int) -> list[int]:
+    """The indices ``0..n-1`` in the order of numpy's ``default_rng(entropy).permutation(n)``, without numpy."""
+    s_hi, s_lo, i_hi, i_lo = _seed_words(entropy)
+    inc = ((i_hi << 64 | i_lo) << 1 | 1) & _M128
+    state = ((inc + (s_hi << 64 | s_lo)) * _PCG_MULT + inc) & _M128  # numpy: step, add the seed, step
+    spare: int | None = None  # numpy hands out a 64-bit output as two 32-bit ones, low half first
+
+    def next64() -> int:
+        nonlocal state
+        state = (state * _PCG_MULT + inc) & _M128
+        x, rot = ((state >> 64) ^ state) & _M64, state >> 122
+        return (x >> rot | x << (-rot & 63)) & _M64
+
+    def next32() -> int:
+        nonlocal spare
+        if spare is not None:
+            value, spare = spare, None
+            return value
+        value = next64()
+        spare = value >> 32
+        return value & _M32
+
+    order = list(range(n))
+    for i in range(n - 1, 0, -1):
+        mask = (1 << i.bit_length()) - 1
+        draw = next32 if i <= _M32 else next64
+        j = draw() & mask
+        while j > i:
+            j = draw() & mask
+        order[i], order[j] = order[j], order[i]
+    return order

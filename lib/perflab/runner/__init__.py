@@ -40,7 +40,7 @@ import time
 from pathlib import Path
 from typing import Callable, Mapping, TextIO
 
-from .. import __version__, design, records, remote
+from .. import __version__, design, records
 from ..inventory import HostEntry
 from ..spec import Campaign
 from ..store import RawStore
@@ -98,6 +98,8 @@ def _seeded(spec: Campaign, store: RawStore, out: TextIO) -> Campaign:
 
 def _reap(spec: Campaign, entries: Mapping[str, HostEntry], store: RawStore) -> list[str]:
     """Stop what an earlier, killed attempt of this campaign left running on its hosts; record it in the raw data."""
+    from .. import remote  # Fabric: imported when a campaign runs, never by planning
+
     killed, unreachable = remote.reap(entries, spec.involved(), store.owner)
     notes = [f"could not check {', '.join(unreachable)} for processes an earlier attempt left"] if unreachable else []
     if not killed:

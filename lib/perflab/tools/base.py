@@ -159,7 +159,10 @@ class Rows(list):
         Two values for one measurement mean the output repeats a block (a spliced or
         concatenated log), so no row of it can be trusted.
         """
-        key = (row.metric, tuple(sorted((k, repr(v)) for k, v in row.dims.items())))
+        try:  # dims compare by value (1 and 1.0 are one tidy value); hashing them is cheap, repr is not
+            key = (row.metric, frozenset(row.dims.items()))
+        except TypeError:  # an unhashable dim value (a list): compare by its text
+            key = (row.metric, frozenset((k, repr(v)) for k, v in row.dims.items()))
         if key in self._keys:
             dims = ", ".join(f"{k}={v}" for k, v in row.dims.items())
             raise ParseError(self.source, "each measurement once (one run per output)",
@@ -172,7 +175,11 @@ class Rows(list):
 
         The value is coerced with :func:`number`, so ``None`` and NaN stay missing.
         """
-        parsed = number(value, source=self.source, what=what)
+        kind = type(value)  # plain numbers inline: a tidy run adds millions of rows
+        if kind is float or kind is int:
+            parsed = None if value != value else float(value)
+        else:
+            parsed = number(value, source=self.source, what=what)
         self.append(Measurement(metric, None if parsed is None else parsed * scale, unit, dims))
 
 
@@ -215,6 +222,10 @@ def number(value: Any, *, source: str, what: str) -> float | None:
     """
     if value is None:
         return None
+    if type(value) is float:  # the common cases first: a tidy run converts millions of values
+        return None if value != value else value
+    if type(value) is int:
+        return float(value)
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise ParseError(source, f"a number for {what}", repr(value))
     try:

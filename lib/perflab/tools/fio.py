@@ -236,8 +236,17 @@ def _latency_fields(part: Mapping[str, Any]) -> list[tuple[str, str, float]]:
 def _percentiles(rows: Rows, part: Mapping[str, Any], at: str, **dims: Any) -> None:
     for stat, field, scale in _latency_fields(part):
         for key, value in ((part[field].get("percentile") or {}).items()):
+            percent = _PERCENT_KEYS.get(key)
+            if percent is None:
+                percent = number(key, source=rows.source, what=f"{at}.{field}.percentile key")
+                if percent is not None and len(_PERCENT_KEYS) < 1000:
+                    _PERCENT_KEYS[key] = percent
             rows.add(f"{stat}_percentile", value, "s", f"{at}.{field}.percentile[{key}]", scale=scale,
-                     percentile=number(key, source=rows.source, what=f"{at}.{field}.percentile key"), **dims)
+                     percentile=percent, **dims)
+
+
+#: Percentile keys ("99.500000") already converted: every sample of a campaign repeats the same few.
+_PERCENT_KEYS: dict[str, float] = {}
 
 
 def _weighted_latency(parts: Any) -> float | None:
