@@ -221,36 +221,32 @@ class HostGap:
         return _dumps(self)
 
 
-def read_campaign(path: str | Path) -> CampaignRecord:
-    """Read and check a ``campaign.json``."""
+def _read(path: str | Path, cls: type, what: str) -> Any:
+    """Read the JSON record at ``path``, check its kind and version, and build ``cls`` from it."""
     where = str(path)
     data = _load(path)
-    _check("campaign record", data, where)
-    return _build(CampaignRecord, data, where, "campaign record")
+    _check(what, data, where)
+    return _build(cls, data, where, what)
+
+
+def read_campaign(path: str | Path) -> CampaignRecord:
+    """Read and check a ``campaign.json``."""
+    return _read(path, CampaignRecord, "campaign record")
 
 
 def read_sample(path: str | Path) -> SampleMeta:
     """Read and check a sample's ``meta.json``."""
-    where = str(path)
-    data = _load(path)
-    _check("sample record", data, where)
-    return _build(SampleMeta, data, where, "sample record")
+    return _read(path, SampleMeta, "sample record")
 
 
 def read_gap(path: str | Path) -> HostGap:
     """Read and check a ``gaps/<host>-<time>.json``."""
-    where = str(path)
-    data = _load(path)
-    _check("gap record", data, where)
-    return _build(HostGap, data, where, "gap record")
+    return _read(path, HostGap, "gap record")
 
 
 def read_verify(path: str | Path) -> VerifyRecord:
     """Read and check a ``verify/`` record."""
-    where = str(path)
-    data = _load(path)
-    _check("verify record", data, where)
-    return _build(VerifyRecord, data, where, "verify record")
+    return _read(path, VerifyRecord, "verify record")
 
 
 def parse_event(line: str, where: str) -> LedgerEvent:
