@@ -9,7 +9,8 @@ from perflab import design, spec
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Committed RMIT campaigns: their campaign.json holds the seed and the planned order, their ledger the order run.
-CAMPAIGNS = ("003-hpcc", "003-iozone", "003-iperf", "004-blockproto", "pfsense-neighbour", "pfsense-neighbour-ping")
+CAMPAIGNS = ("003-hpcc", "003-iozone", "003-iperf", "004-blockproto", "004-blockproto-r2", "004-macro-r2",
+             "pfsense-calibrate", "pfsense-neighbour-r2", "pfsense-neighbour-ping")
 #: The stored campaign's fields that decide its schedule (the others may no longer validate under today's rules).
 DESIGN_FIELDS = ("campaign", "benchmark", "hosts", "factors", "crossing", "exclude", "repetitions", "warmups", "seed",
                  "design", "groups", "params")

@@ -246,7 +246,8 @@ def test_macro_personalities_run_as_fio_jobs_over_nbd_with_their_flushes(aoe_lab
         assert set(jobs) == {"varmail": {"reads", "appends"}, "oltp": {"reads", "writes", "log"}}[personality]
         writes = sum(job["write"]["total_ios"] for job in jobs.values())
         assert row.flushes == sum(job["sync"]["total_ios"] for job in jobs.values()) and writes > 0
-        assert writes - 2 * len(jobs) <= row.flushes <= writes and jobs["reads"]["sync"]["total_ios"] == 0
+        # fio may flush once more per job as the job ends (seen under load: 310 flushes after 309 writes)
+        assert writes - 2 * len(jobs) <= row.flushes <= writes + len(jobs) and jobs["reads"]["sync"]["total_ios"] == 0
         ratio = jobs["reads"]["read"]["total_ios"] / (writes - jobs.get("log", {"write": {"total_ios": 0}})["write"]["total_ios"])
         assert {"varmail": 0.5, "oltp": 5}[personality] <= ratio <= {"varmail": 2, "oltp": 20}[personality]
 
