@@ -157,7 +157,7 @@ def layout_tex(table: pd.DataFrame, *, caption: str, label: str, over: str, leve
     note = (f"Each cell: mean [{100 * level:.0f}\\% CI of the mean]; rows \\emph{{mean}}: mean of the cell "
             f"means over the levels of {escape_latex(over)}.")
     return float_table("\\setlength{\\tabcolsep}{3pt}" + body.strip(), caption=escape_latex(caption), label=label,
-                       note=f"\\plnote{{{note}}}")
+                       note=note)
 
 
 def anova_tex(result: FactorialResult, *, caption: str, label: str) -> str:
@@ -171,7 +171,7 @@ def anova_tex(result: FactorialResult, *, caption: str, label: str) -> str:
     body = pd.DataFrame(rows).to_latex(index=False, escape=False, column_format="lrrrr")
     note = escape_latex(f"{result.anova.attrs['anova_type']}; n = {len(result.data)} samples. The residual row has "
                         "no F, p or partial eta squared (--): it is what the terms are tested against.")
-    return float_table(body.strip(), caption=escape_latex(caption), label=label, note=f"\\plnote{{{note}}}")
+    return float_table(body.strip(), caption=escape_latex(caption), label=label, note=note)
 
 
 def _panels(result: FactorialResult, panel: str | None) -> list[str | None]:

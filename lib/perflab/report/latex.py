@@ -180,13 +180,15 @@ def row_parts(df: pd.DataFrame, *, caption: str, label: str, size: int = ROWS_PE
 def float_table(body: str, *, caption: str, label: str, note: str = "", column_sets: Sequence[str] = ()) -> str:
     """A generated table around the tabular ``body`` (LaTeX as given, like ``caption`` and ``note``).
 
-    The tabular is set at its own size, never shrunk below the body font; ``\\plfloat``
+    ``note`` is set under the tabular as a footnote-size paragraph (``\\plnote``). The
+    tabular is set at its own size, never shrunk below the body font; ``\\plfloat``
     (``paper/perflab.sty``) puts it in a ``table`` when it fits the text width, else in a
     ``sidewaystable`` (caption and note turned with it). ``column_sets`` (the same table split
     into narrower tabulars, stacked on the sideways page) are used only when it is wider than the
     page even sideways.
     """
     sets = "\\par\\medskip\n".join(f"\\begin{{plfit}}{s}\\end{{plfit}}" for s in column_sets)
+    note = f"\\plnote{{{note}}}" if note else ""
     return (f"\\begin{{lrbox}}{{\\pltabbox}}{body}\\end{{lrbox}}%\n"
             f"\\plfloat{{\\caption{{{caption}}}\\label{{{label}}}}}\n"
             f"{{{note}}}\n{{{sets}}}\n")
@@ -215,4 +217,4 @@ def latex_table(df: pd.DataFrame, *, caption: str, label: str, notes: Sequence[s
     esc = escape_latex if escape else str
     sets = [tabular(df[list(cols)], escape=escape, align=align) for cols in column_sets]
     return float_table(tabular(df, column_format=column_format, escape=escape, align=align), caption=esc(caption),
-                       label=label, note="\\plnote{" + " ".join(notes) + "}" if notes else "", column_sets=sets)
+                       label=label, note=" ".join(notes), column_sets=sets)
