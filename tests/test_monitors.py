@@ -85,7 +85,9 @@ def test_monitoring_stops_the_monitor_when_the_sample_fails(local):
         with monitors.monitoring([local], name) as outputs:
             assert _running(name)
             raise RuntimeError("sample failed")
-    assert "sar.json" in outputs[local.name]
+    # the stop ran and returned the monitor's files (sar.json only when sadc had written its first record:
+    # on a busy machine the failure can come before sadc created its file)
+    assert outputs[local.name]["proc-before.txt"].startswith("==> /proc/uptime <==")
     assert _running(name) == []
 
 
