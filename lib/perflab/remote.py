@@ -64,15 +64,21 @@ def halt_group(pidfile: str, *, grace: float = 2.0) -> str:
 def sweep(variable: str, value: str, *, own_netns: bool = False) -> str:
     """Shell lines that KILL every process whose environment holds ``variable=value``; prints "pid command" each.
 
+    They return once the killed processes are gone (exited: reaped or a zombie), or after 2 s per process.
+
     ``own_netns`` spares processes of other network namespaces (the lab's other hosts, which share the kernel).
     """
     match = shlex.quote(f"{variable}={value}")
     here = "n=$(readlink /proc/$$/ns/net); " if own_netns else ""
     same = "[ \"$(readlink /proc/$p/ns/net)\" = \"$n\" ] || continue; " if own_netns else ""
-    return (f"{here}for f in $(grep -lzx {match} /proc/[0-9]*/environ 2>/dev/null); do p=${{f#/proc/}}; "
+    # KILL is delivered asynchronously: wait (up to 2 s each) until the killed have exited, so that the
+    # next command on the host never sees them running
+    return (f"{here}k=; for f in $(grep -lzx {match} /proc/[0-9]*/environ 2>/dev/null); do p=${{f#/proc/}}; "
             f"p=${{p%/environ}}; kill -0 \"$p\" 2>/dev/null || continue; {same}"
             f"c=$(tr '\\0' ' ' < /proc/$p/cmdline 2>/dev/null); "
-            f"kill -KILL \"$p\" 2>/dev/null && echo \"$p $c\"; done; true")
+            f"kill -KILL \"$p\" 2>/dev/null && echo \"$p $c\" && k=\"$k $p\"; done; "
+            f"for p in $k; do i=0; while [ $i -lt 100 ] && [ -r /proc/$p/status ] && "
+            f"! grep -q '^State:[[:space:]]*Z' /proc/$p/status 2>/dev/null; do sleep 0.02; i=$((i+1)); done; done; true")
 
 
 class HostError(RuntimeError):
