@@ -80,9 +80,9 @@ def _lab(args: argparse.Namespace) -> int:
 def _plan(args: argparse.Namespace) -> int:
     campaign = campaign_mod.load(args.campaign)
     if args.macros:
-        from .report import macros
+        from .report import macros, planned
 
-        out = macros.write(args.macros, runner.planned_values(campaign), inputs=[args.campaign],
+        out = macros.write(args.macros, planned.values(campaign), inputs=[args.campaign],
                            generator="perflab plan --macros")
         print(f"planned values: {out}")
         return 0
@@ -125,7 +125,7 @@ def _plan(args: argparse.Namespace) -> int:
     if args.check:
         from . import preflight, remote
 
-        entries = lab.resolve_inventory(args.inventory, hosts=max(2, len(campaign.involved())))
+        entries = lab.resolve_inventory(args.inventory, hosts=campaign.lab_hosts())
         with remote.connect(entries, campaign.involved()) as hosts:
             problems = preflight.check(campaign, hosts)
         for p in problems:
@@ -165,8 +165,7 @@ def _studies(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     campaign = campaign_mod.load(args.campaign)
-    hosts_needed = len(campaign.involved())
-    entries = lab.resolve_inventory(args.inventory, hosts=max(2, hosts_needed))
+    entries = lab.resolve_inventory(args.inventory, hosts=campaign.lab_hosts())
     summary = runner.run(campaign, entries, args.raw, limit=args.limit)
     for note in summary.notes:
         print(f"note: {note}")
@@ -180,7 +179,7 @@ def _pilot(args: argparse.Namespace) -> int:
 
     campaign = campaign_mod.load(args.campaign)
     pilot.pilot_campaign(campaign, args.repetitions)
-    entries = lab.resolve_inventory(args.inventory, hosts=max(2, len(campaign.involved())))
+    entries = lab.resolve_inventory(args.inventory, hosts=campaign.lab_hosts())
     table = pilot.run(campaign, entries, args.raw, repetitions=args.repetitions, metric=args.metric,
                       halfwidth=args.halfwidth / 100)
     print(pilot.format_table(table, list(campaign.factors)))

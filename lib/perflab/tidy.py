@@ -26,6 +26,7 @@ import pyarrow.csv
 import pyarrow.parquet
 
 from . import __version__, fingerprint, records, store, tools
+from .campaign import from_doc
 from .files import atomic_write
 from .tools import procfs
 from .tools.base import Measurement, ParseError
@@ -277,10 +278,15 @@ def write(raw_dir: str | Path, out_dir: str | Path) -> dict[str, Path]:
                           "samples": int(df["run_id"].nunique()) if len(df) else 0,
                           "quarantined": len(quarantine)},
                "parsers": {t: int(v) for t, v in df.groupby("tool")["parser_version"].first().items()} if len(df) else {},
-               "planned": records.read_campaign(raw_dir / "campaign.json").planned,
+               "planned": _planned(records.read_campaign(raw_dir / "campaign.json")),
                "host_fact_differences": [d["text"] for d in fact_differences(raw_dir)]}
     atomic_write(paths["lineage"], lambda p: p.write_text(json.dumps(lineage, indent=1) + "\n"))
     return paths
+
+
+def _planned(record: records.CampaignRecord) -> dict[str, Any]:
+    """What the campaign recorded in ``record`` planned (:meth:`perflab.campaign.Campaign.planned`)."""
+    return from_doc(record.spec, record.source).planned()
 
 
 def csv_bytes(table: pd.DataFrame | pa.Table) -> bytes:

@@ -44,13 +44,13 @@ from .. import __version__, design, records
 from ..inventory import HostEntry
 from ..campaign import Campaign
 from ..store import RawStore
-from .plan import (FINGERPRINT_SECONDS, MONITOR_SECONDS, SETTLE_POLL_SECONDS, STARTUP_SECONDS, plan, planned_values,
+from .plan import (FINGERPRINT_SECONDS, MONITOR_SECONDS, SETTLE_POLL_SECONDS, STARTUP_SECONDS, plan,
                    sample_timeout)
 from .outcome import RunnerError, Summary
 from .progress import Progress, format_duration
 
 __all__ = ["FINGERPRINT_SECONDS", "MONITOR_SECONDS", "SETTLE_POLL_SECONDS", "STARTUP_SECONDS", "RunnerError", "Summary",
-           "format_duration", "plan", "planned_values", "run", "sample_timeout"]
+           "format_duration", "plan", "run", "sample_timeout"]
 
 
 def run(spec: Campaign, entries: Mapping[str, HostEntry], raw_root: str | Path, *,

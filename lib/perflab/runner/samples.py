@@ -12,7 +12,8 @@ from .. import __version__, design, monitors, preflight, records, settle, tools
 from ..inventory import HostEntry
 from ..ledger import Ledger
 from ..remote import HostError, Hosts, connect
-from ..campaign import Campaign, fill
+from ..campaign import Campaign
+from ..campaign_values import fill
 from ..store import RawStore
 from ..tools.base import ParseError
 from .measured import Measured, build, run_waves

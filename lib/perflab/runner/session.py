@@ -9,9 +9,10 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence, TypeVar
 
-from .. import __version__, design, fingerprint, records
+from .. import __version__, fingerprint, records
 from ..remote import CONNECT_TIMEOUT, Host, HostError, HostLost, Result, Service
-from ..campaign import Campaign, Step, fill
+from ..campaign import Campaign, Cell, Step
+from ..campaign_values import fill
 from ..store import RawStore
 from .outcome import RunnerError
 from .progress import Progress
@@ -134,13 +135,13 @@ class Cells:
     """
 
     def __init__(self, spec: Campaign, hosts: Mapping[str, Host], store: RawStore) -> None:
-        self.spec, self.hosts, self.store, self.current = spec, hosts, store, None  # type: design.Cell | None
+        self.spec, self.hosts, self.store, self.current = spec, hosts, store, None  # type: Cell | None
         #: The ``verify/`` record of the current cell's setup checks (None: it has none).
         self.verified: str | None = None
         #: False while the current cell's setup has not completed (a lost host interrupted it).
         self.ready = False
 
-    def _steps(self, steps: tuple[Step, ...], cell: design.Cell, kind: str) -> str | None:
+    def _steps(self, steps: tuple[Step, ...], cell: Cell, kind: str) -> str | None:
         """Run ``steps`` and their checks; return the path of the stored checks (None without checks)."""
         values = cell_values(self.spec, self.hosts, cell.levels)
         now, group = time.time(), "" if self.spec.group is None else f"-g{self.spec.group}"
@@ -172,7 +173,7 @@ class Cells:
                     levels=dict(cell.levels), group=self.spec.group, checks=checks).to_json())
         return path if checks else None
 
-    def enter(self, cell: design.Cell) -> None:
+    def enter(self, cell: Cell) -> None:
         """Leave the current cell (teardown) unless it is ``cell``, then set ``cell`` up.
 
         A setup that a lost host interrupted runs again, whole, when the cell is entered again.

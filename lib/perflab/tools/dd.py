@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
-from .base import Command, Measurement, Rows, Tool, quantity, search
+from .base import Command, Measurement, Param, Rows, Tool, quantity, search
 
 _RESULT = re.compile(r"^(?P<bytes>\d+) (?:bytes?|bytes? \(.*?\)) .*?, (?P<elapsed>\d+(?:[.,]\d+)?(?:e-?\d+)?) s, "
                      r"(?P<rate>\d+(?:[.,]\d+)?) (?P<unit>[kKMGTP]?i?B/s)\s*$", re.MULTILINE)
@@ -31,6 +31,15 @@ class Dd(Tool):
     primary_metric = "throughput_computed"
     debian_packages = ("coreutils",)
     version_command = ("dd", "--version")
+    params = (
+        Param("of", "write-path", None, "", "the file or device dd writes (required)"),
+        Param("if", "path", "/dev/zero", "", "the file dd reads"),
+        Param("bs", "size", "512", "byte", "bytes per read and write"),
+        Param("count", "int", 1, "", "blocks to copy"),
+        Param("oflag", "word", None, "", "output flags, e.g. direct or dsync"),
+        Param("iflag", "word", None, "", "input flags"),
+        Param("conv", "word", None, "", "conversions, e.g. fdatasync"),
+    )
 
     def commands(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> list[Command]:
         """``dd if=... of=... bs=... count=... [oflag=...]``."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
-from .base import Command, Measurement, ParseError, Rows, Tool, seconds
+from .base import Command, Measurement, Param, ParseError, Rows, Tool, seconds
 
 _RTT = re.compile(r"(?:(?:rtt|round-trip) )?min/avg/max/(?:mdev|stddev) = (?P<min>[\d.]+)/(?P<avg>[\d.]+)/"
                   r"(?P<max>[\d.]+)/(?P<mdev>[\d.]+) (?P<unit>\w+)")
@@ -32,6 +32,12 @@ class Ping(Tool):
     roles = ("client", "server")
     debian_packages = ("iputils-ping",)
     version_command = ("ping", "-V")
+    params = (
+        Param("count", "int", 10, "", "echo requests to send (-c)"),
+        Param("interval", "number", 1, "s", "seconds between requests (-i)"),
+        Param("size", "int", 56, "byte", "payload bytes per request (-s)"),
+        Param("deadline", "number", None, "s", "stop after this many seconds whatever the count (-w)"),
+    )
 
     def commands(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> list[Command]:
         """``ping -c COUNT [-i I] [-s SIZE] [-w DEADLINE] SERVER`` on the client."""

@@ -18,7 +18,7 @@ from typing import Any, Mapping
 
 import yaml
 
-from .base import Command, Measurement, ParseError, Rows, Tool
+from .base import Command, Measurement, Param, ParseError, Rows, Tool
 
 #: YAML key -> (metric, unit).
 YAML_METRICS = {
@@ -41,6 +41,13 @@ class StressNg(Tool):
     parser_version = 1
     debian_packages = ("stress-ng",)
     version_command = ("stress-ng", "--version")
+    params = (
+        Param("stressors", "options", {"cpu": 1}, "", "stressor -> instances (0: one per CPU)",
+              programs=frozenset({"exec", "spawn"})),
+        Param("duration", "number", 10, "s", "how long the stressors run (--timeout)"),
+        Param("vm_bytes", "size", None, "byte", "bytes each vm stressor allocates (--vm-bytes)"),
+        Param("options", "options", None, "", "any other stress-ng option -> value", programs=frozenset({"job"})),
+    )
 
     def commands(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> list[Command]:
         """One timed stress-ng run with the requested stressors."""
