@@ -39,6 +39,7 @@ from typing import Any, Mapping
 
 from .. import paths
 from .base import Command, Measurement, Param, ParseError, Rows, Tool, extract_json, search
+from .fio import PROGRAM_OPTIONS
 
 PROTOCOLS = {"aoe": "vblade", "iscsi": "tgtd", "nbd": "nbdkit"}
 RWS = ("read", "write", "randread", "randwrite")
@@ -179,6 +180,10 @@ def job_options(path: str) -> list[str]:
         if owned:
             raise ValueError(f"blockproto parameter jobfile: {path}: [{section}] sets {', '.join(owned)}; the "
                              "adapter sets these, remove them from the job file")
+        programs = sorted({o.split("=")[0] for o in PROGRAM_OPTIONS} & set(parser[section]))
+        if programs:
+            raise ValueError(f"blockproto parameter jobfile: {path}: [{section}] sets {', '.join(programs)}, which "
+                             "runs a program; a job file may not")
         argv += [] if section == "global" else [f"--name={section}"]
         argv += [f"--{key}" if value is None else f"--{key}={value}" for key, value in parser[section].items()]
     if not any(a.startswith("--name=") for a in argv):
