@@ -45,7 +45,7 @@ rule tidy:
     log:
         "logs/tidy/{campaign}.log",
     shell:
-        "perflab tidy data/raw/{wildcards.campaign} --out data/processed > {log} 2>&1 || {{ cat {log}; exit 1; }}"
+        "perflab tidy data/raw/{wildcards.campaign} --out data/processed --csv > {log} 2>&1 || {{ cat {log}; exit 1; }}"
 
 
 def _study(analysis):
