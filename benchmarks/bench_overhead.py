@@ -9,7 +9,9 @@
   over the floor with the leanest settings, <= 5 ms with the defaults);
 - one command through perflab's persistent shell (with and without its timeout) against the same
   connection's plain shell (target: <= 2 ms over it);
-- the duration perflab records for a 200 ms command against 200 ms (target: within 1 ms).
+- the duration perflab records for a 200 ms command (``meta.json``'s ``duration``, taken on the
+  host; the controller's ``ended - started`` where there is none) against 200 ms (target:
+  within 1 ms).
 
 Each comparison is interleaved: round i runs every variant once, in a rotating order, so a busy
 machine slows them alike.
@@ -185,7 +187,7 @@ def _recorded_error(entries: Mapping[str, inventory.HostEntry], n: int = 10) -> 
         c = _campaign(Path(tmp), "duration", lean=True, seconds=0.2, n=n)
         runner.run(c, entries, Path(tmp) / "raw", stream=io.StringIO())
         metas = [read_sample(p) for p in (Path(tmp) / "raw/duration/samples").glob("*/meta.json")]
-    return [(m.commands[0]["ended"] - m.commands[0]["started"] - 0.2) * 1e3 for m in metas]
+    return [(c.get("duration", c["ended"] - c["started"]) - 0.2) * 1e3 for c in (m.commands[0] for m in metas)]
 
 
 def results() -> list[Result]:

@@ -68,6 +68,12 @@ def test_output_bytes_and_exit_status_come_back_verbatim(agent):
     assert (again.out, again.err, again.exit_code) == (b"second\n", b"", 0), "one command's reply never leaks into the next"
 
 
+def test_no_command_line_holds_the_command_text(agent):
+    reply = agent.run("pgrep -f 'unlikely-text-4711' || echo none")
+    assert reply.out == b"none\n", "pgrep found the shell running the command"
+    assert agent.run('printf %s "${PERFLAB_COMMAND-unset}"').out == b"unset"
+
+
 def test_a_value_in_the_environment_is_never_run(agent, tmp_path):
     canary = tmp_path / "canary"
     value = f"$(touch {canary}); `touch {canary}`; touch {canary}"
@@ -94,6 +100,15 @@ def test_processes_that_left_the_group_die_with_a_timed_command(agent):
     assert _tagged(tag) == [], "the sweep killed the escaped sleep before the reply"
 
 
+def test_a_child_left_in_the_background_does_not_hold_the_reply(agent):
+    reply = agent.run("sleep 300 & echo $!")
+    pid = int(reply.out)
+    try:
+        assert reply.exit_code == 0 and reply.seconds < 300
+    finally:
+        os.kill(pid, 9)
+
+
 def test_the_duration_is_the_commands_own_on_the_host(agent):
     start = time.perf_counter()
     reply = agent.run("sleep 0.2")
@@ -110,3 +125,24 @@ def test_this_machine_runs_the_same_code_in_process(tmp_path):
     reply = executor.run_here('printf %s "$V"; exit 5', env={"V": "a b"})
     assert (reply.out, reply.exit_code) == (b"a b", 5)
     assert executor.run_here("sleep 30", timeout=0.2).exit_code == executor_timeout()
+
+
+CGROUP2 = next((d for d in (Path("/sys/fs/cgroup"), Path("/sys/fs/cgroup/unified"))
+                if (d / "cgroup.controllers").exists()), None)
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or CGROUP2 is None, reason="needs root and the cgroup2 hierarchy")
+def test_nothing_a_command_starts_leaves_its_cgroup(agent):
+    own = CGROUP2 / Path("/proc/self/cgroup").read_text().split("0::", 1)[1].split("\n")[0].strip().lstrip("/")
+    base = own / f"perflab-test-{os.getpid()}"
+    scope = base / "c-1"
+    try:
+        reply = agent.run("env -i setsid sleep 301.5 </dev/null >/dev/null 2>&1 & echo $!", cgroup=str(scope))
+        pid = int(reply.out)
+        assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1][:3], \
+            "a process that dropped its environment and session outlived its cgroup"
+        assert not scope.exists(), "the command's cgroup is removed"
+    finally:
+        for d in (scope, base):
+            if d.exists():
+                d.rmdir()

@@ -13,7 +13,7 @@ returns None when the host has none, and the caller keeps the shell executor. On
 (the ``localhost`` inventory) :func:`run_here` runs the same code in-process.
 
 Protocol, one request at a time: the controller writes one JSON line ``{"line", "timeout",
-"kill_after", "env", "tag"}``; the agent answers ``__PERFLAB_AGENT__ <rc> <n_out> <n_err>
+"kill_after", "env", "tag", "cgroup"}``; the agent answers ``__PERFLAB_AGENT__ <rc> <n_out> <n_err>
 <seconds>`` on a line of its own, then the ``n_out`` bytes of stdout and ``n_err`` of stderr,
 verbatim. The agent says ``__PERFLAB_AGENT__ ready 1`` once when it starts.
 """
@@ -79,7 +79,7 @@ class Agent:
             return False
 
     def run(self, line: str, *, timeout: float | None = None, kill_after: float = 5.0,
-            env: Mapping[str, str] | None = None, tag: str | None = None,
+            env: Mapping[str, str] | None = None, tag: str | None = None, cgroup: str | None = None,
             reply_deadline: float | None = None) -> Reply:
         """Run ``line`` with ``sh -c`` on the host and return its :class:`Reply`.
 
@@ -87,9 +87,11 @@ class Agent:
         KILL after ``kill_after``; exit status 124, or 137 when KILL was needed); ``env``: added
         to the command's environment (values never enter the command text); ``tag``: the
         command's ``PERFLAB_TAG``, whose processes are killed when a timed command ends;
-        ``reply_deadline``: seconds to wait for the reply before raising ``TimeoutError``.
+        ``cgroup``: a cgroup directory made for the command, joined before it runs, and killed and
+        removed when it ends (:mod:`perflab.registry`); ``reply_deadline``: seconds to wait for the reply before raising ``TimeoutError``.
         """
-        request = {"line": line, "timeout": timeout, "kill_after": kill_after, "env": dict(env or {}), "tag": tag}
+        request = {"line": line, "timeout": timeout, "kill_after": kill_after, "env": dict(env or {}), "tag": tag,
+                   "cgroup": cgroup}
         self.chan.sendall(json.dumps(request).encode() + b"\n")
         deadline = None if reply_deadline is None else time.monotonic() + reply_deadline
         header = self._line(deadline)
@@ -113,10 +115,10 @@ def command() -> str:
 
 
 def run_here(line: str, *, timeout: float | None = None, kill_after: float = 5.0,
-             env: Mapping[str, str] | None = None, tag: str | None = None) -> Reply:
+             env: Mapping[str, str] | None = None, tag: str | None = None, cgroup: str | None = None) -> Reply:
     """Run ``line`` on this machine as the agent would on a host (the ``localhost`` inventory)."""
     rc, out, err, seconds = agent_program.run({"line": line, "timeout": timeout, "kill_after": kill_after,
-                                               "env": dict(env or {}), "tag": tag})
+                                               "env": dict(env or {}), "tag": tag, "cgroup": cgroup})
     return Reply(out, err, rc, seconds)
 
 
