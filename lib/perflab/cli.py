@@ -187,7 +187,7 @@ def _pilot(args: argparse.Namespace) -> int:
 
 
 def _tidy(args: argparse.Namespace) -> int:
-    paths = tidy.write(args.raw_dir, args.out)
+    paths = tidy.write(args.raw_dir, args.out, csv=args.csv)
     for kind, path in paths.items():
         print(f"{kind}: {path}")
     return 0
@@ -332,6 +332,8 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
     tp = sub.add_parser("tidy", help="parse a campaign's raw data into a tidy table")
     tp.add_argument("raw_dir", help="data/raw/<campaign>")
     tp.add_argument("--out", default="data/processed", help="output directory (default data/processed)")
+    tp.add_argument("--csv", action="store_true",
+                    help="also write the CSV mirror <campaign>.csv for reviewers (the pipeline does)")
     tp.set_defaults(func=_tidy)
 
     vp = sub.add_parser(
