@@ -167,3 +167,91 @@ def test_a_service_whose_port_another_process_holds_is_refused_not_measured(lab,
     finally:
         hosts["h2"].stop(squatter)
     assert not (tmp_path / "raw" / "squatted" / "samples").exists()
+
+
+def _probe_campaign(tmp_path, name: str, level: str, repetitions: int):
+    """A localhost campaign of the test-only probe tool: one cell (its level ``level``), ``repetitions`` samples."""
+    from helpers import load_campaign
+    return load_campaign(f"campaign: {name}\nbenchmark: {{tool: probe, params: {{cmd: 'echo 1'}}}}\n"
+                         f"hosts: {{client: h1}}\nfactors: {{x: [{level}]}}\nrepetitions: {repetitions}\n"
+                         "warmups: 0\nseed: 7\nmonitors: false\nfingerprints: false\n", tmp_path)
+
+
+@pytest.fixture()
+def small_disk(tmp_path):
+    """A 70 MiB tmpfs (room for the run's 64 MiB preflight) mounted for the test and unmounted after it."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=70m", "perflab-test", str(mnt)], check=True)
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", str(mnt)], check=True)
+
+
+def _fill(path: Path) -> None:
+    """Write ``path`` until its file system is full (ENOSPC)."""
+    with open(path, "wb", buffering=0) as fh:
+        for size in (1 << 20, 4096, 1):
+            try:
+                while True:
+                    fh.write(b"\0" * size)
+            except OSError as exc:
+                assert exc.errno == 28
+
+
+def test_a_ledger_filled_to_enospc_mid_line_keeps_whole_lines_then_resumes_and_verifies(probe, small_disk, tmp_path):
+    from perflab import design, inventory, runner
+    from perflab.ledger import LedgerError
+    from perflab.records import LedgerEvent
+
+    # Choose the level's length so that after some sample k the ledger's last page has less room than the next
+    # "running" line needs: the disk is then filled, and that line is cut by ENOSPC (tmpfs allocates whole pages).
+    def line(run_id, state):
+        return len(LedgerEvent(t=1795450308.409, run_id=run_id, state=state, attempt=1).to_line())
+    for n in range(1, 120):
+        run_id = design.schedule(_probe_campaign(tmp_path, "full", "a" * n, 1))[0].run_id
+        pair, running = line(run_id, "running") + line(run_id, "done"), line(run_id, "running")
+        k = next((k for k in range(1, 40) if 40 < -(k * pair) % 4096 < running - 40), None)
+        if k:
+            break
+    campaign = _probe_campaign(tmp_path, "full", "a" * n, k + 2)
+    ledger = small_disk / "full" / "ledger.jsonl"
+    filled = []
+
+    def on_sample(_run):
+        if not filled and 0 < -ledger.stat().st_size % 4096 < running:
+            _fill(small_disk / "filler")
+            filled.append(ledger.stat().st_size)
+
+    with pytest.raises(LedgerError) as err:
+        try:
+            runner.run(campaign, inventory.localhost(), small_disk, stream=open(os.devnull, "w"), on_sample=on_sample)
+        finally:
+            assert filled, "the ledger never came near a page's end"
+    assert "the disk is full" in str(err.value) and "\n" not in str(err.value)
+    data = ledger.read_bytes()
+    assert len(data) == filled[0] and data.endswith(b"\n")  # the cut line was taken back whole
+    (small_disk / "filler").unlink()
+    summary = runner.run(campaign, inventory.localhost(), small_disk, stream=open(os.devnull, "w"))
+    assert summary.complete and len(summary.failed) == 0
+    assert store.verify(small_disk / "full") == []
+
+
+def test_a_torn_last_ledger_line_is_cut_recorded_and_the_run_resumes_and_verifies(probe, tmp_path):
+    from perflab import inventory, runner
+    campaign = _probe_campaign(tmp_path, "torn", "a", 4)
+    out = open(os.devnull, "w")
+    runner.run(campaign, inventory.localhost(), tmp_path / "raw", stream=out, limit=2)
+    cdir = tmp_path / "raw" / "torn"
+    whole = (cdir / "ledger.jsonl").read_bytes()
+    with open(cdir / "ledger.jsonl", "ab") as fh:  # what a full disk left with the old writer: half a line
+        fh.write(b'{"t": 1795450308.409, "run_id": "x-r0')
+    summary = runner.run(campaign, inventory.localhost(), tmp_path / "raw", stream=out)
+    assert summary.complete and any("cut 1 torn line(s)" in n for n in summary.notes), summary.notes
+    repair = json.loads(next((cdir / "repairs").glob("ledger-*.json")).read_text())
+    assert repair["cut"] == [{"line": 5, "cut": '{"t": 1795450308.409, "run_id": "x-r0', "kept": None}]
+    assert (cdir / "ledger.jsonl").read_bytes().startswith(whole)
+    assert store.verify(cdir) == []
