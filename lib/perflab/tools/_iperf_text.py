@@ -106,8 +106,24 @@ def text_reports(text: str, *, source: str) -> list[Report]:
         server_report = False
         reports.append(report)
     if not summary_section:
+        _refuse_repeated_finals(reports, source=source)
         _mark_iperf2_finals(reports)
     return reports
+
+
+def _refuse_repeated_finals(reports: list[Report], *, source: str) -> None:
+    """Refuse iperf2 text with two whole-run lines (start 0, same end) of one stream and side: two runs' reports.
+
+    An interval as long as the run ends earlier than the run's final line (which includes the drain).
+    """
+    seen: set[tuple[str, bool, float]] = set()
+    for report in reports:
+        if report.start == 0:
+            key = (report.stream, report.receiver, report.end)
+            if key in seen:
+                raise ParseError(source, "one final line per stream (one run's output)",
+                                 f"two [{report.stream}] lines over 0-{report.end:g} s: two runs' outputs concatenated?")
+            seen.add(key)
 
 
 def _mark_iperf2_finals(reports: list[Report]) -> None:
@@ -265,3 +281,19 @@ def _report_rows(report: Report, rows: Rows, **dims: object) -> None:
         rows.add("packets", report.packets, "packet", "Total column", **dims)
         loss = 100.0 * report.lost / report.packets if report.packets else None
         rows.add("loss", loss, "%", "Lost/Total", **dims)
+
+
+def require_sum(reports: list[Report], *, source: str) -> None:
+    """Refuse iperf2 output of several streams (``-P`` > 1) without its final ``[SUM]`` line.
+
+    The streams' own lines do not add up to the run's rate when they ended at different
+    times; iperf2 prints the aggregate itself, and an output without it was cut or edited.
+    """
+    streams = {(r.stream, r.receiver) for r in reports if r.final and not r.is_sum}
+    sides = {receiver for _, receiver in streams}
+    for side in sides:
+        if sum(1 for _, receiver in streams if receiver == side) > 1 and not any(
+                r.is_sum and r.final and r.receiver == side for r in reports):
+            raise ParseError(source, "iperf2's final [SUM] line for a run of several streams (-P > 1)",
+                             f"{sum(1 for _, receiver in streams if receiver == side)} streams' final lines and no "
+                             "[SUM] line (output cut or edited?)")
