@@ -286,14 +286,14 @@ def _report_rows(report: Report, rows: Rows, **dims: object) -> None:
 def require_sum(reports: list[Report], *, source: str) -> None:
     """Refuse iperf2 output of several streams (``-P`` > 1) without its final ``[SUM]`` line.
 
-    The streams' own lines do not add up to the run's rate when they ended at different
-    times; iperf2 prints the aggregate itself, and an output without it was cut or edited.
+    iperf2 prints the run's aggregate after every stream's final line; without it (cut or
+    edited output) the last interval's ``[SUM]`` would pass for the run's.
     """
-    streams = {(r.stream, r.receiver) for r in reports if r.final and not r.is_sum}
-    sides = {receiver for _, receiver in streams}
-    for side in sides:
-        if sum(1 for _, receiver in streams if receiver == side) > 1 and not any(
-                r.is_sum and r.final and r.receiver == side for r in reports):
-            raise ParseError(source, "iperf2's final [SUM] line for a run of several streams (-P > 1)",
-                             f"{sum(1 for _, receiver in streams if receiver == side)} streams' final lines and no "
-                             "[SUM] line (output cut or edited?)")
+    for side in (False, True):
+        finals = [i for i, r in enumerate(reports) if r.final and not r.is_sum and r.receiver == side]
+        if len({reports[i].stream for i in finals}) < 2:
+            continue
+        if not any(r.is_sum and r.final and r.receiver == side for r in reports[max(finals) + 1:]):
+            raise ParseError(source, "iperf2's final [SUM] line for a run of several streams (-P > 1), after the "
+                             "streams' final lines", f"{len(finals)} streams' final lines and no [SUM] line after "
+                             "them (output cut or edited?)")
