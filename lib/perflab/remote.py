@@ -424,7 +424,9 @@ class Host:
         per process killed (none when everything was stopped in order)."""
         if not self.cgroup:
             return []
-        res = self.run(registry.kill(self.cgroup, report=True), timeout=30, tagged=False)
+        parent = shlex.quote(self.cgroup.rsplit("/", 1)[0])  # perflab-<owner>, removed once no host uses it
+        res = self.run(f"{registry.kill(self.cgroup, report=True)}; rmdir {parent} 2>/dev/null; true", timeout=30,
+                       tagged=False)
         self.cgroup = None
         return [line for line in res.stdout.splitlines() if line.strip()]
 
