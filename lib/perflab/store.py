@@ -444,8 +444,13 @@ def read_manifest(campaign_dir: str | Path) -> dict[str, str]:
     return dict(manifest_lines(campaign_dir))
 
 
-def verify(campaign_dir: str | Path) -> list[str]:
+def verify(campaign_dir: str | Path, *, hashed: Mapping[str, str] | None = None,
+           schedule: list[str] | None = None) -> list[str]:
     """Check raw files against the manifest, and schedule, manifest, ledger and samples against each other.
+
+    ``hashed`` maps manifest paths to the SHA-256 of the bytes a caller has already read
+    (``perflab tidy`` hashes what it parses, so each raw file is read once); those files are
+    not read again; ``schedule`` is the campaign record's, when the caller has read it.
 
     Returns the problems (empty when intact): altered, missing or unlisted files, a manifest
     path outside the campaign directory (refused, never read), a path listed twice (written
@@ -456,13 +461,14 @@ def verify(campaign_dir: str | Path) -> list[str]:
     listed = dict(lines)
     problems = []
     inside = os.path.realpath(cdir)
+    hashed = hashed or {}
     for name, digest in listed.items():
         path = os.path.realpath(cdir / name)
         if Path(name).is_absolute() or ".." in Path(name).parts or os.path.commonpath([inside, path]) != inside:
             problems.append(f"{name}: a manifest path outside the campaign directory; refused, not read")
             continue
         try:
-            altered = sha256_file(path) != digest
+            altered = (hashed.get(name) or sha256_file(path)) != digest
         except FileNotFoundError:
             problems.append(f"{name}: listed in the manifest but missing")
             continue
@@ -472,7 +478,7 @@ def verify(campaign_dir: str | Path) -> list[str]:
     counts = Counter(name for name, _ in lines)
     problems += [f"{name}: listed {n} times in the manifest (written again after it was deleted?)"
                  for name, n in counts.items() if n > 1]
-    return problems + _ledger_problems(cdir)
+    return problems + _ledger_problems(cdir, _schedule(cdir) if schedule is None else schedule)
 
 
 def _stored(cdir: Path, kind: str) -> set[str]:
@@ -487,7 +493,7 @@ def _schedule(cdir: Path) -> list[str]:
     return records.read_campaign(path).schedule if path.exists() else []
 
 
-def _ledger_problems(cdir: Path) -> list[str]:
+def _ledger_problems(cdir: Path, schedule: list[str]) -> list[str]:
     """Schedule, samples, failed attempts and ledger events against each other.
 
     Finds a missing ledger of a campaign that plans runs; a sample the ledger says is done but
@@ -497,7 +503,7 @@ def _ledger_problems(cdir: Path) -> list[str]:
     event although runs after it in the schedule (of its group) were measured: the runner
     measures in schedule order, so such a hole is a sample deleted with its ledger lines.
     """
-    path, schedule = cdir / LEDGER, _schedule(cdir)
+    path = cdir / LEDGER
     samples, failed_dirs = _stored(cdir, "samples"), _stored(cdir, "failed")
     if not path.exists():
         if schedule:
