@@ -61,9 +61,9 @@ class _Checker:
             if name not in named:
                 self.add(("text", i), f"{name} names no factor or parameter of this campaign; remove it")
         for name in sorted(self.text):
-            if self.tool.param(name) is not None:
+            if (param := self.tool.param(name)) is not None:
                 self.add(("text",), f"{name} is a parameter of {self.tool.name}; a tool parameter reaches the tool's "
-                                    f"command line, so it takes {PARAM_TYPES[self.tool.param(name).type]}, not text")
+                                    f"command line, so it takes {PARAM_TYPES[param.type]}, not text")
         for i, name in enumerate(self.doc.get("programs", [])):
             if not any(name == p.name or name in p.programs for p in self.tool.params if p.programs):
                 self.add(("programs", i), f"{name!r} is no {self.tool.name} parameter or option that runs a program "
