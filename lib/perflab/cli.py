@@ -37,7 +37,8 @@ PLUGINS = ("perflab.stats.cli", "perflab.tools.cli")
 
 #: Errors a user can fix, as module -> class name: printed in one line, not as a traceback.
 USER_ERRORS = {"perflab.yamlfile": "SpecError", "perflab.lab": "LabError", "perflab.runner": "RunnerError",
-               "perflab.inventory": "InventoryError", "perflab.store": "StoreError", "perflab.tidy": "TidyError"}
+               "perflab.inventory": "InventoryError", "perflab.store": "StoreError", "perflab.tidy": "TidyError",
+               "perflab.ledger": "LedgerError"}
 
 
 def _lab(args: argparse.Namespace) -> int:
@@ -460,7 +461,10 @@ def main(argv: list[str] | None = None) -> int:
         # stdout at /dev/null so that the interpreter's final flush does not raise again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141  # 128 + SIGPIPE, what a shell reports for a command stopped by a closed pipe
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
+        if str(exc):  # the runner's own account of a stop (perflab.runner.Stopped): what was stopped, how to resume
+            print(f"perflab {args.command}: {exc}", file=sys.stderr)
+            return getattr(exc, "exit_code", 130)
         print(f"perflab {args.command}: interrupted; services, neighbour loads and monitors were stopped "
               "and stored samples are kept; rerun the same command to resume", file=sys.stderr)
         return 130

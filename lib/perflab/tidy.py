@@ -60,16 +60,16 @@ def frame(raw_dir: str | Path, *, verify: bool = True) -> tuple[pd.DataFrame, pd
         df, quarantine = _parse(raw_dir, reader)
     except Exception:
         if verify:  # a damaged raw file is named as such, not by the error it caused
-            _verified(raw_dir, reader.hashed)
+            _verified(raw_dir, reader)
         raise
     if verify:  # after parsing, from the same bytes: nothing is returned unless every file matched
-        _verified(raw_dir, reader.hashed)
+        _verified(raw_dir, reader)
     return df, quarantine
 
 
-def _verified(raw_dir: Path, hashed: dict[str, str]) -> None:
-    """Raise :class:`TidyError` unless the campaign matches its manifest (``hashed``: digests already taken)."""
-    problems = store.verify(raw_dir, hashed=hashed)
+def _verified(raw_dir: Path, reader: "RawReader") -> None:
+    """Raise :class:`TidyError` unless the campaign matches its manifest (with the digests and schedule ``reader`` took)."""
+    problems = store.verify(raw_dir, hashed=reader.hashed, schedule=reader.schedule)
     if problems:
         raise TidyError(f"{raw_dir}: raw data does not match {store.MANIFEST}:\n  " + "\n  ".join(problems[:20])
                         + "\nRestore the original files (raw data is never edited) before analysing.")
@@ -82,6 +82,8 @@ class RawReader:
         self.raw_dir = raw_dir
         #: Manifest path (relative to the campaign) -> SHA-256 of the bytes read.
         self.hashed: dict[str, str] = {}
+        #: The campaign record's schedule, once read (so the manifest check does not read it again).
+        self.schedule: list[str] | None = None
 
     def text(self, path: Path) -> str:
         """The file at ``path`` (inside the campaign) as text; raises ``FileNotFoundError`` when absent."""
@@ -93,6 +95,7 @@ class RawReader:
 def _parse(raw_dir: Path, reader: RawReader) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The tidy rows and quarantined samples of the campaign at ``raw_dir``, every file read through ``reader``."""
     campaign = records.read_campaign(raw_dir / "campaign.json", reader.text(raw_dir / "campaign.json"))
+    reader.schedule = campaign.schedule
     factors = list(campaign.spec["factors"])
     batch = _Batch()
     tables: list[pa.Table] = []

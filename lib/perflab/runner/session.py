@@ -4,6 +4,7 @@ the host fingerprints around each block, and reconnecting a host that went away.
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import time
 from dataclasses import dataclass
@@ -86,6 +87,25 @@ class Background:
                     raise RunnerError(f"host {want.host}: {want.name} `{want.line}` exited although its readiness "
                                       f"check passed (another process answers for it?); its output: "
                                       f"{log.strip()[:400] or '(none)'}")
+                for port in map(int, _PORT.findall(want.ready)):  # the port it checks must be the service's own
+                    if holder := host.port_holder(self.running[want.key][1], port):
+                        self._stop(want.key)
+                        raise RunnerError(f"host {want.host}: {want.name} `{want.line}`: its readiness check passed "
+                                          f"on port {port}, but {holder} holds that port, not the service; stop that "
+                                          f"process (or use another port), then rerun to resume")
+
+    def check(self) -> None:
+        """Raise :class:`RunnerError` when a process started here has exited since (checked before every sample)."""
+        by_host: dict[str, list[tuple[Want, Service]]] = {}
+        for want, service in self.running.values():
+            by_host.setdefault(want.host, []).append((want, service))
+        for name, pairs in by_host.items():
+            dead = self.hosts[name].dead([s for _, s in pairs])
+            for want, service in pairs:
+                if service in dead:
+                    log = self._stop(want.key)
+                    raise RunnerError(f"host {name}: {want.name} `{want.line}` exited during the run; its output: "
+                                      f"{log.strip()[:400] or '(none)'}; fix it, then rerun to resume")
 
     def lines(self) -> list[dict[str, str]]:
         """What runs now, for a sample's metadata."""
@@ -283,6 +303,9 @@ class Blocks:
         if not (self.store.dir / path).exists():
             self.store.put_file(path, json.dumps(record, indent=1, default=str) + "\n")
 
+
+#: A TCP port a readiness check tests with ss (``sport = :N``).
+_PORT = re.compile(r"sport\s*=\s*:(\d+)")
 
 T = TypeVar("T")
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from . import _blocks
 from .base import (Command, Measurement, Param, ParseError, Rows, Tool, extract_json, littles_law_ratio, number,
                    require)
 
@@ -91,7 +92,7 @@ class Fio(Tool):
 
     def parse(self, stdout: str, stderr: str = "", *, source: str = "") -> list[Measurement]:
         """Rows per job and direction, per-group summaries, Little's-law ratios, disk use."""
-        doc = extract_json(stdout, source=source)
+        doc = _blocks.one_json(stdout, '"fio version"', source=source)
         jobs = require(doc, "jobs", source=source, where="the fio JSON document")
         if not isinstance(jobs, list) or not jobs:
             raise ParseError(source, "a non-empty 'jobs' list", repr(jobs)[:60])

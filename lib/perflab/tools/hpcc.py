@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
+from . import _blocks
 from .base import Command, Measurement, Param, ParseError, Rows, Tool, search
 
 #: Summary key -> (metric, unit, scale, dims). STREAM rates are 1e9 byte/s (hpcc's "GB/s").
@@ -127,6 +128,8 @@ class Hpcc(Tool):
 
     def parse(self, stdout: str, stderr: str = "", *, source: str = "") -> list[Measurement]:
         """HPL rate and time, STREAM Copy/Scale/Add/Triad (star and single), and the rest."""
+        _blocks.once(stdout, "This is the DARPA/DOE HPC Challenge Benchmark", "Begin of Summary section.",
+                     source=source)
         match = search(_SUMMARY, stdout, source=source,
                        expected="hpcc's 'Begin of Summary section.' ... 'End of Summary section.' block "
                                 "(is this hpccoutf.txt, and did hpcc finish?)")

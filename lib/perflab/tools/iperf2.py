@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from . import _iperf_text
+from . import _blocks, _iperf_text
 from .base import Command, Measurement, Param, Rows, Tool
 
 DEFAULT_PORT = 5001
@@ -83,9 +83,12 @@ class Iperf2(Tool):
             protocol = "udp" if any(r.packets is not None for r in reports) else "tcp"
         else:
             _iperf_text.refuse_other_dialect(stdout, "iperf2", source=source)
+            _blocks.once(stdout, "Client connecting to", "Server listening on", source=source)
             reports = _iperf_text.text_reports(stdout, source=source)
             protocol = _iperf_text.protocol_of(stdout)
         if not reports:
             _iperf_text.raise_no_reports(stdout, stderr, source=source)
+        if not csv:
+            _iperf_text.require_sum(reports, source=source)
         _iperf_text.summarize(reports, protocol, rows)
         return rows

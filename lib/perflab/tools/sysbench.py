@@ -15,10 +15,12 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
+from . import _blocks
 from .base import Command, Measurement, Param, ParseError, Rows, Tool, key_values, quantity, search
 
 _GENERAL = re.compile(r"General statistics:\s*\n\s*total time:\s*(?P<time>[\d.]+)s\s*\n\s*"
                       r"total number of events:\s*(?P<events>\d+)")
+_BANNER = re.compile(r"^sysbench \d", re.M)
 _EPS = re.compile(r"events per second:\s*(?P<eps>[\d.]+)")
 _OPS = re.compile(r"Total operations:\s*(?P<ops>\d+)\s*\(\s*(?P<rate>[\d.]+) per second\)")
 _TRANSFER = re.compile(r"(?P<size>[\d.]+) (?P<unit>[KMGT]iB) transferred \((?P<rate>[\d.]+) (?P<runit>[KMGT]iB)/sec\)")
@@ -58,6 +60,7 @@ class Sysbench(Tool):
 
     def parse(self, stdout: str, stderr: str = "", *, source: str = "") -> list[Measurement]:
         """Events per second, event count, total time, latency summary; memory rates."""
+        _blocks.once(stdout, _BANNER, "General statistics:", source=source)
         general = search(_GENERAL, stdout, source=source,
                          expected="sysbench 1.0's 'General statistics' (total time, total number of events)")
         rows = Rows(source)

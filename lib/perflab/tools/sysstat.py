@@ -24,6 +24,7 @@ from datetime import date, datetime, timedelta
 from statistics import fmean
 from typing import Any, Mapping
 
+from . import _blocks
 from .base import Command, Measurement, Param, ParseError, Rows, Tool, extract_json, require
 
 CPU_FIELDS = {"usr": "usr", "user": "usr", "nice": "nice", "sys": "sys", "system": "sys", "iowait": "iowait",
@@ -145,7 +146,7 @@ def _interval_count(params: Mapping[str, Any]) -> tuple[int, int]:
 
 
 def _host(stdout: str, source: str) -> Mapping[str, Any]:
-    doc = extract_json(stdout, source=source)
+    doc = _blocks.one_json(stdout, '"sysstat":', source=source)
     hosts = require(require(doc, "sysstat", source=source, where="the document"), "hosts", source=source,
                     where="sysstat")
     if not isinstance(hosts, list) or len(hosts) != 1:
