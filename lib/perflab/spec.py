@@ -360,10 +360,10 @@ class Campaign:
     def digest(self) -> str:
         """SHA-256 of the campaign's canonical JSON: equal digests mean the same experiment.
 
-        ``reconnect`` is left out: it changes how a lost host is waited for, not what is measured,
-        so a campaign can be resumed with another policy.
+        ``reconnect`` and ``quiet`` are left out: they change how a lost host or a busy machine is
+        waited for, not what is measured, so a campaign can be resumed with another policy.
         """
-        design_doc = {k: v for k, v in self.doc.items() if k != "reconnect"}
+        design_doc = {k: v for k, v in self.doc.items() if k not in ("reconnect", "quiet")}
         return hashlib.sha256(json.dumps(design_doc, sort_keys=True).encode()).hexdigest()
 
 
