@@ -158,7 +158,7 @@ def failures(found: list[CampaignEvidence]) -> list[str]:
     """One line per study campaign whose samples overlap another campaign's (none when all measured alone)."""
     return [f"{ev.raw_dir}: {ev.overlapping} of {ev.samples} samples of study {ev.study}'s campaign {ev.campaign} "
             f"ran while another campaign measured ({_with(ev)}); a study's samples are measured alone: measure it "
-            "again (`make rerun CAMPAIGN={ev.campaign}`) with nothing else measuring"
+            f"again (`make rerun CAMPAIGN={ev.campaign}`) with nothing else measuring"
             for ev in found if ev.study_campaign and ev.overlapping]
 
 
