@@ -29,6 +29,14 @@ def test_pressure_and_stat_lines_are_read_as_the_kernel_writes_them():
     assert total == busy + 89406 + 2377 + 1183
 
 
+def test_the_busiest_commands_outside_the_lab_are_summed_by_name():
+    before = {1: ("stress-ng-cpu", 100), 2: ("stress-ng-cpu", 50), 3: ("python", 10), 4: ("idle", 5)}
+    after = {1: ("stress-ng-cpu", 190), 2: ("stress-ng-cpu", 150), 3: ("python", 60), 4: ("idle", 5), 5: ("new", 9)}
+    assert contention.busiest(before, after, 1.0) == [
+        {"name": "stress-ng-cpu", "cpus": 1.9, "processes": 2, "pids": [2, 1]},
+        {"name": "python", "cpus": 0.5, "processes": 1, "pids": [3]}]
+
+
 def _reading(t, *, some=0.0, busy=0, steal=0, total=0, lab=None, own=None, load1=0.5, psi=True):
     pressure = {r: ({"some": some, "full": 0.0} if psi else {}) for r in contention.PRESSURE}
     return Reading(t=t, pressure=pressure, load1=load1, busy=busy, steal=steal, total=total, cpus=2, lab=lab, own=own)
@@ -95,7 +103,7 @@ def _fake_machine(monkeypatch, others: list[float]):
 
     monkeypatch.setattr(contention, "read", read)
     monkeypatch.setattr(contention, "processes", lambda: {})
-    monkeypatch.setattr(contention, "busiest", lambda *a, **k: [{"pid": 42, "name": "stress-ng-cpu", "cpus": 1.9}])
+    monkeypatch.setattr(contention, "busiest", lambda *a, **k: [{"name": "stress-ng-cpu", "cpus": 1.9, "processes": 2, "pids": [42, 43]}])
 
 
 def test_the_gate_waits_naming_what_is_busy_then_measures_once_quiet(monkeypatch):
@@ -106,7 +114,7 @@ def test_the_gate_waits_naming_what_is_busy_then_measures_once_quiet(monkeypatch
     outcome = gate.before_block(3)
     assert outcome["quiet"] and outcome["polls"] == 3 and outcome["exceeded"] == []
     assert "before block 3 the machine is busy: CPU used outside the lab 1.90 CPUs > 0.1 CPUs" in notes[0]
-    assert "stress-ng-cpu (pid 42, 1.90 CPUs)" in notes[0]
+    assert "stress-ng-cpu (1.90 CPUs, 2 processes: pid 42, 43)" in notes[0]
     assert notes[-1].startswith("quiet: the machine is quiet after")
     assert json.loads(files["blocks/3/quiet.json"])["quiet"] is True
     with gate.sample() as record:

@@ -274,11 +274,17 @@ def delta(before: Reading, after: Reading) -> dict[str, Any]:
 
 def busiest(before: Mapping[int, tuple[str, int]], after: Mapping[int, tuple[str, int]], seconds: float,
             n: int = BUSIEST) -> list[dict[str, Any]]:
-    """The ``n`` processes outside the lab that used the most CPU between two :func:`processes` scans."""
-    used = [(pid, name, (ticks - before[pid][1]) / USER_HZ / max(seconds, 1e-9))
-            for pid, (name, ticks) in after.items() if pid in before]
-    used = sorted((u for u in used if u[2] > 0.005), key=lambda u: -u[2])[:n]
-    return [{"pid": pid, "name": name, "cpus": round(cpus, 3)} for pid, name, cpus in used]
+    """The ``n`` commands outside the lab that used the most CPU between two :func:`processes` scans.
+
+    Processes of one command name count together (``pids``: up to three of them, busiest first).
+    """
+    by_name: dict[str, list[tuple[float, int]]] = {}
+    for pid, (name, ticks) in after.items():
+        if pid in before and ticks > before[pid][1]:
+            by_name.setdefault(name, []).append(((ticks - before[pid][1]) / USER_HZ / max(seconds, 1e-9), pid))
+    ranked = sorted(by_name.items(), key=lambda kv: -sum(c for c, _ in kv[1]))[:n]
+    return [{"name": name, "cpus": round(sum(c for c, _ in used), 3), "processes": len(used),
+             "pids": [pid for _, pid in sorted(used, reverse=True)[:3]]} for name, used in ranked]
 
 
 def processes() -> dict[int, tuple[str, int]]:
@@ -431,7 +437,8 @@ class Gate:
 
 def _names(named: list[dict[str, Any]]) -> str:
     return "" if not named else "; busiest outside the lab: " + ", ".join(
-        f"{p['name']} (pid {p['pid']}, {p['cpus']:.2f} CPUs)" for p in named)
+        f"{p['name']} ({p['cpus']:.2f} CPUs, {p['processes']} process{'es' if p['processes'] > 1 else ''}: "
+        f"pid {', '.join(map(str, p['pids']))})" for p in named)
 
 
 def _json(doc: Mapping[str, Any]) -> str:

@@ -96,7 +96,10 @@ def campaign(raw_dir: str | Path, root: str | Path = ".") -> CampaignEvidence:
     sample_dirs = sorted(p for p in (raw_dir / "samples").iterdir() if not p.name.startswith(".")) \
         if (raw_dir / "samples").is_dir() else []
     for sdir in sample_dirs:
-        meta = records.read_sample(sdir / "meta.json")
+        try:
+            meta = records.read_sample(sdir / "meta.json")
+        except (OSError, records.RecordError):
+            continue  # a missing or damaged record: the manifest check names it
         ev.samples += 1
         ev.monitored += (sdir / "monitors").is_dir()
         span = _interval(meta)
