@@ -87,7 +87,7 @@ def test_touching_samples_do_not_overlap_and_one_sentence_per_campaign_says_it_a
     found = {ev.campaign: ev for ev in evidence.collect(repo / "data/raw", repo)}
     assert found["a"].overlapping == 0 and found["e"].overlapping == 0
     text = evidence.sentence(found["a"])
-    assert text.startswith("Campaign a stored 3 samples, measured 2027-01-15 08:00 to 2027-01-15 08:00 UTC")
+    assert text.startswith("Campaign a stored 3 samples, measured 2027-01-15 08:00 to 08:00 UTC")
     assert "none of them ran while another campaign measured" in text
     assert "1 of the 3 samples with a contention record were contended" in text and text.endswith("sample.")
     assert "was not recorded" in evidence.sentence(found["e"])
@@ -95,3 +95,12 @@ def test_touching_samples_do_not_overlap_and_one_sentence_per_campaign_says_it_a
     assert values["a/evidence/contended"] == "1" and values["a/evidence/sentence"] == text
     rows = evidence.site_rows(list(found.values()))
     assert [r["campaign"] for r in rows] == ["a", "b", "c", "e"] and rows[0]["study_campaign"] is True
+
+
+def test_perflab_evidence_prints_the_summary_and_writes_the_chapters_inline_values(repo, capsys):
+    assert cli.main(["evidence"]) == 0
+    assert "a (study s1): 2027-01-15 08:00 to 08:00 UTC; 0/3 overlapping" in capsys.readouterr().out
+    assert cli.main(["evidence", "--macros", "paper/macros/evidence.tex"]) == 0
+    text = (repo / "paper/macros/evidence.tex").read_text()
+    assert "\\plset{a/evidence/contended}{1}" in text and "\\plset{c/evidence/sentence}{Campaign c stored 1 sample," in text
+    assert (repo / "paper/macros/evidence.lineage.json").exists()

@@ -121,6 +121,11 @@ def _plan(args: argparse.Namespace) -> int:
     for n in info["neighbours"]:
         where = ", ".join(f"{k} in {v}" for k, v in n["cells"].items()) or "all cells"
         print(f"  neighbour on {n['on']} ({where}): {n['run']}")
+    from .contention import quiet_of
+
+    quiet = quiet_of(campaign.doc, campaign.source)
+    print("  quiet gate before each block: " + ("none" if quiet is None else ", ".join(
+        f"{k} {v:g}" for k, v in vars(quiet).items() if v is not None)))
     print(f"  monitors (sysstat): {'on' if info['monitors'] else 'off'}; "
           f"fingerprints per block: {'on' if info['fingerprints'] else 'off'}")
     if args.check:
@@ -228,6 +233,24 @@ def _verify(args: argparse.Namespace) -> int:
         print("\n".join(evidence.lines(among)[1:-1] + evidence.failures(among)))
         failed = failed or bool(findings) or bool(evidence.failures(among))
     return 1 if failed else 0
+
+
+def _evidence(args: argparse.Namespace) -> int:
+    from . import evidence
+
+    found = evidence.collect(Path(args.root) / "data/raw", args.root)
+    if args.macros:
+        from .report import macros
+
+        out = macros.write(args.macros, evidence.macro_values(found), generator="perflab evidence --macros",
+                           inputs=[Path(ev.raw_dir) / store.MANIFEST for ev in found])
+        print(f"evidence: {out}")
+    elif args.json:
+        print(json.dumps(evidence.site_rows(found), indent=1))
+    else:
+        print("\n".join(evidence.lines(found) + evidence.failures(found)))
+        return 1 if evidence.failures(found) else 0
+    return 0
 
 
 def _seal(args: argparse.Namespace) -> int:
@@ -359,6 +382,14 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
     vp.add_argument("--scratch", help="directory for --rebuild (default: a new temporary directory, kept)")
     vp.add_argument("--kernel", default="perflab", help="Jupyter kernel for --rebuild (default perflab)")
     vp.set_defaults(func=_verify)
+
+    ev = sub.add_parser("evidence", help="how each committed campaign was measured: window, samples overlapping "
+                        "another campaign's, contended samples, monitors (exit 1 when a study's campaign overlaps)")
+    ev.add_argument("--root", default=".", help="project root holding data/raw (default: .)")
+    ev.add_argument("--macros", metavar="FILE", help="write the inline values for the chapters "
+                    "(\\plv{<campaign>/evidence/sentence}, .../contended, ...) to FILE instead of printing")
+    ev.add_argument("--json", action="store_true", help="one record per campaign, as the review site shows it")
+    ev.set_defaults(func=_evidence)
 
     sp = sub.add_parser("seal", help="checksum the executed notebook of a campaign, or newly digitized published files")
     sp.add_argument("raw_dir")

@@ -65,7 +65,8 @@ class CampaignEvidence:
         """The measurement window as ``start to end`` in UTC, or ``no samples``."""
         if self.start is None or self.end is None:
             return "no samples"
-        return f"{_utc(self.start)} to {_utc(self.end)} UTC"
+        start, end = _utc(self.start), _utc(self.end)
+        return f"{start} to {end[11:] if end[:10] == start[:10] else end} UTC"
 
     @property
     def monitors(self) -> str:
@@ -176,7 +177,7 @@ def _with(ev: CampaignEvidence) -> str:
 
 def sentence(ev: CampaignEvidence) -> str:
     """One plain sentence on how ``ev`` was measured, for a chapter or a page."""
-    parts = [f"Campaign {ev.campaign} stored {ev.samples} samples, measured {ev.window}"]
+    parts = [f"Campaign {ev.campaign} stored {ev.samples} sample{'' if ev.samples == 1 else 's'}, measured {ev.window}"]
     parts.append(f"{ev.overlapping} of them ran while another campaign measured ({_with(ev)})" if ev.overlapping
                  else "none of them ran while another campaign measured")
     if not ev.recorded:
