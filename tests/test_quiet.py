@@ -103,7 +103,8 @@ def _fake_machine(monkeypatch, others: list[float]):
 
     monkeypatch.setattr(contention, "read", read)
     monkeypatch.setattr(contention, "processes", lambda: {})
-    monkeypatch.setattr(contention, "busiest", lambda *a, **k: [{"name": "stress-ng-cpu", "cpus": 1.9, "processes": 2, "pids": [42, 43]}])
+    busy = [{"name": "stress-ng-cpu", "cpus": 1.9, "processes": 2, "pids": [42, 43]}]
+    monkeypatch.setattr(contention, "busiest", lambda *a, **k: busy)
 
 
 def test_the_gate_waits_naming_what_is_busy_then_measures_once_quiet(monkeypatch):

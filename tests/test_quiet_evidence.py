@@ -102,5 +102,12 @@ def test_perflab_evidence_prints_the_summary_and_writes_the_chapters_inline_valu
     assert "a (study s1): 2027-01-15 08:00 to 08:00 UTC; 0/3 overlapping" in capsys.readouterr().out
     assert cli.main(["evidence", "--macros", "paper/macros/evidence.tex"]) == 0
     text = (repo / "paper/macros/evidence.tex").read_text()
-    assert "\\plset{a/evidence/contended}{1}" in text and "\\plset{c/evidence/sentence}{Campaign c stored 1 sample," in text
+    assert "\\plset{a/evidence/contended}{1}" in text
+    assert "\\plset{c/evidence/sentence}{Campaign c stored 1 sample," in text
     assert (repo / "paper/macros/evidence.lineage.json").exists()
+
+
+@pytest.mark.xfail(strict=False, reason="the committed study campaigns were measured side by side with others "
+                   "(`perflab evidence` counts them); this passes once they are measured again, alone")
+def test_the_committed_study_campaigns_were_measured_alone():
+    assert evidence.study_overlaps(Path(__file__).resolve().parents[1]) == 0

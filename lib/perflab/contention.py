@@ -123,7 +123,8 @@ def declaring_study(source: str | Path) -> Declared | None:
             doc = yaml.safe_load(decl.read_text()) or {}
         except (OSError, yaml.YAMLError):
             return None
-        files = [(folder / c["file"]).resolve() for c in doc.get("campaigns") or [] if isinstance(c, dict) and "file" in c]
+        files = [(folder / c["file"]).resolve() for c in doc.get("campaigns") or []
+                 if isinstance(c, dict) and "file" in c]
         return Declared(str(doc.get("study", folder.name)), bool(doc.get("demo"))) if src in files else None
     return None
 
