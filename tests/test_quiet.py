@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from perflab import contention, inventory, records, runner, spec, tidy
+from perflab import campaign as campaign_mod, contention, inventory, records, runner, tidy
 from perflab.contention import Quiet, Reading
 
 PSI = "some avg10=1.16 avg60=1.66 avg300=1.80 total=22501843\nfull avg10=0.16 avg60=0.69 avg300=1.20 total=18695592\n"
@@ -157,7 +157,8 @@ fingerprints: false
 
 def test_every_sample_records_the_machines_contention_and_the_tidy_table_carries_it(probe, tmp_path):
     (tmp_path / "c.yaml").write_text(CAMPAIGN + "quiet: {max_other_cpus: 64, window: 0.05, max_wait: 5}\n")
-    summary = runner.run(spec.load(tmp_path / "c.yaml"), inventory.localhost(), tmp_path / "raw", stream=io.StringIO())
+    summary = runner.run(campaign_mod.load(tmp_path / "c.yaml"), inventory.localhost(), tmp_path / "raw",
+                         stream=io.StringIO())
     assert summary.complete
     metas = [records.read_sample(p) for p in sorted((tmp_path / "raw/c/samples").glob("*/meta.json"))]
     assert len(metas) == 4 and {m.format for m in metas} == {4}
@@ -175,7 +176,7 @@ def test_every_sample_records_the_machines_contention_and_the_tidy_table_carries
 
 def test_without_quiet_bounds_samples_are_recorded_but_never_judged(probe, tmp_path):
     (tmp_path / "c.yaml").write_text(CAMPAIGN)
-    runner.run(spec.load(tmp_path / "c.yaml"), inventory.localhost(), tmp_path / "raw", stream=io.StringIO())
+    runner.run(campaign_mod.load(tmp_path / "c.yaml"), inventory.localhost(), tmp_path / "raw", stream=io.StringIO())
     meta = records.read_sample(next((tmp_path / "raw/c/samples").glob("*/meta.json")))
     assert meta.contention["contended"] is None and meta.contention["bounds"] is None
     assert not (tmp_path / "raw/c/blocks").exists()
@@ -202,6 +203,12 @@ def test_older_sample_records_are_read_without_contention_and_give_no_columns(tm
 def test_a_study_campaign_with_its_monitors_off_is_refused_before_anything_runs(probe, tmp_path):
     folder = _study(tmp_path, campaign=CAMPAIGN)
     with pytest.raises(runner.RunnerError) as err:
-        runner.run(spec.load(folder / "c.yaml"), inventory.localhost(), tmp_path / "raw", stream=io.StringIO())
+        runner.run(campaign_mod.load(folder / "c.yaml"), inventory.localhost(), tmp_path / "raw", stream=io.StringIO())
     assert "monitors: false: campaigns of study s1 run with their monitors on" in str(err.value)
     assert not list((tmp_path / "raw/c").glob("samples/*"))
+
+
+def test_the_lab_cgroups_the_record_counts_are_those_the_lab_makes():
+    from perflab import lab
+
+    assert contention.LAB_CGROUP == lab.CGROUP_PARENT
