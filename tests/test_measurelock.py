@@ -135,3 +135,16 @@ def test_perflab_run_no_wait_stops_with_one_line_while_another_campaign_measures
     assert code == 2 and err.count("\n") == 1
     assert f"campaign other (pid {proc.pid}" in err and "without --no-wait" in err
     assert not (tmp_path / "raw/c/samples").exists() or not any((tmp_path / "raw/c/samples").iterdir())
+
+
+def test_a_pilot_takes_the_same_lock(probe, holder, tmp_path):
+    from perflab import campaign as campaign_mod, inventory, pilot
+
+    (tmp_path / "c.yaml").write_text("campaign: c\nbenchmark: {tool: probe, params: {cmd: 'echo 1'}}\n"
+                                     "hosts: {client: h1}\nfactors: {x: [1]}\nrepetitions: 3\nwarmups: 0\nseed: 1\n"
+                                     "monitors: false\nfingerprints: false\n")
+    proc = holder()
+    with pytest.raises(measurelock.MachineBusy, match=f"campaign other \\(pid {proc.pid}"):
+        pilot.run(campaign_mod.load(tmp_path / "c.yaml"), inventory.localhost(), tmp_path / "pilot", repetitions=2,
+                  stream=io.StringIO(), wait=0)
+    assert not list((tmp_path / "pilot").glob("c-pilot/samples/*"))

@@ -100,7 +100,7 @@ def test_two_campaigns_started_at_once_on_two_labs_measure_one_after_the_other(t
 @pytest.mark.skipif(shutil.which("stress-ng") is None, reason="stress-ng is not installed")
 def test_a_campaign_waits_at_its_first_block_while_stress_ng_runs_and_proceeds_when_it_stops(lab_inventory, tmp_path):
     (tmp_path / "busy.yaml").write_text(CAMPAIGN.format(name="busy")
-                                        + "quiet: {max_other_cpus: 0.5, window: 1, max_wait: 120}\n")
+                                        + "quiet: {max_other_cpus: 0.5, window: 1, max_wait: 60}\n")
     campaign = campaign_mod.load(tmp_path / "busy.yaml")
     stress = subprocess.Popen(["stress-ng", "--cpu", "2", "--timeout", "90"], stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL, start_new_session=True)
