@@ -148,3 +148,20 @@ def test_a_pilot_takes_the_same_lock(probe, holder, tmp_path):
         pilot.run(campaign_mod.load(tmp_path / "c.yaml"), inventory.localhost(), tmp_path / "pilot", repetitions=2,
                   stream=io.StringIO(), wait=0)
     assert not list((tmp_path / "pilot").glob("c-pilot/samples/*"))
+
+
+def test_a_live_test_of_the_suite_is_skipped_with_the_reason_when_the_machine_is_busy_measuring(holder, tmp_path):
+    proc = holder()
+    (tmp_path / "test_busy.py").write_text(textwrap.dedent("""
+        from perflab import measurelock
+
+        def test_measures():
+            with measurelock.hold("mine", wait=0):
+                raise AssertionError("measured on a busy machine")
+    """))
+    tests = str(Path(__file__).resolve().parent)
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "conftest", "-q", "-rs", "-p", "no:cacheprovider",
+                           str(tmp_path / "test_busy.py")], capture_output=True, text=True, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": f"{LIB}:{tests}"}, timeout=300)
+    assert "1 skipped" in done.stdout, done.stdout + done.stderr
+    assert f"the machine is measuring campaign other (pid {proc.pid}" in done.stdout
