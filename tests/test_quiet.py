@@ -212,3 +212,16 @@ def test_the_lab_cgroups_the_record_counts_are_those_the_lab_makes():
     from perflab import lab
 
     assert contention.LAB_CGROUP == lab.CGROUP_PARENT
+
+
+@pytest.mark.parametrize("quiet,expected", [
+    ("quiet: {max_other_cpus: lots}", "quiet.max_other_cpus: 'lots' is not of type"),
+    ("quiet: {max_cpu_pressure: 150}", "quiet.max_cpu_pressure: 150 is greater than the maximum of 100"),
+    ("quiet: {wait: 5}", "quiet: unknown field(s) 'wait'; allowed: max_cpu_pressure"),
+    ("quiet: often", "quiet: 'often' is not of type 'boolean', 'object'"),
+])
+def test_a_wrong_quiet_section_is_refused_naming_its_line(probe, tmp_path, quiet, expected):
+    (tmp_path / "c.yaml").write_text(CAMPAIGN + quiet + "\n")
+    with pytest.raises(ValueError) as err:
+        campaign_mod.load(tmp_path / "c.yaml")
+    assert f"c.yaml:10: {expected}" in str(err.value)
