@@ -125,8 +125,8 @@ def test_the_lock_is_reentrant_in_one_thread_only(lockfile):
 
 
 def test_perflab_run_no_wait_stops_with_one_line_while_another_campaign_measures(probe, holder, tmp_path, capsys):
-    (tmp_path / "c.yaml").write_text("campaign: c\nbenchmark: {tool: probe, params: {cmd: 'echo 1'}}\n"
-                                     "hosts: {client: h1}\nfactors: {x: [1]}\nrepetitions: 1\nwarmups: 0\nseed: 1\n"
+    (tmp_path / "c.yaml").write_text("campaign: c\nbenchmark: {tool: probe}\nprograms: [cmd]\n"
+                                     "hosts: {client: h1}\nfactors: {cmd: ['echo 1']}\nrepetitions: 1\nwarmups: 0\nseed: 1\n"
                                      "monitors: false\nfingerprints: false\n")
     proc = holder()
     code = cli.main(["run", str(tmp_path / "c.yaml"), "--inventory", "localhost", "--raw", str(tmp_path / "raw"),
@@ -140,8 +140,8 @@ def test_perflab_run_no_wait_stops_with_one_line_while_another_campaign_measures
 def test_a_pilot_takes_the_same_lock(probe, holder, tmp_path):
     from perflab import campaign as campaign_mod, inventory, pilot
 
-    (tmp_path / "c.yaml").write_text("campaign: c\nbenchmark: {tool: probe, params: {cmd: 'echo 1'}}\n"
-                                     "hosts: {client: h1}\nfactors: {x: [1]}\nrepetitions: 3\nwarmups: 0\nseed: 1\n"
+    (tmp_path / "c.yaml").write_text("campaign: c\nbenchmark: {tool: probe}\nprograms: [cmd]\n"
+                                     "hosts: {client: h1}\nfactors: {cmd: ['echo 1']}\nrepetitions: 3\nwarmups: 0\nseed: 1\n"
                                      "monitors: false\nfingerprints: false\n")
     proc = holder()
     with pytest.raises(measurelock.MachineBusy, match=f"campaign other \\(pid {proc.pid}"):

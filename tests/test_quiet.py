@@ -144,9 +144,10 @@ def test_a_gate_keeps_the_outcome_an_earlier_session_stored_for_the_block(monkey
 
 CAMPAIGN = """\
 campaign: c
-benchmark: {tool: probe, params: {cmd: 'echo 7'}}
+benchmark: {tool: probe}
+programs: [cmd]
 hosts: {client: h1}
-factors: {x: [1, 2]}
+factors: {cmd: ['echo 7', 'echo 8']}
 repetitions: 2
 warmups: 0
 seed: 3
@@ -224,4 +225,4 @@ def test_a_wrong_quiet_section_is_refused_naming_its_line(probe, tmp_path, quiet
     (tmp_path / "c.yaml").write_text(CAMPAIGN + quiet + "\n")
     with pytest.raises(ValueError) as err:
         campaign_mod.load(tmp_path / "c.yaml")
-    assert f"c.yaml:10: {expected}" in str(err.value)
+    assert f"c.yaml:11: {expected}" in str(err.value)
