@@ -29,6 +29,7 @@ class _Deferred:
 
 lab, labspec, runner, spec, store, tidy = (_Deferred(f"perflab.{m}")
                                            for m in ("lab", "labspec", "runner", "spec", "store", "tidy"))
+cephlab = _Deferred("perflab.cephlab")
 
 #: Modules that add their own subcommands through ``register(subparsers)``. A module is
 #: imported only when one of its subcommands runs; otherwise its subcommands are listed
@@ -36,7 +37,8 @@ lab, labspec, runner, spec, store, tidy = (_Deferred(f"perflab.{m}")
 PLUGINS = ("perflab.stats.cli", "perflab.tools.cli")
 
 #: Errors a user can fix, as module -> class name: printed in one line, not as a traceback.
-USER_ERRORS = {"perflab.spec": "SpecError", "perflab.lab": "LabError", "perflab.runner": "RunnerError",
+USER_ERRORS = {"perflab.spec": "SpecError", "perflab.lab": "LabError", "perflab.cephlab": "CephLabError",
+               "perflab.runner": "RunnerError",
                "perflab.inventory": "InventoryError", "perflab.store": "StoreError", "perflab.tidy": "TidyError"}
 
 
@@ -57,6 +59,8 @@ def _lab(args: argparse.Namespace) -> int:
         print(f"lab {created.name}: {len(created.hosts)} hosts up; inventory {created.inventory_path}")
         for h in created.hosts:
             print(f"  {h.name}  {' '.join(f'{p.link}={p.address}' for p in h.ports)}  netns {h.netns}")
+        if created.spec.ceph:
+            print(cephlab.summary(created))
         return 0
     name = args.name or "default"
     if args.lab_cmd == "down":

@@ -30,7 +30,7 @@ from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import inventory, labspec
+from . import cephlab, inventory, labspec
 from .files import atomic_write
 from .labspec import HostSpec, LabSpec, Vm
 
@@ -656,6 +656,8 @@ def _make(lab: Lab, state: dict, hierarchies: dict[str, Path]) -> None:
                                f"{lab.state_dir / host.name / 'console.log'}") from None
         else:
             _wait_port(host.address)
+    if spec.ceph:
+        cephlab.up(lab, state)
     _write_inventory(lab, state)
 
 
@@ -886,6 +888,7 @@ def status(name: str = "default") -> dict | None:
         h["usage"] = _usage(cgroups).__dict__ if cgroups and all(map(os.path.isdir, cgroups.values())) else None
     state["routes"] = _routes(lab)
     state["inventory"] = str(lab.inventory_path)
+    state["ceph"] = lab.spec.ceph and cephlab.status(lab, state)
     return state
 
 
@@ -933,6 +936,8 @@ def draw(state: dict) -> str:
             loop = _guest_device(i) if spec_host.vm else state["loops"].get(f"{h['name']}/{d.name}", "not attached")
             fs = f"{d.fs}{' -o ' + d.options if d.options else ''}" if d.fs else "raw"
             out.append(f"    disk {d.name}: {loop} {d.size >> 20} MiB {fs}{', direct I/O' if d.direct_io else ''}")
+    if spec.ceph:
+        out += cephlab.draw(_lab_of(state), state["ceph"])
     return "\n".join(out)
 
 
@@ -976,6 +981,7 @@ def down(name: str = "default") -> list[str]:
                 if loop in _loops_of(path):
                     _detach(loop)
                     removed.append(f"loop {loop} ({path.name})")
+    removed += cephlab.down(lab, state)
     for link in lab.links:
         if _link_exists(link.bridge):
             _sh("ip", "link", "del", link.bridge)
@@ -1077,7 +1083,7 @@ def traces(name: str) -> list[str]:
               if (root / CGROUP_PARENT / name).exists()]
     loops = _sh("losetup", "-n", "-O", "NAME,BACK-FILE", check=False).stdout.splitlines()
     found += [f"loop {line}" for line in loops if f"{STATE_ROOT}/{name}/" in line]
-    return found
+    return found + cephlab.traces(name)
 
 
 def resolve_inventory(spec: str, *, hosts: int = 2) -> dict[str, inventory.HostEntry]:
