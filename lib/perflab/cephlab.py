@@ -37,6 +37,11 @@ DEBIAN_PACKAGES: tuple[str, ...] = ("ceph-mon", "ceph-osd", "ceph-mgr", "ceph-co
 HDD_THROTTLE = {"blkio.throttle.read_iops_device": 400, "blkio.throttle.write_iops_device": 200,
                 "blkio.throttle.read_bps_device": 200 << 20, "blkio.throttle.write_bps_device": 100 << 20}
 BLKIO_ROOT = Path("/sys/fs/cgroup/blkio")
+#: The client.admin keyring's name in the configuration directory (where Ceph's clients look by default).
+ADMIN_KEYRING = "ceph.client.admin.keyring"
+#: Client options kept in the monitor's configuration database, so a campaign's setup step can change
+#: them (``ceph config set client rbd_cache true``): librbd's cache off, to measure the OSDs.
+CLIENT_CONFIG = {"rbd_cache": "false"}
 #: Seconds the cluster may take from the first daemon to HEALTH_OK (a busy 2-vCPU machine).
 HEALTH_TIMEOUT = 180.0
 
@@ -51,8 +56,8 @@ def cluster_dir(lab: Lab) -> Path:
 
 
 def conf_path(lab: Lab) -> Path:
-    """The cluster's ``ceph.conf``: ``ceph -c`` (or ``CEPH_CONF``) on any lab host finds the cluster with it."""
-    return cluster_dir(lab) / "ceph.conf"
+    """The cluster's ``ceph.conf``, seen as ``/etc/ceph/ceph.conf`` on the cluster's lab hosts."""
+    return cluster_dir(lab) / "etc" / "ceph.conf"
 
 
 def _ceph_cmd(lab: Lab, *argv: str, timeout: float = 60.0) -> str:
@@ -84,7 +89,7 @@ def _conf(lab: Lab, fsid: str, osd_ids: dict[str, int]) -> str:
              "auth cluster required = cephx", "auth service required = cephx", "auth client required = cephx",
              "auth allow insecure global id reclaim = false",
              f"run dir = {c}/run", "admin socket = $run_dir/$cluster-$name.asok", "pid file = $run_dir/$name.pid",
-             f"log file = {c}/log/$name.log", "crash dir = " + str(c / "crash"), f"keyring = {c}/keyring",
+             f"log file = {c}/log/$name.log", "crash dir = " + str(c / "crash"), f"keyring = {c}/etc/{ADMIN_KEYRING}",
              "osd pool default size = 3", "osd pool default min size = 1", "osd pool default pg autoscale mode = off",
              "osd crush chooseleaf type = 1", "mon allow pool size one = true", "mon allow pool delete = true",
              # the machine's disk is shared and often more than 70 % full: only warn when it is nearly full
@@ -92,7 +97,6 @@ def _conf(lab: Lab, fsid: str, osd_ids: dict[str, int]) -> str:
              # campaigns make pools of size 1 on purpose (the per-class OSD baseline)
              "mon warn on pool no redundancy = false",
              "mgr initial modules = iostat", "ms bind ipv6 = false",
-             "rbd cache = false",  # measure the OSDs; a campaign turns librbd's cache on per run when it wants it
              "",
              "[mon]", f"mon data = {c}/mon.$id", "",
              "[mgr]", f"mgr data = {c}/mgr.$id", f"keyring = {c}/mgr.$id/keyring", "",
@@ -185,10 +189,10 @@ def up(lab: Lab, state: dict) -> str:
     cs.setdefault("osds", {})
     cs.setdefault("throttled_device", _disk_device())
     _write_state(lab.state_dir, state)
-    for sub in ("run", "log", "crash"):
+    for sub in ("run", "log", "crash", "etc"):
         (c / sub).mkdir(parents=True, exist_ok=True)
     conf_path(lab).write_text(_conf(lab, cs["fsid"], cs["osds"]))
-    keyring = c / "keyring"
+    keyring = c / "etc" / ADMIN_KEYRING
     if not (c / "mon.a" / "done").exists():
         _run("ceph-authtool", "--create-keyring", str(keyring), "--gen-key", "-n", "mon.", "--cap", "mon", "allow *")
         _run("ceph-authtool", str(keyring), "--gen-key", "-n", "client.admin", "--cap", "mon", "allow *",
@@ -200,6 +204,9 @@ def up(lab: Lab, state: dict) -> str:
              "--keyring", str(keyring))
         (c / "mon.a" / "done").write_text("")
     _start(lab, state, ceph.mon, "mon.a", ("ceph-mon", "-i", "a"))
+    for option, value in CLIENT_CONFIG.items():
+        _ceph_cmd(lab, "config", "set", "client", option, value)
+    _etc_ceph(lab)
     (c / "mgr.x").mkdir(exist_ok=True)
     if not (c / "mgr.x" / "keyring").exists():
         _ceph_cmd(lab, "auth", "get-or-create", "mgr.x", "mon", "allow profile mgr", "osd", "allow *",
@@ -216,6 +223,23 @@ def up(lab: Lab, state: dict) -> str:
                 _ceph_cmd(lab, "osd", "crush", "rm-device-class", f"osd.{n}")
             _ceph_cmd(lab, "osd", "crush", "set-device-class", osd.device_class, f"osd.{n}")
     return wait_healthy(lab)
+
+
+def _etc_ceph(lab: Lab) -> None:
+    """Show the cluster's configuration directory as ``/etc/ceph`` in the cluster hosts' mount namespaces.
+
+    ``ceph``, ``rados``, ``rbd`` and fio's rbd engine on those hosts then find the cluster as a
+    real client does (``/etc/ceph/ceph.conf`` and the admin keyring), and campaigns name no path.
+    """
+    from .lab import _sshd_pid
+
+    ceph = lab.spec.ceph
+    for host in dict.fromkeys((ceph.mon, *ceph.clients, *(o.host for o in ceph.osds))):
+        pid = _sshd_pid(lab, host)
+        if pid is None:
+            raise CephLabError(f"lab {lab.name}: host {host}: its sshd is not running; bring the lab up again")
+        if f" /etc/ceph " not in Path(f"/proc/{pid}/mountinfo").read_text():
+            _run("nsenter", "-t", str(pid), "-m", "--", "mount", "--bind", str(conf_path(lab).parent), "/etc/ceph")
 
 
 def _osd_up(lab: Lab, state: dict, osd: CephOsd) -> None:
@@ -339,5 +363,5 @@ def draw(lab: Lab, ceph_status: dict) -> list[str]:
         out.append(f"    {osd.host}: {alive(f'osd.{n}') if n is not None else 'osd not created'} class "
                    f"{osd.device_class}, block file {osd.size >> 30} GiB{throttle}")
     if ceph.clients:
-        out.append(f"    clients: {', '.join(ceph.clients)} (client.admin keyring {cluster_dir(lab) / 'keyring'})")
+        out.append(f"    clients: {', '.join(ceph.clients)} (/etc/ceph there is {conf_path(lab).parent})")
     return out
