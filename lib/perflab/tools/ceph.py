@@ -3,7 +3,9 @@
 Each runs on a Ceph client host (role ``client``) that finds its cluster as Ceph's clients
 do, in ``/etc/ceph`` (the lab's Ceph hosts see the lab cluster's configuration there,
 ``perflab.cephlab``; a real client has its own), unless ``conf`` names another file;
-``client_id`` and ``keyring`` pick the cephx user (default ``admin``). The parsers read
+``client_id`` and ``keyring`` pick the cephx user (default ``admin``), and ``config`` (a
+mapping) overrides Ceph options for the one command (``{rbd_cache: true}`` becomes
+``--rbd_cache=true``, recorded with the sample's command line). The parsers read
 the thesis's outputs, published examples and outputs recorded from the lab's cluster
 (``tests/fixtures/ceph/``, origins in its ORIGIN.md).
 
@@ -81,10 +83,19 @@ class _CephClient(Tool):
 
     @staticmethod
     def cluster_args(params: Mapping[str, Any]) -> list[str]:
-        """``-c CONF``, ``--id ID`` and ``--keyring FILE`` when the parameters set them."""
+        """``--conf``, ``--id`` and ``--keyring`` when the parameters set them, then ``config``'s overrides."""
         args = [f"--conf={params['conf']}"] if params.get("conf") else []
         args += [f"--id={params['client_id']}"] if params.get("client_id") else []
-        return args + ([f"--keyring={params['keyring']}"] if params.get("keyring") else [])
+        args += [f"--keyring={params['keyring']}"] if params.get("keyring") else []
+        config = params.get("config") or {}
+        if not isinstance(config, Mapping):
+            raise ValueError(f"config: a mapping of Ceph options to values, e.g. {{rbd_cache: false}}; found {config!r}")
+        for option, value in config.items():
+            if not re.fullmatch(r"[a-z][a-z0-9_]*", str(option)):
+                raise ValueError(f"config: {option!r} is not a Ceph option name (lowercase, digits, _)")
+            value = str(value).lower() if isinstance(value, bool) else str(value)
+            args.append(f"--{option}={value}")
+        return args
 
 
 def _required(params: Mapping[str, Any], key: str, tool: str, example: str) -> str:
