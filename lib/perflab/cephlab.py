@@ -90,7 +90,8 @@ def _conf(lab: Lab, fsid: str, osd_ids: dict[str, int]) -> str:
              "auth allow insecure global id reclaim = false",
              f"run dir = {c}/run", "admin socket = $run_dir/$cluster-$name.asok", "pid file = $run_dir/$name.pid",
              f"log file = {c}/log/$name.log", "crash dir = " + str(c / "crash"), f"keyring = {c}/etc/{ADMIN_KEYRING}",
-             "osd pool default size = 3", "osd pool default min size = 1", "osd pool default pg autoscale mode = off",
+             # one copy per OSD host (CRUSH's failure domain), at most the usual three
+             f"osd pool default size = {min(3, len({o.host for o in ceph.osds}))}", "osd pool default min size = 1", "osd pool default pg autoscale mode = off",
              "osd crush chooseleaf type = 1", "mon allow pool size one = true", "mon allow pool delete = true",
              # the machine's disk is shared and often more than 70 % full: only warn when it is nearly full
              "mon data avail warn = 5", "mon data avail crit = 2",
@@ -322,13 +323,26 @@ def down(lab: Lab, state: dict) -> list[str]:
 
 
 def traces(name: str) -> list[str]:
-    """Anything of lab ``name``'s cluster still on the machine: its blkio cgroups and Ceph processes."""
+    """Anything of lab ``name``'s cluster still on the machine: its directory (keys, block files, daemon
+    data), blkio cgroups, Ceph processes and mounts of its configuration directory."""
     from .lab import STATE_ROOT
 
-    found = [f"cgroup {BLKIO_ROOT / 'perflab' / name}"] if (BLKIO_ROOT / "perflab" / name).exists() else []
-    procs = subprocess.run(["pgrep", "-af", f"^ceph-.*{STATE_ROOT}/{name}/ceph/"], capture_output=True,
-                           text=True).stdout.splitlines()
-    return found + [f"process {line}" for line in procs]
+    c = STATE_ROOT / name / "ceph"
+    found = [f"Ceph directory {c}"] if c.exists() else []
+    found += [f"cgroup {BLKIO_ROOT / 'perflab' / name}"] if (BLKIO_ROOT / "perflab" / name).exists() else []
+    procs = subprocess.run(["pgrep", "-af", f"^ceph-.*{c}/"], capture_output=True, text=True).stdout.splitlines()
+    found += [f"process {line}" for line in procs]
+    mounts = {line.split()[4] for pid in os.listdir("/proc") if pid.isdigit()
+              for line in _mountinfo(pid) if f"{c}/" in line + "/"}
+    return found + [f"mount {m}" for m in sorted(mounts)]
+
+
+def _mountinfo(pid: str) -> list[str]:
+    """The mount table of process ``pid`` (empty when it has exited meanwhile)."""
+    try:
+        return Path(f"/proc/{pid}/mountinfo").read_text().splitlines()
+    except OSError:
+        return []
 
 
 def status(lab: Lab, state: dict) -> dict:
