@@ -76,7 +76,7 @@ def test_osd_bench_recorded_on_the_lab(name, rate):
 
 
 def test_fio_rbd_engine_output_recorded_on_the_lab():
-    text = read_fixture("ceph/lab_fio_rbd_randwrite_4k.json")
+    text = read_fixture("ceph/fio/lab_fio_rbd_randwrite_4k.json")
     assert json.loads(text)["jobs"][0]["job options"]["ioengine"] == "rbd"
     summary = {m.metric: m.value for m in FIO.parse(text, source="t") if "job" not in m.dims
                and m.dims.get("direction") == "write"}
