@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from helpers import ROOT_ONLY, leftovers
-from perflab import cephlab, inventory, lab as lab_mod, labspec, remote, tools
+from perflab import inventory, lab as lab_mod, labspec, remote, tools
+from perflab.lab import ceph as cephlab
 
 pytestmark = [ROOT_ONLY, pytest.mark.lab, pytest.mark.slow,
               pytest.mark.skipif(not all(map(shutil.which, ("ceph-mon", "ceph-mgr", "ceph-osd", "ceph"))),

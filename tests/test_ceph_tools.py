@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from perflab import cephlab, labspec, tools
-from perflab.lab import _layout
+from perflab import labspec, tools
+from perflab.lab import ceph as cephlab
+from perflab.lab.model import layout
 from perflab.tools.base import ParseError
 
 RADOS, RBD, OSD, FIO = (tools.get(n) for n in ("rados_bench", "rbd_bench", "ceph_osd_bench", "fio"))
@@ -139,7 +140,7 @@ def test_lab_file_ceph_section_and_its_conf():
     assert [(o.host, o.device_class, o.size) for o in spec.ceph.osds] == \
         [("a", "hdd", 2 << 30), ("a", "ssd", 1 << 30), ("b", "ssd", 1 << 30)]
     assert labspec.LabSpec.from_json(json.loads(json.dumps(spec.to_json()))) == spec
-    lab = _layout(spec, {"lan": 7})
+    lab = layout(spec, {"lan": 7})
     conf = cephlab._conf(lab, "f-s-i-d", {"a/hdd": 0, "a/ssd": 1})
     assert f"mon host = [v2:{lab.host('mon').address}:3300,v1:{lab.host('mon').address}:6789]" in conf
     assert "osd pool default size = 2" in conf  # one copy per OSD host

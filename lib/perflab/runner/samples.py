@@ -12,7 +12,7 @@ from .. import __version__, design, monitors, preflight, records, settle, tools
 from ..inventory import HostEntry
 from ..ledger import Ledger
 from ..remote import HostError, Hosts, connect
-from ..spec import Campaign, fill
+from ..campaign import Campaign, fill
 from ..store import RawStore
 from ..tools.base import ParseError
 from .measured import Measured, build, run_waves
@@ -228,6 +228,7 @@ def _sample_files(spec: Campaign, tool: tools.Tool, run_: design.Run, attempt: i
                          "command": shlex.join(cmd.argv), "exit_code": res.exit_code,
                          "started": res.started, "ended": res.ended, "started_utc": utc(res.started),
                          "stdout": name, "stderr": err}
+                        | ({"duration": res.duration} if res.duration is not None else {})
                         | ({"phase": phase} if phase else {})
                         | ({"emulated": True} if host.entry.vm and host.entry.vm.get("emulated") else {}))
     meta = records.SampleMeta(

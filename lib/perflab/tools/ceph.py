@@ -2,7 +2,7 @@
 
 Each runs on a Ceph client host (role ``client``) that finds its cluster as Ceph's clients
 do, in ``/etc/ceph`` (the lab's Ceph hosts see the lab cluster's configuration there,
-``perflab.cephlab``; a real client has its own), unless ``conf`` names another file;
+``perflab.lab.ceph``; a real client has its own), unless ``conf`` names another file;
 ``client_id`` and ``keyring`` pick the cephx user (default ``admin``), and ``config`` (a
 mapping) overrides Ceph options for the one command (``{rbd_cache: true}`` becomes
 ``--rbd_cache=true``, recorded with the sample's command line). The parsers read

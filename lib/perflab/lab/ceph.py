@@ -22,12 +22,13 @@ import subprocess
 import time
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from .labspec import CephOsd
-
-if TYPE_CHECKING:  # the lab imports this module; the layout types are only annotations here
-    from .lab import Lab
+from ..labspec import CephOsd
+from . import model
+from .cgroups import in_cgroups, rmdir_cgroup
+from .model import Lab, LabError
+from .sshd import sshd_pid
+from .state import write_state
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +47,7 @@ CLIENT_CONFIG = {"rbd_cache": "false"}
 HEALTH_TIMEOUT = 180.0
 
 
-class CephLabError(RuntimeError):
+class CephLabError(LabError):
     """The lab's Ceph cluster could not be made or inspected; the message says what to do."""
 
 
@@ -116,10 +117,8 @@ def _conf(lab: Lab, fsid: str, osd_ids: dict[str, int]) -> str:
 
 def _netns_cmd(lab: Lab, state: dict, host: str, *argv: str, extra_procs: tuple[Path, ...] = ()) -> None:
     """Start a daemon (``argv``, which forks into the background) in ``host``'s namespace and cgroups."""
-    from .lab import _in_cgroups
-
     procs = [Path(d) / "cgroup.procs" for d in state["cgroups"].get(host, {}).values()] + list(extra_procs)
-    _in_cgroups(procs, "ip", "netns", "exec", lab.host(host).netns, *argv)
+    in_cgroups(procs, "ip", "netns", "exec", lab.host(host).netns, *argv)
 
 
 def _pid(lab: Lab, name: str) -> int | None:
@@ -149,9 +148,7 @@ def _start(lab: Lab, state: dict, host: str, name: str, argv: tuple[str, ...], e
 
 def _disk_device() -> str | None:
     """``major:minor`` of the whole disk holding the lab's state (where the block files live), or None."""
-    from .lab import STATE_ROOT
-
-    st = os.stat(STATE_ROOT)
+    st = os.stat(model.STATE_ROOT)
     dev = Path(f"/sys/dev/block/{os.major(st.st_dev)}:{os.minor(st.st_dev)}")
     if not dev.exists():
         return None
@@ -182,14 +179,12 @@ def up(lab: Lab, state: dict) -> str:
     ``state`` is the lab's state (its cgroups); what is made is recorded in ``state["ceph"]``
     through ``save`` as it is made, so a second ``up`` completes a cluster instead of remaking it.
     """
-    from .lab import _write_state
-
     ceph, c = lab.spec.ceph, cluster_dir(lab)
     cs = state.setdefault("ceph", {})
     cs.setdefault("fsid", str(uuid.uuid4()))
     cs.setdefault("osds", {})
     cs.setdefault("throttled_device", _disk_device())
-    _write_state(lab.state_dir, state)
+    write_state(lab.state_dir, state)
     for sub in ("run", "log", "crash", "etc"):
         (c / sub).mkdir(parents=True, exist_ok=True)
     conf_path(lab).write_text(_conf(lab, cs["fsid"], cs["osds"]))
@@ -232,11 +227,9 @@ def _etc_ceph(lab: Lab) -> None:
     ``ceph``, ``rados``, ``rbd`` and fio's rbd engine on those hosts then find the cluster as a
     real client does (``/etc/ceph/ceph.conf`` and the admin keyring), and campaigns name no path.
     """
-    from .lab import _sshd_pid
-
     ceph = lab.spec.ceph
     for host in dict.fromkeys((ceph.mon, *ceph.clients, *(o.host for o in ceph.osds))):
-        pid = _sshd_pid(lab, host)
+        pid = sshd_pid(lab, host)
         if pid is None:
             raise CephLabError(f"lab {lab.name}: host {host}: its sshd is not running; bring the lab up again")
         if f" /etc/ceph " not in Path(f"/proc/{pid}/mountinfo").read_text():
@@ -245,15 +238,13 @@ def _etc_ceph(lab: Lab) -> None:
 
 def _osd_up(lab: Lab, state: dict, osd: CephOsd) -> None:
     """Create (once) and start one OSD, recording its id in the state as soon as the monitor gives it."""
-    from .lab import _write_state
-
     cs, key = state["ceph"], f"{osd.host}/{osd.device_class}"
     c = cluster_dir(lab)
     if key not in cs["osds"]:
         osd_uuid = str(uuid.uuid4())
         cs["osds"][key] = int(_ceph_cmd(lab, "osd", "new", osd_uuid).strip())
         cs.setdefault("uuids", {})[key] = osd_uuid
-        _write_state(lab.state_dir, state)
+        write_state(lab.state_dir, state)
     n = cs["osds"][key]
     conf_path(lab).write_text(_conf(lab, cs["fsid"], cs["osds"]))
     data = c / f"osd.{n}"
@@ -302,8 +293,6 @@ def summary(lab: Lab) -> str:
 
 def down(lab: Lab, state: dict) -> list[str]:
     """Remove what the lab's ``down`` does not: the HDD-like OSDs' blkio cgroups (their processes are gone)."""
-    from .lab import _rmdir_cgroup
-
     removed = []
     if lab.spec.ceph is None:
         return removed
@@ -314,20 +303,18 @@ def down(lab: Lab, state: dict) -> list[str]:
                 device = state.get("ceph", {}).get("throttled_device")
                 if device:
                     (d / name).write_text(f"{device} 0")
-            _rmdir_cgroup(d)
+            rmdir_cgroup(d)
             removed.append(f"cgroup {d}")
     for d in (BLKIO_ROOT / "perflab" / lab.name, BLKIO_ROOT / "perflab"):
         if d.exists() and not any(p.is_dir() for p in d.iterdir()):
-            _rmdir_cgroup(d)
+            rmdir_cgroup(d)
     return removed
 
 
 def traces(name: str) -> list[str]:
     """Anything of lab ``name``'s cluster still on the machine: its directory (keys, block files, daemon
     data), blkio cgroups, Ceph processes and mounts of its configuration directory."""
-    from .lab import STATE_ROOT
-
-    c = STATE_ROOT / name / "ceph"
+    c = model.STATE_ROOT / name / "ceph"
     found = [f"Ceph directory {c}"] if c.exists() else []
     found += [f"cgroup {BLKIO_ROOT / 'perflab' / name}"] if (BLKIO_ROOT / "perflab" / name).exists() else []
     procs = subprocess.run(["pgrep", "-af", f"^ceph-.*{c}/"], capture_output=True, text=True).stdout.splitlines()
