@@ -57,7 +57,8 @@ FIO = """\
 campaign: t-fio
 benchmark:
   tool: fio
-  params: {ioengine: rbd, runtime: 1, rw: randwrite, bs: 4k, options: {clientname: admin, pool: perflab-t, rbdname: img}}
+  params: {ioengine: rbd, runtime: 1, rw: randwrite, bs: 4k,
+           options: {clientname: admin, pool: perflab-t, rbdname: img}}
 hosts: {client: client}
 factors: {iodepth: [4]}
 repetitions: 1

@@ -38,7 +38,8 @@ def test_rados_bench_write_recorded_on_the_lab():
     assert got["littles_law_ratio"] == pytest.approx(124 / 5.25864 * 0.666062 / 16)
 
 
-@pytest.mark.parametrize("name, reads, seconds", [("lab_rados_seq.txt", 124, 1.51735), ("lab_rados_rand.txt", None, None)])
+@pytest.mark.parametrize("name, reads, seconds", [("lab_rados_seq.txt", 124, 1.51735),
+                                                  ("lab_rados_rand.txt", None, None)])
 def test_rados_bench_reads_recorded_on_the_lab(name, reads, seconds):
     got = rows(RADOS, read_fixture(f"ceph/{name}"))
     assert got["op_size"] == 4194304 and got["bandwidth"] > 0

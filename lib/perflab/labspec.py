@@ -183,10 +183,12 @@ def load(path: str | Path, *, text: str | None = None) -> LabSpec:
     if problems:
         raise LabFileError(path, problems)
     links = tuple(Link(n, **(spec or {})) for n, spec in doc["links"].items())
-    return LabSpec(doc["lab"], links, tuple(_host(n, h) for n, h in doc["hosts"].items()), path, _ceph(doc.get("ceph")))
+    return LabSpec(doc["lab"], links, tuple(_host(n, h) for n, h in doc["hosts"].items()), path,
+                   _ceph(doc.get("ceph")))
 
 
 def _ceph(c: dict | None) -> Ceph | None:
+    """The lab file's ``ceph`` section (already checked), or None without one."""
     if c is None:
         return None
     osds = tuple(CephOsd(host, cls, size_bytes(size)) for host, classes in c["osds"].items()

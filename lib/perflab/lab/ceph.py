@@ -92,7 +92,8 @@ def _conf(lab: Lab, fsid: str, osd_ids: dict[str, int]) -> str:
              f"run dir = {c}/run", "admin socket = $run_dir/$cluster-$name.asok", "pid file = $run_dir/$name.pid",
              f"log file = {c}/log/$name.log", "crash dir = " + str(c / "crash"), f"keyring = {c}/etc/{ADMIN_KEYRING}",
              # one copy per OSD host (CRUSH's failure domain), at most the usual three
-             f"osd pool default size = {min(3, len({o.host for o in ceph.osds}))}", "osd pool default min size = 1", "osd pool default pg autoscale mode = off",
+             f"osd pool default size = {min(3, len({o.host for o in ceph.osds}))}", "osd pool default min size = 1",
+             "osd pool default pg autoscale mode = off",
              "osd crush chooseleaf type = 1", "mon allow pool size one = true", "mon allow pool delete = true",
              # the machine's disk is shared and often more than 70 % full: only warn when it is nearly full
              "mon data avail warn = 5", "mon data avail crit = 2",

@@ -89,7 +89,8 @@ class _CephClient(Tool):
         args += [f"--keyring={params['keyring']}"] if params.get("keyring") else []
         config = params.get("config") or {}
         if not isinstance(config, Mapping):
-            raise ValueError(f"config: a mapping of Ceph options to values, e.g. {{rbd_cache: false}}; found {config!r}")
+            raise ValueError(f"config: a mapping of Ceph options to values, e.g. {{rbd_cache: false}}; "
+                             f"found {config!r}")
         for option, value in config.items():
             if not re.fullmatch(r"[a-z][a-z0-9_]*", str(option)):
                 raise ValueError(f"config: {option!r} is not a Ceph option name (lowercase, digits, _)")
