@@ -106,3 +106,15 @@ def test_ceph_lab_up_bench_down_leaves_nothing(tmp_path):
     assert any("blkio" in r for r in removed), removed
     assert leftovers(NAME) == []
     assert not lab.state_dir.exists()
+
+
+def test_ceph_lab_failing_half_way_is_removed_again(monkeypatch):
+    """An OSD that cannot be made (after the monitor and manager started) fails ``up``, which removes it all."""
+    def broken(lab, state, osd):
+        raise cephlab.CephLabError(f"osd on {osd.host} cannot be made (a test)")
+
+    monkeypatch.setattr(cephlab, "_osd_up", broken)
+    name = f"f{os.getpid() % 100000}"
+    with pytest.raises(lab_mod.LabError, match="cannot be made .a test.; what was made of the new lab was removed"):
+        lab_mod.bring_up(labspec.load(f"{name}.yaml", text=LAB.replace(f"lab: {NAME}", f"lab: {name}")))
+    assert leftovers(name) == []
