@@ -82,6 +82,10 @@ def test_ceph_lab_up_bench_down_leaves_nothing(tmp_path):
     lab = lab_mod.bring_up(spec)
     try:
         assert cephlab.health(lab)["status"] == "HEALTH_OK"
+        fsid = cephlab.conf_path(lab).read_text().split("fsid = ")[1].split()[0]
+        lab_mod.bring_up(spec)  # idempotent: the same cluster, not a second set of OSDs
+        assert cephlab.conf_path(lab).read_text().split("fsid = ")[1].split()[0] == fsid
+        assert cephlab._ceph_cmd(lab, "osd", "ls").split() == ["0"]
         drawn = lab_mod.draw(lab_mod.status(NAME))
         assert "ceph: HEALTH_OK" in drawn and "osd.0" in drawn and "EMULATED HDD" in drawn
         entries = inventory.load(lab.inventory_path)

@@ -80,7 +80,8 @@ def bring_up(spec: LabSpec) -> Lab:
         vms = {h.name: {"accel": vm_accel(h.vm), "kernel": str(vm_kernel(h.vm)[0])} for h in spec.hosts if h.vm}
         state = {"version": STATE_VERSION, "name": spec.name, "spec": spec.to_json(), "slots": slots,
                  "cgroups": cgroup_dirs(lab, hierarchies), "loops": state["loops"] if state else {}, "vms": vms,
-                 "formatted": state.get("formatted", []) if state else []}
+                 "formatted": state.get("formatted", []) if state else [],
+                 **({"ceph": state["ceph"]} if state and "ceph" in state else {})}
         lab_dir.mkdir(exist_ok=True)
         write_state(lab_dir, state)
     try:
