@@ -42,6 +42,8 @@ def test_valid_campaign_gets_defaults():
     ("  parallel: [1, 4]", "  parallel: [1, 4]\n  length: [1, 2, 3]\ncrossing: zip",
      "crossing: zip needs factors with equally many levels"),
     ("hosts:", "hosts: [", "c.yaml:7: not valid YAML"),
+    ("  parallel: [1, 4]", "  parallel: [{label: one, set: {parallel: 1}}, 4]",
+     "c.yaml:9: factors.parallel[1]: a plain level among labelled ones"),
 ])
 def test_errors_name_file_line_field_and_problem(old, new, expected):
     with pytest.raises(campaign_mod.SpecError) as err:
@@ -84,7 +86,7 @@ BASE = "campaign: x\nbenchmark: {tool: iperf3, params: {duration: 1}}\nhosts: {c
     ("factors: {duration: [5, -5]}\n", 4, "factors.duration.1: duration must be > 0; found -5"),
     ("factors: {p: [1]}\nrepetitions: 3\nrepetitions: 4\n", 6, "duplicate key 'repetitions' (first on line 5)"),
     ("factors: {p: [1], p: [2]}\n", 4, "duplicate key 'p'"),
-    ("factors: {protocol: [tcp, carrier-pigeon]}\n", 4, "factors.protocol.1: iperf3 cannot use protocol="),
+    ("factors: {protocol: [tcp, carrier-pigeon]}\n", 4, "factors.protocol.1: parameter protocol takes one of tcp, udp; found 'carrier-pigeon'"),
 ])
 def test_bad_values_are_refused_naming_file_line_and_field(tmp_path, extra, line, needle):
     path, load = _load_text(tmp_path, BASE + extra)

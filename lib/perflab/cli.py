@@ -38,7 +38,8 @@ PLUGINS = ("perflab.stats.cli", "perflab.tools.cli")
 
 #: Errors a user can fix, as module -> class name: printed in one line, not as a traceback.
 USER_ERRORS = {"perflab.yamlfile": "SpecError", "perflab.lab": "LabError", "perflab.runner": "RunnerError",
-               "perflab.inventory": "InventoryError", "perflab.store": "StoreError", "perflab.tidy": "TidyError"}
+               "perflab.inventory": "InventoryError", "perflab.store": "StoreError", "perflab.tidy": "TidyError",
+               "perflab.ledger": "LedgerError"}
 
 
 def _lab(args: argparse.Namespace) -> int:
@@ -83,9 +84,9 @@ def _lab(args: argparse.Namespace) -> int:
 def _plan(args: argparse.Namespace) -> int:
     campaign = campaign_mod.load(args.campaign)
     if args.macros:
-        from .report import macros
+        from .report import macros, planned
 
-        out = macros.write(args.macros, runner.planned_values(campaign), inputs=[args.campaign],
+        out = macros.write(args.macros, planned.values(campaign), inputs=[args.campaign],
                            generator="perflab plan --macros")
         print(f"planned values: {out}")
         return 0
@@ -128,7 +129,7 @@ def _plan(args: argparse.Namespace) -> int:
     if args.check:
         from . import preflight, remote
 
-        entries = lab.resolve_inventory(args.inventory, hosts=max(2, len(campaign.involved())))
+        entries = lab.resolve_inventory(args.inventory, hosts=campaign.lab_hosts())
         with remote.connect(entries, campaign.involved()) as hosts:
             problems = preflight.check(campaign, hosts)
         for p in problems:
@@ -168,8 +169,7 @@ def _studies(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     campaign = campaign_mod.load(args.campaign)
-    hosts_needed = len(campaign.involved())
-    entries = lab.resolve_inventory(args.inventory, hosts=max(2, hosts_needed))
+    entries = lab.resolve_inventory(args.inventory, hosts=campaign.lab_hosts())
     summary = runner.run(campaign, entries, args.raw, limit=args.limit)
     for note in summary.notes:
         print(f"note: {note}")
@@ -183,7 +183,7 @@ def _pilot(args: argparse.Namespace) -> int:
 
     campaign = campaign_mod.load(args.campaign)
     pilot.pilot_campaign(campaign, args.repetitions)
-    entries = lab.resolve_inventory(args.inventory, hosts=max(2, len(campaign.involved())))
+    entries = lab.resolve_inventory(args.inventory, hosts=campaign.lab_hosts())
     table = pilot.run(campaign, entries, args.raw, repetitions=args.repetitions, metric=args.metric,
                       halfwidth=args.halfwidth / 100)
     print(pilot.format_table(table, list(campaign.factors)))
@@ -464,7 +464,10 @@ def main(argv: list[str] | None = None) -> int:
         # stdout at /dev/null so that the interpreter's final flush does not raise again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141  # 128 + SIGPIPE, what a shell reports for a command stopped by a closed pipe
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
+        if str(exc):  # the runner's own account of a stop (perflab.runner.Stopped): what was stopped, how to resume
+            print(f"perflab {args.command}: {exc}", file=sys.stderr)
+            return getattr(exc, "exit_code", 130)
         print(f"perflab {args.command}: interrupted; services, neighbour loads and monitors were stopped "
               "and stored samples are kept; rerun the same command to resume", file=sys.stderr)
         return 130
