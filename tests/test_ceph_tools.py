@@ -93,14 +93,14 @@ def test_recorded_rbd_output_cut_before_its_summary_is_refused():
 
 def test_commands_are_whole_words_with_cluster_options():
     [c] = RADOS.commands({"pool": "p", "seconds": 3, "mode": "write", "object_size": "4M", "cleanup": False,
-                          "conf": "/etc/ceph/x.conf", "client_id": "bench"}, {})
-    assert c.argv == ("rados", "--conf=/etc/ceph/x.conf", "--id=bench", "-p", "p", "bench", "3", "write", "-t", "16",
-                      "-b", "4M", "--no-cleanup")
+                          "client_id": "bench"}, {})
+    assert c.argv == ("rados", "--id=bench", "-p", "p", "bench", "3", "write", "-t", "16", "-b", "4M", "--no-cleanup")
     [c] = RADOS.commands({"pool": "p", "mode": "seq", "object_size": "4M", "cleanup": False}, {})
     assert "-b" not in c.argv and "--no-cleanup" not in c.argv
-    [c] = RBD.commands({"image": "p/img", "io_type": "readwrite", "rw_mix_read": 50,
+    [c] = RBD.commands({"pool": "p", "image": "img", "io_type": "readwrite", "rw_mix_read": 50,
                         "config": {"rbd_cache": True, "rbd_cache_size": 67108864}}, {})
-    assert c.argv[:3] == ("rbd", "--rbd_cache=true", "--rbd_cache_size=67108864") and c.argv[-1] == "p/img"
+    assert c.argv[:3] == ("rbd", "--rbd_cache=true", "--rbd_cache_size=67108864")
+    assert c.argv[-4:] == ("--pool", "p", "--image", "img")
     assert ("--rw-mix-read", "50") == c.argv[c.argv.index("--rw-mix-read"):][:2]
     [c] = OSD.commands({"osd": 3, "bytes": "64M", "block_size": "64K"}, {})
     assert c.argv == ("ceph", "tell", "osd.3", "bench", str(64 * MIB), "65536")
@@ -108,9 +108,9 @@ def test_commands_are_whole_words_with_cluster_options():
 
 
 @pytest.mark.parametrize("tool, params, message", [
-    (RADOS, {}, "pool"), (RADOS, {"pool": "p", "mode": "read"}, "mode"), (RBD, {}, "image"),
+    (RADOS, {}, "pool"), (RADOS, {"pool": "p", "mode": "read"}, "mode"), (RBD, {"pool": "p"}, "image"),
     (OSD, {"osd": "0; reboot"}, "OSD id"), (OSD, {"osd": 1, "bytes": "lots"}, "size"),
-    (RBD, {"image": "p/i", "config": {"rbd cache": "true"}}, "option name"),
+    (RBD, {"pool": "p", "image": "i", "config": {"rbd cache": "true"}}, "option name"),
 ])
 def test_commands_refuse_what_they_cannot_pass(tool, params, message):
     with pytest.raises(ValueError, match=message):

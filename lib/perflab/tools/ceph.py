@@ -2,9 +2,9 @@
 
 Each runs on a Ceph client host (role ``client``) that finds its cluster as Ceph's clients
 do, in ``/etc/ceph`` (the lab's Ceph hosts see the lab cluster's configuration there,
-``perflab.lab.ceph``; a real client has its own), unless ``conf`` names another file;
-``client_id`` and ``keyring`` pick the cephx user (default ``admin``), and ``config`` (a
-mapping) overrides Ceph options for the one command (``{rbd_cache: true}`` becomes
+``perflab.lab.ceph``; a real client has its own); ``client_id`` picks the cephx user
+(default ``admin``, whose keyring is in ``/etc/ceph``), and ``config`` (a mapping)
+overrides Ceph options for the one command (``{rbd_cache: "true"}`` becomes
 ``--rbd_cache=true``, recorded with the sample's command line). The parsers read
 the thesis's outputs, published examples and outputs recorded from the lab's cluster
 (``tests/fixtures/ceph/``, origins in its ORIGIN.md).
@@ -12,7 +12,7 @@ the thesis's outputs, published examples and outputs recorded from the lab's clu
 Parameters: ``rados_bench``: ``pool`` (required), ``seconds`` (10), ``mode`` (write, seq,
 rand; default write), ``concurrent`` (``-t``, 16), ``object_size`` (``-b``, write only),
 ``cleanup`` (false: ``--no-cleanup``, so a later seq or rand phase has objects to read;
-default true), ``run_name``. ``rbd_bench``: ``image`` (``POOL/IMAGE``, required), ``io_type``
+default true), ``run_name``. ``rbd_bench``: ``pool`` and ``image`` (required), ``io_type``
 (write, read, readwrite), ``io_size``, ``io_threads``, ``io_total``, ``io_pattern`` (seq,
 rand), ``rw_mix_read``. ``ceph_osd_bench``: ``osd`` (id, required), ``bytes`` (total, 1 GiB
 by default as in Ceph), ``block_size`` (4 MiB).
@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
-from .base import (Command, Measurement, ParseError, Rows, Tool, extract_json, key_values, littles_law_ratio, number,
+from .base import (Command, Measurement, Param, ParseError, Rows, Tool, extract_json, key_values, littles_law_ratio, number,
                    quantity, require)
 
 MIB = 1024.0 * 1024.0
@@ -80,13 +80,16 @@ class _CephClient(Tool):
     roles = ("client",)
     debian_packages = ("ceph-common",)
     version_command = ("ceph", "--version")
+    #: The parameters every Ceph client tool takes.
+    CLIENT_PARAMS = (
+        Param("client_id", "word", None, "", "the cephx user (default admin), its keyring in /etc/ceph"),
+        Param("config", "options", None, "", "Ceph options for this command only, e.g. {rbd_cache: \"true\"}"),
+    )
 
     @staticmethod
     def cluster_args(params: Mapping[str, Any]) -> list[str]:
-        """``--conf``, ``--id`` and ``--keyring`` when the parameters set them, then ``config``'s overrides."""
-        args = [f"--conf={params['conf']}"] if params.get("conf") else []
-        args += [f"--id={params['client_id']}"] if params.get("client_id") else []
-        args += [f"--keyring={params['keyring']}"] if params.get("keyring") else []
+        """``--id`` when ``client_id`` is set, then ``config``'s overrides."""
+        args = [f"--id={params['client_id']}"] if params.get("client_id") else []
         config = params.get("config") or {}
         if not isinstance(config, Mapping):
             raise ValueError(f"config: a mapping of Ceph options to values, e.g. {{rbd_cache: false}}; "
@@ -114,6 +117,17 @@ class RadosBench(_CephClient):
     primary_metric = "bandwidth"
     additive = frozenset({"bandwidth", "iops", "ops"})
     operations_metric = "ops"
+    params = (
+        Param("pool", "word", None, "", "the pool to bench (required)"),
+        Param("seconds", "number", 10, "s", "how long to write, or at most to read"),
+        Param("mode", "word", "write", "", "write, or read back what a write left: seq or rand",
+              choices=("write", "seq", "rand")),
+        Param("concurrent", "int", 16, "", "operations in flight (-t)"),
+        Param("object_size", "size", None, "byte", "object size of a write (-b; default 4 MiB)"),
+        Param("cleanup", "bool", True, "", "false: keep the written objects (--no-cleanup) for seq and rand"),
+        Param("run_name", "word", None, "", "the bench's run name (--run-name)"),
+        *_CephClient.CLIENT_PARAMS,
+    )
 
     def commands(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> list[Command]:
         """``rados [cluster options] -p POOL bench SECONDS MODE -t N [-b SIZE] [--no-cleanup] [--run-name N]``."""
@@ -187,15 +201,27 @@ class RbdBench(_CephClient):
     primary_metric = "iops"
     additive = frozenset({"iops", "bandwidth", "ops"})
     operations_metric = "ops"
+    params = (
+        Param("pool", "word", None, "", "the image's pool (required)"),
+        Param("image", "word", None, "", "the image (required)"),
+        Param("io_type", "word", "write", "", "the I/O", choices=("write", "read", "readwrite")),
+        Param("io_size", "size", "4K", "byte", "bytes per I/O"),
+        Param("io_threads", "int", 16, "", "I/Os in flight"),
+        Param("io_total", "size", "64M", "byte", "bytes of I/O in the run"),
+        Param("io_pattern", "word", "seq", "", "sequential or random offsets", choices=("seq", "rand")),
+        Param("rw_mix_read", "int", None, "%", "share of reads of a readwrite run"),
+        *_CephClient.CLIENT_PARAMS,
+    )
 
     def commands(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> list[Command]:
-        """``rbd [cluster options] bench --io-type T --io-size S --io-threads N --io-total B --io-pattern P IMAGE``."""
+        """``rbd [cluster options] bench --io-type T ... --pool POOL --image IMAGE``."""
         argv = ["rbd", *self.cluster_args(params), "bench", "--io-type", str(params.get("io_type", "write")),
                 "--io-size", str(params.get("io_size", "4K")), "--io-threads", str(params.get("io_threads", 16)),
                 "--io-total", str(params.get("io_total", "64M")), "--io-pattern", str(params.get("io_pattern", "seq"))]
         if params.get("rw_mix_read") is not None:
             argv += ["--rw-mix-read", str(params["rw_mix_read"])]
-        return [Command("client", (*argv, _required(params, "image", self.name, "image: bench/img")))]
+        return [Command("client", (*argv, "--pool", _required(params, "pool", self.name, "pool: bench"),
+                                   "--image", _required(params, "image", self.name, "image: img")))]
 
     def expected_duration(self, params: Mapping[str, Any]) -> float:
         """``io_total`` at :data:`ASSUMED_BYTES_PER_SEC` or its I/Os at :data:`ASSUMED_IOPS`, whichever is longer."""
@@ -239,6 +265,12 @@ class CephOsdBench(_CephClient):
     name = "ceph_osd_bench"
     parser_version = 1
     primary_metric = "bandwidth"
+    params = (
+        Param("osd", "int", None, "", "the OSD's id (required)"),
+        Param("bytes", "size", 1 << 30, "byte", "bytes the OSD writes"),
+        Param("block_size", "size", 4 << 20, "byte", "bytes per write"),
+        *_CephClient.CLIENT_PARAMS,
+    )
 
     def commands(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> list[Command]:
         """``ceph [cluster options] tell osd.N bench BYTES BLOCK_SIZE`` (JSON on stdout)."""
