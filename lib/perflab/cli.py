@@ -78,7 +78,10 @@ def _lab(args: argparse.Namespace) -> int:
 
 
 def _plan(args: argparse.Namespace) -> int:
+    from . import destructive
+
     campaign = spec.load(args.campaign)
+    destructive.check(campaign)
     if args.macros:
         from .report import macros
 
@@ -164,10 +167,18 @@ def _studies(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from . import destructive
+
     campaign = spec.load(args.campaign)
     hosts_needed = len(campaign.involved())
+    destructive.confirm(campaign, args.yes_destroy)
     entries = lab.resolve_inventory(args.inventory, hosts=max(2, hosts_needed))
-    summary = runner.run(campaign, entries, args.raw, limit=args.limit)
+    if args.rehearse:
+        from . import rehearse
+
+        done = rehearse.rehearse(campaign, entries, args.raw or rehearse.DEFAULT_ROOT)
+        return 0 if done.campaign is None or done.complete else 3
+    summary = runner.run(campaign, entries, args.raw or "data/raw", limit=args.limit)
     for note in summary.notes:
         print(f"note: {note}")
     print(f"{campaign.name}: {summary.already_done + summary.done}/{summary.planned} samples stored in "
@@ -316,8 +327,13 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
     rp.add_argument("campaign", help="campaign YAML file")
     rp.add_argument("--inventory", default="lab",
                     help="inventory file, 'lab' (embedded lab; localhost when not root) or 'localhost' (default: lab)")
-    rp.add_argument("--raw", default="data/raw", help="raw data root (default data/raw)")
+    rp.add_argument("--raw", help="raw data root (default data/raw; with --rehearse scratch/rehearsal)")
     rp.add_argument("--limit", type=int, help="stop after this many samples (pilot)")
+    rp.add_argument("--rehearse", action="store_true", help="every cell once at the shortest durations into "
+                    "scratch, not evidence; cells the hosts cannot run are named and skipped (docs/real-hosts.md)")
+    rp.add_argument("--yes-destroy", metavar="DEVICE", action="append", default=[],
+                    help="confirm that a destructive campaign may overwrite DEVICE (repeat per device); "
+                    "without it `perflab run` asks on the terminal")
     rp.set_defaults(func=_run)
 
     pl = sub.add_parser("pilot", help="run a few repetitions and print what the planned n can detect per cell")
