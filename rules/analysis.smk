@@ -4,7 +4,7 @@
 
 rule tidy:
     input:
-        raw="data/raw/{campaign}/experiment.ipynb",
+        raw=lambda wc: CAMPAIGNS[wc.campaign].raw_record,
         lib=LIB,
     output:
         parquet="data/processed/{campaign}.parquet",
