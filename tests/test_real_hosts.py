@@ -50,7 +50,7 @@ def test_every_study_has_an_inventory_example_naming_every_host_of_its_campaigns
             continue
         missing = set(spec.load(path).involved()) - set(entries)
         assert not missing, f"{path.name} names hosts the example lacks: {missing}"
-    assert f"## Study {study[:3]}" in (ROOT / "docs/real-hosts.md").read_text(), "a walk-through per study"
+    assert f"## Study {study[:3]}:" in (ROOT / "docs/real-hosts.md").read_text(), "a walk-through per study"
 
 
 def test_kernel_fio_keeps_its_lun_and_login_across_protocols_and_restarts_vblade_per_cell():

@@ -123,6 +123,8 @@ def _plan(args: argparse.Namespace) -> int:
     for n in info["neighbours"]:
         where = ", ".join(f"{k} in {v}" for k, v in n["cells"].items()) or "all cells"
         print(f"  neighbour on {n['on']} ({where}): {n['run']}")
+    for target, devices in campaign.doc.get("devices", {}).items():
+        print(f"  DESTRUCTIVE on {target}: overwrites {', '.join(devices)} (`perflab run` asks first, or --yes-destroy)")
     print(f"  monitors (sysstat): {'on' if info['monitors'] else 'off'}; "
           f"fingerprints per block: {'on' if info['fingerprints'] else 'off'}")
     if args.check:
