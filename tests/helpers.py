@@ -9,7 +9,7 @@ from typing import Any, Mapping
 
 import pytest
 
-from perflab import lab as lab_mod, records, spec
+from perflab import campaign as campaign_mod, lab as lab_mod, records
 from perflab.tools.base import Command, Measurement, Rows, Tool
 
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="the lab needs root (network namespaces, sshd)")
@@ -37,13 +37,13 @@ def sample_meta(run_id: str, cell: dict, block: int, *, campaign: str = "c", too
         neighbours=[], perflab="test", commands=[{"host": host, "started_utc": started_utc}]).to_json()
 
 
-def load_campaign(text: str, tmp_path: Path | None = None) -> spec.Campaign:
+def load_campaign(text: str, tmp_path: Path | None = None) -> campaign_mod.Campaign:
     """A campaign from YAML ``text``; written to ``tmp_path/c.yaml`` first when given (errors then name it)."""
     if tmp_path is None:
-        return spec.load("c.yaml", text=text)
+        return campaign_mod.load("c.yaml", text=text)
     path = tmp_path / "c.yaml"
     path.write_text(text)
-    return spec.load(path)
+    return campaign_mod.load(path)
 
 
 class Probe(Tool):

@@ -9,7 +9,7 @@ from helpers import load_campaign
 from perflab import inventory, remote, runner, tools
 from perflab.runner.measured import Measured, build, run_waves
 from perflab.runner.samples import _file_names
-from perflab.spec import Phase, Seat
+from perflab.campaign import Phase, Seat
 
 BASE = """\
 campaign: parts

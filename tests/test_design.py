@@ -2,7 +2,7 @@
 
 from collections import Counter
 
-from perflab import design, spec
+from perflab import campaign as campaign_mod, design
 
 TEXT = """\
 campaign: d
@@ -17,7 +17,7 @@ design: {design}
 
 
 def campaign(seed=1, kind="rmit"):
-    return spec.load("d.yaml", text=TEXT.replace("{seed}", str(seed)).replace("{design}", kind))
+    return campaign_mod.load("d.yaml", text=TEXT.replace("{seed}", str(seed)).replace("{design}", kind))
 
 
 def test_rmit_blocks_are_permutations_of_all_cells_warmups_first():

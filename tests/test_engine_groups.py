@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from helpers import ROOT_ONLY, load_campaign
-from perflab import design, runner, spec, store, tidy
+from perflab import campaign as campaign_mod, design, runner, store, tidy
 from perflab.ledger import Ledger
 
 GROUPS = """\
@@ -44,8 +44,8 @@ PING %= THREE
 
 
 def problems(text: str) -> list[str]:
-    with pytest.raises(spec.SpecError) as info:
-        spec.load("c.yaml", text=text)
+    with pytest.raises(campaign_mod.SpecError) as info:
+        campaign_mod.load("c.yaml", text=text)
     return info.value.problems
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from helpers import load_campaign
 
-from perflab import cli, inventory, remote, runner, spec, tools
+from perflab import campaign as campaign_mod, cli, inventory, remote, runner, tools
 from perflab.runner import samples
 from perflab.ledger import Ledger
 from perflab.store import RawStore, StoreError
@@ -45,8 +45,8 @@ neighbours:
 
 def test_new_fields_load_with_their_defaults():
     c = load_campaign(GOOD)
-    assert c.settle == spec.Settle(("client", "server"), 0.5, 30.0, 1.0)
-    assert c.setup == (spec.Step("client", "ip link set dev eth0 mtu 1500"),)
+    assert c.settle == campaign_mod.Settle(("client", "server"), 0.5, 30.0, 1.0)
+    assert c.setup == (campaign_mod.Step("client", "ip link set dev eth0 mtu 1500"),)
     assert c.neighbours[0].cells == {"load": ("on",)} and c.neighbours[0].applies({"load": "on", "parallel": 1})
     assert not c.neighbours[0].applies({"load": "off", "parallel": 1})
     assert (c.monitors, c.fingerprints) == (True, True)
@@ -74,7 +74,7 @@ def test_new_fields_load_with_their_defaults():
 ])
 def test_invalid_engine_fields_name_file_line_field_value_and_what_is_allowed(old, new, expected):
     assert old in GOOD
-    with pytest.raises(spec.SpecError) as info:
+    with pytest.raises(campaign_mod.SpecError) as info:
         load_campaign(GOOD.replace(old, new))
     assert any(p.startswith(expected) for p in info.value.problems), info.value.problems
 
@@ -82,7 +82,7 @@ def test_invalid_engine_fields_name_file_line_field_value_and_what_is_allowed(ol
 def test_yaml_on_off_yes_no_stay_strings_and_placeholders_are_shell_quoted():
     c = load_campaign(GOOD.replace('["off", "on"]', "[off, on]").replace('[\"on\"]', "[on]"))
     assert c.factors["load"] == ("off", "on") and c.neighbours[0].on == "neighbour"
-    assert spec.fill("tc qdisc {x} {y} '{print}'", {"x": "a b", "y": 4}) == "tc qdisc 'a b' 4 '{print}'"
+    assert campaign_mod.fill("tc qdisc {x} {y} '{print}'", {"x": "a b", "y": 4}) == "tc qdisc 'a b' 4 '{print}'"
 
 
 def test_plan_reports_engine_settings_and_overheads(capsys):

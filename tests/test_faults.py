@@ -71,8 +71,8 @@ def test_non_utf8_output_is_stored_byte_for_byte_and_checksummed_as_such(tmp_pat
     raw.begin(campaign_record("camp", digest="abc"))
     now = time.time()
     res = Result("h1", "printf", b"\xff\xfe 42\n", b"\x80err", 0, now, now)
-    from perflab import spec as spec_mod
-    campaign = spec_mod.load(ROOT / "studies/tools/campaigns/tool-sysbench.yaml")
+    from perflab import campaign as campaign_mod
+    campaign = campaign_mod.load(ROOT / "studies/tools/campaigns/tool-sysbench.yaml")
     run = design.schedule(campaign)[0]
     cmd = tools.get("sysbench").commands(campaign.cell_params(run.cell.levels), {})[0]
 
@@ -112,7 +112,7 @@ def _owned(owner: str) -> list[str]:
 
 @pytest.mark.lab
 def test_kill_9_then_resume_stops_and_records_what_the_killed_run_left(lab, tmp_path):
-    from perflab import runner, spec
+    from perflab import campaign as campaign_mod, runner
     (tmp_path / "c.yaml").write_text(LEFTOVERS)
     raw = tmp_path / "raw"
     owner = store.RawStore(raw, "leftovers").owner
@@ -131,7 +131,7 @@ def test_kill_9_then_resume_stops_and_records_what_the_killed_run_left(lab, tmp_
         proc.wait()
     left = _owned(owner)
     assert len(left) >= 4, "expected the iperf3 server, both neighbours and the setsid child to be left"
-    campaign = spec.load(tmp_path / "c.yaml")
+    campaign = campaign_mod.load(tmp_path / "c.yaml")
     from perflab import inventory
     summary = runner.run(campaign, inventory.load(lab.inventory_path), raw, limit=1, stream=open(os.devnull, "w"))
     records_ = list((raw / "leftovers" / "leftovers").glob("*.json"))
@@ -154,7 +154,7 @@ def test_a_sample_timeout_kills_setsid_children_too(hosts):
 
 @pytest.mark.lab
 def test_a_service_whose_port_another_process_holds_is_refused_not_measured(lab, hosts, tmp_path):
-    from perflab import inventory, runner, spec
+    from perflab import campaign as campaign_mod, inventory, runner
     text = LEFTOVERS.replace("campaign: leftovers", "campaign: squatted").replace("5299", "5298")
     (tmp_path / "c.yaml").write_text(text.split("neighbours:")[0])
     address = inventory.load(lab.inventory_path)["h2"].address
@@ -162,7 +162,7 @@ def test_a_service_whose_port_another_process_holds_is_refused_not_measured(lab,
     try:
         hosts["h2"].run("until ss -Hltn 'sport = :5298' | grep -q .; do sleep 0.05; done", timeout=10)
         with pytest.raises(runner.RunnerError, match=r"iperf3-server .* exited although its readiness check passed"):
-            runner.run(spec.load(tmp_path / "c.yaml"), inventory.load(lab.inventory_path), tmp_path / "raw",
+            runner.run(campaign_mod.load(tmp_path / "c.yaml"), inventory.load(lab.inventory_path), tmp_path / "raw",
                        limit=1, stream=open(os.devnull, "w"))
     finally:
         hosts["h2"].stop(squatter)

@@ -21,7 +21,7 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from perflab import runner, spec, tools
+from perflab import campaign as campaign_mod, runner, tools
 from perflab.tools.base import ParseError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -111,10 +111,10 @@ def test_fuzzed_campaign_files_load_or_name_the_file(tmp_path_factory, capsys):
         path.write_text(text)
         with alarm(ALARM):
             try:
-                campaign = spec.load(path)
+                campaign = campaign_mod.load(path)
                 runner.plan(campaign)
                 counts["accepted and planned"] += 1
-            except spec.SpecError as exc:
+            except campaign_mod.SpecError as exc:
                 lines = str(exc).splitlines()
                 assert lines and all(line.startswith(f"{path}:") for line in lines), str(exc)
                 counts["refused (SpecError)"] += 1

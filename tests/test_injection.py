@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from perflab import spec, tools
+from perflab import campaign as campaign_mod, tools
 from perflab.tools.base import ParseOnly
 
 TOOL_BINARIES = ("iperf3", "iperf", "fio", "dd", "ping", "sysbench", "stress-ng", "hpcc", "mpirun", "mpstat",
@@ -110,8 +110,8 @@ def json_str(text: str) -> str:
 @pytest.mark.parametrize("form", SAFE_FORMS)
 def test_templates_with_the_value_outside_quotes_are_accepted_and_stay_inert(form, sandbox, tmp_path):
     env, canary = sandbox
-    spec.load(_campaign(tmp_path, form))
-    _sh([spec.fill(form, {"x": payload}) for payload in payloads(canary)], env)
+    campaign_mod.load(_campaign(tmp_path, form))
+    _sh([campaign_mod.fill(form, {"x": payload}) for payload in payloads(canary)], env)
     assert not canary.exists(), f"{form!r} let a value run as shell"
 
 
@@ -119,9 +119,9 @@ def test_templates_with_the_value_outside_quotes_are_accepted_and_stay_inert(for
 def test_templates_with_the_value_inside_quotes_are_refused_with_the_fix(form, sandbox, tmp_path):
     env, canary = sandbox
     path = _campaign(tmp_path, form)
-    with pytest.raises(spec.SpecError, match=r"placeholder \{x\} .* sh -c '\.\.\. \"\$1\" \.\.\.' sh \{x\}") as err:
-        spec.load(path)
+    with pytest.raises(campaign_mod.SpecError, match=r"placeholder \{x\} .* sh -c '\.\.\. \"\$1\" \.\.\.' sh \{x\}") as err:
+        campaign_mod.load(path)
     assert str(err.value).startswith(f"{path}:7: setup.0.run: ")
     # the refusal is needed: shell-quoting alone does not protect these forms
-    _sh([spec.fill(form, {"x": payload}) for payload in payloads(canary)], env)
+    _sh([campaign_mod.fill(form, {"x": payload}) for payload in payloads(canary)], env)
     assert canary.exists(), f"{form!r} looked unsafe but no payload ran; the check may be too strict"

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from helpers import load_campaign
-from perflab import destructive, inventory, preflight, rehearse, spec, sshconfig
+from perflab import campaign as campaign_mod, destructive, inventory, preflight, rehearse, sshconfig
 from perflab.remote import Host, HostError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,13 +48,13 @@ def test_every_study_has_an_inventory_example_naming_every_host_of_its_campaigns
     for path in (ROOT / "studies" / study / "real-hosts").glob("*.yaml"):
         if path.name in NOT_CAMPAIGNS:
             continue
-        missing = set(spec.load(path).involved()) - set(entries)
+        missing = set(campaign_mod.load(path).involved()) - set(entries)
         assert not missing, f"{path.name} names hosts the example lacks: {missing}"
     assert f"## Study {study[:3]}:" in (ROOT / "docs/real-hosts.md").read_text(), "a walk-through per study"
 
 
 def test_kernel_fio_keeps_its_lun_and_login_across_protocols_and_restarts_vblade_per_cell():
-    c = spec.load(ROOT / "studies/004-aoe-iscsi/real-hosts/004-kernel-fio.yaml")
+    c = campaign_mod.load(ROOT / "studies/004-aoe-iscsi/real-hosts/004-kernel-fio.yaml")
     scopes = {s.name: (s.scope, dict(s.cells)) for s in c.services}
     assert scopes["tgtd"] == ("campaign", {}) and scopes["lun"] == ("campaign", {}) and scopes["login"] == ("campaign", {})
     assert scopes["vblade"] == ("cell", {"protocol": ("aoe",)})
@@ -134,12 +134,12 @@ def test_the_users_ssh_config_does_not_redirect_a_host_and_says_so(tmp_path, mon
 
 
 def test_a_rehearsal_is_cut_short_and_never_written_under_data_raw(tmp_path):
-    c = spec.load(ROOT / "studies/002-pfsense-neighbour/real-hosts/pfsense-neighbour-kvm.yaml")
+    c = campaign_mod.load(ROOT / "studies/002-pfsense-neighbour/real-hosts/pfsense-neighbour-kvm.yaml")
     doc = rehearse.shortened_doc(c.doc)
     assert doc["benchmark"]["params"] == {"protocol": "udp", "reverse": True, "duration": 1, "interval": 1}
     assert (doc["repetitions"], doc["warmups"], doc["retries"]) == (1, 0, 0) and "timeout" not in doc
     assert c.doc["repetitions"] == 3, "the campaign itself is unchanged"
-    hpcc = rehearse.shortened_doc(spec.load(ROOT / "studies/003-openstack-opennebula/real-hosts/kvm-hpcc.yaml").doc)
+    hpcc = rehearse.shortened_doc(campaign_mod.load(ROOT / "studies/003-openstack-opennebula/real-hosts/kvm-hpcc.yaml").doc)
     assert hpcc["factors"]["n"] == [400] and hpcc["benchmark"]["params"]["n"] == 400
     with pytest.raises(rehearse.RehearsalError, match="never goes under data/raw"):
         rehearse.rehearse(c, {}, tmp_path / "data" / "raw", stream=io.StringIO())

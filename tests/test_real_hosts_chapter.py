@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from helpers import ROOT_ONLY, copy_project, leftovers
-from perflab import datasource, inventory, lab as lab_mod, labspec, rehearse, spec, study
+from perflab import campaign as campaign_mod, datasource, inventory, lab as lab_mod, labspec, rehearse, study
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -58,13 +58,13 @@ def test_committed_real_hosts_data_switch_the_analysis_and_the_chapter_says_so(t
     try:
         entries = inventory.load(created.inventory_path)
         # The lab plays the cluster's client: two files stand in for the mapped images, a small grid.
-        doc = spec.load(project / STUDY / "real-hosts" / f"{REAL}.yaml").doc
+        doc = campaign_mod.load(project / STUDY / "real-hosts" / f"{REAL}.yaml").doc
         doc = {**doc, "destructive": False, "devices": {}, "requires": [], "monitors": False,
                "factors": {"device": [{"label": "hdd", "set": {"filename": str(tmp_path / "hdd.dat")}},
                                       {"label": "ssd", "set": {"filename": str(tmp_path / "ssd.dat")}}],
                            "numjobs": [1, 2], "iodepth": [1, 4]}}
         doc["benchmark"] = {**doc["benchmark"], "params": {**doc["benchmark"]["params"], "size": "8M"}}
-        stand_in = spec.load(project / STUDY / "real-hosts" / f"{REAL}.yaml", text=json.dumps(doc))
+        stand_in = campaign_mod.load(project / STUDY / "real-hosts" / f"{REAL}.yaml", text=json.dumps(doc))
         done = rehearse.rehearse(stand_in, entries, project / "scratch/rehearsal", stream=io.StringIO())
     finally:
         lab_mod.down(name)

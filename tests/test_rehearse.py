@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from helpers import ROOT_ONLY, leftovers
-from perflab import design, inventory, lab as lab_mod, labspec, rehearse, spec
+from perflab import campaign as campaign_mod, design, inventory, lab as lab_mod, labspec, rehearse
 from test_real_hosts import kit_campaigns
 
 pytestmark = [ROOT_ONLY, pytest.mark.lab]
@@ -38,7 +38,7 @@ def entries():
 
 @pytest.mark.parametrize("path", kit_campaigns(), ids=lambda p: p.name)
 def test_every_real_hosts_campaign_rehearses_on_a_lab_playing_its_hosts(path, entries, tmp_path):
-    campaign = spec.load(path)
+    campaign = campaign_mod.load(path)
     out = io.StringIO()
     done = rehearse.rehearse(campaign, entries, tmp_path, stream=out)
     lines = out.getvalue().splitlines()
@@ -62,7 +62,7 @@ def test_every_real_hosts_campaign_rehearses_on_a_lab_playing_its_hosts(path, en
 
 def test_the_lab_lacks_what_the_kit_needs_and_the_rehearsal_says_which_cells(entries, tmp_path):
     """The kernel initiators' cells are skipped per protocol, each for its own module."""
-    campaign = spec.load(Path(__file__).resolve().parents[1] / "studies/004-aoe-iscsi/real-hosts/004-kernel-fio.yaml")
+    campaign = campaign_mod.load(Path(__file__).resolve().parents[1] / "studies/004-aoe-iscsi/real-hosts/004-kernel-fio.yaml")
     done = rehearse.rehearse(campaign, entries, tmp_path, stream=io.StringIO())
     assert done.campaign is None and len(done.skipped) == 32
     aoe = [p for slug, p in done.skipped.items() if slug.startswith("protocol-aoe")]

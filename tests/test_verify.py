@@ -29,7 +29,7 @@ def repo(tmp_path, monkeypatch):
     (pub / "study-table1.csv").write_text("name,mean\nx,1.5\n")
     store.seal_digitized(pub)
     monkeypatch.chdir(tmp_path)
-    tidy.write("data/raw/c", "data/processed")
+    tidy.write("data/raw/c", "data/processed", csv=True)
     table = lineage.atomic_text("paper/tables/c-summary.tex", "\\begin{tabular}{r}1\\end{tabular}\n")
     (tmp_path / "notebooks").mkdir()
     (tmp_path / "notebooks/analysis.ipynb").write_text("{}")

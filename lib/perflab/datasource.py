@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from . import spec
+from . import campaign as campaign_mod, yamlfile
 from .fingerprint import summary
 
 RAW_ROOT = "data/raw"
@@ -57,11 +57,11 @@ def counterparts(root: str | Path, study: str, folder: str, refs: list[Mapping[s
             continue
         file = f"{folder}/{ref['real_hosts']}"
         try:
-            real = spec.load(Path(root) / file)
-        except spec.SpecError as exc:
+            real = campaign_mod.load(Path(root) / file)
+        except yamlfile.SpecError as exc:
             problems += [f"{folder}/study.yaml: campaigns.real_hosts: {p}" for p in exc.problems]
             continue
-        lab_spec = spec.load(Path(root) / folder / ref["file"])
+        lab_spec = campaign_mod.load(Path(root) / folder / ref["file"])
         if dict(real.factors).keys() != dict(lab_spec.factors).keys():
             problems.append(f"{folder}/study.yaml: campaigns.real_hosts: {file} has factors "
                             f"{', '.join(real.factors)}; its lab counterpart {lab} has {', '.join(lab_spec.factors)}; "

@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
-from .spec import Campaign
+from .campaign import Campaign
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ import sys
 from typing import Callable
 
 from .design import cells
-from .spec import Campaign
+from .campaign import Campaign
 
 #: Device files that are not storage (writing them destroys nothing).
 HARMLESS = frozenset({"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/stdout",

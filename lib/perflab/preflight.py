@@ -17,7 +17,7 @@ from typing import Mapping
 from . import tools
 from .design import cells
 from .remote import Host
-from .spec import Campaign
+from .campaign import Campaign
 
 
 @dataclass

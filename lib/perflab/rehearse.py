@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, TextIO
 
-from . import design, preflight, spec as spec_mod
+from . import campaign as campaign_mod, design, preflight
 from .inventory import HostEntry
-from .spec import Campaign
+from .campaign import Campaign
 
 #: Where a rehearsal writes when no ``--raw`` is given (``scratch/`` is ignored by git).
 DEFAULT_ROOT = "scratch/rehearsal"
@@ -155,7 +155,7 @@ def rehearse(campaign: Campaign, entries: Mapping[str, HostEntry], raw_root: str
     failing = {json.dumps(i, sort_keys=True) for i in campaign.doc.get("requires", [])
                if any(_applies(i, c.levels) for c in cells if c.slug in skipped)}
     doc["requires"] = [i for i in doc.get("requires", []) if json.dumps(i, sort_keys=True) not in failing]
-    short = spec_mod.load(campaign.source, text=json.dumps(doc, indent=1))
+    short = campaign_mod.load(campaign.source, text=json.dumps(doc, indent=1))
     short = dataclasses.replace(short, doc={**short.doc, "rehearsal": {
         "evidence": False, "of": str(campaign.source), "design_digest": campaign.digest(),
         "skipped": {slug: p for slug, p in skipped.items()}}})

@@ -429,8 +429,12 @@ def read_manifest(campaign_dir: str | Path) -> dict[str, str]:
     return dict(manifest_lines(campaign_dir))
 
 
-def verify(campaign_dir: str | Path) -> list[str]:
+def verify(campaign_dir: str | Path, *, hashed: Mapping[str, str] | None = None) -> list[str]:
     """Check raw files against the manifest, and manifest, ledger and samples against each other.
+
+    ``hashed`` maps manifest paths to the SHA-256 of the bytes a caller has already read
+    (``perflab tidy`` hashes what it parses, so each raw file is read once); those files are
+    not read again.
 
     Returns the problems (empty when intact): altered, missing or unlisted files, a path
     listed twice (written again after a deletion), a sample the ledger says is done but
@@ -441,9 +445,10 @@ def verify(campaign_dir: str | Path) -> list[str]:
     lines = manifest_lines(cdir)
     listed = dict(lines)
     problems = []
+    hashed = hashed or {}
     for name, digest in listed.items():
         try:
-            altered = sha256_file(cdir / name) != digest
+            altered = (hashed.get(name) or sha256_file(cdir / name)) != digest
         except FileNotFoundError:
             problems.append(f"{name}: listed in the manifest but missing")
             continue

@@ -24,7 +24,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from . import datasource, spec
+from . import campaign as campaign_mod, datasource, yamlfile
 from .files import slug
 
 SCHEMA = json.loads(resources.files("perflab").joinpath("schemas/study.schema.json").read_text())
@@ -125,8 +125,8 @@ def load(folder: str | Path, root: str | Path = ".") -> Study:
     rel = folder.relative_to(root).as_posix() if folder.is_absolute() else folder.as_posix()
     path = f"{rel}/study.yaml"
     try:
-        doc, lines = spec.read_yaml(root / path, SCHEMA, "study")
-    except spec.SpecError as exc:
+        doc, lines = yamlfile.read_yaml(root / path, SCHEMA, "study")
+    except yamlfile.SpecError as exc:
         raise StudyError("\n".join(p.replace(str(root / path), path) for p in exc.problems)) from None
 
     def at(*where: object) -> str:
@@ -152,8 +152,8 @@ def load(folder: str | Path, root: str | Path = ".") -> Study:
         file = f"{rel}/{ref['file']}"
         lab_ids.append(None)
         try:
-            camp = spec.load(root / file)
-        except spec.SpecError as exc:
+            camp = campaign_mod.load(root / file)
+        except yamlfile.SpecError as exc:
             problems += [f"{at('campaigns', i, 'file')}: {p}" for p in exc.problems]
             continue
         lab_ids[-1] = camp.name

@@ -42,7 +42,7 @@ from typing import Callable, Mapping, TextIO
 
 from .. import __version__, design, records
 from ..inventory import HostEntry
-from ..spec import Campaign
+from ..campaign import Campaign
 from ..store import RawStore
 from .plan import (FINGERPRINT_SECONDS, MONITOR_SECONDS, SETTLE_POLL_SECONDS, STARTUP_SECONDS, plan, planned_values,
                    sample_timeout)

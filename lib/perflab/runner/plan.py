@@ -7,7 +7,7 @@ from typing import Any, Mapping
 
 from .. import design, tools
 from ..files import slug
-from ..spec import Campaign
+from ..campaign import Campaign
 
 
 def sample_timeout(spec: Campaign, params: Mapping[str, Any]) -> float:

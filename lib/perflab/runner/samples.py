@@ -12,7 +12,7 @@ from .. import __version__, design, monitors, preflight, records, settle, tools
 from ..inventory import HostEntry
 from ..ledger import Ledger
 from ..remote import HostError, Hosts, connect
-from ..spec import Campaign, fill
+from ..campaign import Campaign, fill
 from ..store import RawStore
 from ..tools.base import ParseError
 from .measured import Measured, build, run_waves

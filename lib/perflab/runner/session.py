@@ -11,7 +11,7 @@ from typing import Any, Callable, Mapping, Sequence, TypeVar
 
 from .. import __version__, design, fingerprint, records
 from ..remote import CONNECT_TIMEOUT, Host, HostError, HostLost, Result, Service
-from ..spec import Campaign, Step, fill
+from ..campaign import Campaign, Step, fill
 from ..store import RawStore
 from .outcome import RunnerError
 from .progress import Progress
