@@ -37,7 +37,8 @@ PLUGINS = ("perflab.stats.cli", "perflab.tools.cli")
 
 #: Errors a user can fix, as module -> class name: printed in one line, not as a traceback.
 USER_ERRORS = {"perflab.yamlfile": "SpecError", "perflab.lab": "LabError", "perflab.runner": "RunnerError",
-               "perflab.inventory": "InventoryError", "perflab.store": "StoreError", "perflab.tidy": "TidyError"}
+               "perflab.inventory": "InventoryError", "perflab.store": "StoreError", "perflab.tidy": "TidyError",
+               "perflab.remote": "HostError"}
 
 
 def _lab(args: argparse.Namespace) -> int:
@@ -131,6 +132,10 @@ def _plan(args: argparse.Namespace) -> int:
         from . import preflight, remote
 
         entries = lab.resolve_inventory(args.inventory, hosts=max(2, len(campaign.involved())))
+        missing = [n for n in campaign.involved() if n not in entries]
+        if missing:
+            raise ValueError(f"--inventory {args.inventory}: hosts {', '.join(missing)} are not in it (it has "
+                             f"{', '.join(sorted(entries))}); name them in an inventory file (docs/inventories.md)")
         with remote.connect(entries, campaign.involved()) as hosts:
             problems = preflight.check(campaign, hosts)
         for p in problems:
