@@ -5,6 +5,7 @@ for what one machine cannot give (hardware virtualization, SMT switching, a devi
 from __future__ import annotations
 
 import io
+import json
 import os
 import subprocess
 import sys
@@ -141,8 +142,10 @@ def test_a_rehearsal_is_cut_short_and_never_written_under_data_raw(tmp_path):
     assert c.doc["repetitions"] == 3, "the campaign itself is unchanged"
     hpcc = rehearse.shortened_doc(campaign_mod.load(ROOT / "studies/003-openstack-opennebula/real-hosts/kvm-hpcc.yaml").doc)
     assert hpcc["factors"]["n"] == [400] and hpcc["benchmark"]["params"]["n"] == 400
-    with pytest.raises(rehearse.RehearsalError, match="never goes under data/raw"):
-        rehearse.rehearse(c, {}, tmp_path / "data" / "raw", stream=io.StringIO())
+    for root in ("data/raw", "data/raw-virtio"):
+        with pytest.raises(rehearse.RehearsalError, match="never goes under data/raw"):
+            rehearse.rehearse(c, {}, tmp_path / root, stream=io.StringIO())
+    assert not (tmp_path / "data").exists()
 
 
 def test_plan_check_says_in_one_line_when_a_host_does_not_answer_or_the_inventory_lacks_it(tmp_path):
@@ -156,3 +159,28 @@ def test_plan_check_says_in_one_line_when_a_host_does_not_answer_or_the_inventor
     assert res.returncode == 2 and res.stderr.strip().splitlines() == [
         "perflab plan: error: --inventory localhost: hosts client are not in it (it has h1, h2, h3, h4); "
         "name them in an inventory file (docs/inventories.md)"]
+
+
+def test_perflab_run_rehearse_runs_each_cell_once_into_scratch_and_names_the_cells_it_skips(tmp_path):
+    out = tmp_path / "dd.dat"
+    (tmp_path / "c.yaml").write_text(f"""\
+campaign: rehearsed
+benchmark: {{tool: dd, params: {{of: {out}, count: 64, conv: fdatasync}}}}
+hosts: {{client: h1}}
+factors: {{bs: [4k, 64k]}}
+repetitions: 40
+requires: [{{on: client, paths: [/nonexistent/perflab], cells: {{bs: [64k]}}}}]
+fingerprints: false
+monitors: false
+""")
+    res = cli("run", str(tmp_path / "c.yaml"), "--inventory", "localhost", "--rehearse", "--raw", str(tmp_path / "s"))
+    assert res.returncode == 0, res.stdout + res.stderr
+    skipped = [line for line in res.stdout.splitlines() if line.startswith("rehearsal: skip cell")]
+    assert skipped == ["rehearsal: skip cell bs-64k: host h1: path /nonexistent/perflab is missing; it does not "
+                       "exist there; run the campaign on a host that has it (docs/real-hosts.md)"]
+    raw = tmp_path / "s" / "rehearsed"
+    metas = [json.loads(p.read_text()) for p in raw.glob("samples/*/meta.json")]
+    assert [(m["cell"], m["warmup"]) for m in metas] == [({"bs": "4k"}, False)], "one sample of the cell it can run"
+    record = json.loads((raw / "campaign.json").read_text())
+    assert record["spec"]["rehearsal"]["evidence"] is False and record["spec"]["repetitions"] == 1
+    assert record["spec"]["benchmark"]["params"]["count"] == 3, "the shortest length"

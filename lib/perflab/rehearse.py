@@ -122,8 +122,8 @@ def cell_problems(campaign: Campaign, hosts: Mapping[str, Any]) -> dict[str, lis
 
 def _refuse_evidence_root(raw_root: Path) -> None:
     parts = raw_root.resolve().parts
-    if any(parts[i:i + 2] == ("data", "raw") for i in range(len(parts) - 1)):
-        raise RehearsalError(f"--raw {raw_root}: a rehearsal is not evidence and never goes under data/raw; "
+    if any(parts[i] == "data" and parts[i + 1].startswith("raw") for i in range(len(parts) - 1)):
+        raise RehearsalError(f"--raw {raw_root}: a rehearsal is not evidence and never goes under data/raw*; "
                              f"give a scratch directory (default {DEFAULT_ROOT})")
 
 
