@@ -19,13 +19,15 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping, TypeVar
 
 import paramiko
 from fabric import Config, Connection
 
-from . import sshconfig
+from . import executor, sshconfig
 from .inventory import HostEntry
+
+T = TypeVar("T")
 
 # paramiko logs a dropped connection ("Socket exception: Connection reset by peer") from its transport
 # thread, which Python would print to stderr; the loss reaches the caller as HostLost instead.
@@ -154,6 +156,9 @@ class Result:
     exit_code: int
     started: float
     ended: float
+    #: Seconds the command itself ran, taken on the host around its process alone (no framing, no
+    #: round trip); None from the shell executor, which cannot take it.
+    duration: float | None = None
 
     @property
     def stdout(self) -> str:
@@ -249,6 +254,8 @@ class Host:
         self.address = entry.address
         self._lock = threading.Lock()
         self._conn: Connection | None = None
+        #: The host's executor: the agent (:mod:`perflab.executor`), or the shell where the host has no python3.
+        self._agent: executor.Agent | None = None
         self._shell: _Shell | None = None
         self._connect_timeout = connect_timeout
         self.workdir = f"/tmp/perflab-{entry.name}"
@@ -328,40 +335,76 @@ class Host:
         that left the process group (``setsid``) die with it. ``tagged=False`` is only for
         the registry's own maintenance (:meth:`reap`). Never raises for a non-zero exit;
         raises :class:`HostError` when the host is gone.
+
+        The agent (:mod:`perflab.executor`) enforces the timeout and sweeps the tag itself and
+        times the command on the host (:attr:`Result.duration`); a host without ``python3`` gets
+        the same through a shell line and ``timeout``, without the duration.
         """
+        tag = secrets.token_hex(8) if timeout is not None and tagged else None
+        with self._lock:
+            started = time.time()
+            if self.is_local:
+                reply = executor.run_here(command, timeout=timeout, kill_after=KILL_AFTER,
+                                          env=self._registry(env, tag), tag=tag)
+            elif (agent := self._executor(command)) is not None:
+                reply = self._exchange(command, timeout, lambda wait: agent.run(
+                    command, timeout=timeout, kill_after=KILL_AFTER, env=self._registry(env, tag), tag=tag,
+                    reply_deadline=wait))
+            else:
+                shell, line = self._shell, self._shell_line(command, timeout, env, tag)
+                assert shell is not None
+                stdout, stderr, code = self._exchange(command, timeout, lambda wait: shell.run(line, wait))
+                return Result(self.name, command, stdout, stderr, code, started, time.time())
+        return Result(self.name, command, reply.out, reply.err, reply.exit_code, started, time.time(), reply.seconds)
+
+    def _shell_line(self, command: str, timeout: float | None, env: Mapping[str, str] | None, tag: str | None) -> str:
+        """``command`` as a line for the shell executor: its environment, ``timeout`` and the tag sweep written out."""
         line = command
         if env:
             line = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()) + " " + line
         if timeout is not None:
             line = f"timeout --kill-after={KILL_AFTER} {timeout:g} sh -c {shlex.quote(line)}"
-            if tagged:
-                tag = secrets.token_hex(8)
+            if tag:
                 owner = f"PERFLAB_OWNER={shlex.quote(self.owner)}; export PERFLAB_OWNER; " if self.owner else ""
                 line = (f"{owner}PERFLAB_TAG={tag}; export PERFLAB_TAG; {line}; rc=$?; "
                         f"{{ {sweep('PERFLAB_TAG', tag)}; }} >/dev/null; exit $rc")
-        started = time.time()
-        with self._lock:
-            if self.is_local:
-                done = subprocess.run(["sh", "-c", line], capture_output=True, stdin=subprocess.DEVNULL)
-                code = done.returncode if done.returncode >= 0 else 128 - done.returncode
-                return Result(self.name, command, done.stdout, done.stderr, code, started, time.time())
+        return line
+
+    def _registry(self, env: Mapping[str, str] | None, tag: str | None) -> dict[str, str]:
+        """The environment a command gets: ``env``, and the host's process registry when the command is tagged."""
+        return {**(env or {}), **({"PERFLAB_OWNER": self.owner} if tag and self.owner else {})}
+
+    def _executor(self, command: str) -> executor.Agent | None:
+        """The host's agent, started on first use; None (and the shell from then on) for a host without python3."""
+        if self._agent is None and self._shell is None:
             if self.given_up:
                 raise HostLost(self.name, f"host {self.name} ({self.address}): {self.given_up}", self.given_up)
             try:
-                if self._shell is None:
-                    self._shell = _Shell(self.connection())
-                stdout, stderr, code = self._shell.run(line, None if timeout is None else timeout + KILL_AFTER + 30)
-            except TimeoutError as exc:  # before OSError, of which it is a subclass
-                self.close()
-                silent = (f"no answer within {timeout + KILL_AFTER + 30:g} s although the host itself stops the "
-                          f"command after {timeout:g} s")
-                raise HostLost(self.name, f"host {self.name} ({self.address}): {silent} (running "
-                               f"{_brief(command)})", silent) from exc
+                self._agent = executor.open_agent(self.connection().transport)
             except (OSError, paramiko.SSHException, EOFError) as exc:
                 self.close()
                 raise HostLost(self.name, f"host {self.name} ({self.address}): lost while running "
                                f"{_brief(command)}: {_one_line(exc)}", _one_line(exc)) from exc
-        return Result(self.name, command, stdout, stderr, code, started, time.time())
+            if self._agent is None:
+                self._shell = _Shell(self.connection())
+        return self._agent
+
+    def _exchange(self, command: str, timeout: float | None, send: Callable[[float | None], T]) -> T:
+        """``send(reply_deadline)`` on the host's executor; a silent or lost host raises :class:`HostLost`."""
+        if self.given_up:
+            raise HostLost(self.name, f"host {self.name} ({self.address}): {self.given_up}", self.given_up)
+        wait = None if timeout is None else timeout + KILL_AFTER + 30
+        try:
+            return send(wait)
+        except TimeoutError as exc:  # before OSError, of which it is a subclass
+            self.close()
+            silent = f"no answer within {wait:g} s although the host itself stops the command after {timeout:g} s"
+            raise HostLost(self.name, f"host {self.name} ({self.address}): {silent} (running "
+                           f"{_brief(command)})", silent) from exc
+        except (OSError, paramiko.SSHException, EOFError) as exc:
+            self.close()
+            raise HostLost(self.name, f"host {self.name} ({self.address}): lost while running "
+                           f"{_brief(command)}: {_one_line(exc)}", _one_line(exc)) from exc
 
     def check(self, command: str, *, timeout: float | None = 60) -> str:
         """Run ``command`` and return its stdout; raise :class:`HostError` on a non-zero exit."""
@@ -431,6 +474,7 @@ class Host:
     def close(self) -> None:
         """Close the connection (a later command reconnects)."""
         self._shell = None
+        self._agent = None
         if self._conn is not None:
             try:
                 self._conn.close()

@@ -228,6 +228,7 @@ def _sample_files(spec: Campaign, tool: tools.Tool, run_: design.Run, attempt: i
                          "command": shlex.join(cmd.argv), "exit_code": res.exit_code,
                          "started": res.started, "ended": res.ended, "started_utc": utc(res.started),
                          "stdout": name, "stderr": err}
+                        | ({"duration": res.duration} if res.duration is not None else {})
                         | ({"phase": phase} if phase else {})
                         | ({"emulated": True} if host.entry.vm and host.entry.vm.get("emulated") else {}))
     meta = records.SampleMeta(
