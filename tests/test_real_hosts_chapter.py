@@ -47,11 +47,34 @@ def test_a_counterpart_with_other_factors_is_refused(tmp_path):
         study.load(STUDY, tmp_path)
 
 
+def paper_text(project: Path, env: dict) -> str:
+    """Build the paper of ``project`` (its studies index first); its text without spaces and hyphens (line breaks)."""
+    for cmd in (["perflab", "studies", "index", "--paper-dir", "paper"],
+                ["latexmk", "-pdf", "-interaction=nonstopmode", "-halt-on-error", "-cd", "paper/main.tex"]):
+        res = subprocess.run(cmd, cwd=project, env=env, capture_output=True, text=True, timeout=600)
+        assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
+    text = subprocess.run(["pdftotext", "paper/main.pdf", "-"], cwd=project, capture_output=True, text=True,
+                          check=True).stdout
+    return squeeze(text)
+
+
+def squeeze(text: str) -> str:
+    """``text`` without whitespace, hyphens and quotes, so a phrase matches however TeX broke its lines."""
+    return "".join(ch for ch in text if not ch.isspace() and ch not in "-'\u2019")
+
+
 @ROOT_ONLY
 @pytest.mark.lab
 def test_committed_real_hosts_data_switch_the_analysis_and_the_chapter_says_so(tmp_path):
     project = tmp_path / "p"
     copy_project(ROOT, project)
+    for other in (project / "studies").iterdir():  # the paper with study 001's chapter only
+        if other.name != Path(STUDY).name:
+            shutil.rmtree(other)
+    env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "PYTHONPATH": str(project / "lib")}
+    lab_text = paper_text(project, env)
+    assert squeeze("its figure's data: the lab stand-in (campaign unnoba-fio-grid on labs/001-unnoba-ceph.yaml; h1:") \
+        in lab_text
     name = f"c{os.getpid() % 100000}"
     created = lab_mod.bring_up(labspec.load(f"{name}.yaml", text=f"lab: {name}\nlinks:\n  lan: {{mtu: 1500}}\n"
                                                                   "hosts:\n  client: {links: [lan]}\n"))
@@ -80,7 +103,6 @@ def test_committed_real_hosts_data_switch_the_analysis_and_the_chapter_says_so(t
     said = datasource.sentence(project, source)
     assert said.startswith(f"real hosts (campaign {REAL}; client: ") and said.endswith("a rehearsal, not evidence")
 
-    env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "PYTHONPATH": str(project / "lib")}
     targets = ["paper/macros/unnoba-fio-grid-iops.tex", "paper/macros/studies-macros.tex"]
     res = subprocess.run(["snakemake", "--cores", "1", *targets], cwd=project, env=env, capture_output=True,
                          text=True, timeout=900)
@@ -91,3 +113,7 @@ def test_committed_real_hosts_data_switch_the_analysis_and_the_chapter_says_so(t
     index = (project / "paper/macros/studies-macros.tex").read_text()
     line = next(x for x in index.splitlines() if x.startswith(r"\plset{001-unnoba-ceph/data/unnoba-fio-grid}"))
     assert f"real hosts (campaign {REAL}; client: " in line and "a rehearsal, not evidence" in line
+    text = paper_text(project, env)
+    assert squeeze(f"its figure's data: real hosts (campaign {REAL}; client:") in text
+    assert squeeze("a rehearsal, not evidence") in text
+    assert (project / "paper/figures/unnoba-fio-grid-iops.pdf").is_file(), "the figure the chapter shows"
