@@ -184,3 +184,15 @@ monitors: false
     record = json.loads((raw / "campaign.json").read_text())
     assert record["spec"]["rehearsal"]["evidence"] is False and record["spec"]["repetitions"] == 1
     assert record["spec"]["benchmark"]["params"]["count"] == 3, "the shortest length"
+
+
+def test_a_rehearsal_catches_a_step_on_a_role_of_a_grouped_campaign(tmp_path):
+    """The broken kvm-iozone.yaml of before: its setup named role `client`, which only the groups define."""
+    path = ROOT / "studies/003-openstack-opennebula/real-hosts/kvm-iozone.yaml"
+    doc = {**campaign_mod.load(path).doc, "setup": [{"on": "client", "run": "true"}]}
+    broken = campaign_mod.load(path, text=json.dumps(doc))
+    entries = {n: inventory.HostEntry(name=n, address="127.0.0.1") for n in ("native", "gsa", "gsb")}
+    with pytest.raises(rehearse.RehearsalError, match=r"hosts client are not in the inventory \(it has gsa, gsb, "
+                                                      r"native\)"):
+        rehearse.rehearse(broken, entries, tmp_path / "scratch", stream=io.StringIO())
+    assert "client" not in campaign_mod.load(path).involved(), "the kit's file names no such host"
