@@ -10,7 +10,7 @@ from typing import Any, Mapping
 import pytest
 
 from perflab import campaign as campaign_mod, lab as lab_mod, records
-from perflab.tools.base import Command, Measurement, Rows, Tool
+from perflab.tools.base import Command, Measurement, Param, Rows, Tool
 
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="the lab needs root (network namespaces, sshd)")
 
@@ -23,7 +23,8 @@ def leftovers(name: str) -> list[str]:
 def campaign_record(name: str = "c", factors: dict | None = None, digest: str = "d",
                     spec: dict | None = None) -> records.CampaignRecord:
     """A minimal campaign record for a store made by hand in a test (``spec`` adds to its campaign document)."""
-    return records.CampaignRecord(campaign=name, design_digest=digest, spec={"factors": factors or {}, **(spec or {})},
+    doc = {"campaign": name, "benchmark": {"tool": "iperf3"}, "factors": factors or {}, **(spec or {})}
+    return records.CampaignRecord(campaign=name, design_digest=digest, spec=doc,
                                   source=f"{name}.yaml", perflab="test", python="3", schedule=[], inventory={})
 
 
@@ -51,6 +52,7 @@ class Probe(Tool):
 
     name = "probe"
     roles = ("client",)
+    params = (Param("cmd", "program", None, "", "the shell command that is the sample", programs=frozenset({"*"})),)
 
     def commands(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> list[Command]:
         return [Command("client", ("sh", "-c", str(params["cmd"])))]

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from helpers import ROOT_ONLY, load_campaign
-from perflab import campaign as campaign_mod, design, records, runner, tidy
+from perflab import campaign as campaign_mod, records, runner, tidy
 
 LEVELS = """\
 campaign: levels
@@ -28,12 +28,14 @@ warmups: 0
 seed: 3
 monitors: false
 fingerprints: false
+programs: [cmd]
+setup: [{on: client, run: "echo {x}"}]
 """
 
 
 def test_labelled_levels_set_their_parameters_and_excluded_cells_are_left_out(probe):
     c = load_campaign(LEVELS)
-    cells = design.cells(c.factors, c.crossing, c.exclude)
+    cells = c.cells()
     assert [dict(cell.levels) for cell in cells] == [{"mode": "one", "x": "a"}, {"mode": "one", "x": "b"},
                                                      {"mode": "two", "x": "b"}]
     assert c.cell_params({"mode": "two", "x": "b"}) == {"cmd": "echo 2", "x": "b"}

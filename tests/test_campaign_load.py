@@ -84,7 +84,7 @@ BASE = "campaign: x\nbenchmark: {tool: iperf3, params: {duration: 1}}\nhosts: {c
     ("factors: {duration: [5, -5]}\n", 4, "factors.duration.1: duration must be > 0; found -5"),
     ("factors: {p: [1]}\nrepetitions: 3\nrepetitions: 4\n", 6, "duplicate key 'repetitions' (first on line 5)"),
     ("factors: {p: [1], p: [2]}\n", 4, "duplicate key 'p'"),
-    ("factors: {protocol: [tcp, carrier-pigeon]}\n", 4, "factors.protocol.1: iperf3 cannot use protocol="),
+    ("factors: {protocol: [tcp, carrier-pigeon]}\n", 4, "factors.protocol.1: parameter protocol takes one of tcp, udp; found 'carrier-pigeon'"),
 ])
 def test_bad_values_are_refused_naming_file_line_and_field(tmp_path, extra, line, needle):
     path, load = _load_text(tmp_path, BASE + extra)

@@ -52,5 +52,5 @@ def test_sequential_runs_each_cell_in_a_row():
 
 
 def test_zip_crossing_pairs_levels():
-    cells = design.cells({"a": (1, 2), "b": ("x", "y")}, "zip")
+    cells = campaign_mod.cells({"a": (1, 2), "b": ("x", "y")}, "zip")
     assert [dict(c.levels) for c in cells] == [{"a": 1, "b": "x"}, {"a": 2, "b": "y"}]

@@ -24,6 +24,8 @@ warmups: 0
 seed: 5
 monitors: false
 fingerprints: false
+programs: [cmd]
+setup: [{on: client, run: "true {n}"}]
 """
 
 PING = """\

@@ -128,6 +128,7 @@ def _campaign(tmp_path: Path, *, reconnect: str, monitors: bool, fingerprints: b
     text = f"""\
 campaign: gap
 benchmark: {{tool: probe, params: {{cmd: "{cmd}"}}}}
+programs: [cmd]
 hosts: {{client: h2}}
 factors: {{n: [1, 2]}}
 repetitions: 2
@@ -138,7 +139,7 @@ monitors: {str(monitors).lower()}
 fingerprints: {str(fingerprints).lower()}
 reconnect: {reconnect}
 neighbours:
-  - {{on: h2, run: "sleep 3600.25"}}
+  - {{on: h2, run: "sleep 3600.25", cells: {{n: [1, 2]}}}}
 services:
   - {{name: svc, on: h1, start: "sleep 3600.5"}}
 """

@@ -12,17 +12,21 @@ fingerprints run. The format is documented field by field in ``docs/campaigns.md
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
-import shlex
+import re
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping
 
 from . import campaign_checks
-from .campaign_checks import PLACEHOLDER, doc_hosts, doc_roles, label, seat_fields
+from .campaign_checks import doc_hosts, doc_roles, seat_fields
+from .campaign_values import Text, label
 from .yamlfile import SpecError, read_yaml
 
+#: Campaign file formats this reader knows (a file without ``format`` is format 1).
+FORMATS = (1,)
 SCHEMA = json.loads(resources.files("perflab").joinpath("schemas/campaign.schema.json").read_text())
 
 
@@ -119,9 +123,38 @@ class ServiceDef:
 
 
 
-def fill(command: str, values: Mapping[str, Any]) -> str:
-    """``command`` with each ``{name}`` replaced by the shell-quoted ``values[name]`` (others left alone)."""
-    return PLACEHOLDER.sub(lambda m: shlex.quote(str(values[m[1]])) if m[1] in values else m[0], command)
+@dataclass(frozen=True)
+class Cell:
+    """One combination of factor levels."""
+
+    index: int
+    levels: Mapping[str, Any]
+
+    @property
+    def slug(self) -> str:
+        """A short readable id, e.g. ``parallel-4``."""
+        raw = "_".join(f"{k}-{v}" for k, v in self.levels.items())
+        return re.sub(r"[^A-Za-z0-9_.-]", "", raw)[:80] or f"cell{self.index}"
+
+
+def cells(factors: Mapping[str, tuple], crossing: str = "grid",
+          exclude: tuple[Mapping[str, Any], ...] = ()) -> list[Cell]:
+    """The cells of a design: the cross product of the factors' levels, or their zip, less the ``exclude``d ones.
+
+    A cell is excluded when it matches every factor -> level pair of one ``exclude`` item.
+    """
+    names = list(factors)
+    combos = zip(*factors.values()) if crossing == "zip" else itertools.product(*factors.values())
+    kept = [dict(zip(names, combo)) for combo in combos]
+    kept = [levels for levels in kept if not any(all(levels[k] == v for k, v in e.items()) for e in exclude)]
+    return [Cell(i, levels) for i, levels in enumerate(kept)]
+
+
+#: Keys of a campaign document that do not change what is measured, left out of its design digest:
+#: the reconnect policy and the permissions a campaign grants (scratch, text, programs).
+NOT_DESIGN = frozenset({"reconnect", "scratch", "text", "programs"})
+#: Hosts of the flat lab are named h1 .. hN.
+LAB_HOST = re.compile(r"h([1-9][0-9]*)\Z")
 
 
 @dataclass(frozen=True)
@@ -168,6 +201,29 @@ class Campaign:
     phases: tuple[Phase, ...] = ()
     #: What the runner does when a host's connection drops (not part of the design digest).
     reconnect: Reconnect = Reconnect()
+    #: Names whose values are free text: commands see them only as ``PERFLAB_<NAME>`` (see ``campaign_values``).
+    text: frozenset[str] = frozenset()
+
+    def cells(self) -> list[Cell]:
+        """The campaign's cells, in design order (before any schedule)."""
+        return cells(self.factors, self.crossing, self.exclude)
+
+    def planned(self) -> dict[str, Any]:
+        """What the campaign plans, as ``perflab plan``, the paper's planned values and the tidy table's lineage
+        show it: name, tool, design, seed (None until drawn), repetitions, warm-ups, fixed parameters, factor
+        levels, cells and samples (cells x (warm-ups + repetitions) x groups)."""
+        n = len(self.cells())
+        return {"campaign": self.name, "tool": self.tool, "design": self.design, "seed": self.seed,
+                "repetitions": self.repetitions, "warmups": self.warmups, "params": dict(self.params),
+                "factors": {k: list(v) for k, v in self.factors.items()}, "cells": n,
+                "samples": n * (self.warmups + self.repetitions) * max(1, len(self.groups))}
+
+    def lab_hosts(self) -> int:
+        """How many hosts the flat lab (h1 .. hN) needs for this campaign: every host it touches, and at least
+        the highest N it names, and at least 2."""
+        names = self.involved()
+        numbered = [int(m[1]) for m in map(LAB_HOST.match, names) if m]
+        return max(2, len(names), *numbered)
 
     def for_group(self, index: int) -> Campaign:
         """This campaign restricted to group ``index``: its roles on the group's hosts, without other groups."""
@@ -199,8 +255,9 @@ class Campaign:
         from ``link_addresses`` (role -> link -> address), ``<role>_address_<link>``."""
         per_link = {f"{role}_address_{link}": a for role, table in (link_addresses or {}).items()
                     for link, a in table.items()}
-        return {**self.cell_params(levels), **levels, **per_link,
-                **{f"{role}_address": a for role, a in addresses.items()}}
+        out = {**self.cell_params(levels), **levels, **per_link,
+               **{f"{role}_address": a for role, a in addresses.items()}}
+        return {k: Text(v) if k in self.text else v for k, v in out.items()}
 
     def link_of(self, role: str, levels: Mapping[str, Any]) -> str | None:
         """The lab link ``role`` is reached on in a cell with ``levels`` (None: the host's first link)."""
@@ -221,10 +278,12 @@ class Campaign:
     def digest(self) -> str:
         """SHA-256 of the campaign's canonical JSON: equal digests mean the same experiment.
 
-        ``reconnect`` is left out: it changes how a lost host is waited for, not what is measured,
-        so a campaign can be resumed with another policy.
+        :data:`NOT_DESIGN` is left out: the reconnect policy changes how a lost host is waited for,
+        and scratch, text and programs what the campaign may do, not what is measured, so a
+        campaign can be resumed with another policy or a permission it lacked.
         """
-        design_doc = {k: v for k, v in self.doc.items() if k != "reconnect"}
+        # `format` was called `version` before: hashed under that name, a campaign keeps its digest
+        design_doc = {"version" if k == "format" else k: v for k, v in self.doc.items() if k not in NOT_DESIGN}
         return hashlib.sha256(json.dumps(design_doc, sort_keys=True).encode()).hexdigest()
 
 
@@ -232,10 +291,17 @@ class Campaign:
 def load(path: str | Path, *, text: str | None = None) -> Campaign:
     """Load and validate a campaign file; raise :class:`SpecError` listing every problem."""
     path = str(path)
-    doc, lines = read_yaml(path, SCHEMA, "campaign", text=text)
+    doc, lines = read_yaml(path, SCHEMA, "campaign", text=text, formats=FORMATS)
     problems = campaign_checks.problems(doc, lines, path)
     if problems:
         raise SpecError(path, problems)
+    return from_doc(doc, path)
+
+
+def from_doc(doc: Mapping[str, Any], source: str) -> Campaign:
+    """The campaign of a document already checked (a campaign file's, or the one a raw ``campaign.json``
+    recorded); nothing is checked again, so a record keeps reading under newer, stricter checks."""
+    path = source
     settle = doc.get("settle")
     groups = tuple(dict(g) for g in doc.get("groups", []))
     return Campaign(
@@ -266,5 +332,6 @@ def load(path: str | Path, *, text: str | None = None) -> Campaign:
         monitors=doc.get("monitors", True), fingerprints=doc.get("fingerprints", True),
         groups=groups, parallel_groups=doc.get("parallel_groups", len(groups) or 1),
         reconnect=Reconnect(**{k: float(v) if k != "attempts" else v for k, v in doc.get("reconnect", {}).items()}),
+        text=frozenset(doc.get("text", ())),
     )
 

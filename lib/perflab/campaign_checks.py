@@ -11,10 +11,10 @@ from __future__ import annotations
 import difflib
 import itertools
 import math
-import re
 from typing import Any, Iterator, Mapping
 
-from . import tools
+from . import campaign_contracts, tools
+from .campaign_values import PLACEHOLDER, label
 from .tools.base import ParseOnly
 from .yamlfile import line_of
 
@@ -23,8 +23,6 @@ RESERVED = frozenset({"campaign", "run_id", "block", "position", "repetition", "
                       "unit", "tool", "host", "group", "source", "cell", "phase"})
 #: Role names that commonly appear in campaigns; a target with such a name must be a role of ``hosts``.
 COMMON_ROLES = frozenset({"client", "server", "neighbour", "neighbor", "monitor", "load", "target"})
-#: ``{name}`` placeholders in setup, teardown and neighbour commands.
-PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 #: Most cells a campaign may plan, and most samples (cells x (warm-ups + repetitions) x groups):
 #: checked before anything is expanded, so a typo like 100000 levels fails at once.
@@ -36,46 +34,6 @@ POSITIVE = frozenset({"duration", "runtime", "time", "count", "interval", "paral
                       "timeout", "deadline", "port"})
 #: Positive parameters for which 0 means "none" rather than "run forever".
 ZERO_OK = frozenset({"ramp_time", "omit"})
-
-#: A placeholder given as the script of a shell or to eval: its value would run as shell code.
-_AS_CODE = re.compile(r"(?:^|[\s;&|(`])(?:eval|(?:ba|da|k|z)?sh(?:\s+-[A-Za-z]+)*\s+-[A-Za-z]*c[A-Za-z]*)\s+\{[A-Za-z_]")
-
-
-def unsafe_placeholders(command: str) -> list[tuple[str, str]]:
-    """Placeholders of ``command`` whose quoted value could still run as shell: (name, why) pairs.
-
-    ``fill`` shell-quotes each value, which is safe only for a word outside quotes: inside
-    '...' or "..." (e.g. the script of ``sh -c '...'``), in a here-document, or as the
-    script of ``sh -c``/``eval``, the quotes are themselves text and the value is code.
-    """
-    out = []
-    quote, heredoc, i = "", False, 0
-    while i < len(command):
-        ch = command[i]
-        if ch == "\\" and quote != "'":
-            i += 2
-            continue
-        if quote:
-            quote = "" if ch == quote else quote
-        elif ch in "'\"":
-            quote = ch
-        elif command.startswith("<<", i):
-            heredoc = True
-        match = PLACEHOLDER.match(command, i)
-        if match and (quote or heredoc):
-            out.append((match[1], f"inside {'a here-document' if heredoc else 'quotes'}"))
-        i += 1
-    code = _AS_CODE.search(command)
-    if code:
-        out.append((PLACEHOLDER.match(command, code.end() - 2)[1], "as the script of a shell or eval"))
-    return out
-
-
-
-def label(level: Any) -> Any:
-    """The name of a factor level: itself, or the ``label`` of a level that sets several parameters."""
-    return level["label"] if isinstance(level, Mapping) else level
-
 
 
 def doc_hosts(doc: Mapping[str, Any]) -> dict[str, str]:
@@ -173,6 +131,7 @@ def problems(doc: dict, lines: dict[tuple, int], path: str) -> list[str]:
         problems.append(f"{path}:{line_of(lines, ('crossing',))}: crossing: zip needs factors with equally "
                         f"many levels; found {', '.join(f'{k}={len(v)}' for k, v in doc['factors'].items())}")
     problems += _reference_problems(doc, lines, path) + _part_problems(doc, tool, lines, path)
+    problems += campaign_contracts.problems(doc, tool, lines, path)
     return problems or _command_problems(doc, tool, lines, path)
 
 
@@ -322,10 +281,6 @@ def _reference_problems(doc: dict, lines: dict[tuple, int], path: str) -> list[s
                 problems.append(f"{path}:{line_of(lines, where)}: {'.'.join(map(str, where))}: placeholder "
                                 f"{{{name}}} names no factor, benchmark parameter, <role>_address or "
                                 f"<role>_address_<link> (known: {', '.join(known) or 'none'})")
-        for name, why in unsafe_placeholders(value):
-            problems.append(f"{path}:{line_of(lines, where)}: {'.'.join(map(str, where))}: placeholder {{{name}}} "
-                            f"{why} would let its value run as shell code; put it outside quotes as an argument "
-                            f"(it is quoted for you), e.g. sh -c '... \"$1\" ...' sh {{{name}}}")
 
     for i, host in enumerate(doc.get("settle", {}).get("hosts", [])):
         target(("settle", "hosts", i), host)

@@ -38,7 +38,7 @@ PLUGINS = ("perflab.stats.cli", "perflab.tools.cli")
 #: Errors a user can fix, as module -> class name: printed in one line, not as a traceback.
 USER_ERRORS = {"perflab.yamlfile": "SpecError", "perflab.lab": "LabError", "perflab.runner": "RunnerError",
                "perflab.inventory": "InventoryError", "perflab.store": "StoreError", "perflab.tidy": "TidyError",
-               "perflab.remote": "HostError"}
+               "perflab.ledger": "LedgerError", "perflab.remote": "HostError"}
 
 
 def _lab(args: argparse.Namespace) -> int:
@@ -84,9 +84,9 @@ def _plan(args: argparse.Namespace) -> int:
     campaign = campaign_mod.load(args.campaign)
     destructive.check(campaign)
     if args.macros:
-        from .report import macros
+        from .report import macros, planned
 
-        out = macros.write(args.macros, runner.planned_values(campaign), inputs=[args.campaign],
+        out = macros.write(args.macros, planned.values(campaign), inputs=[args.campaign],
                            generator="perflab plan --macros")
         print(f"planned values: {out}")
         return 0
@@ -131,7 +131,7 @@ def _plan(args: argparse.Namespace) -> int:
     if args.check:
         from . import preflight, remote
 
-        entries = lab.resolve_inventory(args.inventory, hosts=max(2, len(campaign.involved())))
+        entries = lab.resolve_inventory(args.inventory, hosts=campaign.lab_hosts())
         missing = [n for n in campaign.involved() if n not in entries]
         if missing:
             raise ValueError(f"--inventory {args.inventory}: hosts {', '.join(missing)} are not in it (it has "
@@ -177,9 +177,8 @@ def _run(args: argparse.Namespace) -> int:
     from . import destructive
 
     campaign = campaign_mod.load(args.campaign)
-    hosts_needed = len(campaign.involved())
     destructive.confirm(campaign, args.yes_destroy)
-    entries = lab.resolve_inventory(args.inventory, hosts=max(2, hosts_needed))
+    entries = lab.resolve_inventory(args.inventory, hosts=campaign.lab_hosts())
     if args.rehearse:
         from . import rehearse
 
@@ -198,7 +197,7 @@ def _pilot(args: argparse.Namespace) -> int:
 
     campaign = campaign_mod.load(args.campaign)
     pilot.pilot_campaign(campaign, args.repetitions)
-    entries = lab.resolve_inventory(args.inventory, hosts=max(2, len(campaign.involved())))
+    entries = lab.resolve_inventory(args.inventory, hosts=campaign.lab_hosts())
     table = pilot.run(campaign, entries, args.raw, repetitions=args.repetitions, metric=args.metric,
                       halfwidth=args.halfwidth / 100)
     print(pilot.format_table(table, list(campaign.factors)))
@@ -484,7 +483,10 @@ def main(argv: list[str] | None = None) -> int:
         # stdout at /dev/null so that the interpreter's final flush does not raise again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141  # 128 + SIGPIPE, what a shell reports for a command stopped by a closed pipe
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
+        if str(exc):  # the runner's own account of a stop (perflab.runner.Stopped): what was stopped, how to resume
+            print(f"perflab {args.command}: {exc}", file=sys.stderr)
+            return getattr(exc, "exit_code", 130)
         print(f"perflab {args.command}: interrupted; services, neighbour loads and monitors were stopped "
               "and stored samples are kept; rerun the same command to resume", file=sys.stderr)
         return 130

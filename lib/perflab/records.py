@@ -104,16 +104,6 @@ class CampaignRecord:
         """The record as written to ``campaign.json``."""
         return _dumps(self)
 
-    @property
-    def planned(self) -> dict[str, Any]:
-        """The campaign's planned values (design, seed, repetitions, warm-ups, fixed parameters, factors)."""
-        doc = self.spec
-        return {"design": doc.get("design", "rmit"), "seed": doc.get("seed"),
-                "repetitions": doc.get("repetitions"), "warmups": doc.get("warmups", 0),
-                "tool": doc.get("tool"), "params": dict(doc.get("params") or {}),
-                "factors": {k: list(v) if isinstance(v, list) else v for k, v in (doc.get("factors") or {}).items()},
-                "samples": len(self.schedule)}
-
 
 @dataclass(frozen=True)
 class SampleMeta:

@@ -29,6 +29,7 @@ import pyarrow.csv
 import pyarrow.parquet
 
 from . import __version__, fingerprint, records, store, tools
+from .campaign import from_doc
 from .files import atomic_write
 from .tools import procfs
 from .tools.base import Measurement, ParseError
@@ -59,16 +60,16 @@ def frame(raw_dir: str | Path, *, verify: bool = True) -> tuple[pd.DataFrame, pd
         df, quarantine = _parse(raw_dir, reader)
     except Exception:
         if verify:  # a damaged raw file is named as such, not by the error it caused
-            _verified(raw_dir, reader.hashed)
+            _verified(raw_dir, reader)
         raise
     if verify:  # after parsing, from the same bytes: nothing is returned unless every file matched
-        _verified(raw_dir, reader.hashed)
+        _verified(raw_dir, reader)
     return df, quarantine
 
 
-def _verified(raw_dir: Path, hashed: dict[str, str]) -> None:
-    """Raise :class:`TidyError` unless the campaign matches its manifest (``hashed``: digests already taken)."""
-    problems = store.verify(raw_dir, hashed=hashed)
+def _verified(raw_dir: Path, reader: "RawReader") -> None:
+    """Raise :class:`TidyError` unless the campaign matches its manifest (with the digests and schedule ``reader`` took)."""
+    problems = store.verify(raw_dir, hashed=reader.hashed, schedule=reader.schedule)
     if problems:
         raise TidyError(f"{raw_dir}: raw data does not match {store.MANIFEST}:\n  " + "\n  ".join(problems[:20])
                         + "\nRestore the original files (raw data is never edited) before analysing.")
@@ -81,6 +82,8 @@ class RawReader:
         self.raw_dir = raw_dir
         #: Manifest path (relative to the campaign) -> SHA-256 of the bytes read.
         self.hashed: dict[str, str] = {}
+        #: The campaign record's schedule, once read (so the manifest check does not read it again).
+        self.schedule: list[str] | None = None
 
     def text(self, path: Path) -> str:
         """The file at ``path`` (inside the campaign) as text; raises ``FileNotFoundError`` when absent."""
@@ -92,6 +95,7 @@ class RawReader:
 def _parse(raw_dir: Path, reader: RawReader) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The tidy rows and quarantined samples of the campaign at ``raw_dir``, every file read through ``reader``."""
     campaign = records.read_campaign(raw_dir / "campaign.json", reader.text(raw_dir / "campaign.json"))
+    reader.schedule = campaign.schedule
     factors = list(campaign.spec["factors"])
     batch = _Batch()
     tables: list[pa.Table] = []
@@ -321,10 +325,15 @@ def write(raw_dir: str | Path, out_dir: str | Path, *, csv: bool = False) -> dic
                           "samples": int(df["run_id"].nunique()) if len(df) else 0,
                           "quarantined": len(quarantine)},
                "parsers": {t: int(v) for t, v in df.groupby("tool")["parser_version"].first().items()} if len(df) else {},
-               "planned": records.read_campaign(raw_dir / "campaign.json").planned,
+               "planned": _planned(records.read_campaign(raw_dir / "campaign.json")),
                "host_fact_differences": [d["text"] for d in fact_differences(raw_dir)]}
     atomic_write(paths["lineage"], lambda p: p.write_text(json.dumps(lineage, indent=1) + "\n"))
     return paths
+
+
+def _planned(record: records.CampaignRecord) -> dict[str, Any]:
+    """What the campaign recorded in ``record`` planned (:meth:`perflab.campaign.Campaign.planned`)."""
+    return from_doc(record.spec, record.source).planned()
 
 
 def csv_bytes(table: pd.DataFrame | pa.Table) -> bytes:

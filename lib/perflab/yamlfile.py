@@ -136,11 +136,13 @@ def _parse(loader_class: type, text: str) -> tuple[yaml.Node | None, Any]:
 
 
 def read_yaml(path: str | Path, schema: Mapping[str, Any], kind: str, *,
-              text: str | None = None) -> tuple[dict[str, Any], dict[tuple, int]]:
+              text: str | None = None, formats: tuple[int, ...] | None = None) -> tuple[dict[str, Any], dict[tuple, int]]:
     """Read a YAML ``kind`` file (campaign, study, lab ...) and check it against ``schema``.
 
     Returns the document and a map from field paths to line numbers; raises
     :class:`SpecError` with one ``file:line: field: problem`` line per schema violation.
+    With ``formats``, the file's ``format`` key (absent: the first of ``formats``) is checked
+    first: a format this reader does not know is one line, before any schema noise.
     """
     path = str(path)
     if text is None:
@@ -159,6 +161,11 @@ def read_yaml(path: str | Path, schema: Mapping[str, Any], kind: str, *,
     if not isinstance(doc, dict):
         raise SpecError(path, [f"{path}:1: expected a mapping of {kind} fields; found {type(doc).__name__}"])
     lines = _line_map(node)
+    found = doc.get("format", formats[0]) if formats else None
+    if formats and found not in formats:
+        raise SpecError(path, [f"{path}:{line_of(lines, ('format',))}: format: {kind} format {found!r}; this perflab "
+                               f"reads format {' or '.join(map(str, formats))}: write `format: {formats[-1]}` or use "
+                               "the perflab that wrote the file"])
     problems = schema_problems(doc, schema, lines, path)
     if problems:
         raise SpecError(path, problems)
