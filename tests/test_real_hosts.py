@@ -69,6 +69,7 @@ campaign: raw-write
 benchmark: {tool: fio, params: {rw: randwrite, runtime: 1, filename: /dev/nvme0n1}}
 hosts: {client: h1}
 factors: {iodepth: [1]}
+scratch: [/dev/nvme0n1, /mnt/x]
 """
 
 
@@ -167,6 +168,7 @@ def test_perflab_run_rehearse_runs_each_cell_once_into_scratch_and_names_the_cel
 campaign: rehearsed
 benchmark: {{tool: dd, params: {{of: {out}, count: 64, conv: fdatasync}}}}
 hosts: {{client: h1}}
+scratch: [{tmp_path}]
 factors: {{bs: [4k, 64k]}}
 repetitions: 40
 requires: [{{on: client, paths: [/nonexistent/perflab], cells: {{bs: [64k]}}}}]

@@ -14,7 +14,6 @@ import re
 import sys
 from typing import Callable
 
-from .design import cells
 from .campaign import Campaign
 
 #: Device files that are not storage (writing them destroys nothing).
@@ -32,7 +31,7 @@ class DestructiveError(ValueError):
 def writes(campaign: Campaign) -> list[str]:
     """What in ``campaign`` overwrites a device: ``fio filename /dev/X (rw write)``, ``setup: mkfs ...``, ..."""
     found: dict[str, None] = {}
-    for cell in cells(campaign.factors, campaign.crossing, campaign.exclude):
+    for cell in campaign.cells():
         params = campaign.cell_params(cell.levels)
         for key in ("filename", "of"):
             target = str(params.get(key, ""))

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, TextIO
 
-from . import campaign as campaign_mod, design, preflight
+from . import campaign as campaign_mod, preflight
 from .inventory import HostEntry
 from .campaign import Campaign
 
@@ -115,7 +115,7 @@ def cell_problems(campaign: Campaign, hosts: Mapping[str, Any]) -> dict[str, lis
                 found += preflight.missing(hosts[name], n)
         per_item.append((item, found))
     out = {}
-    for cell in design.cells(campaign.factors, campaign.crossing, campaign.exclude):
+    for cell in campaign.cells():
         out[cell.slug] = common + [p for item, found in per_item if _applies(item, cell.levels) for p in found]
     return out
 
@@ -144,7 +144,7 @@ def rehearse(campaign: Campaign, entries: Mapping[str, HostEntry], raw_root: str
     skipped = {slug: p for slug, p in problems.items() if p}
     for slug, p in skipped.items():
         print(f"rehearsal: skip cell {slug}: {'; '.join(p)}", file=out, flush=True)
-    cells = design.cells(campaign.factors, campaign.crossing, campaign.exclude)
+    cells = campaign.cells()
     if len(skipped) == len(cells):
         print(f"rehearsal of {campaign.name}: every cell skipped; nothing ran", file=out, flush=True)
         return Outcome(None, None, skipped)
