@@ -83,6 +83,7 @@ def test_committed_real_hosts_data_switch_the_analysis_and_the_chapter_says_so(t
         # The lab plays the cluster's client: two files stand in for the mapped images, a small grid.
         doc = campaign_mod.load(project / STUDY / "real-hosts" / f"{REAL}.yaml").doc
         doc = {**doc, "destructive": False, "devices": {}, "requires": [], "monitors": False,
+               "scratch": [str(tmp_path)],
                "factors": {"device": [{"label": "hdd", "set": {"filename": str(tmp_path / "hdd.dat")}},
                                       {"label": "ssd", "set": {"filename": str(tmp_path / "ssd.dat")}}],
                            "numjobs": [1, 2], "iodepth": [1, 4]}}
