@@ -42,6 +42,8 @@ def test_valid_campaign_gets_defaults():
     ("  parallel: [1, 4]", "  parallel: [1, 4]\n  length: [1, 2, 3]\ncrossing: zip",
      "crossing: zip needs factors with equally many levels"),
     ("hosts:", "hosts: [", "c.yaml:7: not valid YAML"),
+    ("  parallel: [1, 4]", "  parallel: [{label: one, set: {parallel: 1}}, 4]",
+     "c.yaml:9: factors.parallel[1]: a plain level among labelled ones"),
 ])
 def test_errors_name_file_line_field_and_problem(old, new, expected):
     with pytest.raises(campaign_mod.SpecError) as err:

@@ -123,10 +123,15 @@ def problems(doc: dict, lines: dict[tuple, int], path: str) -> list[str]:
         if "parallel_groups" in doc:
             problems.append(f"{path}:{line_of(lines, ('parallel_groups',))}: parallel_groups: only applies with "
                             f"groups; add groups or remove parallel_groups")
-    for name in doc["factors"]:
+    for name, levels in doc["factors"].items():
         if name in RESERVED:
             problems.append(f"{path}:{line_of(lines, ('factors', name))}: factors.{name}: {name!r} is a reserved "
                             f"column name; rename the factor")
+        labelled = [isinstance(x, dict) for x in levels]
+        if any(labelled) and not all(labelled):
+            at = labelled.index(False)
+            problems.append(f"{path}:{line_of(lines, ('factors', name, at))}: factors.{name}[{at}]: a plain level "
+                            f"among labelled ones ({{label, set}}); write every level of a factor the same way")
     if doc.get("crossing") == "zip" and len({len(v) for v in doc["factors"].values()}) > 1:
         problems.append(f"{path}:{line_of(lines, ('crossing',))}: crossing: zip needs factors with equally "
                         f"many levels; found {', '.join(f'{k}={len(v)}' for k, v in doc['factors'].items())}")
