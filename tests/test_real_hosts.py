@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from helpers import load_campaign
 from perflab import campaign as campaign_mod, destructive, inventory, preflight, rehearse, sshconfig
@@ -19,13 +20,12 @@ from perflab.remote import Host, HostError
 
 ROOT = Path(__file__).resolve().parents[1]
 STUDIES = ("000-cedri", "001-unnoba-ceph", "002-pfsense-neighbour", "003-openstack-opennebula", "004-aoe-iscsi")
-#: Files of a kit that are not campaigns: inventory examples and a lab description.
-NOT_CAMPAIGNS = ("inventory.example.yaml", "kvm-lab.yaml")
 
 
 def kit_campaigns() -> list[Path]:
-    """Every campaign file under studies/*/real-hosts/."""
-    return sorted(p for p in ROOT.glob("studies/*/real-hosts/*.yaml") if p.name not in NOT_CAMPAIGNS)
+    """Every campaign file under studies/*/real-hosts/ (a YAML mapping with a `campaign` key)."""
+    return sorted(p for p in ROOT.glob("studies/*/real-hosts/*.yaml")
+                  if isinstance(doc := yaml.safe_load(p.read_text()), dict) and "campaign" in doc)
 
 
 def cli(*args: str, env: dict | None = None, stdin: str | None = None) -> subprocess.CompletedProcess:
@@ -46,8 +46,8 @@ def test_every_study_has_an_inventory_example_naming_every_host_of_its_campaigns
     entries = inventory.load(example)
     text = example.read_text()
     assert text.startswith("#") and "Roles -> machines" in text, "the example says which machine plays which role"
-    for path in (ROOT / "studies" / study / "real-hosts").glob("*.yaml"):
-        if path.name in NOT_CAMPAIGNS:
+    for path in kit_campaigns():
+        if path.parent.parent.name != study:
             continue
         missing = set(campaign_mod.load(path).involved()) - set(entries)
         assert not missing, f"{path.name} names hosts the example lacks: {missing}"
