@@ -23,7 +23,7 @@ from typing import Any, Callable, Mapping, TypeVar
 import paramiko
 from fabric import Config, Connection
 
-from . import executor, registry
+from . import executor, registry, sshconfig
 from .inventory import HostEntry
 
 T = TypeVar("T")
@@ -272,7 +272,8 @@ class Host:
         A host that cannot be reached raises :class:`HostLost`; a refused key, :class:`HostError`.
         """
         if self._conn is None:
-            cfg = Config(overrides={"run": {"in_stream": False}})
+            cfg = Config(overrides={"run": {"in_stream": False}, **sshconfig.FABRIC_OVERRIDES})
+            sshconfig.warn(self.entry)
             kwargs: dict[str, Any] = {"look_for_keys": False, "allow_agent": False}
             if self.entry.key:
                 kwargs["key_filename"] = self.entry.key
