@@ -16,7 +16,7 @@ rule verify_raw:
     log:
         "logs/verify/{campaign}.log",
     shell:
-        "perflab verify data/raw/{wildcards.campaign} > {log} 2>&1 || {{ cat {log}; exit 1; }}; "
+        "perflab verify --bytes data/raw/{wildcards.campaign} > {log} 2>&1 || {{ cat {log}; exit 1; }}; "
         "echo {params.signature} > {output}"
 
 
@@ -28,7 +28,7 @@ rule verify_published:
     log:
         "logs/verify/published.log",
     shell:
-        "perflab verify data/raw/published > {log} 2>&1 || {{ cat {log}; exit 1; }}; "
+        "perflab verify --bytes data/raw/published > {log} 2>&1 || {{ cat {log}; exit 1; }}; "
         "echo {params.signature} > {output}"
 
 
