@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
+from .errors import UserError
 
 
 class _Deferred:
@@ -35,9 +36,6 @@ lab, labspec, runner, spec, store, tidy = (_Deferred(f"perflab.{m}")
 #: with the help text of its ``add_parser`` calls, read from its source.
 PLUGINS = ("perflab.stats.cli", "perflab.tools.cli")
 
-#: Errors a user can fix, as module -> class name: printed in one line, not as a traceback.
-USER_ERRORS = {"perflab.spec": "SpecError", "perflab.lab": "LabError", "perflab.runner": "RunnerError",
-               "perflab.inventory": "InventoryError", "perflab.store": "StoreError", "perflab.tidy": "TidyError"}
 
 
 def _lab(args: argparse.Namespace) -> int:
@@ -125,7 +123,8 @@ def _plan(args: argparse.Namespace) -> int:
     if args.check:
         from . import preflight, remote
 
-        entries = lab.resolve_inventory(args.inventory, hosts=max(2, len(campaign.involved())))
+        entries = lab.resolve_inventory(args.inventory, hosts=max(2, len(campaign.involved())),
+                                       needs=campaign.involved())
         with remote.connect(entries, campaign.involved()) as hosts:
             problems = preflight.check(campaign, hosts)
         for p in problems:
@@ -166,7 +165,7 @@ def _studies(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     campaign = spec.load(args.campaign)
     hosts_needed = len(campaign.involved())
-    entries = lab.resolve_inventory(args.inventory, hosts=max(2, hosts_needed))
+    entries = lab.resolve_inventory(args.inventory, hosts=max(2, hosts_needed), needs=campaign.involved())
     summary = runner.run(campaign, entries, args.raw, limit=args.limit)
     for note in summary.notes:
         print(f"note: {note}")
@@ -180,7 +179,8 @@ def _pilot(args: argparse.Namespace) -> int:
 
     campaign = spec.load(args.campaign)
     pilot.pilot_campaign(campaign, args.repetitions)
-    entries = lab.resolve_inventory(args.inventory, hosts=max(2, len(campaign.involved())))
+    entries = lab.resolve_inventory(args.inventory, hosts=max(2, len(campaign.involved())),
+                                    needs=campaign.involved())
     table = pilot.run(campaign, entries, args.raw, repetitions=args.repetitions, metric=args.metric,
                       halfwidth=args.halfwidth / 100)
     print(pilot.format_table(table, list(campaign.factors)))
@@ -241,7 +241,7 @@ def _lineage(args: argparse.Namespace) -> int:
     try:
         lines = lineage.chain(args.file, args.root)
     except FileNotFoundError as exc:
-        raise ValueError(str(exc)) from None
+        raise UserError(str(exc)) from None
     print("\n".join(lines))
     return 1 if any("CHANGED" in line or "MISSING" in line or "do not match" in line for line in lines) else 0
 
@@ -436,11 +436,6 @@ def plugin_commands(module: str) -> dict[str, str]:
     return found
 
 
-def _user_errors() -> tuple[type[Exception], ...]:
-    """ValueError and the :data:`USER_ERRORS` of the modules imported so far (no other can have been raised)."""
-    return (ValueError, *(getattr(sys.modules[m], name) for m, name in USER_ERRORS.items() if m in sys.modules))
-
-
 def main(argv: list[str] | None = None) -> int:
     """Entry point: parse ``argv`` and run the subcommand; errors print one clear message."""
     command = parser().parse_known_args(argv)[0].command
@@ -449,8 +444,9 @@ def main(argv: list[str] | None = None) -> int:
         code = args.func(args)
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
         return code
-    except _user_errors() as exc:  # VerifyError and CrateError are ValueErrors
-        print(f"perflab {args.command}: error: {exc}", file=sys.stderr)
+    except UserError as exc:  # anything else is a bug: its traceback shows
+        for problem in exc.problems:
+            print(f"perflab {args.command}: error: {problem}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         import os

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__, store
+from .errors import UserError
 
 METADATA = "ro-crate-metadata.json"
 CONTEXT = ["https://w3id.org/ro/crate/1.1/context", {"sha256": "http://schema.org/sha256"}]
@@ -37,7 +38,7 @@ _FORMATS = {".json": "application/json", ".csv": "text/csv", ".md": "text/markdo
             ".jsonl": "application/jsonl", ".sha256": "text/plain"}
 
 
-class CrateError(ValueError):
+class CrateError(UserError, ValueError):
     """A crate cannot be written, or does not check (a file missing, altered or in conflict)."""
 
 

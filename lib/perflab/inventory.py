@@ -22,12 +22,14 @@ import re
 import shlex
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import yaml
 
+from .errors import UserError
 
-class InventoryError(ValueError):
+
+class InventoryError(UserError, ValueError):
     """An inventory file is missing, malformed or lacks a host a campaign names."""
 
 
@@ -59,6 +61,17 @@ class HostEntry:
 def localhost(names: tuple[str, ...] = ("h1", "h2", "h3", "h4")) -> dict[str, HostEntry]:
     """The fallback inventory: every name is this machine, reached without SSH."""
     return {n: HostEntry(n, "127.0.0.1", local=True) for n in names}
+
+
+def require(entries: dict[str, HostEntry], names: Sequence[str], source: str) -> dict[str, HostEntry]:
+    """``entries`` when they name every host in ``names``; else :class:`InventoryError` saying which are missing."""
+    missing = [n for n in names if n not in entries]
+    if missing:
+        raise InventoryError(f"inventory {source} has no host {', '.join(map(repr, missing))} (it has "
+                             f"{', '.join(entries) or 'none'}); the campaign puts its roles there: pass an inventory "
+                             "that names them (its study's `inventory:`, `--inventory labfile:labs/NAME.yaml`, "
+                             "or a file)")
+    return entries
 
 
 def load(path: str | Path) -> dict[str, HostEntry]:

@@ -5,6 +5,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from .errors import UserError
+
+
+class NoProjectError(UserError, FileNotFoundError):
+    """The current directory is not inside a perflab project."""
+
 
 def root(start: str | Path | None = None) -> Path:
     """The nearest directory at or above ``start`` (default: cwd) holding the ``Snakefile``."""
@@ -12,7 +18,7 @@ def root(start: str | Path | None = None) -> Path:
     for candidate in (here, *here.parents):
         if (candidate / "Snakefile").exists():
             return candidate
-    raise FileNotFoundError(f"no Snakefile in {here} or above; run from inside the perflab project")
+    raise NoProjectError(f"no Snakefile in {here} or above; run from inside the perflab project")
 
 
 def enter_root() -> Path:

@@ -27,6 +27,7 @@ from typing import Any, Iterator, Mapping
 import yaml
 
 from . import tools
+from .errors import FileError
 from .tools.base import ParseOnly
 
 
@@ -120,12 +121,8 @@ POSITIVE = frozenset({"duration", "runtime", "time", "count", "interval", "paral
 ZERO_OK = frozenset({"ramp_time", "omit"})
 
 
-class SpecError(ValueError):
+class SpecError(FileError, ValueError):
     """A campaign file is invalid; ``str()`` is a list of ``file:line: field: problem`` lines."""
-
-    def __init__(self, path: str, problems: list[str]) -> None:
-        self.path, self.problems = path, problems
-        super().__init__("\n".join(problems))
 
 
 @dataclass(frozen=True)

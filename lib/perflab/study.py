@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from . import spec
+from .errors import FileError
 from .files import slug
 
 SCHEMA = json.loads(resources.files("perflab").joinpath("schemas/study.schema.json").read_text())
@@ -34,7 +35,7 @@ NOTEBOOKS_DIR = "notebooks"
 PUBLISHED_DIR = "data/raw/published"
 
 
-class StudyError(ValueError):
+class StudyError(FileError, ValueError):
     """A study declaration is invalid; ``str()`` lists ``file:line: field: problem`` lines."""
 
 
@@ -103,8 +104,8 @@ def template(notebook: str, root: str = ".") -> dict[str, Any]:
     path = Path(root) / NOTEBOOKS_DIR / f"{notebook}.ipynb"
     meta = json.loads(path.read_text()).get("metadata", {}).get("perflab")
     if not isinstance(meta, dict) or not isinstance(meta.get("outputs"), dict):
-        raise StudyError(f"{path}: notebook metadata lacks perflab.outputs; an analysis template declares the "
-                         "files it writes (see docs/studies.md)")
+        raise StudyError(path, [f"{path}: notebook metadata lacks perflab.outputs; an analysis template declares the "
+                         "files it writes (see docs/studies.md)"])
     return meta
 
 
@@ -117,7 +118,7 @@ def load(folder: str | Path, root: str | Path = ".") -> Study:
     try:
         doc, lines = spec.read_yaml(root / path, SCHEMA, "study")
     except spec.SpecError as exc:
-        raise StudyError("\n".join(p.replace(str(root / path), path) for p in exc.problems)) from None
+        raise StudyError(path, [p.replace(str(root / path), path) for p in exc.problems]) from None
 
     def at(*where: object) -> str:
         key = tuple(where)
@@ -180,7 +181,7 @@ def load(folder: str | Path, root: str | Path = ".") -> Study:
     for dup in sorted({n for n in names if names.count(n) > 1}):
         problems.append(f"{at('analyses')}: two analyses named {dup!r}; give one a `name:`")
     if problems:
-        raise StudyError("\n".join(problems))
+        raise StudyError(path, problems)
     return Study(id=doc["study"], title=doc["title"], folder=rel, source=doc.get("source"), cite=doc.get("cite"),
                  order=doc.get("order", 50), part=doc.get("part", "main"), demo=doc.get("demo", False),
                  chapter=chapter, published=tuple(doc.get("published", [])), campaigns=tuple(campaigns),
@@ -220,7 +221,7 @@ def discover(root: str | Path = ".", *, demos: bool = True) -> list[Study]:
                     problems.append(f"{s.declaration}: analysis {a.name} writes {out}, as does {owner[out]}")
                 owner[out] = s.declaration
     if problems:
-        raise StudyError("\n".join(problems))
+        raise StudyError(root / STUDIES_DIR, problems)
     found = [s for s in found if demos or not s.demo]
     return sorted(found, key=lambda s: (s.part != "main", s.order, s.id))
 

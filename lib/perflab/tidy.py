@@ -26,6 +26,7 @@ import pyarrow.csv
 import pyarrow.parquet
 
 from . import __version__, fingerprint, records, store, tools
+from .errors import UserError
 from .files import atomic_write
 from .tools import procfs
 from .tools.base import Measurement, ParseError
@@ -37,7 +38,7 @@ BASE_COLUMNS = ["campaign", "run_id", "block", "position", "repetition", "warmup
                 "group", "started_utc", "metric", "summary", "value", "unit"]
 
 
-class TidyError(RuntimeError):
+class TidyError(UserError, RuntimeError):
     """The raw data cannot be turned into a tidy table (altered, missing or empty)."""
 
 

@@ -3,20 +3,26 @@
 from __future__ import annotations
 
 import os
+from typing import Sequence
 
 from .. import inventory, labspec
 from .lifecycle import bring_up, require_root, up
 from .state import load
 
 
-def resolve_inventory(spec: str, *, hosts: int = 2) -> dict[str, inventory.HostEntry]:
+def resolve_inventory(spec: str, *, hosts: int = 2, needs: Sequence[str] = ()) -> dict[str, inventory.HostEntry]:
     """Inventory entries for ``spec``: a file path, ``localhost``, ``lab``/``lab:NAME`` or ``labfile:PATH``.
 
     ``lab`` brings the flat lab up when running as root and falls back to the localhost
     inventory (saying so) otherwise; a lab brought up from a file is used as it is.
     ``labfile:labs/routed.yaml`` brings the lab that file describes up (if it is not up
-    yet) and uses it: a study's campaign names the lab it needs this way.
+    yet) and uses it: a study's campaign names the lab it needs this way. ``needs`` are the
+    host names a campaign uses: one the inventory lacks is an :class:`~perflab.inventory.InventoryError`.
     """
+    return inventory.require(_resolve(spec, hosts), needs, spec)
+
+
+def _resolve(spec: str, hosts: int) -> dict[str, inventory.HostEntry]:
     if spec == "localhost":
         return inventory.localhost()
     if spec.startswith("labfile:"):
