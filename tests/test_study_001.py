@@ -14,7 +14,7 @@ import yaml
 
 from helpers import ROOT_ONLY
 from perflab import inventory, lab as lab_mod, labspec, runner, spec, store, study, tidy
-from perflab.spec import _Loader as Yaml12Loader  # YAML 1.2 booleans: `on:` stays a key
+from perflab.yamlfile import Loader as Yaml12Loader  # YAML 1.2 booleans: `on:` stays a key
 from perflab.report import sweep
 from perflab.tools import ceph
 from perflab.tools.base import ParseError

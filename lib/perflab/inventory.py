@@ -26,7 +26,9 @@ from typing import Any, Mapping, Sequence
 
 import yaml
 
+from . import yamlfile
 from .errors import UserError
+from .yamlfile import YamlFileError, YamlSyntaxError
 
 
 class InventoryError(UserError, ValueError):
@@ -63,6 +65,14 @@ def localhost(names: tuple[str, ...] = ("h1", "h2", "h3", "h4")) -> dict[str, Ho
     return {n: HostEntry(n, "127.0.0.1", local=True) for n in names}
 
 
+def _yaml(path: Path, text: str | None = None) -> Any:
+    """The YAML document of an inventory file, read by the one loader; :class:`InventoryError` when it cannot be."""
+    try:
+        return yamlfile.parse(path, "inventory", text=text)[0]
+    except YamlFileError as exc:
+        raise InventoryError(exc.problems[0]) from exc
+
+
 def require(entries: dict[str, HostEntry], names: Sequence[str], source: str) -> dict[str, HostEntry]:
     """``entries`` when they name every host in ``names``; else :class:`InventoryError` saying which are missing."""
     missing = [n for n in names if n not in entries]
@@ -79,13 +89,10 @@ def load(path: str | Path) -> dict[str, HostEntry]:
     path = Path(path)
     if ansible_format(path):
         return load_ansible(path)
-    try:
-        doc = yaml.safe_load(path.read_text())
-    except FileNotFoundError:
+    if not path.exists():
         raise InventoryError(f"{path}: no such inventory file; bring the lab up with `perflab lab up` "
-                             "or pass --inventory localhost") from None
-    except yaml.YAMLError as exc:
-        raise InventoryError(f"{path}: not valid YAML: {exc}") from None
+                             "or pass --inventory localhost")
+    doc = _yaml(path)
     hosts = (doc or {}).get("hosts") if isinstance(doc, dict) else None
     if not isinstance(hosts, dict) or not hosts:
         raise InventoryError(f"{path}: expected a mapping 'hosts:' of host name -> {{address: ...}}; found {hosts!r}")
@@ -124,12 +131,14 @@ def ansible_format(path: Path) -> str | None:
     """``"yaml"`` or ``"ini"`` when ``path`` holds an Ansible inventory, None for perflab's format."""
     try:
         text = path.read_text()
-    except OSError:
+    except (OSError, UnicodeDecodeError):  # load() says why
         return None
     try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError:
-        doc = None
+        doc = _yaml(path, text)
+    except InventoryError as exc:
+        if not isinstance(exc.__cause__, YamlSyntaxError):
+            raise
+        doc = None  # perhaps INI
     if isinstance(doc, dict):
         if "hosts" in doc:
             return None
@@ -198,7 +207,7 @@ def _ansible_yaml(path: Path) -> dict[str, dict[str, Any]]:
             group["children"].add(str(child))
             visit(str(child), child_body)
 
-    for name, body in yaml.safe_load(path.read_text()).items():
+    for name, body in _yaml(path).items():
         visit(str(name), body)
     return groups
 

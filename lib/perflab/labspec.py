@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 
-from .spec import SpecError, _where, read_yaml, schema_problems
+from .errors import FileError
+from .yamlfile import read_yaml, schema_problems, where as _where
 
 SCHEMA = json.loads(resources.files("perflab").joinpath("schemas/lab.schema.json").read_text())
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
@@ -22,7 +23,7 @@ _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 MIN_FS_SIZE = {"ext4": 1 << 20, "xfs": 300 << 20, "btrfs": 120 << 20}
 
 
-class LabFileError(SpecError):
+class LabFileError(FileError, ValueError):
     """A lab description is invalid; ``str()`` is a list of ``file:line: field: problem`` lines."""
 
 
@@ -152,10 +153,7 @@ def size_bytes(text: str) -> int:
 def load(path: str | Path, *, text: str | None = None) -> LabSpec:
     """Load and check a lab description; raise :class:`LabFileError` listing every problem."""
     path = str(path)
-    try:
-        doc, lines = read_yaml(path, SCHEMA, "lab", text=text)
-    except SpecError as exc:
-        raise LabFileError(path, exc.problems) from None
+    doc, lines = read_yaml(path, SCHEMA, "lab", text=text, error=LabFileError)
     problems = _semantic_problems(doc, lines, path)
     if problems:
         raise LabFileError(path, problems)

@@ -27,6 +27,7 @@ from typing import Any
 from . import spec
 from .errors import FileError
 from .files import slug
+from .yamlfile import YamlFileError, read_yaml
 
 SCHEMA = json.loads(resources.files("perflab").joinpath("schemas/study.schema.json").read_text())
 STUDIES_DIR = "studies"
@@ -116,8 +117,8 @@ def load(folder: str | Path, root: str | Path = ".") -> Study:
     rel = folder.relative_to(root).as_posix() if folder.is_absolute() else folder.as_posix()
     path = f"{rel}/study.yaml"
     try:
-        doc, lines = spec.read_yaml(root / path, SCHEMA, "study")
-    except spec.SpecError as exc:
+        doc, lines = read_yaml(root / path, SCHEMA, "study")
+    except YamlFileError as exc:
         raise StudyError(path, [p.replace(str(root / path), path) for p in exc.problems]) from None
 
     def at(*where: object) -> str:
