@@ -31,6 +31,7 @@ hosts:
     devices:
       data: {size: 1G, fs: xfs, options: noatime, mkfs: [-K]}
       raw: {size: 64M, direct_io: true}
+format: 1
 """
 
 
@@ -152,7 +153,7 @@ def test_cgroup_v2_only_writes_limits_where_the_kernel_reads_them_and_parses_cou
     root = tmp_path / "cgroup"
     root.mkdir()
     (root / "cpuset.cpus.effective").write_text("0-3\n")
-    spec = labspec.load("lab.yaml", text="lab: v\nlinks: {lan: }\nhosts:\n  h1: {links: [lan], cpuset: '1', "
+    spec = labspec.load("lab.yaml", text="format: 1\nlab: v\nlinks: {lan: }\nhosts:\n  h1: {links: [lan], cpuset: '1', "
                         "memory: 64M}\n  h2: {links: [lan]}\n")
     lab = lab_mod.model.layout(spec, {"lan": 3})
     lab_mod.cgroups.cgroups_up(lab, {"unified": root})

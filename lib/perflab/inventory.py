@@ -31,6 +31,10 @@ from .errors import UserError
 from .yamlfile import YamlFileError, YamlSyntaxError
 
 
+#: Versions of perflab's inventory format this perflab reads (the ``format`` key; Ansible's have none).
+FORMATS = frozenset({1})
+
+
 class InventoryError(UserError, ValueError):
     """An inventory file is missing, malformed or lacks a host a campaign names."""
 
@@ -93,6 +97,9 @@ def load(path: str | Path) -> dict[str, HostEntry]:
         raise InventoryError(f"{path}: no such inventory file; bring the lab up with `perflab lab up` "
                              "or pass --inventory localhost")
     doc = _yaml(path)
+    if isinstance(doc, dict) and (problem := yamlfile.format_problem(doc, {}, str(path), "inventory", FORMATS)):
+        raise InventoryError(problem + ("" if "format" in doc else "; a lab's inventory is rewritten by bringing "
+                                        "the lab up again (`perflab lab up`)"))
     hosts = (doc or {}).get("hosts") if isinstance(doc, dict) else None
     if not isinstance(hosts, dict) or not hosts:
         raise InventoryError(f"{path}: expected a mapping 'hosts:' of host name -> {{address: ...}}; found {hosts!r}")
@@ -114,7 +121,8 @@ def load(path: str | Path) -> dict[str, HostEntry]:
 def dump(entries: Mapping[str, HostEntry], path: str | Path, *, comment: str = "") -> None:
     """Write an inventory file (used by the lab)."""
     hosts = {n: {k: v for k, v in asdict(e).items() if k != "name" and v not in (None, False)} for n, e in entries.items()}
-    text = (f"# {comment}\n" if comment else "") + yaml.safe_dump({"hosts": hosts}, sort_keys=False)
+    text = (f"# {comment}\n" if comment else "") + yaml.safe_dump({"format": max(FORMATS), "hosts": hosts},
+                                                                  sort_keys=False)
     Path(path).write_text(text)
 
 

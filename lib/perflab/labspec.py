@@ -18,6 +18,8 @@ from .errors import FileError
 from .yamlfile import read_yaml, schema_problems, where as _where
 
 SCHEMA = json.loads(resources.files("perflab").joinpath("schemas/lab.schema.json").read_text())
+#: Versions of the lab file format this perflab reads (the ``format`` key; docs/lab.md).
+FORMATS = frozenset({1})
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 #: Smallest device each file system's mkfs accepts (xfsprogs refuses below 300 MiB).
 MIN_FS_SIZE = {"ext4": 1 << 20, "xfs": 300 << 20, "btrfs": 120 << 20}
@@ -126,7 +128,7 @@ class LabSpec:
 
 def simple(name: str, hosts: int, *, mtu: int = 1500, rate: str | None = None) -> LabSpec:
     """The flat lab of ``perflab lab up --hosts N``: hosts h1..hN on one link ``lan``."""
-    doc = {"lab": name, "links": {"lan": {"mtu": mtu, **({"rate": rate} if rate else {})}},
+    doc = {"format": 1, "lab": name, "links": {"lan": {"mtu": mtu, **({"rate": rate} if rate else {})}},
            "hosts": {"h1": {"links": ["lan"]}}}
     option = {"lab": "--name", "links.lan.mtu": "--mtu", "links.lan.rate": "--rate"}
     problems = []
@@ -153,7 +155,7 @@ def size_bytes(text: str) -> int:
 def load(path: str | Path, *, text: str | None = None) -> LabSpec:
     """Load and check a lab description; raise :class:`LabFileError` listing every problem."""
     path = str(path)
-    doc, lines = read_yaml(path, SCHEMA, "lab", text=text, error=LabFileError)
+    doc, lines = read_yaml(path, SCHEMA, "lab", text=text, error=LabFileError, formats=FORMATS)
     problems = _semantic_problems(doc, lines, path)
     if problems:
         raise LabFileError(path, problems)

@@ -30,6 +30,8 @@ from .files import slug
 from .yamlfile import YamlFileError, read_yaml
 
 SCHEMA = json.loads(resources.files("perflab").joinpath("schemas/study.schema.json").read_text())
+#: Versions of the study declaration format this perflab reads (the ``format`` key).
+FORMATS = frozenset({1})
 STUDIES_DIR = "studies"
 NOTEBOOKS_DIR = "notebooks"
 #: Where every study's published data lives (raw data stays under data/raw/).
@@ -117,7 +119,7 @@ def load(folder: str | Path, root: str | Path = ".") -> Study:
     rel = folder.relative_to(root).as_posix() if folder.is_absolute() else folder.as_posix()
     path = f"{rel}/study.yaml"
     try:
-        doc, lines = read_yaml(root / path, SCHEMA, "study")
+        doc, lines = read_yaml(root / path, SCHEMA, "study", formats=FORMATS)
     except YamlFileError as exc:
         raise StudyError(path, [p.replace(str(root / path), path) for p in exc.problems]) from None
 

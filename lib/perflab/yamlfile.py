@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Collection, Mapping
 
 import yaml
 
@@ -240,13 +240,32 @@ def schema_problems(doc: Any, schema: Mapping[str, Any], lines: Mapping[tuple, i
     return out
 
 
+def format_problem(doc: Mapping[str, Any], lines: Mapping[tuple, int], path: str, kind: str,
+                   formats: Collection[int]) -> str | None:
+    """The problem with a document's ``format`` (the version of its file format), or None when it is one of ``formats``.
+
+    Every file kind and record carries ``format``; a reader names the file, says what it
+    found and which versions it reads.
+    """
+    if "format" not in doc:
+        return (f"{path}:1: format: missing; {kind} files start with `format: {max(formats)}` (the version of "
+                "their format); add that line")
+    found = doc["format"]
+    if isinstance(found, bool) or found not in formats:
+        return (f"{path}:{where(lines, ('format',))}: format: {found!r} is not a format of {kind} files this perflab reads "
+                f"({' or '.join(map(str, sorted(formats)))}); write it for this version, or use the perflab that "
+                "reads it")
+    return None
+
+
 def read_yaml(path: str | Path, schema: Mapping[str, Any], kind: str, *, text: str | None = None,
-              error: Callable[[str, list[str]], Exception] = YamlFileError,
+              error: Callable[[str, list[str]], Exception] = YamlFileError, formats: Collection[int] = (),
               ) -> tuple[dict[str, Any], dict[tuple, int]]:
     """Read a YAML ``kind`` file (campaign, study, lab ...) with :func:`parse` and check it against ``schema``.
 
-    Returns the document and a map from field paths to line numbers; raises ``error(path,
-    problems)`` with one ``file:line: field: problem`` line per problem.
+    With ``formats``, the file's ``format`` must be one of them (checked first). Returns the
+    document and a map from field paths to line numbers; raises ``error(path, problems)``
+    with one ``file:line: field: problem`` line per problem.
     """
     path = str(path)
     try:
@@ -255,6 +274,8 @@ def read_yaml(path: str | Path, schema: Mapping[str, Any], kind: str, *, text: s
         raise error(path, exc.problems) from None
     if not isinstance(doc, dict):
         raise error(path, [f"{path}:1: expected a mapping of {kind} fields; found {type(doc).__name__}"])
+    if formats and (problem := format_problem(doc, lines, path, kind, formats)):
+        raise error(path, [problem])
     problems = schema_problems(doc, schema, lines, path)
     if problems:
         raise error(path, problems)

@@ -16,7 +16,7 @@ from .model import Lab, LabError, layout
 from .net import host_net_up, host_routes, link_up, ruleset
 from .shell import kill, link_exists, netns_list, sh
 from .sshd import SSHD, keygen, sshd_pid, sshd_up, wait_port
-from .state import STATE_VERSION, allocate, lab_of, read_state, write_state
+from .state import STATE_VERSION, allocate, lab_of, read_state, state_format, write_state
 from .storage import detach, devices_up, guest_device, loops_of, mounts_up
 from .vm import QEMU, VM_BOOT_TIMEOUT, vm_accel, vm_kernel, vm_up
 
@@ -78,7 +78,7 @@ def bring_up(spec: LabSpec) -> Lab:
         lab = layout(spec, slots)
         hierarchies = cgroup_hierarchies()
         vms = {h.name: {"accel": vm_accel(h.vm), "kernel": str(vm_kernel(h.vm)[0])} for h in spec.hosts if h.vm}
-        state = {"version": STATE_VERSION, "name": spec.name, "spec": spec.to_json(), "slots": slots,
+        state = {"format": STATE_VERSION, "name": spec.name, "spec": spec.to_json(), "slots": slots,
                  "cgroups": cgroup_dirs(lab, hierarchies), "loops": state["loops"] if state else {}, "vms": vms,
                  "formatted": state.get("formatted", []) if state else []}
         lab_dir.mkdir(exist_ok=True)
@@ -229,8 +229,8 @@ def down(name: str = "default") -> list[str]:
     try:
         first = json.loads((model.STATE_ROOT / name / "state.json").read_text())
     except (OSError, ValueError):
-        first = {"version": STATE_VERSION}
-    if "version" not in first:
+        first = {"format": STATE_VERSION}
+    if state_format(first) == 1:
         return _down_v1(first)
     state = read_state(name)
     removed: list[str] = []
