@@ -24,7 +24,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from . import spec
+from . import spec, templates
 from .errors import FileError
 from .files import slug
 from .yamlfile import YamlFileError, read_yaml
@@ -169,6 +169,11 @@ def load(folder: str | Path, root: str | Path = ".") -> Study:
             problems.append(f"{at('analyses', i, 'notebook')}: {exc}")
             continue
         params = dict(a.get("parameters", {}))
+        contract = templates.problems(a["notebook"], meta, params,
+                                      lambda name, i=i: at("analyses", i, "parameters", *([name] if name else [])))
+        if contract:
+            problems += contract
+            continue
         fields_ = {"study": doc["study"], "campaign": a.get("campaign") or "", **params}
         try:
             name = a.get("name") or slug(meta.get("name", "{study}-{notebook}").format(notebook=a["notebook"], **fields_))
