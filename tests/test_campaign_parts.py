@@ -20,6 +20,7 @@ pytestmark = [ROOT_ONLY, pytest.mark.lab]
 
 ROOT = Path(__file__).resolve().parents[1]
 LAB = """\
+format: 1
 lab: {name}
 links:
   lan: {{mtu: 1500}}

@@ -17,7 +17,6 @@ never overwritten: identical data is accepted, different data refused.
 from __future__ import annotations
 
 import json
-import os
 import platform
 import shutil
 import time
@@ -27,6 +26,7 @@ from typing import Any
 
 from . import __version__, store
 from .errors import UserError
+from .files import atomic_write
 
 METADATA = "ro-crate-metadata.json"
 CONTEXT = ["https://w3id.org/ro/crate/1.1/context", {"sha256": "http://schema.org/sha256"}]
@@ -194,10 +194,7 @@ def import_crate(crate: str | Path, *, root: str | Path = ".") -> list[str]:
         if rel.name == store.MANIFEST and target.exists():
             _merge_manifest(crate / rel, target)
             continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-        shutil.copy2(crate / rel, tmp)
-        os.replace(tmp, target)
+        atomic_write(target, lambda tmp, rel=rel: shutil.copy2(crate / rel, tmp))
         copied += 1
     notes = [f"{dataset.get('name')}: checked {len(files)} files; copied {copied} raw and campaign files into "
              f"{root} ({len(wanted) - copied} already present and identical)"]

@@ -28,6 +28,7 @@ import yaml
 
 from . import yamlfile
 from .errors import UserError
+from .files import atomic_write
 from .yamlfile import YamlFileError, YamlSyntaxError
 
 
@@ -123,7 +124,7 @@ def dump(entries: Mapping[str, HostEntry], path: str | Path, *, comment: str = "
     hosts = {n: {k: v for k, v in asdict(e).items() if k != "name" and v not in (None, False)} for n, e in entries.items()}
     text = (f"# {comment}\n" if comment else "") + yaml.safe_dump({"format": max(FORMATS), "hosts": hosts},
                                                                   sort_keys=False)
-    Path(path).write_text(text)
+    atomic_write(path, text)
 
 
 #: Ansible's connection variables -> HostEntry fields (first found wins; older ``ansible_ssh_*`` names last).

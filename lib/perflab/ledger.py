@@ -17,9 +17,6 @@ from pathlib import Path
 
 from .records import LedgerEvent, RecordError, parse_event
 
-STATES = ("todo", "running", "done", "failed")
-
-
 class Ledger:
     """Run states of one campaign, persisted as JSON lines."""
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
 from .errors import UserError
+
+log = logging.getLogger(__name__)
 
 
 class NoProjectError(UserError, FileNotFoundError):
@@ -55,6 +58,6 @@ def outputs(path: str, *, pipeline: bool) -> str:
     if not any(rel == Path(p) or Path(p) in rel.parents for p in PIPELINE_OUTPUTS):
         return path
     moved = (Path(SCRATCH) / rel).as_posix()
-    print(f"opened by hand (pipeline = False): outputs for {rel.as_posix()}/ go to {moved}/ instead; "
-          "the pipeline's files are left alone (`make reproduce` updates them)")
+    log.warning("opened by hand (pipeline = False): outputs for %s/ go to %s/ instead; the pipeline's files are "
+                "left alone (`make reproduce` updates them)", rel.as_posix(), moved)
     return moved

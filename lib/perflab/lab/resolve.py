@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Sequence
 
 from .. import inventory, labspec
 from .lifecycle import bring_up, require_root, up
 from .state import load
+
+log = logging.getLogger(__name__)
 
 
 def resolve_inventory(spec: str, *, hosts: int = 2, needs: Sequence[str] = ()) -> dict[str, inventory.HostEntry]:
@@ -31,7 +34,7 @@ def _resolve(spec: str, hosts: int) -> dict[str, inventory.HostEntry]:
     if spec == "lab" or spec.startswith("lab:"):
         name = spec.partition(":")[2] or "default"
         if os.geteuid() != 0:
-            print("perflab: not root, so no namespace lab; using the localhost inventory (no SSH)")
+            log.warning("perflab: not root, so no namespace lab; using the localhost inventory (no SSH)")
             return inventory.localhost()
         existing = load(name)
         if existing is not None and existing.spec.source is not None:

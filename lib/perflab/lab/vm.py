@@ -9,6 +9,7 @@ import shlex
 import shutil
 from pathlib import Path
 
+from ..files import atomic_write
 from ..labspec import Vm
 from .cgroups import in_cgroups
 from .model import Lab, LabError, LabHost
@@ -87,8 +88,8 @@ def _initramfs(lab: Lab, release: str) -> Path:
     (tree / "modules").write_text("".join(f"{Path(m).name}\n" for m in order))
     (tree / "init").write_text(VM_INITRAMFS_INIT)
     (tree / "init").chmod(0o755)
-    sh("sh", "-c", 'cd "$1" && find . | cpio -o -H newc --quiet | gzip -1 > "$2.tmp" && mv "$2.tmp" "$2"', "sh",
-        str(tree), str(out))
+    atomic_write(out, lambda tmp: sh("sh", "-c", 'cd "$1" && find . | cpio -o -H newc --quiet | gzip -1 > "$2"',
+                                     "sh", str(tree), str(tmp)))
     shutil.rmtree(tree)
     return out
 
