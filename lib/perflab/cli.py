@@ -427,11 +427,11 @@ def plugin_commands(module: str) -> dict[str, str]:
     path = Path(__file__).parent.joinpath(*module.split(".")[1:]).with_suffix(".py")
     if not path.exists():
         return {}
-    found = {}
+    found: dict[str, Any] = {}
     for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_parser"
                 and node.args and isinstance(node.args[0], ast.Constant)):
-            found[node.args[0].value] = next((k.value.value for k in node.keywords
+            found[str(node.args[0].value)] = next((k.value.value for k in node.keywords
                                               if k.arg == "help" and isinstance(k.value, ast.Constant)), None)
     return found
 

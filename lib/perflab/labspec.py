@@ -221,7 +221,7 @@ def _semantic_problems(doc: dict, lines: dict[tuple, int], path: str) -> list[st
                 problems.append(f"{path}:{_where(lines, where)}: {'.'.join(where)}: {spec['size']} is too small for "
                                 f"{fs}; use at least {MIN_FS_SIZE[fs] >> 20}M")
             if spec.get("options") and not fs or spec.get("mkfs") and not fs:
-                where = ("hosts", name, "devices", dev)
+                where = ("hosts", name, "devices", dev)  # type: ignore[assignment]
                 problems.append(f"{path}:{_where(lines, where)}: {'.'.join(where)}: mkfs and options need a file "
                                 "system; add fs: ext4, xfs or btrfs")
     return problems

@@ -169,8 +169,10 @@ def load(folder: str | Path, root: str | Path = ".") -> Study:
             problems.append(f"{at('analyses', i, 'notebook')}: {exc}")
             continue
         params = dict(a.get("parameters", {}))
-        contract = templates.problems(a["notebook"], meta, params,
-                                      lambda name, i=i: at("analyses", i, "parameters", *([name] if name else [])))
+        def param_at(name: str, i: int = i) -> str:
+            return at("analyses", i, "parameters", *([name] if name else []))
+
+        contract = templates.problems(a["notebook"], meta, params, param_at)
         if contract:
             problems += contract
             continue

@@ -47,7 +47,7 @@ def _import_jsonschema() -> Any:
     hidden = [name for name in ("fqdn", "idna", "rfc3987", "rfc3986_validator", "rfc3987_syntax",
                                 "rfc3339_validator", "webcolors", "jsonpointer", "uri_template", "isoduration")
               if name not in sys.modules]
-    sys.modules.update(dict.fromkeys(hidden))
+    sys.modules.update(dict.fromkeys(hidden))  # type: ignore[arg-type]  # None: "not importable"
     try:
         import jsonschema
     finally:
@@ -92,11 +92,11 @@ Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _unique_m
 
 FastLoader: type[Loader]
 if yaml.__with_libyaml__:
-    class _CLoader(yaml.cyaml.CParser, Loader):  # type: ignore[misc]
+    class _CLoader(yaml.cyaml.CParser, Loader):  # type: ignore[misc,name-defined]
         """:class:`Loader` on libyaml's parser, 10x faster (the Snakefile reads every campaign at start-up)."""
 
         def __init__(self, stream: str) -> None:
-            yaml.cyaml.CParser.__init__(self, stream)
+            yaml.cyaml.CParser.__init__(self, stream)  # type: ignore[attr-defined]
             yaml.constructor.SafeConstructor.__init__(self)
             yaml.resolver.Resolver.__init__(self)
 
@@ -138,7 +138,7 @@ def _check_limits(loader_class: type, text: str, path: str) -> None:
             event = loader.get_event()
             if isinstance(event, (yaml.ScalarEvent, yaml.AliasEvent, yaml.CollectionStartEvent)):
                 if isinstance(event, yaml.AliasEvent):
-                    size = sizes.get(event.anchor, 1)
+                    size = sizes.get(event.anchor or "", 1)
                 else:
                     size = 1
                 total += size

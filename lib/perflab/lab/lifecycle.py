@@ -112,13 +112,14 @@ def _make(lab: Lab, state: dict, hierarchies: dict[str, Path]) -> None:
     for host in lab.hosts:
         host_net_up(lab, host, host.netns in existing)
     routes = host_routes(lab)
-    for host in spec.hosts:
-        for network, via, ifname in routes[host.name] if not host.vm else ():
-            sh("ip", "netns", "exec", lab.host(host.name).netns, "ip", "route", "replace", network, "via", via,
+    for described in spec.hosts:
+        for network, via, ifname in routes[described.name] if not described.vm else ():
+            sh("ip", "netns", "exec", lab.host(described.name).netns, "ip", "route", "replace", network, "via", via,
                 "dev", ifname)
-    for host in spec.hosts:
-        if host.router:
-            sh("ip", "netns", "exec", lab.host(host.name).netns, "nft", "-f", "-", input=ruleset(lab, host.name))
+    for described in spec.hosts:
+        if described.router:
+            sh("ip", "netns", "exec", lab.host(described.name).netns, "nft", "-f", "-",
+               input=ruleset(lab, described.name))
     cgroups_up(lab, hierarchies)
     devices_up(lab, state)
     known = []

@@ -82,7 +82,7 @@ def _initramfs(lab: Lab, release: str) -> Path:
     tree = lab.state_dir / "initramfs"
     (tree / "bin").mkdir(parents=True, exist_ok=True)
     (tree / "lib").mkdir(exist_ok=True)
-    shutil.copy(busybox, tree / "bin" / "busybox")
+    shutil.copy(str(busybox), tree / "bin" / "busybox")
     for module in order:
         shutil.copy(moddir / module, tree / "lib")
     (tree / "modules").write_text("".join(f"{Path(m).name}\n" for m in order))
@@ -97,6 +97,7 @@ def _initramfs(lab: Lab, release: str) -> Path:
 def _guest_init(lab: Lab, host: LabHost, routes: list[tuple[str, str, str]]) -> str:
     """The guest's init (run by the machine's /bin/sh from the read-only root): mounts, network, disks, sshd."""
     described, q = lab.described(host.name), shlex.quote
+    assert described.vm is not None, f"{host.name} is not a virtual host"
     fs_modules = sorted({d.fs for d in described.devices if d.fs})
     lines = ["#!/bin/sh", "# init of a perflab virtual host, written by `perflab lab up`",
              "mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev 2>/dev/null",
@@ -123,6 +124,7 @@ def vm_up(lab: Lab, host: LabHost, routes: list[tuple[str, str, str]], cgroup_pr
            vm_state: dict) -> int:
     """Boot the virtual host (unless its QEMU runs) in its cgroups; the QEMU pid."""
     vm, hdir = lab.described(host.name).vm, lab.state_dir / host.name
+    assert vm is not None, f"{host.name} is not a virtual host"
     keygen(hdir / "ssh_host_ed25519_key", f"perflab-{lab.name}-{host.name}")
     (hdir / "sshd_config").write_text(sshd_config(lab, host))
     (hdir / "guest-init.sh").write_text(_guest_init(lab, host, routes))
