@@ -18,9 +18,11 @@ ROOT = Path(__file__).resolve().parents[1]
 LIB = ROOT / "lib" / "perflab"
 #: The flow, first to last: layer -> its rooms (``perflab`` is the package's own __init__).
 LAYERS: list[tuple[str, set[str]]] = [
-    ("base", {"perflab", "errors", "files", "paths", "yamlfile", "knownhosts", "records", "templates", "aoe"}),
-    ("declarations", {"inventory", "labspec", "tools", "spec", "campaign", "design", "study"}),
-    ("hosts", {"remote", "lab", "cephlab", "fingerprint", "monitors", "settle", "preflight", "measurelock",
+    ("base", {"perflab", "errors", "files", "paths", "yamlfile", "knownhosts", "records", "templates", "aoe",
+              "agent"}),
+    ("declarations", {"inventory", "labspec", "tools", "campaign", "campaign_values", "campaign_checks",
+                      "campaign_contracts", "design", "study"}),
+    ("hosts", {"remote", "executor", "registry", "lab", "cephlab", "fingerprint", "monitors", "settle", "preflight", "measurelock",
                "rehearse"}),
     ("raw", {"ledger", "store"}),
     ("runner", {"runner"}),

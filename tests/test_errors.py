@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from perflab import cli, errors, knownhosts, spec, study
+from perflab import campaign as campaign_mod, cli, errors, knownhosts, study
 
 ROOT = Path(__file__).resolve().parents[1]
 LIB = ROOT / "lib" / "perflab"
@@ -33,11 +33,11 @@ def test_a_user_error_is_one_line_with_its_parts():
 
 
 def test_a_file_error_keeps_one_line_per_problem_and_survives_pickling():
-    err = spec.SpecError("c.yaml", ["c.yaml:2: a: bad", "c.yaml:5: b: worse\nreally"])
+    err = campaign_mod.SpecError("c.yaml", ["c.yaml:2: a: bad", "c.yaml:5: b: worse\nreally"])
     assert err.problems == ["c.yaml:2: a: bad", "c.yaml:5: b: worse really"]
     assert str(err) == "c.yaml:2: a: bad\nc.yaml:5: b: worse really"
     back = pickle.loads(pickle.dumps(err))
-    assert type(back) is spec.SpecError and back.problems == err.problems and back.path == "c.yaml"
+    assert type(back) is campaign_mod.SpecError and back.problems == err.problems and back.path == "c.yaml"
     assert isinstance(err, ValueError) and isinstance(study.StudyError("s", ["x"]), errors.UserError)
 
 
@@ -73,7 +73,7 @@ def test_any_other_exception_is_a_bug_and_keeps_its_traceback(monkeypatch):
     def broken(path, **kwargs):
         raise ValueError("a bug, not the user's mistake")
 
-    monkeypatch.setattr(spec, "load", broken)
+    monkeypatch.setattr(campaign_mod, "load", broken)
     with pytest.raises(ValueError, match="a bug"):
         cli.main(["plan", CAMPAIGN, "--head", "0"])
 

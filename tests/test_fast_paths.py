@@ -56,5 +56,5 @@ def test_libyaml_and_the_pure_python_parser_read_every_shipped_yaml_file_alike()
     assert len(files) > 20
     for path in files:
         text = path.read_text()
-        fast, slow = yamlfile._compose(yamlfile.FastLoader, text), yamlfile._compose(yamlfile.Loader, text)
-        assert fast[1] == slow[1] and yamlfile.line_map(fast[0]) == yamlfile.line_map(slow[0]), path
+        fast, slow = yamlfile._parse(yamlfile._FastLoader, text), yamlfile._parse(yamlfile._Loader, text)
+        assert fast[1] == slow[1] and yamlfile._line_map(fast[0]) == yamlfile._line_map(slow[0]), path

@@ -18,8 +18,8 @@ INVENTORY = "hosts:\n  h1: {address: 198.18.0.11}\n"
 
 @pytest.mark.parametrize("head, problem", [
     ("", ":1: format: missing; lab files start with `format: 1`"),
-    ("format: 2\n", ":1: format: 2 is not a format of lab files this perflab reads (1)"),
-    ("format: '1'\n", ":1: format: '1' is not a format of lab files this perflab reads (1)"),
+    ("format: 2\n", ":1: format: lab format 2; this perflab reads format 1: write `format: 1`"),
+    ("format: '1'\n", ":1: format: lab format '1'; this perflab reads format 1"),
 ])
 def test_a_lab_file_without_a_known_format_is_one_line(tmp_path, head, problem):
     path = tmp_path / "lab.yaml"
@@ -32,7 +32,7 @@ def test_a_lab_file_without_a_known_format_is_one_line(tmp_path, head, problem):
 
 @pytest.mark.parametrize("head, problem", [
     ("", ":1: format: missing; inventory files start with `format: 1`"),
-    ("format: 7\n", ":1: format: 7 is not a format of inventory files this perflab reads (1)"),
+    ("format: 7\n", ":1: format: inventory format 7; this perflab reads format 1"),
 ])
 def test_an_inventory_without_a_known_format_is_one_line(tmp_path, head, problem):
     path = tmp_path / "inventory.yaml"
@@ -56,7 +56,7 @@ def test_a_study_declaration_with_an_unknown_format_names_the_file(tmp_path, cap
     text = path.read_text()
     assert "\nformat: 1\n" in text
     path.write_text(text.replace("\nformat: 1\n", "\nformat: 9\n"))
-    with pytest.raises(study.StudyError, match=r"^studies/iperf3-streams/study.yaml:\d+: format: 9 is not a format of study files"):
+    with pytest.raises(study.StudyError, match=r"^studies/iperf3-streams/study.yaml:\d+: format: study format 9; this perflab reads format 1"):
         study.load(path.parent, tmp_path)
     path.write_text(text.replace("\nformat: 1\n", "\n"))
     with pytest.raises(study.StudyError, match=r"^studies/iperf3-streams/study.yaml:1: format: missing"):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from perflab import inventory, labspec, spec, yamlfile
+from perflab import campaign as campaign_mod, inventory, labspec, yamlfile
 
 ROOT = Path(__file__).resolve().parents[1]
 BOUND = 60  # seconds for all readers of one input; they take well under a second each
@@ -36,10 +36,10 @@ HOSTILE = {
 READERS = r"""
 import json, sys
 from pathlib import Path
-from perflab import errors, inventory, labspec, spec, study, yamlfile
+from perflab import campaign as spec, errors, inventory, labspec, study, yamlfile
 path = Path(sys.argv[1])
 readers = {"campaign": lambda: spec.load(path), "lab file": lambda: labspec.load(path),
-           "inventory": lambda: inventory.load(path), "config": lambda: yamlfile.parse(path, "config"),
+           "inventory": lambda: inventory.load(path), "config": lambda: yamlfile.load(path, "config"),
            "study": lambda: study.load(path.parent, path.parents[2])}
 for name, read in readers.items():
     try:
@@ -85,18 +85,18 @@ def test_the_cli_refuses_a_hostile_campaign_in_one_line(tmp_path):
 
 
 def test_limits_leave_ordinary_files_alone_and_keep_line_numbers():
-    doc, lines = yamlfile.parse("x.yaml", "config", text="a: &x {b: [1, 2]}\nc: *x\nd: on\ne:\n  - 1\n")
+    doc, lines = yamlfile.load("x.yaml", "config", text="a: &x {b: [1, 2]}\nc: *x\nd: on\ne:\n  - 1\n")
     assert doc == {"a": {"b": [1, 2]}, "c": {"b": [1, 2]}, "d": "on", "e": [1]}
     assert lines[("c",)] == 2 and lines[("e", 0)] == 5
     nested = "a: " + "[" * (yamlfile.MAX_DEPTH - 1) + "]" * (yamlfile.MAX_DEPTH - 1)
-    assert yamlfile.parse("x.yaml", "config", text=nested)[0]["a"] is not None
+    assert yamlfile.load("x.yaml", "config", text=nested)[0]["a"] is not None
 
 
 def test_a_duplicate_key_and_bad_yaml_name_their_line(tmp_path):
     with pytest.raises(yamlfile.YamlSyntaxError, match=r"^x.yaml:3: not valid YAML: duplicate key 'a'"):
-        yamlfile.parse("x.yaml", "config", text="a: 1\nb: 2\na: 3\n")
+        yamlfile.load("x.yaml", "config", text="a: 1\nb: 2\na: 3\n")
     with pytest.raises(yamlfile.YamlSyntaxError, match=r"^x.yaml:2: not valid YAML"):
-        yamlfile.parse("x.yaml", "config", text="a: [1\nb: 2\n")
+        yamlfile.load("x.yaml", "config", text="a: [1\nb: 2\n")
 
 
 def test_shipped_files_of_every_kind_load():
@@ -104,10 +104,10 @@ def test_shipped_files_of_every_kind_load():
     labs = sorted(ROOT.glob("labs/*.yaml"))
     assert campaigns and labs, "no shipped campaigns or lab files found"
     for path in campaigns:
-        spec.load(path)
+        campaign_mod.load(path)
     for path in labs:
         labspec.load(path)
-    yamlfile.parse(ROOT / "config" / "config.yaml", "config")
+    yamlfile.load(ROOT / "config" / "config.yaml", "config")
     inventories = sorted(ROOT.glob("studies/*/real-hosts/inventory*.yaml"))
     assert inventories, "no shipped inventory found"
     for path in inventories:

@@ -73,7 +73,7 @@ def localhost(names: tuple[str, ...] = ("h1", "h2", "h3", "h4")) -> dict[str, Ho
 def _yaml(path: Path, text: str | None = None) -> Any:
     """The YAML document of an inventory file, read by the one loader; :class:`InventoryError` when it cannot be."""
     try:
-        return yamlfile.parse(path, "inventory", text=text)[0]
+        return yamlfile.load(path, "inventory", text=text)[0]
     except YamlFileError as exc:
         raise InventoryError(exc.problems[0]) from exc
 

@@ -17,7 +17,7 @@ import pandas as pd
 from . import runner, stats, tidy, tools
 from .errors import UserError
 from .inventory import HostEntry
-from .spec import Campaign
+from .campaign import Campaign
 
 
 class PilotError(UserError, ValueError):

@@ -24,10 +24,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from . import spec, templates
+from . import campaign as campaign_mod, templates
 from .errors import FileError
 from .files import slug
-from .yamlfile import YamlFileError, read_yaml
+from .yamlfile import SpecError, YamlFileError, read_yaml
 
 SCHEMA = json.loads(resources.files("perflab").joinpath("schemas/study.schema.json").read_text())
 #: Versions of the study declaration format this perflab reads (the ``format`` key).
@@ -119,7 +119,7 @@ def load(folder: str | Path, root: str | Path = ".") -> Study:
     rel = folder.relative_to(root).as_posix() if folder.is_absolute() else folder.as_posix()
     path = f"{rel}/study.yaml"
     try:
-        doc, lines = read_yaml(root / path, SCHEMA, "study", formats=FORMATS)
+        doc, lines = read_yaml(root / path, SCHEMA, "study", formats=FORMATS, format_required=True)
     except YamlFileError as exc:
         raise StudyError(path, [p.replace(str(root / path), path) for p in exc.problems]) from None
 
@@ -145,8 +145,8 @@ def load(folder: str | Path, root: str | Path = ".") -> Study:
     for i, ref in enumerate(doc.get("campaigns", [])):
         file = f"{rel}/{ref['file']}"
         try:
-            camp = spec.load(root / file)
-        except spec.SpecError as exc:
+            camp = campaign_mod.load(root / file)
+        except SpecError as exc:
             problems += [f"{at('campaigns', i, 'file')}: {p}" for p in exc.problems]
             continue
         declared = camp.doc.get("study")

@@ -36,6 +36,10 @@ class YamlSyntaxError(YamlFileError):
     """A file within the limits that is not YAML (which a reader of several formats may try as another)."""
 
 
+class SpecError(YamlFileError, ValueError):
+    """A YAML file (campaign, study, lab ...) is invalid; ``str()`` is a list of ``file:line: field: problem`` lines."""
+
+
 def _import_jsonschema() -> Any:
     """jsonschema, imported without the optional libraries of its format checkers.
 
@@ -59,18 +63,18 @@ def _import_jsonschema() -> Any:
 jsonschema = _import_jsonschema()
 
 
-class Loader(yaml.SafeLoader):
+class _Loader(yaml.SafeLoader):
     """YAML 1.2 booleans: only true/false are booleans, so ``on:``, ``off``, ``yes`` and ``no`` stay strings."""
 
 
-Loader.yaml_implicit_resolvers = {
+_Loader.yaml_implicit_resolvers = {
     first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:bool"]
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
-Loader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
+_Loader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
                              list("tTfF"))
 
 
-def _unique_mapping(loader: Loader, node: yaml.MappingNode) -> dict:
+def _unique_mapping(loader: _Loader, node: yaml.MappingNode) -> dict:
     """A mapping whose keys are unique (YAML 1.2 requires it; PyYAML would keep the last silently)."""
     seen: dict[Any, int] = {}
     for key_node, _ in node.value:
@@ -88,39 +92,39 @@ def _unique_mapping(loader: Loader, node: yaml.MappingNode) -> dict:
     return loader.construct_mapping(node, deep=True)
 
 
-Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _unique_mapping)
+_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _unique_mapping)
 
-FastLoader: type[Loader]
+_FastLoader: type[_Loader]
 if yaml.__with_libyaml__:
-    class _CLoader(yaml.cyaml.CParser, Loader):  # type: ignore[misc,name-defined]
-        """:class:`Loader` on libyaml's parser, 10x faster (the Snakefile reads every campaign at start-up)."""
+    class _CLoader(yaml.cyaml.CParser, _Loader):  # type: ignore[misc,name-defined]
+        """:class:`_Loader` on libyaml's parser, 10x faster (the Snakefile reads every campaign at start-up)."""
 
         def __init__(self, stream: str) -> None:
             yaml.cyaml.CParser.__init__(self, stream)  # type: ignore[attr-defined]
             yaml.constructor.SafeConstructor.__init__(self)
             yaml.resolver.Resolver.__init__(self)
 
-    FastLoader = _CLoader
+    _FastLoader = _CLoader
 else:
-    FastLoader = Loader
+    _FastLoader = _Loader
 
 
-def line_map(node: yaml.Node, path: tuple = (), out: dict | None = None) -> dict[tuple, int]:
+def _line_map(node: yaml.Node, path: tuple = (), out: dict | None = None) -> dict[tuple, int]:
     """Map every path in a composed YAML document to its 1-based line number."""
     out = {} if out is None else out
     out.setdefault(path, node.start_mark.line + 1)
     if isinstance(node, yaml.MappingNode):
         for key, value in node.value:
             out[path + (key.value,)] = key.start_mark.line + 1
-            line_map(value, path + (key.value,), out)
+            _line_map(value, path + (key.value,), out)
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
-            line_map(item, path + (i,), out)
+            _line_map(item, path + (i,), out)
     return out
 
 
-def where(lines: Mapping[tuple, int], path: tuple) -> int:
-    """The line of ``path`` in a document (of its nearest listed parent; 1 when none is listed)."""
+def line_of(lines: Mapping[tuple, int], path: tuple) -> int:
+    """The line of ``path`` in a file, or of its nearest enclosing field that has one (1 for none)."""
     while path not in lines and path:
         path = path[:-1]
     return lines.get(path, 1)
@@ -166,7 +170,7 @@ def _check_limits(loader_class: type, text: str, path: str) -> None:
         loader.dispose()
 
 
-def _compose(loader_class: type, text: str) -> tuple[yaml.Node | None, Any]:
+def _parse(loader_class: type, text: str) -> tuple[yaml.Node | None, Any]:
     """Parse ``text`` once: its node (for line numbers) and the document constructed from it."""
     loader = loader_class(text)
     try:
@@ -176,7 +180,7 @@ def _compose(loader_class: type, text: str) -> tuple[yaml.Node | None, Any]:
         loader.dispose()
 
 
-def parse(path: str | Path, kind: str, *, text: str | None = None) -> tuple[Any, dict[tuple, int]]:
+def load(path: str | Path, kind: str, *, text: str | None = None) -> tuple[Any, dict[tuple, int]]:
     """Read the YAML ``kind`` file ``path`` (or ``text`` given for it) within the limits; the document and its lines.
 
     Raises :class:`YamlFileError` (one line naming file and line) for a file that cannot be
@@ -202,11 +206,11 @@ def parse(path: str | Path, kind: str, *, text: str | None = None) -> tuple[Any,
         raise YamlFileError(path, [f"{path}:{line}: a NUL byte; {kind} files are text, remove it"])
     try:
         try:
-            _check_limits(FastLoader, text, path)
-            node, doc = _compose(FastLoader, text)
+            _check_limits(_FastLoader, text, path)
+            node, doc = _parse(_FastLoader, text)
         except yaml.YAMLError:  # the pure-Python parser words the problem as users have seen it
-            _check_limits(Loader, text, path)
-            node, doc = _compose(Loader, text)
+            _check_limits(_Loader, text, path)
+            node, doc = _parse(_Loader, text)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else 1
@@ -215,7 +219,7 @@ def parse(path: str | Path, kind: str, *, text: str | None = None) -> tuple[Any,
         raise YamlSyntaxError(path, [f"{path}: not valid YAML: {exc}"]) from None
     except RecursionError:  # not reached within MAX_DEPTH; kept so that no input can show a traceback
         raise YamlFileError(path, [f"{path}: nested too deep to read; flatten the document"]) from None
-    return doc, ({} if node is None else line_map(node))
+    return doc, ({} if node is None else _line_map(node))
 
 
 def _explain(err: Any) -> str:
@@ -234,47 +238,52 @@ def schema_problems(doc: Any, schema: Mapping[str, Any], lines: Mapping[tuple, i
     """One ``file:line: field: problem`` line per violation of ``schema`` by ``doc``, in file order."""
     validator = jsonschema.Draft202012Validator(schema)
     out = []
-    for err in sorted(validator.iter_errors(doc), key=lambda e: where(lines, tuple(e.absolute_path))):
+    for err in sorted(validator.iter_errors(doc), key=lambda e: line_of(lines, tuple(e.absolute_path))):
         dotted = ".".join(map(str, err.absolute_path)) or "(top level)"
-        out.append(f"{path}:{where(lines, tuple(err.absolute_path))}: {dotted}: {_explain(err)}")
+        out.append(f"{path}:{line_of(lines, tuple(err.absolute_path))}: {dotted}: {_explain(err)}")
     return out
 
 
 def format_problem(doc: Mapping[str, Any], lines: Mapping[tuple, int], path: str, kind: str,
-                   formats: Collection[int]) -> str | None:
+                   formats: Collection[int], *, required: bool = True) -> str | None:
     """The problem with a document's ``format`` (the version of its file format), or None when it is one of ``formats``.
 
     Every file kind and record carries ``format``; a reader names the file, says what it
-    found and which versions it reads.
+    found and which versions it reads. Unless ``required``, a document without ``format`` is
+    of the first of ``formats`` (campaigns written before the key existed).
     """
     if "format" not in doc:
+        if not required:
+            return None
         return (f"{path}:1: format: missing; {kind} files start with `format: {max(formats)}` (the version of "
                 "their format); add that line")
     found = doc["format"]
     if isinstance(found, bool) or found not in formats:
-        return (f"{path}:{where(lines, ('format',))}: format: {found!r} is not a format of {kind} files this perflab reads "
-                f"({' or '.join(map(str, sorted(formats)))}); write it for this version, or use the perflab that "
-                "reads it")
+        return (f"{path}:{line_of(lines, ('format',))}: format: {kind} format {found!r}; this perflab reads format "
+                f"{' or '.join(map(str, sorted(formats)))}: write `format: {max(formats)}` or use the perflab that "
+                "wrote the file")
     return None
 
 
 def read_yaml(path: str | Path, schema: Mapping[str, Any], kind: str, *, text: str | None = None,
-              error: Callable[[str, list[str]], Exception] = YamlFileError, formats: Collection[int] = (),
-              ) -> tuple[dict[str, Any], dict[tuple, int]]:
-    """Read a YAML ``kind`` file (campaign, study, lab ...) with :func:`parse` and check it against ``schema``.
+              formats: Collection[int] = (), format_required: bool = False,
+              error: Callable[[str, list[str]], Exception] | None = None) -> tuple[dict[str, Any], dict[tuple, int]]:
+    """Read a YAML ``kind`` file (campaign, study, lab ...) with :func:`load` and check it against ``schema``.
 
-    With ``formats``, the file's ``format`` must be one of them (checked first). Returns the
-    document and a map from field paths to line numbers; raises ``error(path, problems)``
-    with one ``file:line: field: problem`` line per problem.
+    With ``formats``, the file's ``format`` is checked first: one of them, or absent when not
+    ``format_required`` (then it is the first). Returns the document and a map from field
+    paths to line numbers; raises ``error(path, problems)`` (default :class:`SpecError`) with
+    one ``file:line: field: problem`` line per problem.
     """
+    error = error or SpecError
     path = str(path)
     try:
-        doc, lines = parse(path, kind, text=text)
+        doc, lines = load(path, kind, text=text)
     except YamlFileError as exc:
         raise error(path, exc.problems) from None
     if not isinstance(doc, dict):
         raise error(path, [f"{path}:1: expected a mapping of {kind} fields; found {type(doc).__name__}"])
-    if formats and (problem := format_problem(doc, lines, path, kind, formats)):
+    if formats and (problem := format_problem(doc, lines, path, kind, formats, required=format_required)):
         raise error(path, [problem])
     problems = schema_problems(doc, schema, lines, path)
     if problems:
