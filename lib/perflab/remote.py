@@ -14,7 +14,6 @@ import logging
 import secrets
 import shlex
 import socket
-import subprocess
 import threading
 import time
 from dataclasses import dataclass, field

@@ -135,7 +135,7 @@ def _make(lab: Lab, state: dict, hierarchies: dict[str, Path]) -> None:
     for host in lab.hosts:
         if lab.described(host.name).vm:
             try:
-                wait_port(host.address, timeout=VM_BOOT_TIMEOUT, alive=lambda: sshd_pid(lab, host.name) is not None)
+                wait_port(host.address, timeout=VM_BOOT_TIMEOUT, alive=lambda host=host: sshd_pid(lab, host.name) is not None)
             except LabError as exc:
                 raise LabError(f"lab {lab.name}: virtual host {host.name}: {exc}; its console: "
                                f"{lab.state_dir / host.name / 'console.log'}") from None
