@@ -16,6 +16,7 @@ never overwritten: identical data is accepted, different data refused.
 
 from __future__ import annotations
 
+import functools
 import json
 import platform
 import shutil
@@ -194,7 +195,7 @@ def import_crate(crate: str | Path, *, root: str | Path = ".") -> list[str]:
         if rel.name == store.MANIFEST and target.exists():
             _merge_manifest(crate / rel, target)
             continue
-        atomic_write(target, lambda tmp, rel=rel: shutil.copy2(crate / rel, tmp))
+        atomic_write(target, functools.partial(shutil.copy2, crate / rel))
         copied += 1
     notes = [f"{dataset.get('name')}: checked {len(files)} files; copied {copied} raw and campaign files into "
              f"{root} ({len(wanted) - copied} already present and identical)"]
