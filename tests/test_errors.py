@@ -46,7 +46,9 @@ def _error_classes() -> list[tuple[str, str]]:
     for path in sorted(LIB.rglob("*.py")):
         module = ".".join(path.relative_to(LIB.parent).with_suffix("").parts).removesuffix(".__init__")
         for node in ast.parse(path.read_text()).body:
-            if isinstance(node, ast.ClassDef) and node.name.endswith(("Error", "Lost")):
+            bases = {getattr(b, "id", getattr(b, "attr", "")) for b in getattr(node, "bases", [])}
+            if isinstance(node, ast.ClassDef) and (node.name.endswith(("Error", "Lost", "Busy")) or bases & {
+                    "Exception", "RuntimeError", "ValueError", "OSError", "LookupError", "KeyError"}):
                 found.append((module, node.name))
     return found
 
