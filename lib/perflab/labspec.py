@@ -259,10 +259,10 @@ def _semantic_problems(doc: dict, lines: dict[tuple, int], path: str) -> list[st
                 problems.append(f"{path}:{line_of(lines, where)}: {'.'.join(where)}: mkfs and options need a file "
                                 "system; add fs: ext4, xfs or btrfs")
     ceph = doc.get("ceph") or {}
-    named = [(("ceph", "mon"), ceph["mon"])] if ceph else []
+    named: list[tuple[tuple, Any]] = [(("ceph", "mon"), ceph["mon"])] if ceph else []
     named += [(("ceph", "clients", i), h) for i, h in enumerate(ceph.get("clients", ()))]
     named += [(("ceph", "osds", h), h) for h in ceph.get("osds", {})]
     hosts = [h for h in doc["hosts"] if "vm" not in doc["hosts"][h]]
-    for where, host in named:
-        check_link(where, host, hosts, "a namespace host of this lab (Ceph daemons do not run in virtual hosts)")
+    for place, host in named:
+        check_link(place, host, hosts, "a namespace host of this lab (Ceph daemons do not run in virtual hosts)")
     return problems
