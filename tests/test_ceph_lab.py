@@ -21,6 +21,7 @@ NAME = f"c{os.getpid() % 100000}"
 # The smallest cluster that shows every part: monitor and manager, one HDD-like OSD (throttled),
 # a client; pools of size 1.
 LAB = f"""\
+format: 1
 lab: {NAME}
 links: {{lan: }}
 hosts:

@@ -118,6 +118,7 @@ def test_commands_refuse_what_they_cannot_pass(tool, params, message):
 
 
 LAB = """\
+format: 1
 lab: cx
 links: {lan: }
 hosts:

@@ -75,7 +75,7 @@ def test_thread_means_and_smt_means_follow_from_the_cells():
     for (fw, smt, mtu), g in per_thread.groupby(["firewall", "smt", "mtu"]):
         printed = means[(means.firewall == fw) & (means.smt == smt) & (means.mtu == mtu)].v.item()
         assert g.v.mean() == pytest.approx(printed, abs=0.0015), (fw, smt, mtu)
-    for src, fw in (("Tabela 3.1", "native"), ("Tabela 3.2", "virtual")):
+    for src, _fw in (("Tabela 3.1", "native"), ("Tabela 3.2", "virtual")):
         t = df[df.source_table == src]
         for (metric, mtu), g in t.groupby(["metric", "mtu"]):
             off, on, both = (g[g.smt == s].v.item() for s in ("off", "on", "both"))

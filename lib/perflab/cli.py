@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
+from .errors import UserError
 
 
 class _Deferred:
@@ -36,10 +37,6 @@ lab_ceph = _Deferred("perflab.lab.ceph")
 #: with the help text of its ``add_parser`` calls, read from its source.
 PLUGINS = ("perflab.stats.cli", "perflab.tools.cli")
 
-#: Errors a user can fix, as module -> class name: printed in one line, not as a traceback.
-USER_ERRORS = {"perflab.yamlfile": "SpecError", "perflab.lab": "LabError", "perflab.runner": "RunnerError",
-               "perflab.inventory": "InventoryError", "perflab.store": "StoreError", "perflab.tidy": "TidyError",
-               "perflab.ledger": "LedgerError", "perflab.measurelock": "MachineBusy", "perflab.remote": "HostError"}
 
 
 def _lab(args: argparse.Namespace) -> int:
@@ -139,11 +136,7 @@ def _plan(args: argparse.Namespace) -> int:
     if args.check:
         from . import preflight, remote
 
-        entries = lab.resolve_inventory(args.inventory, hosts=campaign.lab_hosts())
-        missing = [n for n in campaign.involved() if n not in entries]
-        if missing:
-            raise ValueError(f"--inventory {args.inventory}: hosts {', '.join(missing)} are not in it (it has "
-                             f"{', '.join(sorted(entries))}); name them in an inventory file (docs/inventories.md)")
+        entries = lab.resolve_inventory(args.inventory, hosts=campaign.lab_hosts(), needs=campaign.involved())
         with remote.connect(entries, campaign.involved()) as hosts:
             problems = preflight.check(campaign, hosts)
         for p in problems:
@@ -186,7 +179,7 @@ def _run(args: argparse.Namespace) -> int:
 
     campaign = campaign_mod.load(args.campaign)
     destructive.confirm(campaign, args.yes_destroy)
-    entries = lab.resolve_inventory(args.inventory, hosts=campaign.lab_hosts())
+    entries = lab.resolve_inventory(args.inventory, hosts=campaign.lab_hosts(), needs=campaign.involved())
     if args.rehearse:
         from . import rehearse
 
@@ -206,7 +199,7 @@ def _pilot(args: argparse.Namespace) -> int:
 
     campaign = campaign_mod.load(args.campaign)
     pilot.pilot_campaign(campaign, args.repetitions)
-    entries = lab.resolve_inventory(args.inventory, hosts=campaign.lab_hosts())
+    entries = lab.resolve_inventory(args.inventory, hosts=campaign.lab_hosts(), needs=campaign.involved())
     table = pilot.run(campaign, entries, args.raw, repetitions=args.repetitions, metric=args.metric,
                       halfwidth=args.halfwidth / 100, wait=0 if args.no_wait else None)
     print(pilot.format_table(table, list(campaign.factors)))
@@ -291,7 +284,7 @@ def _lineage(args: argparse.Namespace) -> int:
     try:
         lines = lineage.chain(args.file, args.root)
     except FileNotFoundError as exc:
-        raise ValueError(str(exc)) from None
+        raise UserError(str(exc)) from None
     print("\n".join(lines))
     return 1 if any("CHANGED" in line or "MISSING" in line or "do not match" in line for line in lines) else 0
 
@@ -498,18 +491,13 @@ def plugin_commands(module: str) -> dict[str, str]:
     path = Path(__file__).parent.joinpath(*module.split(".")[1:]).with_suffix(".py")
     if not path.exists():
         return {}
-    found = {}
+    found: dict[str, Any] = {}
     for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_parser"
                 and node.args and isinstance(node.args[0], ast.Constant)):
-            found[node.args[0].value] = next((k.value.value for k in node.keywords
+            found[str(node.args[0].value)] = next((k.value.value for k in node.keywords
                                               if k.arg == "help" and isinstance(k.value, ast.Constant)), None)
     return found
-
-
-def _user_errors() -> tuple[type[Exception], ...]:
-    """ValueError and the :data:`USER_ERRORS` of the modules imported so far (no other can have been raised)."""
-    return (ValueError, *(getattr(sys.modules[m], name) for m, name in USER_ERRORS.items() if m in sys.modules))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -520,8 +508,9 @@ def main(argv: list[str] | None = None) -> int:
         code = args.func(args)
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
         return code
-    except _user_errors() as exc:  # VerifyError and CrateError are ValueErrors
-        print(f"perflab {args.command}: error: {exc}", file=sys.stderr)
+    except UserError as exc:  # anything else is a bug: its traceback shows
+        for problem in exc.problems:
+            print(f"perflab {args.command}: error: {problem}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         import os

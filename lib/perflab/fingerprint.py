@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from . import tools as _tools
+from .errors import UserError
 
 if TYPE_CHECKING:
     from .remote import Host
@@ -92,7 +93,7 @@ _MEMINFO_KEYS = {"MemTotal": "memory.total", "SwapTotal": "memory.swap_total",
                  "HugePages_Total": "memory.hugepages", "Hugepagesize": "memory.hugepage_size"}
 
 
-class FingerprintError(ValueError):
+class FingerprintError(UserError, ValueError):
     """A fingerprint could not be collected, or a record is not a fingerprint of this schema."""
 
 

@@ -14,15 +14,18 @@ from pathlib import Path
 from typing import Any
 
 
-from .yamlfile import SpecError, line_of, read_yaml, schema_problems
+from .errors import FileError
+from .yamlfile import line_of, read_yaml, schema_problems
 
 SCHEMA = json.loads(resources.files("perflab").joinpath("schemas/lab.schema.json").read_text())
+#: Versions of the lab file format this perflab reads (the ``format`` key; docs/lab.md).
+FORMATS = frozenset({1})
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 #: Smallest device each file system's mkfs accepts (xfsprogs refuses below 300 MiB).
 MIN_FS_SIZE = {"ext4": 1 << 20, "xfs": 300 << 20, "btrfs": 120 << 20}
 
 
-class LabFileError(SpecError):
+class LabFileError(FileError, ValueError):
     """A lab description is invalid; ``str()`` is a list of ``file:line: field: problem`` lines."""
 
 
@@ -148,7 +151,7 @@ class LabSpec:
 
 def simple(name: str, hosts: int, *, mtu: int = 1500, rate: str | None = None) -> LabSpec:
     """The flat lab of ``perflab lab up --hosts N``: hosts h1..hN on one link ``lan``."""
-    doc = {"lab": name, "links": {"lan": {"mtu": mtu, **({"rate": rate} if rate else {})}},
+    doc = {"format": 1, "lab": name, "links": {"lan": {"mtu": mtu, **({"rate": rate} if rate else {})}},
            "hosts": {"h1": {"links": ["lan"]}}}
     option = {"lab": "--name", "links.lan.mtu": "--mtu", "links.lan.rate": "--rate"}
     problems = []
@@ -175,10 +178,7 @@ def size_bytes(text: str) -> int:
 def load(path: str | Path, *, text: str | None = None) -> LabSpec:
     """Load and check a lab description; raise :class:`LabFileError` listing every problem."""
     path = str(path)
-    try:
-        doc, lines = read_yaml(path, SCHEMA, "lab", text=text)
-    except SpecError as exc:
-        raise LabFileError(path, exc.problems) from None
+    doc, lines = read_yaml(path, SCHEMA, "lab", text=text, error=LabFileError, formats=FORMATS, format_required=True)
     problems = _semantic_problems(doc, lines, path)
     if problems:
         raise LabFileError(path, problems)
@@ -255,14 +255,14 @@ def _semantic_problems(doc: dict, lines: dict[tuple, int], path: str) -> list[st
                 problems.append(f"{path}:{line_of(lines, where)}: {'.'.join(where)}: {spec['size']} is too small for "
                                 f"{fs}; use at least {MIN_FS_SIZE[fs] >> 20}M")
             if spec.get("options") and not fs or spec.get("mkfs") and not fs:
-                where = ("hosts", name, "devices", dev)
+                where = ("hosts", name, "devices", dev)  # type: ignore[assignment]
                 problems.append(f"{path}:{line_of(lines, where)}: {'.'.join(where)}: mkfs and options need a file "
                                 "system; add fs: ext4, xfs or btrfs")
     ceph = doc.get("ceph") or {}
-    named = [(("ceph", "mon"), ceph["mon"])] if ceph else []
+    named: list[tuple[tuple, Any]] = [(("ceph", "mon"), ceph["mon"])] if ceph else []
     named += [(("ceph", "clients", i), h) for i, h in enumerate(ceph.get("clients", ()))]
     named += [(("ceph", "osds", h), h) for h in ceph.get("osds", {})]
     hosts = [h for h in doc["hosts"] if "vm" not in doc["hosts"][h]]
-    for where, host in named:
-        check_link(where, host, hosts, "a namespace host of this lab (Ceph daemons do not run in virtual hosts)")
+    for place, host in named:
+        check_link(place, host, hosts, "a namespace host of this lab (Ceph daemons do not run in virtual hosts)")
     return problems

@@ -23,7 +23,8 @@ from typing import Any, Callable, Mapping, TypeVar
 import paramiko
 from fabric import Config, Connection
 
-from . import executor, registry, sshconfig
+from . import executor, knownhosts, registry, sshconfig
+from .errors import UserError
 from .inventory import HostEntry
 
 T = TypeVar("T")
@@ -83,7 +84,7 @@ def sweep(variable: str, value: str, *, own_netns: bool = False) -> str:
             f"! grep -q '^State:[[:space:]]*Z' /proc/$p/status 2>/dev/null; do sleep 0.02; i=$((i+1)); done; done; true")
 
 
-class HostError(RuntimeError):
+class HostError(UserError, RuntimeError):
     """A host could not be reached or refused a command; the message names the host."""
 
 
@@ -123,12 +124,15 @@ class _UnknownHostKey(paramiko.SSHException):
 class _KeyPolicy(paramiko.MissingHostKeyPolicy):
     """Refuse unknown host keys (as OpenSSH's StrictHostKeyChecking=yes), or append them when opted in."""
 
-    def __init__(self, host: "Host", known: Path) -> None:
-        self.host, self.known, self.accepted = host, known, False
+    def __init__(self, host: "Host", known: Path, listed: knownhosts.KnownHosts) -> None:
+        self.host, self.known, self.listed, self.accepted = host, known, listed, False
 
     def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey) -> None:
         """Raise :class:`_UnknownHostKey` with the fix, or record and append the key (accept-new)."""
         entry = self.host.entry
+        if self.listed.is_revoked(key):
+            raise _UnknownHostKey(f"{hostname} offered {_fingerprint(key)}, which {self.known} marks @revoked; the "
+                                  "host is refused: give it a new host key, then list that key")
         if not entry.accept_new_host_keys:
             raise _UnknownHostKey(
                 f"no host key for {hostname} in {self.known} (offered {_fingerprint(key)}); check that "
@@ -283,12 +287,9 @@ class Host:
             conn = Connection(self.entry.address, user=self.entry.user, port=self.entry.port, config=cfg,
                               connect_timeout=limit, connect_kwargs=kwargs)
             known = known_hosts_file(self.entry)
-            if known.exists():
-                try:
-                    conn.client.load_host_keys(str(known))
-                except (OSError, paramiko.SSHException) as exc:
-                    raise HostError(f"host {self.name}: cannot read known_hosts file {known}: {exc}") from None
-            policy = _KeyPolicy(self, known)
+            listed = knownhosts.load(known)
+            listed.add_to(conn.client.get_host_keys())
+            policy = _KeyPolicy(self, known, listed)
             conn.client.set_missing_host_key_policy(policy)
             where = f"host {self.name} ({self.entry.user}@{self.address}:{self.entry.port})"
             try:

@@ -34,6 +34,7 @@ from pathlib import Path
 import pandas as pd
 
 from . import evidence, store, tidy
+from .errors import UserError
 
 #: Where the digitized published results live, relative to the project root.
 PUBLISHED = Path("data/raw/published")
@@ -41,7 +42,7 @@ PUBLISHED = Path("data/raw/published")
 OUTPUT_DIRS = ("paper/figures", "paper/tables", "paper/macros", "paper/sections")
 
 
-class VerifyError(ValueError):
+class VerifyError(UserError, ValueError):
     """What was asked to be verified does not exist or holds nothing to check."""
 
 

@@ -233,7 +233,7 @@ def _etc_ceph(lab: Lab) -> None:
         pid = sshd_pid(lab, host)
         if pid is None:
             raise CephLabError(f"lab {lab.name}: host {host}: its sshd is not running; bring the lab up again")
-        if f" /etc/ceph " not in Path(f"/proc/{pid}/mountinfo").read_text():
+        if " /etc/ceph " not in Path(f"/proc/{pid}/mountinfo").read_text():
             _run("nsenter", "-t", str(pid), "-m", "--", "mount", "--bind", str(conf_path(lab).parent), "/etc/ceph")
 
 

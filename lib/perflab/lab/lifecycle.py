@@ -16,7 +16,7 @@ from .model import Lab, LabError, layout
 from .net import host_net_up, host_routes, link_up, ruleset
 from .shell import kill, link_exists, netns_list, sh
 from .sshd import SSHD, keygen, sshd_pid, sshd_up, wait_port
-from .state import STATE_VERSION, allocate, lab_of, read_state, write_state
+from .state import STATE_VERSION, allocate, lab_of, read_state, state_format, write_state
 from .storage import detach, devices_up, guest_device, loops_of, mounts_up
 from .vm import QEMU, VM_BOOT_TIMEOUT, vm_accel, vm_kernel, vm_up
 
@@ -78,7 +78,7 @@ def bring_up(spec: LabSpec) -> Lab:
         lab = layout(spec, slots)
         hierarchies = cgroup_hierarchies()
         vms = {h.name: {"accel": vm_accel(h.vm), "kernel": str(vm_kernel(h.vm)[0])} for h in spec.hosts if h.vm}
-        state = {"version": STATE_VERSION, "name": spec.name, "spec": spec.to_json(), "slots": slots,
+        state = {"format": STATE_VERSION, "name": spec.name, "spec": spec.to_json(), "slots": slots,
                  "cgroups": cgroup_dirs(lab, hierarchies), "loops": state["loops"] if state else {}, "vms": vms,
                  "formatted": state.get("formatted", []) if state else [],
                  **({"ceph": state["ceph"]} if state and "ceph" in state else {})}
@@ -113,13 +113,14 @@ def _make(lab: Lab, state: dict, hierarchies: dict[str, Path]) -> None:
     for host in lab.hosts:
         host_net_up(lab, host, host.netns in existing)
     routes = host_routes(lab)
-    for host in spec.hosts:
-        for network, via, ifname in routes[host.name] if not host.vm else ():
-            sh("ip", "netns", "exec", lab.host(host.name).netns, "ip", "route", "replace", network, "via", via,
+    for described in spec.hosts:
+        for network, via, ifname in routes[described.name] if not described.vm else ():
+            sh("ip", "netns", "exec", lab.host(described.name).netns, "ip", "route", "replace", network, "via", via,
                 "dev", ifname)
-    for host in spec.hosts:
-        if host.router:
-            sh("ip", "netns", "exec", lab.host(host.name).netns, "nft", "-f", "-", input=ruleset(lab, host.name))
+    for described in spec.hosts:
+        if described.router:
+            sh("ip", "netns", "exec", lab.host(described.name).netns, "nft", "-f", "-",
+               input=ruleset(lab, described.name))
     cgroups_up(lab, hierarchies)
     devices_up(lab, state)
     known = []
@@ -135,7 +136,7 @@ def _make(lab: Lab, state: dict, hierarchies: dict[str, Path]) -> None:
     for host in lab.hosts:
         if lab.described(host.name).vm:
             try:
-                wait_port(host.address, timeout=VM_BOOT_TIMEOUT, alive=lambda: sshd_pid(lab, host.name) is not None)
+                wait_port(host.address, timeout=VM_BOOT_TIMEOUT, alive=lambda host=host: sshd_pid(lab, host.name) is not None)
             except LabError as exc:
                 raise LabError(f"lab {lab.name}: virtual host {host.name}: {exc}; its console: "
                                f"{lab.state_dir / host.name / 'console.log'}") from None
@@ -235,8 +236,8 @@ def down(name: str = "default") -> list[str]:
     try:
         first = json.loads((model.STATE_ROOT / name / "state.json").read_text())
     except (OSError, ValueError):
-        first = {"version": STATE_VERSION}
-    if "version" not in first:
+        first = {"format": STATE_VERSION}
+    if state_format(first) == 1:
         return _down_v1(first)
     state = read_state(name)
     removed: list[str] = []

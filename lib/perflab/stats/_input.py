@@ -8,11 +8,13 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 from scipy import stats
 
+from ..errors import UserError
+
 #: Default random seed of every resampling method, so that a rerun prints the same numbers.
 DEFAULT_SEED = 20240
 
 
-class StatsInputError(ValueError):
+class StatsInputError(UserError, ValueError):
     """Raised when data cannot be analysed as asked.
 
     The message names where the data came from, what was expected, what was found,
