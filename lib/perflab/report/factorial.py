@@ -19,18 +19,16 @@ from typing import Any, Mapping, Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from scipy import stats as sstats
 
 from ..stats import anova
 from ..stats.describe import describe
+from ..stats.effect import ratio_fieller
 from ..stats.levels import select_rows
 from . import figures, lineage, macros, style
 from .latex import escape_latex, float_table, format_number, format_p
 
 #: ``/proc/stat`` states that count as busy CPU time (idle and iowait do not).
 BUSY_STATES = ("user", "nice", "system", "irq", "softirq", "steal")
-#: Seed used by the bootstrap of ratio CIs, so that a rebuild prints the same interval.
-BOOTSTRAP_SEED = 2000
 
 
 @dataclass
@@ -90,7 +88,7 @@ def analyse(df: pd.DataFrame, *, metric: str, factors: Sequence[str], quantity: 
     """Samples, per-cell description (mean and its CI at ``level``) and the factorial ANOVA of ``factors``."""
     data, unit, notes = samples(df, metric=metric, factors=factors, select=select, relabel=relabel,
                                 cpu_host=cpu_host, source=source)
-    cells = describe(data, "value", list(factors), level, source=source)
+    cells = describe(data, "value", list(factors), level, source=source, positive=bool((data["value"] > 0).all()))
     table = anova.factorial_anova(data, "value", list(factors), typ=typ, source=source)
     notes.append(f"{table.attrs['anova_type']}; {table.attrs['formula']}")
     return FactorialResult(quantity, unit, list(factors), data, cells, table, notes)
@@ -245,7 +243,7 @@ def heatmap_figure(result: FactorialResult, *, x: str, y: str, panel: str | None
 def ratio(result: FactorialResult, numerator: Mapping[str, str], denominator: Mapping[str, str],
           level: float = 0.95) -> tuple[float, float, float]:
     """Ratio of the mean of the samples matching ``numerator`` to that matching ``denominator``
-    (factor -> level; unnamed factors pooled), with a percentile bootstrap CI (fixed seed)."""
+    (factor -> level; unnamed factors pooled), with Fieller's interval (:func:`perflab.stats.effect.ratio_fieller`)."""
     def pick(want: Mapping[str, str]) -> np.ndarray:
         d = result.data
         for f, v in want.items():
@@ -253,11 +251,7 @@ def ratio(result: FactorialResult, numerator: Mapping[str, str], denominator: Ma
         if len(d) < 2:
             raise ValueError(f"ratio: fewer than 2 samples match {dict(want)}")
         return d["value"].to_numpy(dtype=float)
-    a, b = pick(numerator), pick(denominator)
-    ci = sstats.bootstrap((a, b), lambda u, v, axis=-1: np.mean(u, axis=axis) / np.mean(v, axis=axis),
-                          confidence_level=level, n_resamples=2000, method="percentile", vectorized=True,
-                          random_state=np.random.default_rng(BOOTSTRAP_SEED)).confidence_interval
-    return float(a.mean() / b.mean()), float(ci.low), float(ci.high)
+    return ratio_fieller(pick(denominator), pick(numerator), level=level)
 
 
 def values(result: FactorialResult, *, name: str, scale: float, digits: int = 2,

@@ -149,6 +149,10 @@ def _compare_cmd(args: argparse.Namespace) -> int:
             groups = {str(g): sub[value] for g, sub in rows.groupby(args.by, sort=True)}
         result: Comparison | None = None
         overall: Omnibus | None = None
+        if len(groups) < 2:
+            raise StatsInputError(f"{source}, --by {args.by}", "at least two groups to compare",
+                                  f"one group ({args.by} = {next(iter(groups), 'none')})",
+                                  "Choose a --by column whose values differ, or widen --where.")
         if len(groups) == 2:
             (a, xa), (b, xb) = groups.items()
             result = compare(xa, xb, test=args.test, paired=paired, level=args.level,
