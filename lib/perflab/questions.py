@@ -246,3 +246,26 @@ def changes(record: dict[str, Any], questions: list[Question], deviations: list[
 def deviation_rows(deviations: list[Deviation]) -> list[dict[str, str]]:
     """The deviations as plain rows for a chapter's table."""
     return [{"question": d.question, "field": d.field, "reason": d.reason} for d in deviations]
+
+
+def frozen_problems(root: str | Path = ".") -> list[tuple[str, str]]:
+    """(raw directory's record, problem) for every frozen question changed without a declared deviation.
+
+    Reads ``data/raw/<campaign>/questions.json`` of every campaign a study under ``root``
+    declares; a study whose questions cannot be loaded is one problem.
+    """
+    root = Path(root)
+    out = []
+    for s in study.discover(root):
+        records = [(c.id, root / "data/raw" / c.id / RECORD) for c in s.campaigns]
+        records = [(c, p) for c, p in records if p.is_file()]
+        if not records:
+            continue
+        try:
+            declared, deviations = load(s.folder, root)
+        except QuestionError as exc:
+            out.append((s.declaration, str(exc).splitlines()[0]))
+            continue
+        for _, path in records:
+            out += [(path.relative_to(root).as_posix(), text) for text in changes(read_record(path), declared, deviations)]
+    return out

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import store, tidy
+from . import questions, store, tidy
 
 #: Where the digitized published results live, relative to the project root.
 PUBLISHED = Path("data/raw/published")
@@ -215,6 +215,7 @@ def repository(root: str | Path = ".") -> Report:
     for sidecar in sorted(s for d in OUTPUT_DIRS for s in (root / d).glob("*.lineage.json")):
         report.findings += lineage_record(sidecar, root)
         report.count("lineage records")
+    report.findings += [Finding(where, problem) for where, problem in questions.frozen_problems(root)]
     return report
 
 
