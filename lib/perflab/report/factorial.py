@@ -272,9 +272,9 @@ def values(result: FactorialResult, *, name: str, scale: float, digits: int = 2,
         out[f"{name}/cell/{key}/mean"] = f"{c['mean'] / scale:.{digits}f}"
     for spec in ratios:
         est, low, high = ratio(result, spec["numerator"], spec["denominator"], level)
-        out[f"{name}/ratio/{spec['name']}"] = f"{100 * est:.0f}"
-        out[f"{name}/ratio/{spec['name']}-low"] = f"{100 * low:.0f}"
-        out[f"{name}/ratio/{spec['name']}-high"] = f"{100 * high:.0f}"
+        for suffix, v in (("", est), ("-low", low), ("-high", high)):  # Fieller may be unbounded
+            out[f"{name}/ratio/{spec['name']}{suffix}"] = (f"{100 * v:.0f}" if np.isfinite(v) else
+                                                           "$\\infty$" if v > 0 else "$-\\infty$")
     return out
 
 
