@@ -255,8 +255,12 @@ def frozen_problems(root: str | Path = ".") -> list[tuple[str, str]]:
     declares; a study whose questions cannot be loaded is one problem.
     """
     root = Path(root)
-    out = []
-    for s in study.discover(root):
+    out: list[tuple[str, str]] = []
+    try:
+        studies = study.discover(root)
+    except study.StudyError as exc:
+        return [("studies", str(exc).splitlines()[0])]
+    for s in studies:
         records = [(c.id, root / "data/raw" / c.id / RECORD) for c in s.campaigns]
         records = [(c, p) for c, p in records if p.is_file()]
         if not records:
