@@ -6,7 +6,6 @@ import math
 
 import numpy as np
 import pandas as pd
-import pytest
 
 from perflab.report import factorial
 from perflab.stats import describe, plan
