@@ -89,6 +89,10 @@ def table_tex(study: str, results: list[tuple[qmod.Question, Decision | None, st
              "differences) unless noted; interval and $p$ are Bonferroni-adjusted over the question's family; "
              "TOST: two one-sided tests within $\\pm$SESOI at $\\alpha$/m. Verdicts: equivalent (TOST), supported or "
              "contradicted (significant, in or against the expected direction), otherwise inconclusive."]
+    secondary = [f"{q.id}: {', '.join(q.secondary)}" for q, _, _ in results if q.secondary]
+    if secondary:
+        notes.append("Secondary metrics (reported in the chapter's tables, not decided): "
+                     + latex.escape_latex("; ".join(secondary)) + ".")
     extra = [f"{q.id}: {n}" for q, _, n in results if n]
     if extra:
         notes.append(latex.escape_latex("; ".join(extra)) + ".")
@@ -114,10 +118,9 @@ def values(study: str, results: list[tuple[qmod.Question, Decision | None, str]]
         stem = f"{study}/verdict/{q.id}"
         out[stem] = word
         out[f"{stem}/n"] = f"{min(d.n_a, d.n_b)}" if d else "0"
-        if d:
-            out[f"{stem}/change"] = _pct(d.rel_diff)
-            out[f"{stem}/ci"] = latex.format_ci(d.ci_low, d.ci_high, percent=True)
-            out[f"{stem}/p"] = latex.format_p(d.p_adjusted)
+        out[f"{stem}/change"] = _pct(d.rel_diff) if d else "--"  # no data yet: the prose still compiles
+        out[f"{stem}/ci"] = latex.format_ci(d.ci_low, d.ci_high, percent=True) if d else "--"
+        out[f"{stem}/p"] = latex.format_p(d.p_adjusted) if d else "--"
     out.update({f"{study}/verdicts/{w}": str(c) for w, c in counts.items()})
     out[f"{study}/verdicts/questions"] = str(len(results))
     return out
