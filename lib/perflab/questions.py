@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import spec, study
+from . import study, yamlfile
 
 #: Version of the ``questions.json`` record.
 RECORD_FORMAT = 1
@@ -105,7 +105,7 @@ def load(study_dir: str | Path, root: str | Path = ".") -> tuple[list[Question],
     folder = Path(study_dir)
     rel = folder.relative_to(root).as_posix() if folder.is_absolute() else folder.as_posix()
     declared = study.load(rel, root)
-    doc, lines = spec.read_yaml(root / declared.declaration, study.SCHEMA, "study")
+    doc, lines = yamlfile.read_yaml(root / declared.declaration, study.SCHEMA, "study")
     where = declared.declaration
 
     def at(*path: Any) -> str:
