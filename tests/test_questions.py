@@ -13,7 +13,7 @@ import pytest
 
 from perflab import questions, verify
 from perflab.report import verdicts
-from perflab.stats.verdict import MIN_N, decide, required_n
+from perflab.stats.verdict import EXPECTED, MIN_N, decide, required_n
 
 ROOT = Path(__file__).resolve().parents[1]
 SEEDS = ("000-cedri", "001-unnoba-ceph", "002-pfsense-neighbour", "003-openstack-opennebula", "004-aoe-iscsi")
@@ -28,8 +28,8 @@ def test_every_seed_study_declares_questions_with_a_sesoi_and_a_planned_n(study)
     declared, _ = questions.load(f"studies/{study}", ROOT)
     assert declared, f"{study} declares no question"
     for q in declared:
-        assert 0 < q.sesoi < 1 and q.sesoi_source in questions.SESOI_SOURCES and q.sesoi_reason
-        assert q.n >= MIN_N and q.expected in questions.EXPECTED
+        assert 0 < q.sesoi < 1 and q.sesoi_source in ("seed", "tool", "domain") and q.sesoi_reason
+        assert q.n >= MIN_N and q.expected in EXPECTED
         plan = q.planning
         m = questions.family_size(declared, q)
         assert plan["required_n"] == required_n(q.sesoi, plan["cv"], alpha=q.alpha, m=m, power=plan["power"])
@@ -138,3 +138,12 @@ def test_chapters_take_verdicts_from_macros_only(study):
 def test_chapters_speak_of_the_machine_not_of_how_they_were_made(study):
     text = (ROOT / "studies" / study / "chapter.tex").read_text().lower()
     assert not re.search(r"(?<!ssh )(?<!iscsi )\bsessions?\b|\bhelpers?\b|\bagents? (?:wrote|made|ran)", text)
+
+
+def test_the_schema_refuses_a_question_with_too_few_samples(tmp_path):
+    from perflab import study
+    root = _project(tmp_path)
+    yml = root / "studies/004-aoe-iscsi/study.yaml"
+    _edit(yml, "  n: 40\n", "  n: 12\n")
+    with pytest.raises(study.StudyError, match=r"study\.yaml:\d+: questions\.0\.n"):
+        questions.load("studies/004-aoe-iscsi", root)

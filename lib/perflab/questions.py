@@ -27,15 +27,6 @@ from . import study, yamlfile
 RECORD_FORMAT = 1
 #: File name of the frozen record in a campaign's raw directory.
 RECORD = "questions.json"
-#: Where a SESOI may come from.
-SESOI_SOURCES = ("seed", "tool", "domain")
-EXPECTED = ("higher", "lower", "equivalent")
-TESTS = ("blocked", "welch")
-CORRECTIONS = ("bonferroni", "none")
-#: The fewest samples per cell a question may plan.
-MIN_N = 40
-#: Fields a question must have.
-REQUIRED = ("id", "claim", "campaign", "metric", "factor", "baseline", "versus", "expected", "sesoi", "n")
 
 
 class QuestionError(ValueError):
@@ -99,7 +90,10 @@ def _claims(root: Path, doc: dict[str, Any]) -> set[str] | None:
 def load(study_dir: str | Path, root: str | Path = ".") -> tuple[list[Question], list[Deviation]]:
     """The questions and deviations of ``<study_dir>/study.yaml`` (relative to ``root``), checked.
 
-    Raises :class:`QuestionError` with one ``file:line: field: problem`` line per problem.
+    The study schema checks each field's form (``lib/perflab/schemas/study.schema.json``);
+    this checks what refers elsewhere: the claim, the campaign, unique ids, the question a
+    deviation names. Raises :class:`QuestionError` with one ``file:line: field: problem``
+    line per problem.
     """
     root = Path(root)
     folder = Path(study_dir)
@@ -120,11 +114,6 @@ def load(study_dir: str | Path, root: str | Path = ".") -> tuple[list[Question],
     out: list[Question] = []
     seen: set[str] = set()
     for i, q in enumerate(doc.get("questions") or []):
-        missing = [f for f in REQUIRED if f not in q]
-        if missing:
-            problems.append(f"{at('questions', i)}: missing {', '.join(missing)}; a question states each of "
-                            f"{', '.join(REQUIRED)} (docs/studies.md)")
-            continue
         qid = str(q["id"])
         if qid in seen:
             problems.append(f"{at('questions', i, 'id')}: {qid!r} is declared twice; give each question its own id")
@@ -139,29 +128,12 @@ def load(study_dir: str | Path, root: str | Path = ".") -> tuple[list[Question],
         if campaigns and q["campaign"] not in campaigns:
             problems.append(f"{at('questions', i, 'campaign')}: {q['campaign']!r} is not a campaign of this study "
                             f"({', '.join(sorted(campaigns))})")
-        sesoi = q["sesoi"] if isinstance(q["sesoi"], dict) else {}
-        value = sesoi.get("value")
-        if not (isinstance(value, (int, float)) and 0 < value < 1):
-            problems.append(f"{at('questions', i, 'sesoi')}: expected {{value: <fraction, e.g. 0.05>, source: "
-                            f"seed|tool|domain, reason: ...}}; found {q['sesoi']!r}")
-            continue
-        if sesoi.get("source") not in SESOI_SOURCES or not sesoi.get("reason"):
-            problems.append(f"{at('questions', i, 'sesoi')}: the SESOI needs a source ({', '.join(SESOI_SOURCES)}) "
-                            f"and a reason; found {sesoi.get('source')!r}")
-        for key, allowed in (("expected", EXPECTED), ("test", TESTS), ("correction", CORRECTIONS)):
-            if key in q and q[key] not in allowed:
-                problems.append(f"{at('questions', i, key)}: expected one of {', '.join(allowed)}; found {q[key]!r}")
-        if not (isinstance(q["n"], int) and q["n"] >= MIN_N):
-            problems.append(f"{at('questions', i, 'n')}: expected at least {MIN_N} samples per cell (from the power "
-                            f"analysis at the SESOI); found {q['n']!r}")
-        alpha = q.get("alpha", 0.05)
-        if not (isinstance(alpha, float) and 0 < alpha < 0.5):
-            problems.append(f"{at('questions', i, 'alpha')}: expected a significance level such as 0.05; found {alpha!r}")
+        sesoi, alpha = q["sesoi"], q.get("alpha", 0.05)
         out.append(Question(
             id=qid, study=declared.id, claim=claim, campaign=str(q["campaign"]),
             metric=str(q["metric"]), factor=str(q["factor"]), baseline=str(q["baseline"]), versus=str(q["versus"]),
-            expected=str(q["expected"]), sesoi=float(value), sesoi_source=str(sesoi.get("source")),
-            sesoi_reason=str(sesoi.get("reason", "")), n=int(q["n"]) if isinstance(q["n"], int) else 0,
+            expected=str(q["expected"]), sesoi=float(sesoi["value"]), sesoi_source=str(sesoi["source"]),
+            sesoi_reason=str(sesoi["reason"]), n=int(q["n"]),
             alpha=float(alpha), family=str(q.get("family", q["campaign"])),
             correction=str(q.get("correction", "bonferroni")), test=str(q.get("test", "blocked")),
             select=dict(q.get("select") or {}), within={str(k): str(v) for k, v in (q.get("within") or {}).items()},
@@ -169,9 +141,6 @@ def load(study_dir: str | Path, root: str | Path = ".") -> tuple[list[Question],
             text=str(q.get("text", ""))))
     deviations = []
     for i, d in enumerate(doc.get("deviations") or []):
-        if not (isinstance(d, dict) and d.get("question") and d.get("field") and d.get("reason")):
-            problems.append(f"{at('deviations', i)}: expected {{question, field, reason}}; found {d!r}")
-            continue
         if str(d["question"]) not in seen:
             problems.append(f"{at('deviations', i, 'question')}: no question {d['question']!r} in this study")
         deviations.append(Deviation(str(d["question"]), str(d["field"]), str(d["reason"])))
