@@ -147,3 +147,31 @@ def test_the_schema_refuses_a_question_with_too_few_samples(tmp_path):
     _edit(yml, "  n: 40\n", "  n: 12\n")
     with pytest.raises(study.StudyError, match=r"study\.yaml:\d+: questions\.0\.n"):
         questions.load("studies/004-aoe-iscsi", root)
+
+
+def test_the_runner_freezes_the_questions_with_the_first_sample(tmp_path, monkeypatch):
+    import os
+
+    from perflab import campaign as campaign_mod, inventory, runner, tools
+    monkeypatch.setitem(tools.REGISTRY, "probe", "helpers:Probe")
+    root = tmp_path / "p"
+    (root / "studies/demo/campaigns").mkdir(parents=True)
+    (root / "studies/demo/campaigns/c.yaml").write_text(
+        "campaign: frozen\nbenchmark: {tool: probe}\nprograms: [cmd]\nhosts: {client: h1}\n"
+        "factors: {cmd: ['echo 1', 'echo 2']}\nrepetitions: 1\nwarmups: 0\nseed: 1\n"
+        "fingerprints: false\n")
+    question = ("  - {id: Q1, claim: 'seed:1', quote: q, campaign: frozen, metric: value, factor: cmd, baseline: 'echo 1',\n"
+                "     versus: 'echo 2', expected: higher, sesoi: {value: 0.05, source: domain, reason: r}, n: 40}\n")
+    decl = root / "studies/demo/study.yaml"
+    decl.write_text("format: 1\nstudy: demo\ntitle: t\ndemo: true\ncampaigns:\n  - {file: campaigns/c.yaml}\n"
+                    f"questions:\n{question}")
+    c = campaign_mod.load(root / "studies/demo/campaigns/c.yaml")
+    runner.run(c, inventory.localhost(), tmp_path / "raw", stream=open(os.devnull, "w"), limit=1)
+    record = questions.read_record(tmp_path / "raw/frozen" / questions.RECORD)
+    assert [q["id"] for q in record["questions"]] == ["Q1"] and record["questions"][0]["sesoi"] == 0.05
+    decl.write_text(decl.read_text().replace("value: 0.05", "value: 0.2"))
+    runner.run(c, inventory.localhost(), tmp_path / "raw", stream=open(os.devnull, "w"))  # resumes
+    again = questions.read_record(tmp_path / "raw/frozen" / questions.RECORD)
+    assert again == record  # written once, with the first sample; the change is visible to verify
+    declared, devs = questions.load("studies/demo", root)
+    assert any("field sesoi changed" in t for t in questions.changes(again, declared, devs))

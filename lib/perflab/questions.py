@@ -168,13 +168,16 @@ def freeze(study: str, campaign: str, questions: list[Question]) -> str:
 
 
 def for_campaign_file(campaign_file: str | Path, campaign: str) -> str | None:
-    """The frozen record for a campaign file under ``studies/<id>/campaigns/``, or None outside a study."""
+    """The frozen record for a campaign file under ``studies/<id>/campaigns/``; None outside a study or when
+    no question of the study names ``campaign``."""
     path = Path(campaign_file).resolve()
     study_dir = next((p for p in path.parents if (p / "study.yaml").is_file()), None)
     if study_dir is None:
         return None
     root = study_dir.parent.parent
     questions, _ = load(study_dir.relative_to(root), root)
+    if not any(q.campaign == campaign for q in questions):
+        return None
     return freeze(study_dir.name, campaign, questions)
 
 
