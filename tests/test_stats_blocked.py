@@ -90,3 +90,21 @@ def test_mixed_model_recovers_the_fixed_effect_and_the_block_variance():
     assert est["ci_low"] < 1.0 < est["ci_high"] and est["p"] < 0.001
     assert 1.0 < table.attrs["block_variance"] < 9.0  # true 4; 30 blocks
     assert "random intercept" in table.attrs["method"]
+
+
+def test_factorial_anova_takes_the_block_out_of_the_residual():
+    from perflab.stats import factorial_anova
+    rng = np.random.default_rng(9)
+    rows = []
+    for block in range(10):
+        shift = rng.normal(0, 5.0)
+        for f in ("x", "y"):
+            for g in ("1", "2"):
+                rows.append({"f": f, "g": g, "block": block,
+                             "value": 10 + (1.0 if f == "y" else 0.0) + shift + rng.normal(0, 0.5)})
+    df = pd.DataFrame(rows)
+    plain = factorial_anova(df, "value", ["f", "g"]).set_index("term")
+    blocked = factorial_anova(df, "value", ["f", "g"], block="block").set_index("term")
+    assert "block" in blocked.index and blocked.attrs["formula"].endswith("+ block")
+    # the block shifts (SD 5) swell the unblocked residual; blocked, only the noise (SD 0.5) is left
+    assert blocked.loc["f", "F"] > 20 * plain.loc["f", "F"] and blocked.loc["f", "p"] < plain.loc["f", "p"]

@@ -69,7 +69,7 @@ def samples(df: pd.DataFrame, *, metric: str, factors: Sequence[str], select: Ma
         data["value"] = busy.loc[data["run_id"]].to_numpy() / (data["value"].to_numpy() / 1e9)
         unit = f"CPU s per 1e9 {unit}"
         notes.append(f"busy CPU time ({', '.join(BUSY_STATES)}) seen by {cpu_host}'s monitor per 1e9 {metric}")
-    out = data[["run_id", *factors, "value"]].copy()
+    out = data[["run_id", *factors, "value", *(["block"] if "block" in data.columns else [])]].copy()
     for f in factors:
         out[f] = out[f].map(lambda v, f=f: (relabel or {}).get(f, {}).get(_label(v), _label(v)))
     return out.reset_index(drop=True), unit, notes
@@ -85,11 +85,14 @@ def _label(value: object) -> str:
 def analyse(df: pd.DataFrame, *, metric: str, factors: Sequence[str], quantity: str,
             select: Mapping[str, Any] | None = None, relabel: Mapping[str, Mapping[str, str]] | None = None,
             cpu_host: str | None = None, level: float = 0.95, typ: int = 2, source: str = "table") -> FactorialResult:
-    """Samples, per-cell description (mean and its CI at ``level``) and the factorial ANOVA of ``factors``."""
+    """Samples, per-cell description (mean and its CI at ``level``) and the factorial ANOVA of ``factors``,
+    with the block as an additive term when the samples carry RMIT blocks."""
     data, unit, notes = samples(df, metric=metric, factors=factors, select=select, relabel=relabel,
                                 cpu_host=cpu_host, source=source)
     cells = describe(data, "value", list(factors), level, source=source, positive=bool((data["value"] > 0).all()))
-    table = anova.factorial_anova(data, "value", list(factors), typ=typ, source=source)
+    blocked = "block" in data.columns and data["block"].notna().all() and data["block"].nunique() >= 2
+    table = anova.factorial_anova(data, "value", list(factors), typ=typ, source=source,
+                                  block="block" if blocked else None)
     notes.append(f"{table.attrs['anova_type']}; {table.attrs['formula']}")
     return FactorialResult(quantity, unit, list(factors), data, cells, table, notes)
 
