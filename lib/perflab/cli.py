@@ -29,6 +29,7 @@ class _Deferred:
 
 lab, labspec, runner, store, tidy = (_Deferred(f"perflab.{m}") for m in ("lab", "labspec", "runner", "store", "tidy"))
 campaign_mod = _Deferred("perflab.campaign")
+lab_ceph = _Deferred("perflab.lab.ceph")
 
 #: Modules that add their own subcommands through ``register(subparsers)``. A module is
 #: imported only when one of its subcommands runs; otherwise its subcommands are listed
@@ -58,6 +59,8 @@ def _lab(args: argparse.Namespace) -> int:
         print(f"lab {created.name}: {len(created.hosts)} hosts up; inventory {created.inventory_path}")
         for h in created.hosts:
             print(f"  {h.name}  {' '.join(f'{p.link}={p.address}' for p in h.ports)}  netns {h.netns}")
+        if created.spec.ceph:
+            print(lab_ceph.summary(created))
         return 0
     name = args.name or "default"
     if args.lab_cmd == "down":
