@@ -230,7 +230,8 @@ def test_chapter_tables_from_committed_raw_data(name, tmp_path):
     assert len(grid) == blocks * (result.cells[rows[-1]].nunique() + 1)
     assert grid.shape[1] == len(rows) + len(result.cells) // math.prod(result.cells[f].nunique() for f in rows)
     terms = set(result.anova["term"])
-    assert {*p["factors"], "Residual"} <= terms and len(terms) == 2 ** len(p["factors"])
+    # the factorial terms, the residual, and the RMIT block as an additive term (randomized complete blocks)
+    assert {*p["factors"], "Residual", "block"} <= terms and len(terms - {"block"}) == 2 ** len(p["factors"])
     if name not in WRITTEN:
         return
     out = factorial.write(result, name=name, source=ROOT / "data/raw" / a.campaign / "campaign.json",
