@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from helpers import ROOT_ONLY, copy_project, leftovers
+from perflab.report import datasource as report_datasource
 from perflab import campaign as campaign_mod, datasource, inventory, lab as lab_mod, labspec, rehearse, study
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,7 +33,7 @@ def test_the_study_reads_its_lab_campaign_while_no_real_hosts_data_are_committed
                                                                     "lab stand-in")
     grid = next(a for a in s.analyses if a.name == "unnoba-fio-grid-iops")
     assert grid.campaign == "unnoba-fio-grid" and REAL not in [c.id for c in s.campaigns]
-    said = datasource.sentence(ROOT, source)
+    said = report_datasource.sentence(ROOT, source)
     assert said.startswith("the lab stand-in (campaign unnoba-fio-grid on labs/001-unnoba-ceph.yaml; h1: ")
     assert "has no committed data" in said
     assert r"\plv{001-unnoba-ceph/data/unnoba-fio-grid}" in (ROOT / STUDY / "chapter.tex").read_text()
@@ -101,7 +102,7 @@ def test_committed_real_hosts_data_switch_the_analysis_and_the_chapter_says_so(t
     grid = next(a for a in s.analyses if a.name == "unnoba-fio-grid-iops")
     assert grid.campaign == REAL and grid.reads == (REAL,), "the analysis reads the real-hosts data"
     assert grid.outputs["macros"] == "paper/macros/unnoba-fio-grid-iops.tex", "outputs keep their names"
-    said = datasource.sentence(project, source)
+    said = report_datasource.sentence(project, source)
     assert said.startswith(f"real hosts (campaign {REAL}; client: ") and said.endswith("a rehearsal, not evidence")
 
     targets = ["paper/macros/unnoba-fio-grid-iops.tex", "paper/macros/studies-macros.tex"]

@@ -159,7 +159,11 @@ def _studies(args: argparse.Namespace) -> int:
 
     found = study.discover(".", demos=not args.no_demos)
     if args.studies_cmd == "index":
-        for name, text in study.paper_index(found, args.paper_dir).items():
+        from .report import datasource
+
+        index = study.paper_index(found, args.paper_dir)
+        index["studies-macros.tex"] += datasource.macros(found)  # which data each chapter's analyses read
+        for name, text in index.items():
             print(f"paper index: {atomic_write(Path(args.paper_dir) / 'macros' / name, text)}")
         return 0
     for s in found:

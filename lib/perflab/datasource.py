@@ -5,8 +5,8 @@ A study declares a lab campaign's real-hosts counterpart beside it (``real_hosts
 levels). Its analyses read the counterpart's data as soon as they are committed, complete
 (``data/raw/<id>/campaign.json`` and its ``MANIFEST.sha256``), and the lab campaign's
 otherwise; nobody edits the declaration to switch. Output names stay the lab campaign's, so
-the chapter builds from either. :func:`macros` gives each such pair an inline value,
-``\\plv{<study>/data/<lab campaign>}``: "lab stand-in ..." or "real hosts ...", with the
+the chapter builds from either. :func:`perflab.report.datasource.macros` gives each such pair an
+inline value, ``\\plv{<study>/data/<lab campaign>}``: "lab stand-in ..." or "real hosts ...", with the
 hosts' facts from the data's first fingerprints (and "a rehearsal, not evidence" when the
 data are one).
 """
@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from . import campaign as campaign_mod, yamlfile
-from .fingerprint import summary
 
 RAW_ROOT = "data/raw"
 
@@ -89,37 +88,6 @@ def reading(analysis: Any, sources: Iterable[Source]) -> Any:
         return analysis
     return dataclasses.replace(analysis, campaign=_swap(analysis.campaign, swap),
                                parameters=_swap(analysis.parameters, swap), reads=_swap(analysis.reads, swap))
-
-
-def hosts_facts(root: str | Path, campaign: str) -> list[str]:
-    """One phrase per host of ``campaign``'s first fingerprinted block (group 0 first): CPU, SMT, kernel."""
-    blocks = sorted((Path(root) / RAW_ROOT / campaign / "blocks").glob("*"), key=lambda p: (len(p.name), p.name))
-    for block in blocks:
-        found = sorted(block.glob("fingerprint-before-*.json"))
-        if found:
-            return [summary(json.loads(p.read_text())) for p in found]
-    return []
-
-
-def sentence(root: str | Path, source: Source) -> str:
-    """What a chapter says about the data of ``source``: which campaign, on what, with the hosts' facts."""
-    facts = "; ".join(hosts_facts(root, source.used)) or "no fingerprints"
-    if source.kind == "lab stand-in":
-        where = (source.lab_inventory or "lab").removeprefix("labfile:")
-        return (f"the lab stand-in (campaign {source.lab} on {where}; {facts}); the real-hosts campaign "
-                f"{source.real} ({source.real_file}) has no committed data")
-    record = json.loads((Path(root) / RAW_ROOT / source.used / "campaign.json").read_text())
-    rehearsal = record.get("spec", {}).get("rehearsal")
-    return (f"real hosts (campaign {source.real}; {facts})"
-            + ("; a rehearsal, not evidence" if rehearsal and not rehearsal.get("evidence", True) else ""))
-
-
-def macros(studies: Iterable[Any], root: str | Path = ".") -> str:
-    """``\\plset`` lines of the data sentence of every declared pair of ``studies`` (LaTeX-escaped)."""
-    from .report.latex import escape_latex
-
-    return "".join(f"\\plset{{{s.study}/data/{s.lab}}}{{{escape_latex(sentence(root, s))}}}\n"
-                   for st in studies for s in st.sources)
 
 
 def inputs(studies: Iterable[Any]) -> list[str]:
