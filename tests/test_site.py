@@ -24,7 +24,7 @@ LIB = REPO / "lib"
 
 def _fingerprint(host, boot):
     return json.dumps({"schema": 1, "host": host, "address": f"198.18.7.{11 if host == 'h1' else 12}",
-                       "collected_at": "2026-11-22T12:00:00+00:00", "facts": {"cpu.model": "Test CPU",
+                       "collected_at": f"2026-11-22T{12 if boot == 'a' else 13}:00:00+00:00", "facts": {"cpu.model": "Test CPU",
                        "kernel.boot_id": boot, "net.eth0.mtu": 1500}, "state": {"load": [0.1, 0.1, 0.1]},
                        "versions": {"iperf3": "iperf 3.12"}}, indent=1, sort_keys=True) + "\n"
 
@@ -141,7 +141,7 @@ def test_the_campaign_page_shows_its_declared_analysis_and_links_raw_manifest_li
                      "files/paper/figures/demo-throughput.lineage.json",
                      "files/paper/tables/demo-throughput-checks.lineage.json",
                      "files/data/raw/demo/blocks/3/differences.json", "html/demo-throughput.html",
-                     "studies/demo.html", "machines/h1-2026-11-22.html"):
+                     "studies/demo.html", "machines/h1-2026-11-22-1200.html"):
         assert expected in targets, expected
     assert "All 56 raw files match" in text
     assert "kernel.boot_id" in text, "the fingerprint difference of block 3 is shown"
@@ -149,7 +149,7 @@ def test_the_campaign_page_shows_its_declared_analysis_and_links_raw_manifest_li
     lineage = text[text.index("how it was made (lineage)"):]
     assert re.search(r'from raw campaign <a href="[^"]*files/data/raw/demo/MANIFEST.sha256">data/raw/demo</a>: '
                      r"12 samples", lineage), "the lineage links down to the raw manifest"
-    assert re.search(r'host <a href="\.\./machines/h[12]-2026-11-22(-2)?\.html">h[12], 2026-11-22', lineage)
+    assert re.search(r'host <a href="\.\./machines/h[12]-2026-11-22-1[23]00\.html">h[12], 2026-11-22 1[23]:00', lineage)
 
 
 def test_tables_are_shown_as_html_not_latex_source(project):
@@ -164,10 +164,11 @@ def test_tables_are_shown_as_html_not_latex_source(project):
 def test_one_machine_page_per_distinct_fingerprint_named_by_host_and_date(project):
     root, index = project
     machines = sorted(p.name for p in (root / "reports/machines").glob("*.html"))
-    assert machines == ["h1-2026-11-22-2.html", "h1-2026-11-22.html", "h2-2026-11-22-2.html", "h2-2026-11-22.html"]
+    assert machines == ["h1-2026-11-22-1200.html", "h1-2026-11-22-1300.html", "h2-2026-11-22-1200.html",
+                        "h2-2026-11-22-1300.html"]
     assert all(f"machines/{m}" in index.read_text() for m in machines)
-    assert "h1, 2026-11-22 (variant 2)" in index.read_text()
-    page = root / "reports/machines/h1-2026-11-22.html"
+    assert "h1, 2026-11-22 13:00" in index.read_text()
+    page = root / "reports/machines/h1-2026-11-22-1200.html"
     text = page.read_text()
     assert "Test CPU" in text and "iperf 3.12" in text and "blocks/0/fingerprint-before-" in text
     assert "campaigns/demo.html" in _targets(page, root / "reports")
@@ -187,7 +188,7 @@ def test_the_search_index_holds_studies_campaigns_machines_and_figures(project):
     items = json.loads(index.split("=", 1)[1].rstrip().rstrip(";"))
     kinds = {(i["kind"], i["title"]) for i in items}
     assert {("study", "study demo"), ("campaign", "campaign demo"), ("figure", "figure demo-throughput"),
-            ("machine", "machine h1, 2026-11-22")} <= kinds
+            ("machine", "machine h1, 2026-11-22 12:00")} <= kinds
     assert all((root / "reports" / i["url"]).exists() for i in items)
     assert 'id="q"' in (root / "reports/campaigns/demo.html").read_text()
 

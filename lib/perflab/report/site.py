@@ -88,16 +88,12 @@ class _Machine:
 
     ident: str
     host: str
-    date: str
+    #: How a reader names it: host name and the date its fingerprint was first collected (and the time,
+    #: when the host had several fingerprints that day).
+    label: str
     page: Path
     uses: list[tuple[Path, dict]] = field(default_factory=list)
     campaigns: set[str] = field(default_factory=set)
-
-    @property
-    def label(self) -> str:
-        """The machine as a reader names it: host name and the date its fingerprint was first collected."""
-        suffix = self.page.stem.removeprefix(f"{self.host}-{self.date}")
-        return f"{self.host}, {self.date}" + (f" (variant {suffix.lstrip('-')})" if suffix else "")
 
 
 class _Site:
@@ -361,20 +357,28 @@ def _campaign_page(site: _Site, cdir: Path, nb_pages: dict[Path, Path], owner: s
 
 
 def _machines(site: _Site, campaigns: Sequence[Path]) -> dict[str, _Machine]:
-    """Every distinct fingerprint, named by host and first date (``h1-2026-11-22``, then ``-2``... for variants)."""
+    """Every distinct fingerprint, named by host and first date (``h1-2026-11-22``), and by the time of day too
+    when the host had several that day (``h1-2026-11-22-1405``)."""
     seen: dict[str, list[tuple[Path, dict]]] = defaultdict(list)
     for cdir in campaigns:
         for rel, fp in _fingerprints(cdir):
             seen[fingerprint_id(fp)].append((cdir / rel, fp))
     first = {ident: min(str(fp.get("collected_at", "?")) for _, fp in uses) for ident, uses in seen.items()}
+    host = {ident: str(uses[0][1].get("host", "unknown")) for ident, uses in seen.items()}
+    per_day: dict[tuple[str, str], int] = defaultdict(int)
+    for ident in seen:
+        per_day[host[ident], first[ident][:10]] += 1
     machines: dict[str, _Machine] = {}
     taken: dict[str, int] = defaultdict(int)
     for ident in sorted(seen, key=lambda i: (first[i], i)):
-        host, date = str(seen[ident][0][1].get("host", "unknown")), first[ident][:10]
-        taken[f"{host}-{date}"] += 1
-        n = taken[f"{host}-{date}"]
-        page = site.out / "machines" / (f"{host}-{date}" + (f"-{n}" if n > 1 else "") + ".html")
-        machines[ident] = _Machine(ident, host, date, page, seen[ident],
+        date, clock = first[ident][:10], first[ident][11:16]
+        several = per_day[host[ident], date] > 1 and len(clock) == 5
+        name = f"{host[ident]}-{date}" + (f"-{clock.replace(':', '')}" if several else "")
+        label = f"{host[ident]}, {date}" + (f" {clock}" if several else "")
+        taken[name] += 1
+        if taken[name] > 1:  # several fingerprints of the host in the same minute
+            name, label = f"{name}-{taken[name]}", f"{label} ({taken[name]})"
+        machines[ident] = _Machine(ident, host[ident], label, site.out / "machines" / f"{name}.html", seen[ident],
                                    {p.relative_to(site.root / "data/raw").parts[0] for p, _ in seen[ident]})
     return machines
 
@@ -382,13 +386,14 @@ def _machines(site: _Site, campaigns: Sequence[Path]) -> dict[str, _Machine]:
 def _machine_pages(site: _Site, machines: dict[str, _Machine]) -> None:
     for m in machines.values():
         page, fp = m.page, m.uses[0][1]
+        first_seen = min(str(f.get("collected_at", "?")) for _, f in m.uses)
         facts = "".join(f"<tr><td><code>{_e(k)}</code></td><td>{_e(v)}</td></tr>"
                         for k, v in sorted(fp.get("facts", {}).items()))
         versions = "".join(f"<tr><td>{_e(k)}</td><td>{_e(v)}</td></tr>" for k, v in sorted(fp.get("versions", {}).items()))
         where = "".join(f"<li>{site.link(path, page, path.relative_to(site.root / 'data/raw').as_posix())} "
                         f"<small>collected {_e(f.get('collected_at', '?'))}</small></li>" for path, f in m.uses)
         used = ", ".join(site.link(site.out / "campaigns" / f"{c}.html", page, c) for c in sorted(m.campaigns))
-        body = (f"<p>Host <b>{_e(m.host)}</b> ({_e(fp.get('address', '?'))}), first fingerprinted on {_e(m.date)}. "
+        body = (f"<p>Host <b>{_e(m.host)}</b> ({_e(fp.get('address', '?'))}), first fingerprinted on {_e(first_seen)}. "
                 f"Every block run on a machine with identical facts links here (fingerprint <code>{_e(m.ident)}"
                 f"</code>, the SHA-256 of its facts).</p><h2>Campaigns run on it</h2><p>{used}</p>"
                 f"<h2>Facts</h2><table>{facts}</table><h2>Tool versions</h2>"
@@ -470,8 +475,9 @@ def build(notebooks: Sequence[str | Path], out_dir: str | Path, *, root: str | P
                     + (site.link(out / "studies" / f"{owner.id}.html", index, owner.id) if owner else "&ndash;")
                     + "</td></tr>")
     paper = root / "paper/main.pdf"
-    machine_rows = "".join(f"<tr><td>{site.link(m.page, index, m.label)}</td><td>{len(m.campaigns)}</td></tr>"
-                           for m in sorted(machines.values(), key=lambda m: m.label))
+    machine_rows = "".join(f"<tr><td>{site.link(m.page, index, m.label)}</td><td>"
+                           + ", ".join(site.link(out / "campaigns" / f"{c}.html", index, c) for c in sorted(m.campaigns))
+                           + "</td></tr>" for m in sorted(machines.values(), key=lambda m: m.label))
     body = (
         "<p>Everything below is generated from the raw data by the pipeline; every file linked here is a copy "
         "under <code>files/</code>, so this directory can be read on its own. The paper: "
