@@ -72,3 +72,16 @@ def test_make_jupyter_works_as_root_and_starts_no_browser():
     line = next(line for line in run.stdout.splitlines() if line.startswith("jupyter lab"))
     assert "--no-browser" in line
     assert ("--allow-root" in line) == (os.geteuid() == 0)
+
+
+def test_a_template_opened_by_hand_without_its_tidy_table_says_what_to_run(tmp_path, monkeypatch):
+    from perflab import tidy
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "data/raw/demo").mkdir(parents=True)
+    with pytest.raises(tidy.TidyError, match=r"^scratch/processed/nosuch.parquet: no tidy table yet; campaign nosuch "
+                                             r"has no raw data in data/raw/nosuch/ yet: run the pipeline"):
+        tidy.load("scratch/processed/nosuch.parquet")
+    (tmp_path / "data/raw/demo/campaign.json").write_text("{}")
+    with pytest.raises(tidy.TidyError, match=r"make it with `perflab tidy data/raw/demo --out data/processed`$"):
+        tidy.load("data/processed/demo.parquet")
