@@ -119,3 +119,13 @@ def test_the_build_fails_on_an_undefined_citation(tmp_path):
     log.write_text("LaTeX Warning: Reference `tab:x' on page 2 undefined on input line 3.\n")
     frame.check(log)
     assert "frame.check()" in (ROOT / "rules/paper.smk").read_text()
+
+
+def test_a_negative_number_in_a_text_column_gets_a_true_minus():
+    import pandas as pd
+
+    from perflab.report import latex
+
+    tex = latex.tabular(pd.DataFrame({"Level": ["a", "b"], "Change": ["-0.5", "n/a"], "Range": ["-3--4", "x"]}))
+    assert "\\num{-0.5}" in tex and "-3--4" in tex and "\\num{-3" not in tex
+    assert "\\DisableLigatures[-]{encoding=T1, family=tt*}" in (ROOT / "paper/perflab.sty").read_text()

@@ -141,7 +141,8 @@ def tabular(df: pd.DataFrame, *, column_format: str | None = None, escape: bool 
 
     Float columns are printed with three significant digits; columns of plain numbers (floats, integers,
     or text such as ``"-0.5"`` in the columns named by ``align``) become siunitx ``S`` columns aligned on
-    the decimal marker. With ``escape`` string cells and headers are LaTeX-escaped.
+    the decimal marker; a negative number in another column is set by ``\\num`` (a true minus). With
+    ``escape`` string cells and headers are LaTeX-escaped.
     """
     esc = escape_latex if escape else str
     cells, specs = {}, []
@@ -153,6 +154,9 @@ def tabular(df: pd.DataFrame, *, column_format: str | None = None, escape: bool 
         if spec:
             texts = [t if _PLAIN_NUMBER.match(t) and t not in ("", "-") else
                      f"{{\\num{{{t}}}}}" if _is_number(t) else f"{{{t}}}" for t in texts]
+        else:  # a negative number in a text column gets a true minus, as in an S column
+            texts = [f"\\num{{{t}}}" if t.startswith("-") and _PLAIN_NUMBER.match(t) and _is_number(t) else t
+                     for t in texts]
         specs.append(spec or ("r" if numeric else "l"))
         cells[col] = (f"{{{esc(str(col))}}}" if spec else esc(str(col)), texts)
     lines = [f"\\begin{{tabular}}{{{column_format or ''.join(specs)}}}", "\\toprule",
