@@ -298,3 +298,15 @@ def test_a_generated_table_reads_as_html_with_true_minus_and_commands_as_typed()
     assert "<td>[−1.2, 3]</td>" in table.table and "<td>–</td>" in table.table and "<td>&lt;0.001</td>" in table.table
     assert table.note == "A dash: undefined; p<sub>Holm</sub> adjusted."
     assert "\\" not in table.table + table.caption + table.note
+
+
+def test_a_table_with_two_line_headers_keeps_one_header_row_and_its_body_rows():
+    from perflab.report import latex, texhtml
+
+    frame = pd.DataFrame({"Metric": ["Loss (\\%)", ""], latex.header("Mean", "[95\\,\\% CI]"): ["1.3", "2.5"],
+                          latex.header("$p$", "(Holm)"): ["0.02", "$<0.001$"]})
+    [table] = texhtml.tables(latex.latex_table(frame, caption="c", label="l", escape=False))
+    rows = re.findall(r"<tr>(.*?)</tr>", table.table)
+    assert len(rows) == 3
+    assert rows[0] == "<th>Metric</th><th>Mean<br>[95\u2009% CI]</th><th>p<br>(Holm)</th>"
+    assert rows[1] == "<td>Loss (%)</td><td>1.3</td><td>0.02</td>"

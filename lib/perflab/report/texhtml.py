@@ -150,18 +150,16 @@ def _split(tex: str, sep: str) -> list[str]:
     """``tex`` split at ``sep`` outside braces (``&`` cells, ``\\\\`` rows); escaped ``\\&`` is not a separator."""
     parts, depth, start, i = [], 0, 0, 0
     while i < len(tex):
-        if tex[i] == "\\" and not tex.startswith(sep, i):
+        if tex.startswith(sep, i):
+            if depth == 0:
+                parts.append(tex[start:i])
+                start = i + len(sep)
+            i += len(sep)
+            continue
+        if tex[i] == "\\":  # an escaped character or a macro name: never a brace or a separator
             i += 2
             continue
-        if tex[i] == "{":
-            depth += 1
-        elif tex[i] == "}":
-            depth -= 1
-        elif depth == 0 and tex.startswith(sep, i):
-            parts.append(tex[start:i])
-            i += len(sep)
-            start = i
-            continue
+        depth += {"{": 1, "}": -1}.get(tex[i], 0)
         i += 1
     parts.append(tex[start:])
     return parts
