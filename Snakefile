@@ -1,6 +1,6 @@
 # perflab pipeline: studies (studies/*/study.yaml) -> campaigns -> raw (experiment notebook)
 # -> tidy tables -> analyses (notebook templates) -> paper PDF and HTML report. See README.md.
-import perflab.spec  # noqa: F401  jsonschema without its slow optional format libraries (see perflab.spec)
+import perflab.yamlfile  # noqa: F401  jsonschema without its slow optional format libraries (see perflab.yamlfile)
 from snakemake.utils import min_version, validate
 
 min_version("9.0")

@@ -31,7 +31,7 @@ def _campaigns() -> list[Path]:
 
 def results() -> list[Result]:
     """Estimate/actual ratio per campaign, measured on a lab of 3 hosts."""
-    from perflab import inventory, lab, runner, spec
+    from perflab import campaign as campaign_mod, inventory, lab, runner
 
     name = f"be{os.getpid() % 10000}"
     out = []
@@ -39,7 +39,7 @@ def results() -> list[Result]:
     try:
         entries = inventory.load(created.inventory_path)
         for path in _campaigns():
-            c = spec.load(path)
+            c = campaign_mod.load(path)
             if c.settle is not None or c.links or set(c.involved()) - set(entries):
                 out.append(Result(f"estimate {c.name}", "not measured", f"<= {TARGET}x", None,
                                   "settle, links or hosts beyond a flat 3-host lab"))

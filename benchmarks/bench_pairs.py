@@ -38,14 +38,14 @@ fingerprints: %s
 def _campaigns(tmp: Path, extras: bool) -> dict[int, object]:
     """The campaign on 1 pair and on :data:`PAIRS` pairs (``parallel_groups`` = every pair); ``extras``:
     monitors and fingerprints on."""
-    from perflab import spec
+    from perflab import campaign as campaign_mod
 
     out = {}
     for pairs in (1, PAIRS):
         groups = ", ".join(f"{{client: h{2 * k + 1}, server: h{2 * k + 2}}}" for k in range(pairs))
         path = tmp / f"pairs{pairs}-{extras}.yaml"
         path.write_text(CAMPAIGN % (f"groups: [{groups}]\nparallel_groups: {pairs}", extras, extras))
-        out[pairs] = spec.load(path)
+        out[pairs] = campaign_mod.load(path)
     return out
 
 

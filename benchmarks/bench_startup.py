@@ -1,5 +1,5 @@
-"""Start-up: `perflab --help` and `perflab plan` against their 0.5 s target, `snakemake -n`
-against Snakemake's own start-up, all in one interleaved run.
+"""Start-up: `perflab --help`, every subcommand's `--help` and `perflab plan` against their 0.5 s
+target, `snakemake -n` against Snakemake's own start-up, all in one interleaved run.
 
 Floors: `python -c pass` for perflab, `snakemake --version` for the dry run.
 """
@@ -15,6 +15,8 @@ from measure import Result, check, interleaved, ratios, spread
 ROUNDS = 7
 TARGET_SECONDS = 0.5
 TARGET_SNAKEMAKE_RATIO = 1.5
+#: Subcommands whose `--help` is timed on its own: those whose work needs the statistics stack.
+HELPS = ("compare", "recheck", "tidy", "verify")
 
 
 def results(rounds: int = ROUNDS) -> list[Result]:
@@ -26,12 +28,13 @@ def results(rounds: int = ROUNDS) -> list[Result]:
         "python": [python, "-c", "pass"],
         "help": [python, "-m", "perflab.cli", "--help"],
         "plan": [python, "-m", "perflab.cli", "plan", "studies/iperf3-streams/campaigns/iperf3-streams.yaml"],
+        **{f"{name} --help": [python, "-m", "perflab.cli", name, "--help"] for name in HELPS},
         "snakemake --version": [snakemake, "--version"],
         "snakemake -n": [snakemake, "-n", "--cores", "1", "--quiet"],
     }, rounds, cpu=cpu)
     floor = f"floor `python -c pass` {spread(times['python'])}"
     out = []
-    for key, shown in (("help", "--help"), ("plan", "plan <campaign>")):
+    for key, shown in (("help", "--help"), *((f"{n} --help", f"{n} --help") for n in HELPS), ("plan", "plan <campaign>")):
         met, missed = check(statistics.median(times[key]), TARGET_SECONDS)
         out.append(Result(f"`perflab {shown}` wall time", spread(times[key]), f"<= {TARGET_SECONDS} s", met,
                           f"{missed}CPU {spread(cpu[key])}; {floor}"))

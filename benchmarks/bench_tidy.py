@@ -1,5 +1,6 @@
-"""Tidy at scale: `perflab tidy` (verify, parse, Parquet and CSV mirror) on campaigns of real fio
-samples (61 rows each) of 10^5 and 10^6 rows: rows/s, peak RSS, and the per-row cost ratio.
+"""Tidy at scale: `perflab tidy` (verify and parse from one read of each raw file, Parquet; the CSV
+mirror is written only on request) on campaigns of real fio samples (61 rows each) of 10^5 and 10^6
+rows: rows/s, peak RSS, and the per-row cost ratio.
 
 Each size is tidied in a fresh process, so its peak RSS (``resource.getrusage``) is its own;
 the sizes alternate when ``--rounds`` is more than 1.

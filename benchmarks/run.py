@@ -1,6 +1,6 @@
 """Run every benchmark of perflab itself and write the results table into benchmarks/README.md.
 
-Usage: ``python benchmarks/run.py [--only startup,tidy,dispatch,estimates,pairs] [--no-write]``. The lab
+Usage: ``python benchmarks/run.py [--only startup,tidy,overhead,dispatch,estimates,pairs] [--no-write]``. The lab
 benchmarks (dispatch, estimates, pairs) need root and are skipped, with a note, otherwise. Every metric is
 printed beside its target; the README table between the ``results`` markers is replaced.
 """
@@ -18,8 +18,8 @@ from pathlib import Path
 from measure import Result, markdown
 
 #: Benchmark name -> module; each module has ``results() -> list[Result]``.
-BENCHMARKS = {"startup": "bench_startup", "tidy": "bench_tidy", "dispatch": "bench_dispatch",
-              "estimates": "bench_estimates", "pairs": "bench_pairs"}
+BENCHMARKS = {"startup": "bench_startup", "tidy": "bench_tidy", "overhead": "bench_overhead",
+              "dispatch": "bench_dispatch", "estimates": "bench_estimates", "pairs": "bench_pairs"}
 NEEDS_ROOT = {"dispatch", "estimates", "pairs"}
 README = Path(__file__).with_name("README.md")
 MARKERS = ("<!-- results: written by benchmarks/run.py -->", "<!-- end of results -->")

@@ -2,9 +2,40 @@
 # templates with the parameters its study.yaml gives) -> figures, tables and inline values.
 
 
+# A raw directory is checked against its manifest before anything reads it, and again whenever
+# one of its files changed on disk (name, size or modification time: `raw_signature`), so a
+# changed byte stops the pipeline with `perflab verify`'s line naming the file. The stamp is
+# `ancient` for its readers: a passing check does not make every analysis run again.
+rule verify_raw:
+    input:
+        ancient("data/raw/{campaign}/experiment.ipynb"),
+    output:
+        "data/processed/{campaign}.verified",
+    params:
+        signature=lambda wc: raw_signature(f"data/raw/{wc.campaign}"),
+    log:
+        "logs/verify/{campaign}.log",
+    shell:
+        "perflab verify data/raw/{wildcards.campaign} > {log} 2>&1 || {{ cat {log}; exit 1; }}; "
+        "echo {params.signature} > {output}"
+
+
+rule verify_published:
+    output:
+        "data/processed/published.verified",
+    params:
+        signature=lambda wc: raw_signature("data/raw/published"),
+    log:
+        "logs/verify/published.log",
+    shell:
+        "perflab verify data/raw/published > {log} 2>&1 || {{ cat {log}; exit 1; }}; "
+        "echo {params.signature} > {output}"
+
+
 rule tidy:
     input:
         raw="data/raw/{campaign}/experiment.ipynb",
+        verified=ancient("data/processed/{campaign}.verified"),
         lib=LIB,
     output:
         parquet="data/processed/{campaign}.parquet",
@@ -14,7 +45,7 @@ rule tidy:
     log:
         "logs/tidy/{campaign}.log",
     shell:
-        "perflab tidy data/raw/{wildcards.campaign} --out data/processed > {log} 2>&1 || {{ cat {log}; exit 1; }}"
+        "perflab tidy data/raw/{wildcards.campaign} --out data/processed --csv > {log} 2>&1 || {{ cat {log}; exit 1; }}"
 
 
 def _study(analysis):
@@ -30,6 +61,7 @@ for _a in ANALYSES:
             notebook=_a.notebook,
             tidy=[f"data/processed/{c}.parquet" for c in _a.reads],
             published=list(_study(_a).published),
+            verified=ancient("data/processed/published.verified") if _study(_a).published else [],
             lib=LIB,
         output:
             **_a.outputs,

@@ -9,8 +9,8 @@ from typing import Any, Mapping
 
 import pytest
 
-from perflab import lab as lab_mod, records, spec
-from perflab.tools.base import Command, Measurement, Rows, Tool
+from perflab import campaign as campaign_mod, lab as lab_mod, records
+from perflab.tools.base import Command, Measurement, Param, Rows, Tool
 
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="the lab needs root (network namespaces, sshd)")
 
@@ -23,7 +23,8 @@ def leftovers(name: str) -> list[str]:
 def campaign_record(name: str = "c", factors: dict | None = None, digest: str = "d",
                     spec: dict | None = None) -> records.CampaignRecord:
     """A minimal campaign record for a store made by hand in a test (``spec`` adds to its campaign document)."""
-    return records.CampaignRecord(campaign=name, design_digest=digest, spec={"factors": factors or {}, **(spec or {})},
+    doc = {"campaign": name, "benchmark": {"tool": "iperf3"}, "factors": factors or {}, **(spec or {})}
+    return records.CampaignRecord(campaign=name, design_digest=digest, spec=doc,
                                   source=f"{name}.yaml", perflab="test", python="3", schedule=[], inventory={})
 
 
@@ -37,13 +38,13 @@ def sample_meta(run_id: str, cell: dict, block: int, *, campaign: str = "c", too
         neighbours=[], perflab="test", commands=[{"host": host, "started_utc": started_utc}]).to_json()
 
 
-def load_campaign(text: str, tmp_path: Path | None = None) -> spec.Campaign:
+def load_campaign(text: str, tmp_path: Path | None = None) -> campaign_mod.Campaign:
     """A campaign from YAML ``text``; written to ``tmp_path/c.yaml`` first when given (errors then name it)."""
     if tmp_path is None:
-        return spec.load("c.yaml", text=text)
+        return campaign_mod.load("c.yaml", text=text)
     path = tmp_path / "c.yaml"
     path.write_text(text)
-    return spec.load(path)
+    return campaign_mod.load(path)
 
 
 class Probe(Tool):
@@ -51,6 +52,7 @@ class Probe(Tool):
 
     name = "probe"
     roles = ("client",)
+    params = (Param("cmd", "program", None, "", "the shell command that is the sample", programs=frozenset({"*"})),)
 
     def commands(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> list[Command]:
         return [Command("client", ("sh", "-c", str(params["cmd"])))]

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from helpers import ROOT_ONLY, load_campaign
-from perflab import design, records, runner, spec, tidy
+from perflab import campaign as campaign_mod, records, runner, tidy
 
 LEVELS = """\
 campaign: levels
@@ -28,12 +28,14 @@ warmups: 0
 seed: 3
 monitors: false
 fingerprints: false
+programs: [cmd]
+setup: [{on: client, run: "echo {x}"}]
 """
 
 
 def test_labelled_levels_set_their_parameters_and_excluded_cells_are_left_out(probe):
     c = load_campaign(LEVELS)
-    cells = design.cells(c.factors, c.crossing, c.exclude)
+    cells = c.cells()
     assert [dict(cell.levels) for cell in cells] == [{"mode": "one", "x": "a"}, {"mode": "one", "x": "b"},
                                                      {"mode": "two", "x": "b"}]
     assert c.cell_params({"mode": "two", "x": "b"}) == {"cmd": "echo 2", "x": "b"}
@@ -48,7 +50,7 @@ def test_labelled_levels_set_their_parameters_and_excluded_cells_are_left_out(pr
     (("set: {cmd: \"echo 2\"}", "sets: {cmd: 2}"), "c.yaml:7: factors.mode.1: "),
 ])
 def test_format_errors_name_the_line_and_field(probe, edit, message):
-    with pytest.raises(spec.SpecError) as err:
+    with pytest.raises(campaign_mod.SpecError) as err:
         load_campaign(LEVELS.replace(*edit))
     assert message in str(err.value)
 
@@ -138,7 +140,7 @@ def test_an_rmit_campaign_without_a_seed_draws_one_stores_it_and_a_resume_reuses
 
 
 def test_a_parse_only_tool_is_refused_for_running():
-    with pytest.raises(spec.SpecError, match=r"c.yaml:2: benchmark.tool: perflab only parses npb's output"):
+    with pytest.raises(campaign_mod.SpecError, match=r"c.yaml:2: benchmark.tool: perflab only parses npb's output"):
         load_campaign(LEVELS.replace("tool: probe", "tool: npb"))
 
 
@@ -176,7 +178,7 @@ def test_monitors_reach_the_tidy_table_per_host_and_never_as_summary_rows(lab_in
 def test_the_services_example_runs_on_the_lab_and_records_its_flow(lab_inventory, tmp_path):
     import dataclasses
 
-    full = spec.load(Path(__file__).resolve().parents[1] / "campaigns/examples/services-and-levels.yaml")
+    full = campaign_mod.load(Path(__file__).resolve().parents[1] / "campaigns/examples/services-and-levels.yaml")
     short = dataclasses.replace(full, repetitions=1, warmups=0, doc={**full.doc, "repetitions": 1, "warmups": 0})
     assert runner.plan(short)["cells"] == 5
     assert runner.run(short, lab_inventory, tmp_path, stream=open(os.devnull, "w")).complete

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from helpers import ROOT_ONLY, leftovers
-from perflab import inventory, lab as lab_mod, labspec, records, runner, spec, store, tidy
+from perflab import campaign as campaign_mod, inventory, lab as lab_mod, labspec, records, runner, store, tidy
 
 pytestmark = [ROOT_ONLY, pytest.mark.lab]
 
@@ -44,14 +44,14 @@ def entries():
         assert leftovers(name) == [], f"lab {name} left things behind"
 
 
-def shortened(example: str, tmp_path: Path, **changes) -> spec.Campaign:
+def shortened(example: str, tmp_path: Path, **changes) -> campaign_mod.Campaign:
     """An example campaign with one repetition, no warm-up and ``changes`` (top-level fields), loaded from a copy
     (written as JSON, which is YAML)."""
-    doc = {**spec.load(ROOT / "campaigns/examples" / example).doc, "repetitions": 1, "warmups": 0,
+    doc = {**campaign_mod.load(ROOT / "campaigns/examples" / example).doc, "repetitions": 1, "warmups": 0,
            "fingerprints": False, **changes}
     path = tmp_path / example
     path.write_text(json.dumps(doc, indent=1))
-    return spec.load(path)
+    return campaign_mod.load(path)
 
 
 def metas(raw: Path) -> list[dict]:
@@ -90,7 +90,7 @@ def test_three_clients_run_at_once_each_kept_and_summed(entries, tmp_path):
 
 
 def test_phases_run_in_order_within_a_sample(entries, tmp_path):
-    params = {**spec.load(ROOT / "campaigns/examples/write-then-read.yaml").params, "runtime": 1, "size": "16M"}
+    params = {**campaign_mod.load(ROOT / "campaigns/examples/write-then-read.yaml").params, "runtime": 1, "size": "16M"}
     campaign = shortened("write-then-read.yaml", tmp_path, factors={"bs": ["128k"]},
                          benchmark={"tool": "fio", "params": params})
     assert runner.run(campaign, entries, tmp_path, stream=open(os.devnull, "w")).complete

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from helpers import ROOT_ONLY, leftovers
-from perflab import inventory, lab as lab_mod, labspec, runner, spec
+from perflab import campaign as campaign_mod, inventory, lab as lab_mod, labspec, runner
 
 pytestmark = [ROOT_ONLY, pytest.mark.lab]
 
@@ -23,7 +23,7 @@ def test_links_pick_the_path_per_cell_and_the_router_forwards_only_its_cells(tmp
     lab = lab_mod.bring_up(labspec.load(f"{name}.yaml", text=text))
     try:
         entries = inventory.load(lab.inventory_path)
-        full = spec.load(ROOT / "campaigns/examples/paths.yaml")
+        full = campaign_mod.load(ROOT / "campaigns/examples/paths.yaml")
         short = dataclasses.replace(full, repetitions=1, warmups=0, params={"duration": 1, "protocol": "tcp"},
                                     doc={**full.doc, "repetitions": 1, "warmups": 0})
         before = lab_mod.router_counters(name, "r1")
@@ -44,7 +44,7 @@ def test_links_pick_the_path_per_cell_and_the_router_forwards_only_its_cells(tmp
 
 
 def test_a_link_the_host_is_not_on_is_refused_by_name(lab_inventory, tmp_path):
-    full = spec.load(ROOT / "campaigns/examples/paths.yaml")
+    full = campaign_mod.load(ROOT / "campaigns/examples/paths.yaml")
     flat = dataclasses.replace(full, hosts={"client": "h1", "server": "h2"}, repetitions=1, warmups=0,
                                doc={**full.doc, "requires": []})
     with pytest.raises(runner.RunnerError, match=r"links.server: host h2 has no address on link '(direct|lan2)' \(its links: lan\)"):

@@ -2,7 +2,7 @@
 
 from collections import Counter
 
-from perflab import design, spec
+from perflab import campaign as campaign_mod, design
 
 TEXT = """\
 campaign: d
@@ -17,7 +17,7 @@ design: {design}
 
 
 def campaign(seed=1, kind="rmit"):
-    return spec.load("d.yaml", text=TEXT.replace("{seed}", str(seed)).replace("{design}", kind))
+    return campaign_mod.load("d.yaml", text=TEXT.replace("{seed}", str(seed)).replace("{design}", kind))
 
 
 def test_rmit_blocks_are_permutations_of_all_cells_warmups_first():
@@ -52,5 +52,5 @@ def test_sequential_runs_each_cell_in_a_row():
 
 
 def test_zip_crossing_pairs_levels():
-    cells = design.cells({"a": (1, 2), "b": ("x", "y")}, "zip")
+    cells = campaign_mod.cells({"a": (1, 2), "b": ("x", "y")}, "zip")
     assert [dict(c.levels) for c in cells] == [{"a": 1, "b": "x"}, {"a": 2, "b": "y"}]

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from perflab import design, spec
+from perflab import campaign as campaign_mod, design
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Committed RMIT campaigns: their campaign.json holds the seed and the planned order, their ledger the order run.
@@ -22,7 +22,7 @@ def test_planned_order_of_a_committed_campaign_is_its_recorded_schedule_and_ledg
     record = json.loads((raw / "campaign.json").read_text())
     doc = {k: v for k, v in record["spec"].items() if k in DESIGN_FIELDS}
     assert doc["design"] == "rmit" and isinstance(doc["seed"], int)
-    planned = [r.run_id for r in design.schedule(spec.load(record["source"], text=json.dumps(doc)))]
+    planned = [r.run_id for r in design.schedule(campaign_mod.from_doc(doc, record["source"]))]
     assert planned == record["schedule"]
     ledger = [json.loads(line)["run_id"] for line in (raw / "ledger.jsonl").read_text().splitlines()]
     assert list(dict.fromkeys(ledger)) == planned

@@ -7,7 +7,7 @@ import subprocess
 import pytest
 
 from helpers import ROOT_ONLY
-from perflab import runner, spec, store, tidy
+from perflab import campaign as campaign_mod, runner, store, tidy
 from perflab.report import levels
 
 pytestmark = [ROOT_ONLY, pytest.mark.lab]
@@ -30,7 +30,7 @@ seed: 11
 def ran(lab_inventory, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("e2e")
     (tmp / "tiny.yaml").write_text(CAMPAIGN)
-    campaign = spec.load(tmp / "tiny.yaml")
+    campaign = campaign_mod.load(tmp / "tiny.yaml")
     out = io.StringIO()
     summary = runner.run(campaign, lab_inventory, tmp / "raw", stream=out)
     return tmp, campaign, summary, out.getvalue()

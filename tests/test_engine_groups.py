@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from helpers import ROOT_ONLY, load_campaign
-from perflab import design, runner, spec, store, tidy
+from perflab import campaign as campaign_mod, design, runner, store, tidy
 from perflab.ledger import Ledger
 
 GROUPS = """\
@@ -24,6 +24,8 @@ warmups: 0
 seed: 5
 monitors: false
 fingerprints: false
+programs: [cmd]
+setup: [{on: client, run: "true {n}"}]
 """
 
 PING = """\
@@ -44,8 +46,8 @@ PING %= THREE
 
 
 def problems(text: str) -> list[str]:
-    with pytest.raises(spec.SpecError) as info:
-        spec.load("c.yaml", text=text)
+    with pytest.raises(campaign_mod.SpecError) as info:
+        campaign_mod.load("c.yaml", text=text)
     return info.value.problems
 
 

@@ -31,6 +31,7 @@ def count_procs(pattern: str) -> int:
 NEIGHBOUR = """\
 campaign: neighbour
 benchmark: {tool: probe, params: {cmd: "pgrep -fc 'slee[p] 1000.5' || true"}}
+programs: [cmd]
 hosts: {client: h1, neighbour: h3}
 factors: {load: ["off", "on"]}
 repetitions: 2
@@ -67,6 +68,7 @@ def test_neighbour_runs_only_in_its_cells_with_monitors_settle_and_warmups(probe
 TIMEOUTS = """\
 campaign: timeouts
 benchmark: {tool: probe}
+programs: [cmd]
 hosts: {client: h1}
 factors: {cmd: ["echo 1", "sleep 3.25; echo 2"]}
 repetitions: 1
@@ -95,6 +97,7 @@ def test_settle_timeout_and_sample_timeout_are_recorded(probe, lab_inventory, tm
 MTU = """\
 campaign: mtu
 benchmark: {tool: probe, params: {cmd: "cat /sys/class/net/eth0/mtu"}}
+programs: [cmd]
 hosts: {client: h1, peer: h2}
 factors: {mtu: [1400]}
 repetitions: 2

@@ -11,7 +11,7 @@ import pytest
 
 from helpers import load_campaign
 
-from perflab import cli, inventory, remote, runner, spec, tools
+from perflab import campaign as campaign_mod, campaign_values, cli, inventory, remote, runner, tools
 from perflab.runner import samples
 from perflab.ledger import Ledger
 from perflab.store import RawStore, StoreError
@@ -42,16 +42,19 @@ neighbours:
     cells: {load: ["on"]}
 """
 
+#: GOOD without settle, steps and loads (so without the factor only its neighbour uses).
+PLAIN = GOOD.split("settle:")[0].replace('  load: ["off", "on"]\n', "")
+
 
 def test_new_fields_load_with_their_defaults():
     c = load_campaign(GOOD)
-    assert c.settle == spec.Settle(("client", "server"), 0.5, 30.0, 1.0)
-    assert c.setup == (spec.Step("client", "ip link set dev eth0 mtu 1500"),)
+    assert c.settle == campaign_mod.Settle(("client", "server"), 0.5, 30.0, 1.0)
+    assert c.setup == (campaign_mod.Step("client", "ip link set dev eth0 mtu 1500"),)
     assert c.neighbours[0].cells == {"load": ("on",)} and c.neighbours[0].applies({"load": "on", "parallel": 1})
     assert not c.neighbours[0].applies({"load": "off", "parallel": 1})
     assert (c.monitors, c.fingerprints) == (True, True)
     assert c.involved() == ["h1", "h2", "h3"]
-    plain = load_campaign(GOOD.split("settle:")[0])
+    plain = load_campaign(PLAIN)
     assert (plain.settle, plain.setup, plain.neighbours) == (None, (), ())
     assert load_campaign(GOOD.replace("hosts: [client, server]", "hosts: [h1, h9]")).involved() == ["h1", "h2", "h3", "h9"]
 
@@ -74,7 +77,7 @@ def test_new_fields_load_with_their_defaults():
 ])
 def test_invalid_engine_fields_name_file_line_field_value_and_what_is_allowed(old, new, expected):
     assert old in GOOD
-    with pytest.raises(spec.SpecError) as info:
+    with pytest.raises(campaign_mod.SpecError) as info:
         load_campaign(GOOD.replace(old, new))
     assert any(p.startswith(expected) for p in info.value.problems), info.value.problems
 
@@ -82,7 +85,9 @@ def test_invalid_engine_fields_name_file_line_field_value_and_what_is_allowed(ol
 def test_yaml_on_off_yes_no_stay_strings_and_placeholders_are_shell_quoted():
     c = load_campaign(GOOD.replace('["off", "on"]', "[off, on]").replace('[\"on\"]', "[on]"))
     assert c.factors["load"] == ("off", "on") and c.neighbours[0].on == "neighbour"
-    assert spec.fill("tc qdisc {x} {y} '{print}'", {"x": "a b", "y": 4}) == "tc qdisc 'a b' 4 '{print}'"
+    assert campaign_values.fill("tc qdisc {x} {y} '{print}'", {"x": "ab", "y": 4}) == "tc qdisc ab 4 '{print}'"
+    with pytest.raises(ValueError, match=r"\{x\}: 'a b' is not a safe command-line token"):
+        campaign_values.fill("tc qdisc {x}", {"x": "a b"})
 
 
 def test_plan_reports_engine_settings_and_overheads(capsys):
@@ -95,7 +100,7 @@ def test_plan_reports_engine_settings_and_overheads(capsys):
                                                      + 16 * 2 * runner.SETTLE_POLL_SECONDS, abs=0.1)
     assert info["settle_max_seconds"] == 16 * 30
     assert info["neighbours"] == [{"on": "neighbour", "run": "stress-ng --cpu 1 --timeout 600", "cells": {"load": ["on"]}}]
-    quiet = runner.plan(load_campaign(GOOD.split("settle:")[0] + "monitors: false\nfingerprints: false\n"))
+    quiet = runner.plan(load_campaign(PLAIN + "monitors: false\nfingerprints: false\n"))
     assert quiet["overhead_seconds"] == runner.STARTUP_SECONDS
     assert quiet["estimated_seconds"] == quiet["measure_seconds"] + runner.STARTUP_SECONDS
 
@@ -128,7 +133,7 @@ class Gone(remote.Host):
 
 def test_a_lost_host_records_the_attempt_and_stops_with_a_resume_hint(tmp_path, monkeypatch):
     monkeypatch.setitem(tools.REGISTRY, "probe", "helpers:Probe")
-    text = ("campaign: lost\nbenchmark: {tool: probe}\nhosts: {client: h1}\nfactors: {cmd: ['echo 1', 'echo VANISH']}\n"
+    text = ("campaign: lost\nbenchmark: {tool: probe}\nprograms: [cmd]\nhosts: {client: h1}\nfactors: {cmd: ['echo 1', 'echo VANISH']}\n"
             "repetitions: 2\nwarmups: 0\nseed: 1\nmonitors: false\nfingerprints: false\n")
     c = load_campaign(text)
     monkeypatch.setattr(samples, "connect", lambda entries, names: remote.Hosts({n: Gone(entries[n]) for n in names}))

@@ -49,12 +49,12 @@ def test_number_keeps_ints_floats_nan_and_refuses_booleans():
 def test_libyaml_and_the_pure_python_parser_read_every_shipped_yaml_file_alike():
     from pathlib import Path
 
-    from perflab import spec
+    from perflab import yamlfile
 
     root = Path(__file__).resolve().parents[1]
     files = sorted(p for pattern in ("studies/*/study.yaml", "**/campaigns/**/*.yaml") for p in root.glob(pattern))
     assert len(files) > 20
     for path in files:
         text = path.read_text()
-        fast, slow = spec._parse(spec._FastLoader, text), spec._parse(spec._Loader, text)
-        assert fast[1] == slow[1] and spec._line_map(fast[0]) == spec._line_map(slow[0]), path
+        fast, slow = yamlfile._parse(yamlfile._FastLoader, text), yamlfile._parse(yamlfile._Loader, text)
+        assert fast[1] == slow[1] and yamlfile._line_map(fast[0]) == yamlfile._line_map(slow[0]), path

@@ -22,7 +22,7 @@ from typing import Iterator
 import pytest
 
 from helpers import ROOT_ONLY, leftovers, load_campaign
-from perflab import cli, design, fingerprint, inventory, lab as lab_mod, records, remote, runner, spec, store
+from perflab import campaign as campaign_mod, cli, design, fingerprint, inventory, lab as lab_mod, records, remote, runner, store
 from perflab.ledger import Ledger
 from perflab.runner.progress import Progress
 from perflab.runner.session import Reconnector
@@ -119,7 +119,7 @@ def _left(owner: str) -> list[str]:
     return found
 
 
-def _campaign(tmp_path: Path, *, reconnect: str, monitors: bool, fingerprints: bool) -> spec.Campaign:
+def _campaign(tmp_path: Path, *, reconnect: str, monitors: bool, fingerprints: bool) -> campaign_mod.Campaign:
     """A probe campaign on h2 (with a neighbour there) and a service on h1; the first sample that finds
     ``arm`` removes it, creates ``hit`` and hangs (until killed: only the registry's reaping stops it), so that
     the outage catches it running."""
@@ -128,6 +128,7 @@ def _campaign(tmp_path: Path, *, reconnect: str, monitors: bool, fingerprints: b
     text = f"""\
 campaign: gap
 benchmark: {{tool: probe, params: {{cmd: "{cmd}"}}}}
+programs: [cmd]
 hosts: {{client: h2}}
 factors: {{n: [1, 2]}}
 repetitions: 2
@@ -138,7 +139,7 @@ monitors: {str(monitors).lower()}
 fingerprints: {str(fingerprints).lower()}
 reconnect: {reconnect}
 neighbours:
-  - {{on: h2, run: "sleep 3600.25"}}
+  - {{on: h2, run: "sleep 3600.25", cells: {{n: [1, 2]}}}}
 services:
   - {{name: svc, on: h1, start: "sleep 3600.5"}}
 """
@@ -294,9 +295,9 @@ def test_the_reconnect_policy_has_documented_defaults_and_is_not_part_of_the_des
     tuned = load_campaign(base + "reconnect: {attempts: 0, max_wait: 5}")
     assert tuned.reconnect.attempts == 0 and tuned.reconnect.max_wait == 5.0
     assert tuned.digest() == load_campaign(base).digest()
-    with pytest.raises(spec.SpecError, match=r"c\.yaml:5: reconnect\.backoff: 0 is less than or equal"):
+    with pytest.raises(campaign_mod.SpecError, match=r"c\.yaml:5: reconnect\.backoff: 0 is less than or equal"):
         load_campaign(base + "reconnect: {backoff: 0}", tmp_path)
-    with pytest.raises(spec.SpecError, match=r"c\.yaml:5: reconnect: unknown field\(s\) 'tries'; allowed: attempts, backoff"):
+    with pytest.raises(campaign_mod.SpecError, match=r"c\.yaml:5: reconnect: unknown field\(s\) 'tries'; allowed: attempts, backoff"):
         load_campaign(base + "reconnect: {tries: 3}", tmp_path)
 
 

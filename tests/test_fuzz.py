@@ -21,7 +21,7 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from perflab import runner, spec, tools
+from perflab import campaign as campaign_mod, runner, tools
 from perflab.tools.base import ParseError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,6 +31,9 @@ FIXTURES = sorted(p for p in (ROOT / "tests/fixtures").glob("*/*") if p.is_file(
 #: Fixture directory -> the adapters whose output it holds.
 DIR_TOOLS = {"ceph": ("rados_bench", "rbd_bench", "ceph_osd_bench"), "procfs": ("loadavg", "procstat"),
              "sysstat": ("mpstat", "sadf")}
+#: Fixture directories of tools whose output is one run (snapshot readers and published Ceph logs are not).
+ONE_RUN = ("iperf2", "iperf3", "fio", "hpcc", "sysbench", "stress-ng", "dd", "ping", "npb", "sysstat")
+ONE_RUN_TOOLS = {tool for d in ONE_RUN for tool in DIR_TOOLS.get(d, (d,))}
 EXAMPLES = 200
 #: Seconds one example may take before it counts as a hang.
 ALARM = 30
@@ -111,10 +114,10 @@ def test_fuzzed_campaign_files_load_or_name_the_file(tmp_path_factory, capsys):
         path.write_text(text)
         with alarm(ALARM):
             try:
-                campaign = spec.load(path)
+                campaign = campaign_mod.load(path)
                 runner.plan(campaign)
                 counts["accepted and planned"] += 1
-            except spec.SpecError as exc:
+            except campaign_mod.SpecError as exc:
                 lines = str(exc).splitlines()
                 assert lines and all(line.startswith(f"{path}:") for line in lines), str(exc)
                 counts["refused (SpecError)"] += 1
@@ -135,7 +138,8 @@ def corrupted_outputs(draw) -> tuple[str, str, str]:
     path = draw(st.sampled_from(FIXTURES))
     tool = draw(st.sampled_from(_tools_of(path)))
     data = path.read_bytes()
-    kind = draw(st.sampled_from(["truncate", "cut", "repeat", "flip", "insert", "other tool", "empty lines"]))
+    kind = draw(st.sampled_from(["truncate", "cut", "repeat", "flip", "insert", "other tool", "empty lines",
+                                 "two runs"]))
     n = len(data)
     if kind == "truncate":
         data = data[:draw(st.integers(0, max(n - 1, 0)))]
@@ -152,6 +156,9 @@ def corrupted_outputs(draw) -> tuple[str, str, str]:
     elif kind == "insert":
         at = draw(st.integers(0, n))
         data = data[:at] + draw(st.binary(min_size=1, max_size=30)) + data[at:]
+    elif kind == "two runs":  # the whole output, then all or the second half of its lines again
+        lines = data.splitlines(keepends=True)
+        data = data.rstrip(b"\n") + b"\n" + b"".join(lines[draw(st.sampled_from([0, len(lines) // 2])):])
     elif kind == "other tool":
         other = draw(st.sampled_from([p for p in FIXTURES if tool not in _tools_of(p)]))
         data = other.read_bytes()
@@ -181,6 +188,7 @@ def test_fuzzed_tool_outputs_parse_cleanly_or_raise_parse_error(capsys):
         assert rows_are_unique(rows), f"{tool} ({kind}) emitted duplicate rows"
         assert all(r.value is None or math.isfinite(r.value) for r in rows), f"{tool} ({kind}) emitted inf"
         assert kind != "other tool", f"{tool} accepted another tool's output"
+        assert kind != "two runs" or tool not in ONE_RUN_TOOLS, f"{tool} accepted two runs' outputs as one"
         counts[f"{kind}: rows"] += 1
 
     check()
@@ -222,3 +230,42 @@ def test_output_cut_at_any_line_is_refused_or_complete(path):
             except ParseError:
                 continue
             assert len(rows) == full, f"{tool}: cut after line {cut} silently lost {full - len(rows)} rows"
+
+
+def _concatenations(text: str) -> dict[str, str]:
+    """Two runs' outputs as one: the whole output twice, and with a second run's first or last half after it."""
+    lines = text.splitlines(keepends=True)
+    half = len(lines) // 2
+    whole = text if text.endswith("\n") else text + "\n"
+    return {"twice": whole + text, "second run's head after it": whole + "".join(lines[:max(half, 1)]),
+            "second run's tail after it": whole + "".join(lines[half:])}
+
+
+@pytest.mark.parametrize("path", [p for p in FIXTURES if p.parent.name in ONE_RUN],
+                         ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_two_runs_concatenated_are_refused(path):
+    text = path.read_text(errors="replace")
+    accepted = []
+    for tool in _tools_of(path):
+        try:
+            tools.get(tool).parse(text, "", source=str(path))
+        except ParseError:
+            continue
+        for kind, joined in _concatenations(text).items():
+            with alarm(ALARM):
+                try:
+                    tools.get(tool).parse(joined, "", source=str(path))
+                except ParseError:
+                    continue
+            accepted.append(f"{tool} with the {kind}")
+    assert not accepted, f"accepted {path.name}: {accepted}"
+
+
+def test_iperf2_with_several_streams_needs_its_sum_line():
+    text = (ROOT / "tests/fixtures/iperf2/tcp_p2_adaptive.txt").read_text()
+    final_sum = [line for line in text.splitlines(keepends=True) if line.startswith("[SUM] 0.0000-")][-1]
+    assert tools.get("iperf2").parse(text, "", source="p2")
+    with pytest.raises(ParseError, match=r"iperf2's final \[SUM\] line for a run of several streams"):
+        tools.get("iperf2").parse(text.replace(final_sum, ""), "", source="p2")
+    one = (ROOT / "tests/fixtures/iperf2/tcp_enhanced.txt").read_text()  # one stream: no [SUM] line to expect
+    assert tools.get("iperf2").parse(one, "", source="p1")

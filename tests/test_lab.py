@@ -115,7 +115,7 @@ def test_a_new_lab_that_fails_half_way_is_removed_again(monkeypatch):
         made.append(host.name)
         raise lab_mod.LabError(f"sshd of {host.name} did not start")
 
-    monkeypatch.setattr(lab_mod, "_sshd_up", sshd_fails)
+    monkeypatch.setattr(lab_mod.lifecycle, "sshd_up", sshd_fails)
     with pytest.raises(lab_mod.LabError, match=r"did not start; what was made of the new lab was removed again"):
         lab_mod.up(name, 2)
     assert made and leftovers(name) == []

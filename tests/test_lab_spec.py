@@ -96,30 +96,30 @@ def test_shipped_lab_files_load(path):
 
 def test_routes_lead_through_routers_hop_by_hop_and_names_fit_the_kernel():
     spec = labspec.load("lab.yaml", text=GOOD.replace("lab: demo", "lab: abcdefg"))
-    lab = lab_mod._layout(spec, {"lan1": 0, "lan2": 300, "lan3": 511})
+    lab = lab_mod.model.layout(spec, {"lan1": 0, "lan2": 300, "lan3": 511})
     assert lab.link("lan2").network == "198.19.44.0/24" and lab.link("lan3").gateway == "198.19.255.1"
     names = [link.bridge for link in lab.links] + [p.veth for h in lab.hosts for p in h.ports]
     assert max(map(len, names)) <= 15 and len(set(names)) == len(names)
-    routes = lab_mod._routes(lab)
+    routes = lab_mod.net.host_routes(lab)
     r1_lan1, r2_lan2 = lab.host("r1").port("lan1").address, lab.host("r2").port("lan2").address
     assert sorted(routes["h1"]) == [("198.19.255.0/24", r1_lan1, "eth0"), ("198.19.44.0/24", r1_lan1, "eth0")]
     assert routes["h2"] == [("198.19.44.0/24", lab.host("r2").port("lan3").address, "eth0"),
                             ("198.18.0.0/24", lab.host("r2").port("lan3").address, "eth0")]
     assert routes["r1"] == [("198.19.255.0/24", r2_lan2, "eth1")]
-    ruleset = lab_mod._ruleset(lab, "r1")
+    ruleset = lab_mod.net.ruleset(lab, "r1")
     assert 'iifname "eth0" meta l4proto tcp th dport 80 counter drop comment "filter 0"' in ruleset
     assert 'oifname "eth1" counter masquerade comment "masquerade lan2"' in ruleset
 
 
 def test_subnets_avoid_other_labs_and_keep_their_slot(tmp_path, monkeypatch):
-    monkeypatch.setattr(lab_mod, "STATE_ROOT", tmp_path)
+    monkeypatch.setattr(lab_mod.model, "STATE_ROOT", tmp_path)
     spec = labspec.simple("alpha", 2)
-    first = lab_mod._allocate(spec, {})
+    first = lab_mod.state.allocate(spec, {})
     (tmp_path / "beta").mkdir()
     (tmp_path / "beta" / "state.json").write_text(json.dumps({"slots": {"lan": first["lan"]}}))
-    moved = lab_mod._allocate(spec, {})
+    moved = lab_mod.state.allocate(spec, {})
     assert moved["lan"] != first["lan"]
-    assert lab_mod._allocate(spec, {"lan": 7}) == {"lan": 7}
+    assert lab_mod.state.allocate(spec, {"lan": 7}) == {"lan": 7}
 
 
 @ROOT_ONLY
@@ -134,7 +134,7 @@ def test_shipped_lab_files_come_up_answer_ssh_and_go_down(path):
     lab = lab_mod.bring_up(spec)
     try:
         entries = inventory.load(lab.inventory_path)
-        routes = lab_mod._routes(lab)
+        routes = lab_mod.net.host_routes(lab)
         with remote.Hosts({n: remote.Host(e, connect_timeout=120) for n, e in entries.items()}) as hosts:
             for name, host in hosts.items():
                 assert host.check("hostname").strip() == name
@@ -154,8 +154,8 @@ def test_cgroup_v2_only_writes_limits_where_the_kernel_reads_them_and_parses_cou
     (root / "cpuset.cpus.effective").write_text("0-3\n")
     spec = labspec.load("lab.yaml", text="lab: v\nlinks: {lan: }\nhosts:\n  h1: {links: [lan], cpuset: '1', "
                         "memory: 64M}\n  h2: {links: [lan]}\n")
-    lab = lab_mod._layout(spec, {"lan": 3})
-    lab_mod._cgroups_up(lab, {"unified": root})
+    lab = lab_mod.model.layout(spec, {"lan": 3})
+    lab_mod.cgroups.cgroups_up(lab, {"unified": root})
     for d in (root, root / "perflab", root / "perflab" / "v"):
         assert (d / "cgroup.subtree_control").read_text() == "+cpuset +memory +cpu"
     h1, h2 = root / "perflab" / "v" / "h1", root / "perflab" / "v" / "h2"
@@ -165,4 +165,4 @@ def test_cgroup_v2_only_writes_limits_where_the_kernel_reads_them_and_parses_cou
     (h1 / "memory.current").write_text("1048576\n")
     (h1 / "cpuset.cpus.effective").write_text("1\n")
     (h1 / "cpu.pressure").write_text("some avg10=1.50 avg60=0.00 avg300=0.00 total=10\n")
-    assert lab_mod._usage({"unified": str(h1)}) == lab_mod.HostUsage(2.5, 2.0, 0.5, 1 << 20, None, 64 << 20, "1", 1.5)
+    assert lab_mod.cgroups.cgroup_usage({"unified": str(h1)}) == lab_mod.HostUsage(2.5, 2.0, 0.5, 1 << 20, None, 64 << 20, "1", 1.5)

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from helpers import ROOT_ONLY
-from perflab import pilot, spec, stats
+from perflab import campaign as campaign_mod, pilot, stats
 
 TEXT = """\
 campaign: pil
@@ -20,10 +20,10 @@ seed: 3
 
 
 def test_pilot_campaign_is_renamed_and_cut():
-    c = pilot.pilot_campaign(spec.load("c.yaml", text=TEXT), 4)
+    c = pilot.pilot_campaign(campaign_mod.load("c.yaml", text=TEXT), 4)
     assert (c.name, c.repetitions, c.doc["campaign"]) == ("pil-pilot", 4, "pil-pilot")
     with pytest.raises(ValueError, match="at least 2"):
-        pilot.pilot_campaign(spec.load("c.yaml", text=TEXT), 1)
+        pilot.pilot_campaign(campaign_mod.load("c.yaml", text=TEXT), 1)
 
 
 def test_summarize_uses_the_planned_n_and_statsmodels_power():
@@ -39,7 +39,7 @@ def test_summarize_uses_the_planned_n_and_statsmodels_power():
 @ROOT_ONLY
 @pytest.mark.lab
 def test_pilot_on_the_lab_prints_per_cell_plan(lab_inventory, tmp_path):
-    c = spec.load("c.yaml", text=TEXT)
+    c = campaign_mod.load("c.yaml", text=TEXT)
     table = pilot.run(c, lab_inventory, tmp_path, repetitions=3, stream=io.StringIO())
     assert list(table["n"]) == [3, 3] and table.attrs["metric"] == "throughput"
     assert (tmp_path / "pil-pilot" / "samples").is_dir() and not (tmp_path / "pil").exists()

@@ -64,7 +64,7 @@ def make_project(root: Path, samples: int = 6, notebook: bool = True) -> Path | 
     os.chdir(root)
     try:
         lineage.parameters(campaign="demo", metric="throughput", factor="parallel")
-        tables = tidy.write("data/raw/demo", "data/processed")
+        tables = tidy.write("data/raw/demo", "data/processed", csv=True)
         result = levels.analyse(tidy.load(tables["parquet"]), metric="throughput", factor="parallel")
         levels.write(result, campaign="demo", source=tables["parquet"], paper_dir="paper",
                      factor_label="Parallel streams", quantity="Throughput", scale=1e9, unit="Gbit/s",

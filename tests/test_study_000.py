@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from helpers import ROOT_ONLY, leftovers, load_campaign
-from perflab import inventory, lab as lab_mod, labspec, runner, spec, store, study, tidy
+from perflab import campaign as campaign_mod, inventory, lab as lab_mod, labspec, runner, store, study, tidy
 from perflab.report import factorial, hostcpu
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -125,7 +125,7 @@ def cedri_lab():
 
 def campaign_doc(campaign: str) -> dict:
     """The parsed document of one of the study's campaign files (YAML 1.2 booleans)."""
-    return dict(spec.load(ROOT / "studies" / "000-cedri" / "campaigns" / f"{campaign}.yaml").doc)
+    return dict(campaign_mod.load(ROOT / "studies" / "000-cedri" / "campaigns" / f"{campaign}.yaml").doc)
 
 
 def short(campaign: str, tmp_path: Path, **changes):

@@ -13,8 +13,8 @@ import pytest
 import yaml
 
 from helpers import ROOT_ONLY
-from perflab import inventory, lab as lab_mod, labspec, runner, spec, store, study, tidy
-from perflab.spec import _Loader as Yaml12Loader  # YAML 1.2 booleans: `on:` stays a key
+from perflab import campaign as campaign_mod, inventory, lab as lab_mod, labspec, runner, store, study, tidy
+from perflab.yamlfile import _Loader as Yaml12Loader  # YAML 1.2 booleans: `on:` stays a key
 from perflab.report import sweep
 from perflab.tools import ceph
 from perflab.tools.base import ParseError
@@ -130,7 +130,7 @@ def test_queue_depth_sweep_from_committed_raw_data():
     result = sweep.analyse(df, metric="iops", factor="iodepth", series="device", facet="rw", select=params["select"],
                            sum_over="direction", published=_pub("fio-qd"), published_column="iops",
                            series_map=MAP, published_littles=True)
-    planned = spec.load(STUDY / "campaigns/unnoba-fio-qd.yaml")
+    planned = campaign_mod.load(STUDY / "campaigns/unnoba-fio-qd.yaml")
     assert (result.summary["n"] == planned.repetitions).all() and len(result.summary) == 16
     rerun = result.littles[result.littles["source"] == "rerun"]
     assert ((rerun["ratio"] - 1).abs() <= 0.25).all()
@@ -187,7 +187,7 @@ def test_campaign_short_run(campaign, unnoba_lab, tmp_path):
     doc.update(repetitions=1, warmups=0, fingerprints=False)
     path = tmp_path / f"{campaign}.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    summary = runner.run(spec.load(path), unnoba_lab, tmp_path / "raw", stream=io.StringIO())
+    summary = runner.run(campaign_mod.load(path), unnoba_lab, tmp_path / "raw", stream=io.StringIO())
     assert summary.complete, summary.failed
     assert store.verify(tmp_path / "raw" / campaign) == []
     df, quarantine = tidy.frame(tmp_path / "raw" / campaign)

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from helpers import ROOT_ONLY, leftovers
-from perflab import inventory, lab as lab_mod, labspec, records, runner, spec, tidy
+from perflab import campaign as campaign_mod, inventory, lab as lab_mod, labspec, records, runner, tidy
 from perflab.report import calibrate as calibrate_report, scenarios
 from perflab.stats import calibrate, windows
 from perflab.stats._input import StatsInputError
@@ -98,7 +98,7 @@ def study_lab():
     assert leftovers(name) == []
 
 
-def _short(path: Path, tmp_path: Path, edits: tuple[tuple[str, str], ...], drop: tuple[str, ...]) -> spec.Campaign:
+def _short(path: Path, tmp_path: Path, edits: tuple[tuple[str, str], ...], drop: tuple[str, ...]) -> campaign_mod.Campaign:
     """The campaign at ``path`` with each (old, new) of ``edits`` applied and the lines naming ``drop`` left out."""
     text = path.read_text()
     for old, new in edits:
@@ -106,7 +106,7 @@ def _short(path: Path, tmp_path: Path, edits: tuple[tuple[str, str], ...], drop:
         text = text.replace(old, new)
     text = "\n".join(line for line in text.splitlines() if not any(d in line for d in drop))
     (tmp_path / "c.yaml").write_text(text + "\n")
-    return spec.load(tmp_path / "c.yaml")
+    return campaign_mod.load(tmp_path / "c.yaml")
 
 
 @ROOT_ONLY
@@ -197,7 +197,7 @@ def calibrated(tmp_path_factory) -> pd.DataFrame:
 def test_the_campaigns_offer_the_calibrated_rates(calibrated):
     assert calibrated["rate"].notna().all() and (calibrated["n"] == 3).all()
     for name in ("pfsense-neighbour-r2", "pfsense-neighbour-60s", "pfsense-neighbour-full"):
-        frames = spec.load(STUDY / f"campaigns/{name}.yaml").doc["factors"]["frame"]
+        frames = campaign_mod.load(STUDY / f"campaigns/{name}.yaml").doc["factors"]["frame"]
         for level in frames:
             row = calibrated.loc[int(level["label"])]
             pps = calibrate.packets_per_second(level["set"]["bitrate"], level["set"]["length"])

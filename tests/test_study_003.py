@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from helpers import ROOT_ONLY, leftovers
-from perflab import inventory, lab as lab_mod, labspec, runner, spec, store, study, tidy
+from perflab import campaign as campaign_mod, inventory, lab as lab_mod, labspec, runner, store, study, tidy
 from perflab.report import platforms
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -61,7 +61,7 @@ def test_chapter_tables_from_committed_raw_data(tmp_path):
     tables = {c: tidy.frame(ROOT / "data" / "raw" / c)[0] for c in {b.campaign for b in rows}}
     rerun = platforms.table(platforms.rerun_summaries(tables, rows, factor="platform", levels=LEVELS),
                             levels=LEVELS, pair=("stacka", "stackb"))
-    n = spec.load(STUDY / "campaigns" / "003-iperf.yaml").repetitions
+    n = campaign_mod.load(STUDY / "campaigns" / "003-iperf.yaml").repetitions
     assert len(rerun) == 10 and (rerun[[f"n_{lv}" for lv in LEVELS]] == n).all().all()
     assert (rerun[[f"mean_{lv}" for lv in LEVELS]] > 0).all().all()
     _, pub = _published("003-openstack-opennebula-table2")
@@ -123,7 +123,7 @@ def test_short_run_of_each_benchmark(cloud, campaign, tmp_path):
     name, inv = cloud
     text = (STUDY / "campaigns" / f"{campaign}.yaml").read_text().replace("/cloud3/", f"/{name}/")
     text = text.replace("size: 32M", "size: 4M").replace("duration: 2,", "duration: 1,")
-    full = spec.load(STUDY / "campaigns" / f"{campaign}.yaml", text=text)
+    full = campaign_mod.load(STUDY / "campaigns" / f"{campaign}.yaml", text=text)
     short = dataclasses.replace(full, repetitions=1, warmups=0, fingerprints=False,
                                 doc={**full.doc, "repetitions": 1, "warmups": 0, "fingerprints": False})
     summary = runner.run(short, inv, tmp_path, stream=io.StringIO())

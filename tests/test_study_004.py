@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from helpers import ROOT_ONLY, leftovers
-from perflab import lab as lab_mod, labspec, remote, runner, spec, tidy
+from perflab import campaign as campaign_mod, lab as lab_mod, labspec, remote, runner, tidy
 from perflab.report import protocols
 from perflab.tools import blockproto, get
 from perflab.tools.base import extract_json
@@ -196,7 +196,7 @@ def _net_bytes(text: str, iface: str) -> int:
 def test_each_protocol_service_starts_serves_and_stops_and_per_op_metrics_match_counters(aoe_lab, tmp_path):
     from perflab import inventory
 
-    c = spec.load(_short_campaign(aoe_lab, tmp_path))
+    c = campaign_mod.load(_short_campaign(aoe_lab, tmp_path))
     summary = runner.run(c, inventory.load(aoe_lab.inventory_path), tmp_path / "raw", stream=open(os.devnull, "w"))
     assert summary.complete and not summary.failed
     assert _target_processes() == [], "every target service was stopped"
@@ -231,7 +231,7 @@ def test_macro_personalities_run_as_fio_jobs_over_nbd_with_their_flushes(aoe_lab
                "    - {label: oltp, set: {jobfile: studies/004-aoe-iscsi/fio/oltp.fio}}\n  link: [std]\n"
                "exclude:\n  - {protocol: nbd, personality: webreads}\n  - {protocol: iscsi, personality: varmail}\n"
                "  - {protocol: iscsi, personality: oltp}\n")
-    c = spec.load(_edited(MACRO, aoe_lab, tmp_path, factors, {}))
+    c = campaign_mod.load(_edited(MACRO, aoe_lab, tmp_path, factors, {}))
     summary = runner.run(c, inventory.load(aoe_lab.inventory_path), tmp_path / "raw", stream=open(os.devnull, "w"))
     assert summary.complete and not summary.failed
     assert _target_processes() == [], "nbdkit was stopped"

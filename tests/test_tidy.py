@@ -43,12 +43,28 @@ def test_rows_are_typed_with_units_and_match_the_tools_own_summary(raw):
 
 
 def test_write_produces_parquet_csv_quarantine_and_lineage(raw, tmp_path):
-    paths = tidy.write(raw.dir, tmp_path / "processed")
+    assert "csv" not in tidy.write(raw.dir, tmp_path / "plain") and not (tmp_path / "plain/c.csv").exists(), \
+        "the CSV mirror is written only on request"
+    paths = tidy.write(raw.dir, tmp_path / "processed", csv=True)
     back = tidy.load(paths["parquet"])
     assert len(back) == len(pd.read_csv(paths["csv"])) > 0
     lineage = json.loads(paths["lineage"].read_text())
     assert lineage["inputs"]["manifest_sha256"] == store.sha256_file(raw.manifest)
     assert lineage["inputs"]["quarantined"] == 1
+
+
+def test_each_raw_file_is_read_once_and_every_listed_file_is_checked(raw, monkeypatch):
+    reads: list[str] = []
+    for name in ("read_bytes", "read_text"):
+        original = getattr(Path, name)
+        monkeypatch.setattr(Path, name, lambda self, *a, _o=original, **k: reads.append(str(self)) or _o(self, *a, **k))
+    hashed = store.sha256_file
+    monkeypatch.setattr(store, "sha256_file", lambda path: reads.append(str(path)) or hashed(path))
+    tidy.frame(raw.dir)
+    listed = {str(raw.dir / name) for name in store.read_manifest(raw.dir)}
+    inside = [r for r in reads if r in listed]
+    assert set(inside) == listed, "every file the manifest lists is hashed"
+    assert sorted(inside) == sorted(set(inside)), "a raw file was read twice"
 
 
 def test_altered_raw_data_is_refused(raw):

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from helpers import ROOT_ONLY
-from perflab import runner, spec, store, study, tidy
+from perflab import campaign as campaign_mod, runner, store, study, tidy
 from perflab.report import levels
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -19,14 +19,14 @@ pytestmark = [ROOT_ONLY, pytest.mark.lab]
 
 
 def test_every_runnable_tool_has_a_demo_campaign():
-    tools = {spec.load(ROOT / file).tool for file, _ in DEMOS.values()}
+    tools = {campaign_mod.load(ROOT / file).tool for file, _ in DEMOS.values()}
     assert tools == {"iperf2", "fio", "hpcc", "sysbench", "stress-ng", "ping", "dd"}
 
 
 @pytest.mark.parametrize("name", sorted(DEMOS))
 def test_tool_campaign_runs_and_analyses(name, lab_inventory, tmp_path):
     file, analysis = DEMOS[name]
-    full = spec.load(ROOT / file)
+    full = campaign_mod.load(ROOT / file)
     short = dataclasses.replace(full, repetitions=2, warmups=0, doc={**full.doc, "repetitions": 2, "warmups": 0})
     summary = runner.run(short, lab_inventory, tmp_path, stream=io.StringIO())
     assert summary.complete, summary.failed

@@ -29,7 +29,7 @@ def repo(tmp_path, monkeypatch):
     (pub / "study-table1.csv").write_text("name,mean\nx,1.5\n")
     store.seal_digitized(pub)
     monkeypatch.chdir(tmp_path)
-    tidy.write("data/raw/c", "data/processed")
+    tidy.write("data/raw/c", "data/processed", csv=True)
     table = lineage.atomic_text("paper/tables/c-summary.tex", "\\begin{tabular}{r}1\\end{tabular}\n")
     (tmp_path / "notebooks").mkdir()
     (tmp_path / "notebooks/analysis.ipynb").write_text("{}")
@@ -120,3 +120,55 @@ def test_a_repository_with_no_data_is_an_error(tmp_path, capsys):
 def test_the_projects_published_data_is_sealed():
     assert verify.raw_directory(ROOT / "data/raw/published") == []
     assert "003-openstack-opennebula-table2-microbenchmarks.csv" in store.read_manifest(ROOT / "data/raw/published")
+
+
+@pytest.fixture
+def measured(probe, tmp_path):
+    """A complete localhost campaign of the probe tool (2 cells x 3 repetitions) with its ledger."""
+    from helpers import load_campaign
+    from perflab import inventory, runner
+    campaign = load_campaign("campaign: launder\nbenchmark: {tool: probe, params: {cmd: 'echo 1'}}\n"
+                             "hosts: {client: h1}\nfactors: {x: [a, b]}\nrepetitions: 3\nwarmups: 0\nseed: 5\n"
+                             "monitors: false\nfingerprints: false\n", tmp_path)
+    runner.run(campaign, inventory.localhost(), tmp_path / "raw", stream=open("/dev/null", "w"))
+    cdir = tmp_path / "raw/launder"
+    assert store.verify(cdir) == []
+    return cdir
+
+
+def _drop_lines(path, word):
+    path.write_text("".join(line for line in path.read_text().splitlines(keepends=True) if word not in line))
+
+
+def test_a_sample_deleted_with_its_manifest_and_ledger_lines_fails_verify(measured):
+    import json
+    import shutil
+    run_id = json.loads((measured / "campaign.json").read_text())["schedule"][2]
+    shutil.rmtree(measured / "samples" / run_id)
+    _drop_lines(measured / store.MANIFEST, run_id)
+    _drop_lines(measured / "ledger.jsonl", run_id)
+    assert store.verify(measured) == [f"samples/{run_id}: planned (campaign.json) but neither stored nor in the "
+                                      "ledger, although later runs were measured: deleted with its ledger lines?"]
+
+
+def test_a_deleted_ledger_fails_verify(measured, capsys):
+    (measured / "ledger.jsonl").unlink()
+    problems = store.verify(measured)
+    assert problems == ["ledger.jsonl: missing: the campaign plans 6 runs and its ledger records which ran; restore "
+                        "it from a backup (it cannot be rebuilt)"]
+    assert cli.main(["verify", str(measured)]) == 1
+
+
+@pytest.mark.parametrize("name", ["/etc/shadow", "../outside.txt", "samples/link/stdout"])
+def test_a_manifest_path_outside_the_campaign_is_refused_without_being_read(measured, monkeypatch, name):
+    outside = measured.parent.parent / "outside.txt"
+    outside.write_text("secret\n")
+    (measured / "samples/link").symlink_to(outside.parent)  # a directory inside that leads outside
+    with open(measured / store.MANIFEST, "a") as fh:
+        fh.write(f"{'0' * 64}  {name}\n")
+    read = []
+    real = store.sha256_file
+    monkeypatch.setattr(store, "sha256_file", lambda p: read.append(str(p)) or real(p))
+    problems = store.verify(measured)
+    assert f"{name}: a manifest path outside the campaign directory; refused, not read" in problems
+    assert all(p.startswith(str(measured.resolve())) for p in read) and len(read) > 6

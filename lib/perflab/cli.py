@@ -27,8 +27,8 @@ class _Deferred:
         return getattr(importlib.import_module(self._name), attr)
 
 
-lab, labspec, runner, spec, store, tidy = (_Deferred(f"perflab.{m}")
-                                           for m in ("lab", "labspec", "runner", "spec", "store", "tidy"))
+lab, labspec, runner, store, tidy = (_Deferred(f"perflab.{m}") for m in ("lab", "labspec", "runner", "store", "tidy"))
+campaign_mod = _Deferred("perflab.campaign")
 
 #: Modules that add their own subcommands through ``register(subparsers)``. A module is
 #: imported only when one of its subcommands runs; otherwise its subcommands are listed
@@ -36,8 +36,9 @@ lab, labspec, runner, spec, store, tidy = (_Deferred(f"perflab.{m}")
 PLUGINS = ("perflab.stats.cli", "perflab.tools.cli")
 
 #: Errors a user can fix, as module -> class name: printed in one line, not as a traceback.
-USER_ERRORS = {"perflab.spec": "SpecError", "perflab.lab": "LabError", "perflab.runner": "RunnerError",
-               "perflab.inventory": "InventoryError", "perflab.store": "StoreError", "perflab.tidy": "TidyError"}
+USER_ERRORS = {"perflab.yamlfile": "SpecError", "perflab.lab": "LabError", "perflab.runner": "RunnerError",
+               "perflab.inventory": "InventoryError", "perflab.store": "StoreError", "perflab.tidy": "TidyError",
+               "perflab.ledger": "LedgerError"}
 
 
 def _lab(args: argparse.Namespace) -> int:
@@ -78,11 +79,11 @@ def _lab(args: argparse.Namespace) -> int:
 
 
 def _plan(args: argparse.Namespace) -> int:
-    campaign = spec.load(args.campaign)
+    campaign = campaign_mod.load(args.campaign)
     if args.macros:
-        from .report import macros
+        from .report import macros, planned
 
-        out = macros.write(args.macros, runner.planned_values(campaign), inputs=[args.campaign],
+        out = macros.write(args.macros, planned.values(campaign), inputs=[args.campaign],
                            generator="perflab plan --macros")
         print(f"planned values: {out}")
         return 0
@@ -125,7 +126,7 @@ def _plan(args: argparse.Namespace) -> int:
     if args.check:
         from . import preflight, remote
 
-        entries = lab.resolve_inventory(args.inventory, hosts=max(2, len(campaign.involved())))
+        entries = lab.resolve_inventory(args.inventory, hosts=campaign.lab_hosts())
         with remote.connect(entries, campaign.involved()) as hosts:
             problems = preflight.check(campaign, hosts)
         for p in problems:
@@ -174,9 +175,8 @@ def _study_json(s: Any) -> dict[str, Any]:
 
 
 def _run(args: argparse.Namespace) -> int:
-    campaign = spec.load(args.campaign)
-    hosts_needed = len(campaign.involved())
-    entries = lab.resolve_inventory(args.inventory, hosts=max(2, hosts_needed))
+    campaign = campaign_mod.load(args.campaign)
+    entries = lab.resolve_inventory(args.inventory, hosts=campaign.lab_hosts())
     summary = runner.run(campaign, entries, args.raw, limit=args.limit)
     for note in summary.notes:
         print(f"note: {note}")
@@ -188,9 +188,9 @@ def _run(args: argparse.Namespace) -> int:
 def _pilot(args: argparse.Namespace) -> int:
     from . import pilot
 
-    campaign = spec.load(args.campaign)
+    campaign = campaign_mod.load(args.campaign)
     pilot.pilot_campaign(campaign, args.repetitions)
-    entries = lab.resolve_inventory(args.inventory, hosts=max(2, len(campaign.involved())))
+    entries = lab.resolve_inventory(args.inventory, hosts=campaign.lab_hosts())
     table = pilot.run(campaign, entries, args.raw, repetitions=args.repetitions, metric=args.metric,
                       halfwidth=args.halfwidth / 100)
     print(pilot.format_table(table, list(campaign.factors)))
@@ -198,7 +198,7 @@ def _pilot(args: argparse.Namespace) -> int:
 
 
 def _tidy(args: argparse.Namespace) -> int:
-    paths = tidy.write(args.raw_dir, args.out)
+    paths = tidy.write(args.raw_dir, args.out, csv=args.csv)
     for kind, path in paths.items():
         print(f"{kind}: {path}")
     return 0
@@ -395,6 +395,8 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
                         epilog="example: perflab tidy data/raw/iperf3-streams")
     tp.add_argument("raw_dir", help="data/raw/<campaign>")
     tp.add_argument("--out", default="data/processed", help="output directory (default data/processed)")
+    tp.add_argument("--csv", action="store_true",
+                    help="also write the CSV mirror <campaign>.csv for reviewers (the pipeline does)")
     tp.set_defaults(func=_tidy)
 
     vp = sub.add_parser(
@@ -533,7 +535,10 @@ def main(argv: list[str] | None = None) -> int:
         # stdout at /dev/null so that the interpreter's final flush does not raise again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141  # 128 + SIGPIPE, what a shell reports for a command stopped by a closed pipe
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
+        if str(exc):  # the runner's own account of a stop (perflab.runner.Stopped): what was stopped, how to resume
+            print(f"perflab {args.command}: {exc}", file=sys.stderr)
+            return getattr(exc, "exit_code", 130)
         print(f"perflab {args.command}: interrupted; services, neighbour loads and monitors were stopped "
               "and stored samples are kept; rerun the same command to resume", file=sys.stderr)
         return 130

@@ -1,4 +1,4 @@
-"""Designs: cells from factors, and the order of runs (RMIT or sequential) with run ids.
+"""Designs: the order of a campaign's runs (RMIT or sequential) with run ids.
 
 Under RMIT (randomized multiple interleaved trials) every block runs each cell once, in an
 order shuffled afresh per block from a generator seeded with (seed, block), so the order
@@ -14,27 +14,10 @@ imports no numpy: the order for a seed is the one every recorded campaign was ru
 from __future__ import annotations
 
 import hashlib
-import itertools
 import json
-import re
 from dataclasses import dataclass, replace
-from typing import Any, Mapping
 
-from .spec import Campaign
-
-
-@dataclass(frozen=True)
-class Cell:
-    """One combination of factor levels."""
-
-    index: int
-    levels: Mapping[str, Any]
-
-    @property
-    def slug(self) -> str:
-        """A short readable id, e.g. ``parallel-4``."""
-        raw = "_".join(f"{k}-{v}" for k, v in self.levels.items())
-        return re.sub(r"[^A-Za-z0-9_.-]", "", raw)[:80] or f"cell{self.index}"
+from .campaign import Campaign, Cell
 
 
 @dataclass(frozen=True)
@@ -48,19 +31,6 @@ class Run:
     block: int
     position: int
     group: int | None = None
-
-
-def cells(factors: Mapping[str, tuple], crossing: str = "grid",
-          exclude: tuple[Mapping[str, Any], ...] = ()) -> list[Cell]:
-    """The cells of a design: the cross product of the factors' levels, or their zip, less the ``exclude``d ones.
-
-    A cell is excluded when it matches every factor -> level pair of one ``exclude`` item.
-    """
-    names = list(factors)
-    combos = zip(*factors.values()) if crossing == "zip" else itertools.product(*factors.values())
-    kept = [dict(zip(names, combo)) for combo in combos]
-    kept = [levels for levels in kept if not any(all(levels[k] == v for k, v in e.items()) for e in exclude)]
-    return [Cell(i, levels) for i, levels in enumerate(kept)]
 
 
 def run_id(campaign: str, cell: Cell, repetition: int, warmup: bool, seed: int) -> str:
@@ -85,7 +55,7 @@ def schedule(spec: Campaign) -> list[Run]:
 
 
 def _schedule(spec: Campaign) -> list[Run]:
-    grid = cells(spec.factors, spec.crossing, spec.exclude)
+    grid = spec.cells()
     runs: list[Run] = []
     if spec.design == "sequential":
         for cell in grid:

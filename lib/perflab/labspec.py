@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 
-from .spec import SpecError, _where, read_yaml, schema_problems
+from .yamlfile import SpecError, line_of, read_yaml, schema_problems
 
 SCHEMA = json.loads(resources.files("perflab").joinpath("schemas/lab.schema.json").read_text())
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
@@ -186,7 +186,7 @@ def _semantic_problems(doc: dict, lines: dict[tuple, int], path: str) -> list[st
 
     def check_link(where: tuple, value: str, among: list[str], what: str) -> None:
         if value not in among:
-            problems.append(f"{path}:{_where(lines, where)}: {'.'.join(map(str, where))}: {value!r} is not "
+            problems.append(f"{path}:{line_of(lines, where)}: {'.'.join(map(str, where))}: {value!r} is not "
                             f"{what}; use one of: {', '.join(among)}")
 
     for name, h in doc["hosts"].items():
@@ -195,7 +195,7 @@ def _semantic_problems(doc: dict, lines: dict[tuple, int], path: str) -> list[st
         router = h.get("router")
         if router is not None:
             if len(h["links"]) < 2:
-                problems.append(f"{path}:{_where(lines, ('hosts', name, 'router'))}: hosts.{name}.router: a router "
+                problems.append(f"{path}:{line_of(lines, ('hosts', name, 'router'))}: hosts.{name}.router: a router "
                                 "needs at least two links; add another link to its links")
             for i, link in enumerate(router.get("masquerade", ())):
                 check_link(("hosts", name, "router", "masquerade", i), link, h["links"], f"one of {name}'s links")
@@ -205,23 +205,23 @@ def _semantic_problems(doc: dict, lines: dict[tuple, int], path: str) -> list[st
                         check_link(("hosts", name, "router", "filter", i, key), rule[key], h["links"],
                                    f"one of {name}'s links")
                 if "dport" in rule and rule.get("proto") == "icmp":
-                    problems.append(f"{path}:{_where(lines, ('hosts', name, 'router', 'filter', i, 'dport'))}: "
+                    problems.append(f"{path}:{line_of(lines, ('hosts', name, 'router', 'filter', i, 'dport'))}: "
                                     f"hosts.{name}.router.filter.{i}.dport: icmp has no ports; use proto tcp or udp")
         if "vm" in h and router is not None:
-            problems.append(f"{path}:{_where(lines, ('hosts', name, 'vm'))}: hosts.{name}.vm: a virtual host cannot "
+            problems.append(f"{path}:{line_of(lines, ('hosts', name, 'vm'))}: hosts.{name}.vm: a virtual host cannot "
                             "be a router; make the router a namespace host (drop vm or router)")
         for dev, spec in (h.get("devices") or {}).items():
             if "vm" in h and "direct_io" in spec:
                 where = ("hosts", name, "devices", dev, "direct_io")
-                problems.append(f"{path}:{_where(lines, where)}: {'.'.join(where)}: a virtual host's disks are not "
+                problems.append(f"{path}:{line_of(lines, where)}: {'.'.join(where)}: a virtual host's disks are not "
                                 "loop devices; set the guest's disk caching with vm.cache instead")
             fs = spec.get("fs")
             if fs and size_bytes(spec["size"]) < MIN_FS_SIZE[fs]:
                 where = ("hosts", name, "devices", dev, "size")
-                problems.append(f"{path}:{_where(lines, where)}: {'.'.join(where)}: {spec['size']} is too small for "
+                problems.append(f"{path}:{line_of(lines, where)}: {'.'.join(where)}: {spec['size']} is too small for "
                                 f"{fs}; use at least {MIN_FS_SIZE[fs] >> 20}M")
             if spec.get("options") and not fs or spec.get("mkfs") and not fs:
                 where = ("hosts", name, "devices", dev)
-                problems.append(f"{path}:{_where(lines, where)}: {'.'.join(where)}: mkfs and options need a file "
+                problems.append(f"{path}:{line_of(lines, where)}: {'.'.join(where)}: mkfs and options need a file "
                                 "system; add fs: ext4, xfs or btrfs")
     return problems

@@ -118,7 +118,8 @@ def stop(handle: MonitorHandle) -> dict[str, str]:
     commands = {"before": f"cat {base}.before 2>&1", "after": f"cat {base}.after 2>&1", "log": f"cat {service.logfile}",
                 "sar": f"sadf -j {base}.sa -- -A 2>{base}.err; echo $? > {base}.rc",
                 "sadf-log": f"cat {base}.err", "sadf-status": f"cat {base}.rc"}
-    cleanup = f"rm -f {base}.before {base}.after {base}.sa {base}.err {base}.rc {service.pidfile} {service.logfile}\n"
+    cleanup = (f"rm -f {base}.before {base}.after {base}.sa {base}.err {base}.rc {service.pidfile} {service.logfile}\n"
+               + handle.host.forget(service))
     res = handle.host.run(halt + sectioned(commands) + cleanup, timeout=120)
     service.stopped = True
     sections = split_sections(res.stdout)

@@ -16,7 +16,7 @@ import pandas as pd
 
 from . import runner, stats, tidy, tools
 from .inventory import HostEntry
-from .spec import Campaign
+from .campaign import Campaign
 
 
 def pilot_campaign(spec: Campaign, repetitions: int) -> Campaign:

@@ -13,9 +13,8 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from . import tools
-from .design import cells
+from .campaign import Campaign
 from .remote import Host
-from .spec import Campaign
 
 
 @dataclass
@@ -37,7 +36,7 @@ def needs(spec: Campaign) -> dict[str, Needs]:
     hosts = [spec.hosts, *spec.groups] if spec.groups else [spec.hosts, *(
         {role: seat.host} for role, seats in spec.concurrent.items() for seat in seats)]
     placeholder = {role: "192.0.2.1" for role in tool.roles}
-    for cell in cells(spec.factors, spec.crossing, spec.exclude)[:1]:
+    for cell in spec.cells()[:1]:
         for cmd in tool.commands(spec.cell_params(cell.levels), placeholder):
             for mapping in hosts:
                 if cmd.role in mapping:

@@ -104,16 +104,6 @@ class CampaignRecord:
         """The record as written to ``campaign.json``."""
         return _dumps(self)
 
-    @property
-    def planned(self) -> dict[str, Any]:
-        """The campaign's planned values (design, seed, repetitions, warm-ups, fixed parameters, factors)."""
-        doc = self.spec
-        return {"design": doc.get("design", "rmit"), "seed": doc.get("seed"),
-                "repetitions": doc.get("repetitions"), "warmups": doc.get("warmups", 0),
-                "tool": doc.get("tool"), "params": dict(doc.get("params") or {}),
-                "factors": {k: list(v) if isinstance(v, list) else v for k, v in (doc.get("factors") or {}).items()},
-                "samples": len(self.schedule)}
-
 
 @dataclass(frozen=True)
 class SampleMeta:
@@ -221,22 +211,23 @@ class HostGap:
         return _dumps(self)
 
 
-def _read(path: str | Path, cls: type, what: str) -> Any:
-    """Read the JSON record at ``path``, check its kind and version, and build ``cls`` from it."""
+def _read(path: str | Path, cls: type, what: str, text: str | None = None) -> Any:
+    """Read the JSON record at ``path`` (or parse its ``text``, already read), check its kind and version,
+    and build ``cls`` from it."""
     where = str(path)
-    data = _load(path)
+    data = _load(path, text)
     _check(what, data, where)
     return _build(cls, data, where, what)
 
 
-def read_campaign(path: str | Path) -> CampaignRecord:
-    """Read and check a ``campaign.json``."""
-    return _read(path, CampaignRecord, "campaign record")
+def read_campaign(path: str | Path, text: str | None = None) -> CampaignRecord:
+    """Read and check a ``campaign.json`` (``text``: its content, when the caller has read it already)."""
+    return _read(path, CampaignRecord, "campaign record", text)
 
 
-def read_sample(path: str | Path) -> SampleMeta:
-    """Read and check a sample's ``meta.json``."""
-    return _read(path, SampleMeta, "sample record")
+def read_sample(path: str | Path, text: str | None = None) -> SampleMeta:
+    """Read and check a sample's ``meta.json`` (``text``: its content, when the caller has read it already)."""
+    return _read(path, SampleMeta, "sample record", text)
 
 
 def read_gap(path: str | Path) -> HostGap:
@@ -258,9 +249,9 @@ def parse_event(line: str, where: str) -> LedgerEvent:
     return _build(LedgerEvent, data, where, "ledger event")
 
 
-def _load(path: str | Path) -> dict[str, Any]:
+def _load(path: str | Path, text: str | None = None) -> dict[str, Any]:
     try:
-        data = json.loads(Path(path).read_text(), parse_constant=lambda c: math.nan)
+        data = json.loads(Path(path).read_text() if text is None else text, parse_constant=lambda c: math.nan)
     except json.JSONDecodeError as exc:
         raise RecordError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg}); raw records are never edited, "
                           "restore the original file") from None

@@ -19,12 +19,15 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping, TypeVar
 
 import paramiko
 from fabric import Config, Connection
 
+from . import executor, registry
 from .inventory import HostEntry
+
+T = TypeVar("T")
 
 # paramiko logs a dropped connection ("Socket exception: Connection reset by peer") from its transport
 # thread, which Python would print to stderr; the loss reaches the caller as HostLost instead.
@@ -153,6 +156,9 @@ class Result:
     exit_code: int
     started: float
     ended: float
+    #: Seconds the command itself ran, taken on the host around its process alone (no framing, no
+    #: round trip); None from the shell executor, which cannot take it.
+    duration: float | None = None
 
     @property
     def stdout(self) -> str:
@@ -185,6 +191,8 @@ class Service:
     pidfile: str
     logfile: str
     stopped: bool = field(default=False)
+    #: The service's cgroup in the campaign's registry on the host (None: the host has none).
+    cgroup: str | None = None
 
 
 class _Shell:
@@ -248,6 +256,8 @@ class Host:
         self.address = entry.address
         self._lock = threading.Lock()
         self._conn: Connection | None = None
+        #: The host's executor: the agent (:mod:`perflab.executor`), or the shell where the host has no python3.
+        self._agent: executor.Agent | None = None
         self._shell: _Shell | None = None
         self._connect_timeout = connect_timeout
         self.workdir = f"/tmp/perflab-{entry.name}"
@@ -256,6 +266,8 @@ class Host:
         self.host_key: dict[str, Any] | None = None
         #: Why the runner gave up on this host (see :meth:`give_up`), else None.
         self.given_up: str | None = None
+        #: The campaign's cgroup on this host (see :mod:`perflab.registry`), set by :meth:`open_registry`.
+        self.cgroup: str | None = None
 
     def __repr__(self) -> str:
         return f"Host({self.name!r}, {self.address!r}{', local' if self.entry.local else ''})"
@@ -326,40 +338,89 @@ class Host:
         that left the process group (``setsid``) die with it. ``tagged=False`` is only for
         the registry's own maintenance (:meth:`reap`). Never raises for a non-zero exit;
         raises :class:`HostError` when the host is gone.
+
+        The agent (:mod:`perflab.executor`) enforces the timeout and sweeps the tag itself and
+        times the command on the host (:attr:`Result.duration`); a host without ``python3`` gets
+        the same through a shell line and ``timeout``, without the duration.
         """
+        tag = secrets.token_hex(8) if timeout is not None and tagged else None
+        # the command's own cgroup in the campaign's registry: nothing it starts can leave it (env -i, setsid)
+        scope = registry.child(self.cgroup, f"c-{tag}") if tag and self.cgroup else None
+        with self._lock:
+            started = time.time()
+            if self.is_local:
+                reply = executor.run_here(command, timeout=timeout, kill_after=KILL_AFTER,
+                                          env=self._registry(env, tag), tag=tag, cgroup=scope)
+            elif (agent := self._executor(command)) is not None:
+                reply = self._exchange(command, timeout, lambda wait: agent.run(
+                    command, timeout=timeout, kill_after=KILL_AFTER, env=self._registry(env, tag), tag=tag,
+                    cgroup=scope, reply_deadline=wait))
+            else:
+                shell, line = self._shell, self._shell_line(command, timeout, env, tag, scope)
+                assert shell is not None
+                stdout, stderr, code = self._exchange(command, timeout, lambda wait: shell.run(line, wait))
+                return Result(self.name, command, stdout, stderr, code, started, time.time())
+        return Result(self.name, command, reply.out, reply.err, reply.exit_code, started, time.time(), reply.seconds)
+
+    def _shell_line(self, command: str, timeout: float | None, env: Mapping[str, str] | None, tag: str | None,
+                    scope: str | None = None) -> str:
+        """``command`` as a line for the shell executor: its environment, ``timeout``, its cgroup ``scope`` (made,
+        joined before it runs and killed after) and the tag sweep written out."""
         line = command
         if env:
             line = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()) + " " + line
+        if scope:
+            line = f"{registry.join(scope)} || exit 125; {line}"
         if timeout is not None:
             line = f"timeout --kill-after={KILL_AFTER} {timeout:g} sh -c {shlex.quote(line)}"
-            if tagged:
-                tag = secrets.token_hex(8)
+            if tag:
                 owner = f"PERFLAB_OWNER={shlex.quote(self.owner)}; export PERFLAB_OWNER; " if self.owner else ""
-                line = (f"{owner}PERFLAB_TAG={tag}; export PERFLAB_TAG; {line}; rc=$?; "
-                        f"{{ {sweep('PERFLAB_TAG', tag)}; }} >/dev/null; exit $rc")
-        started = time.time()
-        with self._lock:
-            if self.is_local:
-                done = subprocess.run(["sh", "-c", line], capture_output=True, stdin=subprocess.DEVNULL)
-                code = done.returncode if done.returncode >= 0 else 128 - done.returncode
-                return Result(self.name, command, done.stdout, done.stderr, code, started, time.time())
+                made, killed = (f"{registry.make(scope)}; ", f"{registry.kill(scope)}; ") if scope else ("", "")
+                line = (f"{owner}PERFLAB_TAG={tag}; export PERFLAB_TAG; {made}{line}; rc=$?; "
+                        f"{{ {killed}{sweep('PERFLAB_TAG', tag)}; }} >/dev/null; exit $rc")
+        return line
+
+    def _registry(self, env: Mapping[str, str] | None, tag: str | None) -> dict[str, str]:
+        """The environment a command gets: ``env``, and the host's process registry when the command is tagged."""
+        return {**(env or {}), **({"PERFLAB_OWNER": self.owner} if tag and self.owner else {})}
+
+    def _executor(self, command: str) -> executor.Agent | None:
+        """The host's agent, started on first use; None (and the shell from then on) for a host without python3."""
+        if self._agent is None and self._shell is None:
             if self.given_up:
                 raise HostLost(self.name, f"host {self.name} ({self.address}): {self.given_up}", self.given_up)
             try:
-                if self._shell is None:
-                    self._shell = _Shell(self.connection())
-                stdout, stderr, code = self._shell.run(line, None if timeout is None else timeout + KILL_AFTER + 30)
-            except TimeoutError as exc:  # before OSError, of which it is a subclass
-                self.close()
-                silent = (f"no answer within {timeout + KILL_AFTER + 30:g} s although the host itself stops the "
-                          f"command after {timeout:g} s")
-                raise HostLost(self.name, f"host {self.name} ({self.address}): {silent} (running "
-                               f"{_brief(command)})", silent) from exc
+                self._agent = executor.open_agent(self.connection().transport)
             except (OSError, paramiko.SSHException, EOFError) as exc:
                 self.close()
                 raise HostLost(self.name, f"host {self.name} ({self.address}): lost while running "
                                f"{_brief(command)}: {_one_line(exc)}", _one_line(exc)) from exc
-        return Result(self.name, command, stdout, stderr, code, started, time.time())
+            if self._agent is None:
+                self._shell = _Shell(self.connection())
+        return self._agent
+
+    def _exchange(self, command: str, timeout: float | None, send: Callable[[float | None], T]) -> T:
+        """``send(reply_deadline)`` on the host's executor; a silent or lost host raises :class:`HostLost`."""
+        if self.given_up:
+            raise HostLost(self.name, f"host {self.name} ({self.address}): {self.given_up}", self.given_up)
+        wait = None if timeout is None else timeout + KILL_AFTER + 30
+        try:
+            return send(wait)
+        except TimeoutError as exc:  # before OSError, of which it is a subclass
+            self.close()
+            silent = f"no answer within {wait:g} s although the host itself stops the command after {timeout:g} s"
+            raise HostLost(self.name, f"host {self.name} ({self.address}): {silent} (running "
+                           f"{_brief(command)})", silent) from exc
+        except (OSError, paramiko.SSHException, EOFError) as exc:
+            self.close()
+            raise HostLost(self.name, f"host {self.name} ({self.address}): lost while running "
+                           f"{_brief(command)}: {_one_line(exc)}", _one_line(exc)) from exc
+        except BaseException:  # a signal while waiting: the reply will come on a channel no command reads again
+            for running in (self._agent, self._shell):
+                if running is not None:
+                    running.chan.close()
+            self._agent = self._shell = None
+            raise
 
     def check(self, command: str, *, timeout: float | None = 60) -> str:
         """Run ``command`` and return its stdout; raise :class:`HostError` on a non-zero exit."""
@@ -376,33 +437,92 @@ class Host:
         outlives that command, and :meth:`stop` finds its ``setsid`` children).
         """
         pidfile, logfile = f"{self.workdir}/{name}.pid", f"{self.workdir}/{name}.log"
-        self.check(f"mkdir -p {self.workdir}")
-        inner = f"echo $$ > {pidfile}; exec {command}"
+        scope = registry.child(self.cgroup, f"s-{name}") if self.cgroup else None
+        self.check(f"mkdir -p {self.workdir}" + (f" && {registry.make(scope)}" if scope else ""))
+        inner = (f"{registry.join(scope)} || exit 125; " if scope else "") + f"echo $$ > {pidfile}; exec {command}"
         owner = f" PERFLAB_OWNER={shlex.quote(self.owner)}" if self.owner else ""
         tag = shlex.quote(f"PERFLAB_TAG=service:{pidfile}")
         self.check(f"env {tag}{owner} setsid sh -c {shlex.quote(inner)} > {logfile} 2>&1 < /dev/null & "
                    f"for i in $(seq 100); do [ -s {pidfile} ] && break; sleep 0.02; done; [ -s {pidfile} ]")
-        return Service(self, name, command, pidfile, logfile)
+        return Service(self, name, command, pidfile, logfile, cgroup=scope)
+
+    def open_registry(self) -> str | None:
+        """Create the campaign's cgroup on this host (see :mod:`perflab.registry`); None, or why there is none.
+
+        Needs :attr:`owner`; afterwards every command and service runs in a child cgroup of it.
+        """
+        if self.owner is None:
+            return "no process registry (no owner)"
+        res = self.run(registry.probe(self.owner, self.name, self.workdir), timeout=30, tagged=False)
+        if not res.ok:
+            self.cgroup = None
+            why = res.stderr.strip()[:200] or f"exit {res.exit_code}"
+            return (f"host {self.name}: no cgroup for the campaign's processes ({why}); processes that drop "
+                    "their environment (env -i) can outlive the run there")
+        self.cgroup = res.stdout.strip()
+        return None
+
+    def forget(self, service: Service) -> str:
+        """Shell lines that kill what is left in ``service``'s cgroup and remove it (empty without a cgroup)."""
+        return f"{{ {registry.kill(service.cgroup)}; }} >/dev/null 2>&1\n" if service.cgroup else ""
+
+    def close_registry(self) -> list[str]:
+        """Kill whatever is left in the campaign's cgroup on this host and remove it; return ``"<pid> <command>"``
+        per process killed (none when everything was stopped in order)."""
+        if not self.cgroup:
+            return []
+        parent = shlex.quote(self.cgroup.rsplit("/", 1)[0])  # perflab-<owner>, removed once no host uses it
+        res = self.run(f"{registry.kill(self.cgroup, report=True)}; rmdir {parent} 2>/dev/null; true", timeout=30,
+                       tagged=False)
+        self.cgroup = None
+        return [line for line in res.stdout.splitlines() if line.strip()]
 
     def alive(self, service: Service) -> bool:
         """True when the service's process group still has a member (it did not exit after starting)."""
         return self.run(f"p=$(cat {service.pidfile}) && [ -n \"$p\" ] && {_GROUP_ALIVE}", timeout=15).ok
 
+    def dead(self, services: list[Service]) -> list[Service]:
+        """Those of ``services`` (started on this host) whose process group has no live member: one round trip."""
+        if not services:
+            return []
+        checks = "".join(f"p=$(cat {s.pidfile} 2>/dev/null); [ -n \"$p\" ] && {_GROUP_ALIVE} || echo {i}; "
+                         for i, s in enumerate(services))
+        res = self.run(checks + "true", timeout=15)
+        return [services[int(i)] for i in res.stdout.split() if i.isdigit()]
+
+    def port_holder(self, service: Service, port: int) -> str | None:
+        """Who listens on TCP ``port`` if not ``service``'s own processes (``"pid N (comm)"``), else None.
+
+        A listener counts as the service's when it is in the service's cgroup (or, on a host
+        without one, in its process group). None also when ``ss -p`` names no process.
+        """
+        if service.cgroup:
+            mine = f"grep -q {shlex.quote('^0::.*/' + '/'.join(service.cgroup.split('/')[-3:]) + '$')} /proc/$p/cgroup"
+        else:
+            mine = f"[ \"$(ps -o pgid= -p $p | tr -d ' ')\" = \"$(cat {service.pidfile})\" ]"
+        script = (f"for p in $(ss -Hltnp {shlex.quote(f'sport = :{port}')} | grep -o 'pid=[0-9]*' | cut -d= -f2 | "
+                  f"sort -u); do {mine} && continue; echo \"pid $p ($(cat /proc/$p/comm 2>/dev/null))\"; break; done")
+        return self.run(script, timeout=15).stdout.strip() or None
+
     def reap(self, owner: str, *, own_netns: bool = False) -> list[str]:
         """Kill every process on this host registered to ``owner`` (left by an earlier, killed run).
 
-        Returns one ``"<pid> <command line>"`` per process killed. Hosts that share a kernel
-        (the lab's namespaces) see each other's processes, which carry the same owner;
-        ``own_netns`` kills only those in this host's network namespace.
+        Kills this host's cgroup of the registry (see :mod:`perflab.registry`), then every
+        process still carrying ``PERFLAB_OWNER=<owner>``. Returns one ``"<pid> <command
+        line>"`` per process killed. Hosts that share a kernel (the lab's namespaces) see each
+        other's processes, which carry the same owner; ``own_netns`` kills only those in this
+        host's network namespace (the cgroup part is always this host's own).
         """
-        res = self.run(sweep("PERFLAB_OWNER", owner, own_netns=own_netns), timeout=30, tagged=False)
-        return [line for line in res.stdout.splitlines() if line.strip()]
+        script = f"{registry.kill_all(owner, self.name)}; {sweep('PERFLAB_OWNER', owner, own_netns=own_netns)}"
+        res = self.run(script, timeout=30, tagged=False)
+        return list(dict.fromkeys(line for line in res.stdout.splitlines() if line.strip()))
 
     def stop(self, service: Service) -> str:
         """Stop a service's whole process group (TERM, then KILL) and its setsid children; return its log."""
         if service.stopped:
             return ""
-        script = (halt_group(service.pidfile) + f"{{ {sweep('PERFLAB_TAG', f'service:{service.pidfile}')}; }} >/dev/null; "
+        script = (halt_group(service.pidfile) + self.forget(service)
+                  + f"{{ {sweep('PERFLAB_TAG', f'service:{service.pidfile}')}; }} >/dev/null; "
                   f"cat {service.logfile} 2>/dev/null; "
                   f"rm -f {service.pidfile} {service.logfile}; true")
         out = self.run(script, timeout=30).stdout
@@ -429,6 +549,7 @@ class Host:
     def close(self) -> None:
         """Close the connection (a later command reconnects)."""
         self._shell = None
+        self._agent = None
         if self._conn is not None:
             try:
                 self._conn.close()
@@ -478,7 +599,7 @@ def reap(entries: Mapping[str, HostEntry], names: list[str], owner: str) -> tupl
     with connect(entries, names) as hosts:
         for name, host in hosts.items():
             try:
-                if found := host.reap(owner):
+                if found := host.reap(owner, own_netns=True):  # the lab's hosts share a kernel: each its own
                     killed[name] = found
             except HostError:
                 unreachable.append(name)

@@ -15,7 +15,9 @@ Layout of a campaign directory::
     blocks/<block>/        per-block extras such as host fingerprints
     verify/<time>-c<cell>.json   the checks (`verify:`) of a cell's setup steps, with their output
     gaps/<host>-<time>.json      a host's lost connection and its reconnection (records.HostGap)
-    leftovers/<time>.json  processes an earlier, killed run left on the hosts, killed on resume
+    leftovers/<time>.json  processes an earlier, killed run left on the hosts, killed on resume (by host),
+                           or that a stopped run (Ctrl-C, SIGTERM, SIGHUP) killed on its way out
+    repairs/ledger-<time>.json   torn ledger lines cut off on resume (a full disk or a crash mid-write)
 
 A sample directory is assembled under a temporary name and renamed into place, so it is
 either complete or absent; nothing in the store is ever rewritten.
@@ -43,6 +45,8 @@ from .files import atomic_write, fsync
 from .ledger import Ledger
 
 MANIFEST = "MANIFEST.sha256"
+#: The run-state event log (see :mod:`perflab.ledger`).
+LEDGER = "ledger.jsonl"
 #: A campaign directory's run lock (not raw data): held (flock) by the run, naming its pid, host and command,
 #: and removed when the run ends.
 LOCK = ".lock"
@@ -314,7 +318,7 @@ class RawStore:
         :data:`SEALABLE` ones) or a listed file that is missing raises :class:`StoreError`,
         since resuming would launder edited data or measure a deleted sample again.
         """
-        notes, altered = [], []
+        notes, altered = self._repair_ledger(), []
         listed = read_manifest(self.dir)
         for tmp in sorted(self.dir.glob("**/.tmp-*")):
             final = tmp.with_name(re.sub(r"^\.tmp-(.*)-\d+$", r"\1", tmp.name))
@@ -341,6 +345,17 @@ class RawStore:
                              f"perflab never adopts or re-measures raw data: restore the files from a backup, "
                              f"or move the directory away and run the campaign again (`perflab verify` lists all)")
         return notes + self.seal()
+
+    def _repair_ledger(self) -> list[str]:
+        """Cut torn lines off the ledger (see :meth:`Ledger.repair`) and record them in ``repairs/``."""
+        cut = Ledger(self.dir / LEDGER).repair()
+        if not cut:
+            return []
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        record = {"format": 1, "campaign": self.campaign, "file": LEDGER, "repaired_utc": stamp, "cut": cut}
+        path = self.put_file(f"repairs/ledger-{stamp}.json", json.dumps(record, indent=1) + "\n")
+        return [f"{LEDGER}: cut {len(cut)} torn line(s) left by an interrupted write (recorded in "
+                f"{path.relative_to(self.dir)})"]
 
     def seal(self) -> list[str]:
         """Checksum the named non-sample files (:data:`SEALABLE`, e.g. the executed notebook) not yet listed.
@@ -391,7 +406,7 @@ def seal_digitized(directory: str | Path) -> list[str]:
 #: Non-sample files that :meth:`RawStore.seal` may checksum after the run (written by the pipeline).
 SEALABLE = frozenset({"experiment.ipynb"})
 #: Files of a campaign directory that are logs rather than raw data (appended to, not checksummed).
-UNSEALED = frozenset({MANIFEST, "ledger.jsonl"})
+UNSEALED = frozenset({MANIFEST, LEDGER})
 
 
 def unlisted(campaign_dir: str | Path) -> list[str]:
@@ -429,21 +444,31 @@ def read_manifest(campaign_dir: str | Path) -> dict[str, str]:
     return dict(manifest_lines(campaign_dir))
 
 
-def verify(campaign_dir: str | Path) -> list[str]:
-    """Check raw files against the manifest, and manifest, ledger and samples against each other.
+def verify(campaign_dir: str | Path, *, hashed: Mapping[str, str] | None = None,
+           schedule: list[str] | None = None) -> list[str]:
+    """Check raw files against the manifest, and schedule, manifest, ledger and samples against each other.
 
-    Returns the problems (empty when intact): altered, missing or unlisted files, a path
-    listed twice (written again after a deletion), a sample the ledger says is done but
-    that is missing, a run done twice or whose attempt numbers restart (measured again),
-    and a sample directory no ledger event mentions.
+    ``hashed`` maps manifest paths to the SHA-256 of the bytes a caller has already read
+    (``perflab tidy`` hashes what it parses, so each raw file is read once); those files are
+    not read again; ``schedule`` is the campaign record's, when the caller has read it.
+
+    Returns the problems (empty when intact): altered, missing or unlisted files, a manifest
+    path outside the campaign directory (refused, never read), a path listed twice (written
+    again after a deletion), and what :func:`_ledger_problems` finds.
     """
     cdir = Path(campaign_dir)
     lines = manifest_lines(cdir)
     listed = dict(lines)
     problems = []
+    inside = os.path.realpath(cdir)
+    hashed = hashed or {}
     for name, digest in listed.items():
+        path = os.path.realpath(cdir / name)
+        if Path(name).is_absolute() or ".." in Path(name).parts or os.path.commonpath([inside, path]) != inside:
+            problems.append(f"{name}: a manifest path outside the campaign directory; refused, not read")
+            continue
         try:
-            altered = sha256_file(cdir / name) != digest
+            altered = (hashed.get(name) or sha256_file(path)) != digest
         except FileNotFoundError:
             problems.append(f"{name}: listed in the manifest but missing")
             continue
@@ -453,17 +478,42 @@ def verify(campaign_dir: str | Path) -> list[str]:
     counts = Counter(name for name, _ in lines)
     problems += [f"{name}: listed {n} times in the manifest (written again after it was deleted?)"
                  for name, n in counts.items() if n > 1]
-    return problems + _ledger_problems(cdir)
+    return problems + _ledger_problems(cdir, _schedule(cdir) if schedule is None else schedule)
 
 
-def _ledger_problems(cdir: Path) -> list[str]:
-    """Samples versus ledger events: done-but-missing, measured twice, attempt numbers restarting, unknown."""
-    path = cdir / "ledger.jsonl"
+def _stored(cdir: Path, kind: str) -> set[str]:
+    """Names of the complete entries under ``cdir/kind`` (``samples`` or ``failed``)."""
+    d = cdir / kind
+    return {p.name for p in d.iterdir() if p.is_dir() and not p.name.startswith(".")} if d.is_dir() else set()
+
+
+def _schedule(cdir: Path) -> list[str]:
+    """The run ids the campaign record plans, in order (empty for a directory without one)."""
+    path = cdir / "campaign.json"
+    return records.read_campaign(path).schedule if path.exists() else []
+
+
+def _ledger_problems(cdir: Path, schedule: list[str]) -> list[str]:
+    """Schedule, samples, failed attempts and ledger events against each other.
+
+    Finds a missing ledger of a campaign that plans runs; a sample the ledger says is done but
+    that is missing, a run done twice or whose attempt numbers restart (measured again), a
+    sample or failed attempt no ledger event mentions, a failure the ledger records whose
+    attempt is not stored; a stored run the schedule does not plan; and a planned run with no
+    event although runs after it in the schedule (of its group) were measured: the runner
+    measures in schedule order, so such a hole is a sample deleted with its ledger lines.
+    """
+    path = cdir / LEDGER
+    samples, failed_dirs = _stored(cdir, "samples"), _stored(cdir, "failed")
     if not path.exists():
+        if schedule:
+            return [f"{LEDGER}: missing: the campaign plans {len(schedule)} runs and its ledger records which ran; "
+                    "restore it from a backup (it cannot be rebuilt)"]
         return []
-    events = Ledger(path).events()
-    sdir = cdir / "samples"
-    samples = {p.name for p in sdir.iterdir() if p.is_dir() and not p.name.startswith(".")} if sdir.is_dir() else set()
+    try:
+        events = Ledger(path).events()
+    except records.RecordError as exc:
+        return [f"{LEDGER}: {str(exc).split(': ', 1)[-1]}"]
     problems, done, failed = [], Counter(), {}
     for event in events:
         if event.state == "running" and (done[event.run_id] or (event.attempt or 0) <= failed.get(event.run_id, 0)):
@@ -473,6 +523,9 @@ def _ledger_problems(cdir: Path) -> list[str]:
                             f"{after}): the run was measured again")
         elif event.state == "failed":
             failed[event.run_id] = max(failed.get(event.run_id, 0), event.attempt or 0)
+            if f"{event.run_id}.a{event.attempt}" not in failed_dirs:
+                problems.append(f"failed/{event.run_id}.a{event.attempt}: the ledger records this failed attempt "
+                                "but it is not stored")
         elif event.state == "done":
             done[event.run_id] += 1
     for run_id, n in sorted(done.items()):
@@ -481,5 +534,28 @@ def _ledger_problems(cdir: Path) -> list[str]:
         if n > 1:
             problems.append(f"samples/{run_id}: done {n} times in the ledger (measured again)")
     mentioned = {event.run_id for event in events}
+    attempts = {(event.run_id, event.attempt) for event in events}
     problems += [f"samples/{name}: no ledger event mentions this sample" for name in sorted(samples - mentioned)]
+    for name in sorted(failed_dirs):
+        run_id, _, k = name.rpartition(".a")
+        if (run_id, int(k) if k.isdigit() else None) not in attempts:
+            problems.append(f"failed/{name}: no ledger event mentions this attempt")
+    return problems + _schedule_problems(schedule, mentioned, samples | {n.rpartition(".a")[0] for n in failed_dirs})
+
+
+def _schedule_problems(schedule: list[str], mentioned: set[str], stored: set[str]) -> list[str]:
+    """Stored runs the schedule does not plan, and planned runs skipped although later ones (of their group) ran."""
+    if not schedule:
+        return []
+    planned = set(schedule)
+    problems = [f"samples/{run_id}: not a run of the campaign's schedule (campaign.json)"
+                for run_id in sorted((stored | mentioned) - planned)]
+    groups: dict[str, list[str]] = {}
+    for run_id in schedule:
+        groups.setdefault(re.sub(r"^.*?(-g\d+)?$", r"\1", run_id), []).append(run_id)
+    for runs in groups.values():
+        last = max((i for i, run_id in enumerate(runs) if run_id in mentioned), default=-1)
+        problems += [f"samples/{run_id}: planned (campaign.json) but neither stored nor in the ledger, although "
+                     f"later runs were measured: deleted with its ledger lines?"
+                     for run_id in runs[:last] if run_id not in mentioned]
     return problems

@@ -24,7 +24,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from . import spec
+from . import campaign as campaign_mod, yamlfile
 from .files import slug
 
 SCHEMA = json.loads(resources.files("perflab").joinpath("schemas/study.schema.json").read_text())
@@ -115,8 +115,8 @@ def load(folder: str | Path, root: str | Path = ".") -> Study:
     rel = folder.relative_to(root).as_posix() if folder.is_absolute() else folder.as_posix()
     path = f"{rel}/study.yaml"
     try:
-        doc, lines = spec.read_yaml(root / path, SCHEMA, "study")
-    except spec.SpecError as exc:
+        doc, lines = yamlfile.read_yaml(root / path, SCHEMA, "study")
+    except yamlfile.SpecError as exc:
         raise StudyError("\n".join(p.replace(str(root / path), path) for p in exc.problems)) from None
 
     def at(*where: object) -> str:
@@ -141,8 +141,8 @@ def load(folder: str | Path, root: str | Path = ".") -> Study:
     for i, ref in enumerate(doc.get("campaigns", [])):
         file = f"{rel}/{ref['file']}"
         try:
-            camp = spec.load(root / file)
-        except spec.SpecError as exc:
+            camp = campaign_mod.load(root / file)
+        except yamlfile.SpecError as exc:
             problems += [f"{at('campaigns', i, 'file')}: {p}" for p in exc.problems]
             continue
         declared = camp.doc.get("study")

@@ -7,18 +7,21 @@ sample's host group (an integer; missing for campaigns without groups).
 
 The raw directory is verified against its manifest first; a sample whose output does not
 parse is quarantined with the reason, never turned into a number. Outputs are written
-next to each other in ``data/processed/``: ``<campaign>.parquet`` (typed), ``<campaign>.csv``
-(for reviewers, written by pyarrow: strings quoted, booleans ``true``/``false``, times in
-UTC with ``Z``), ``<campaign>.quarantine.csv`` and ``<campaign>.lineage.json``.
+next to each other in ``data/processed/``: ``<campaign>.parquet`` (typed), on request
+``<campaign>.csv`` (for reviewers, written by pyarrow: strings quoted, booleans ``true``/``false``,
+times in UTC with ``Z``; the pipeline asks for it), ``<campaign>.quarantine.csv`` and
+``<campaign>.lineage.json``. Each raw file is read once: the bytes parsed are the bytes hashed
+for the manifest check, and nothing is returned unless every file matches.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pandas as pd
 import pyarrow as pa
@@ -26,6 +29,7 @@ import pyarrow.csv
 import pyarrow.parquet
 
 from . import __version__, fingerprint, records, store, tools
+from .campaign import from_doc
 from .files import atomic_write
 from .tools import procfs
 from .tools.base import Measurement, ParseError
@@ -51,12 +55,47 @@ def frame(raw_dir: str | Path, *, verify: bool = True) -> tuple[pd.DataFrame, pd
     if not (raw_dir / "campaign.json").exists():
         raise TidyError(f"{raw_dir}: no campaign.json; is this a campaign's raw directory? "
                         "Run the experiment first (`perflab run CAMPAIGN.yaml`).")
-    if verify:
-        problems = store.verify(raw_dir)
-        if problems:
-            raise TidyError(f"{raw_dir}: raw data does not match {store.MANIFEST}:\n  " + "\n  ".join(problems[:20])
-                            + "\nRestore the original files (raw data is never edited) before analysing.")
-    campaign = records.read_campaign(raw_dir / "campaign.json")
+    reader = RawReader(raw_dir)
+    try:
+        df, quarantine = _parse(raw_dir, reader)
+    except Exception:
+        if verify:  # a damaged raw file is named as such, not by the error it caused
+            _verified(raw_dir, reader)
+        raise
+    if verify:  # after parsing, from the same bytes: nothing is returned unless every file matched
+        _verified(raw_dir, reader)
+    return df, quarantine
+
+
+def _verified(raw_dir: Path, reader: "RawReader") -> None:
+    """Raise :class:`TidyError` unless the campaign matches its manifest (with the digests and schedule ``reader`` took)."""
+    problems = store.verify(raw_dir, hashed=reader.hashed, schedule=reader.schedule)
+    if problems:
+        raise TidyError(f"{raw_dir}: raw data does not match {store.MANIFEST}:\n  " + "\n  ".join(problems[:20])
+                        + "\nRestore the original files (raw data is never edited) before analysing.")
+
+
+class RawReader:
+    """Reads a campaign's raw files once each: the bytes a parser gets are the bytes hashed for the manifest check."""
+
+    def __init__(self, raw_dir: Path) -> None:
+        self.raw_dir = raw_dir
+        #: Manifest path (relative to the campaign) -> SHA-256 of the bytes read.
+        self.hashed: dict[str, str] = {}
+        #: The campaign record's schedule, once read (so the manifest check does not read it again).
+        self.schedule: list[str] | None = None
+
+    def text(self, path: Path) -> str:
+        """The file at ``path`` (inside the campaign) as text; raises ``FileNotFoundError`` when absent."""
+        data = path.read_bytes()
+        self.hashed[path.relative_to(self.raw_dir).as_posix()] = hashlib.sha256(data).hexdigest()
+        return data.decode("utf-8", errors="replace")
+
+
+def _parse(raw_dir: Path, reader: RawReader) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The tidy rows and quarantined samples of the campaign at ``raw_dir``, every file read through ``reader``."""
+    campaign = records.read_campaign(raw_dir / "campaign.json", reader.text(raw_dir / "campaign.json"))
+    reader.schedule = campaign.schedule
     factors = list(campaign.spec["factors"])
     batch = _Batch()
     tables: list[pa.Table] = []
@@ -64,7 +103,7 @@ def frame(raw_dir: str | Path, *, verify: bool = True) -> tuple[pd.DataFrame, pd
     sample_dirs = sorted(p for p in (raw_dir / "samples").iterdir() if not p.name.startswith(".")) \
         if (raw_dir / "samples").is_dir() else []
     for sdir in sample_dirs:
-        meta = records.read_sample(sdir / "meta.json")
+        meta = records.read_sample(sdir / "meta.json", reader.text(sdir / "meta.json"))
         tool = tools.get(meta.tool)
         source = f"{raw_dir.name}/samples/{sdir.name}/stdout"
         first = meta.commands[0] if meta.commands else {}
@@ -74,7 +113,7 @@ def frame(raw_dir: str | Path, *, verify: bool = True) -> tuple[pd.DataFrame, pd
                   "started_utc": first.get("started_utc"),
                   **{f: meta.cell.get(f) for f in factors}}
         try:
-            parts = benchmark_rows(tool, meta, sdir, f"{raw_dir.name}/samples/{sdir.name}")
+            parts = benchmark_rows(tool, meta, sdir, f"{raw_dir.name}/samples/{sdir.name}", reader.text)
         except (ParseError, FileNotFoundError) as exc:
             quarantine.append({**common, "source": getattr(exc, "source", None) or source, "reason": str(exc)})
             continue
@@ -83,7 +122,8 @@ def frame(raw_dir: str | Path, *, verify: bool = True) -> tuple[pd.DataFrame, pd
         # the sample's operations: every host's and phase's (sums over hosts are not counted again)
         counts = [n for own, measurements, _ in parts if own["host"] != "all"
                   if (n := tool.operations(measurements)) is not None]
-        monitor_rows(batch, sdir, raw_dir.parent, common, quarantine, operations=sum(counts) if counts else None)
+        monitor_rows(batch, sdir, raw_dir.parent, common, quarantine, operations=sum(counts) if counts else None,
+                     read=reader.text)
         if batch.rows >= BATCH_ROWS:
             tables.append(batch.table())
             batch = _Batch()
@@ -110,8 +150,8 @@ def frame(raw_dir: str | Path, *, verify: bool = True) -> tuple[pd.DataFrame, pd
 PER_HOST_DIMS = frozenset({"stream", "job", "job_name", "interval_start", "interval_end", "timestamp", "percentile"})
 
 
-def benchmark_rows(tool: tools.Tool, meta: records.SampleMeta, sample_dir: Path,
-                   source: str) -> list[tuple[dict[str, Any], list[Measurement], str]]:
+def benchmark_rows(tool: tools.Tool, meta: records.SampleMeta, sample_dir: Path, source: str,
+                   read: Callable[[Path], str] | None = None) -> list[tuple[dict[str, Any], list[Measurement], str]]:
     """A sample's benchmark rows as (values they share, measurements, source file) parts.
 
     One part per parsed output: the first measured command's role on every host (column
@@ -120,13 +160,14 @@ def benchmark_rows(tool: tools.Tool, meta: records.SampleMeta, sample_dir: Path,
     each of the tool's additive metrics (:attr:`Tool.additive`) that every host reported with
     the same dimensions, per-host dimensions (:data:`PER_HOST_DIMS`) excepted. Raises
     :class:`ParseError` (or ``FileNotFoundError``) when one output does not parse. The source of a sum
-    lists the files it adds up, separated by commas.
+    lists the files it adds up, separated by commas. ``read`` reads an output file (default: as text).
     """
+    read = read or _read
     parts: list[tuple[dict[str, Any], list[Measurement], str]] = []
     by_phase: dict[Any, list[tuple[dict[str, Any], list[Measurement], str]]] = {}
     for command in meta.outputs():
         where = f"{source}/{command['stdout']}"
-        found = tool.parse(_read(sample_dir / command["stdout"]), _read(sample_dir / command["stderr"]), source=where)
+        found = tool.parse(read(sample_dir / command["stdout"]), read(sample_dir / command["stderr"]), source=where)
         own = {"host": command.get("host"), "started_utc": command.get("started_utc")}
         if "phase" in command:
             own["phase"] = command["phase"]
@@ -202,7 +243,8 @@ class _Batch:
 
 
 def monitor_rows(batch: _Batch, sample_dir: Path, base: Path, common: dict[str, Any],
-                 quarantine: list[dict[str, Any]], *, operations: float | None = None) -> None:
+                 quarantine: list[dict[str, Any]], *, operations: float | None = None,
+                 read: Callable[[Path], str] | None = None) -> None:
     """Add a sample's monitor rows to ``batch``: per host, sysstat's means, /proc and cgroup deltas.
 
     They carry the host monitored in ``host``, the monitor's parser in ``tool`` (``sadf``,
@@ -213,18 +255,22 @@ def monitor_rows(batch: _Batch, sample_dir: Path, base: Path, common: dict[str, 
     operation: ``cpu_seconds_per_op`` (tool ``cgroup``: the host's own CPU time) and
     ``cpu_time_per_op`` and ``bytes_per_op`` (tool ``procstat``, see
     :func:`perflab.tools.procfs.per_operation`; its CPU time is the kernel's, i.e. the
-    whole machine's on a lab host).
+    whole machine's on a lab host). ``read`` reads a monitor file (default: as text).
     """
+    read = read or _read
     for hdir in sorted(p for p in (sample_dir / "monitors").glob("*") if p.is_dir()):
         inputs = {"sadf": [hdir / "sar.json"], "procstat": [hdir / "proc-before.txt", hdir / "proc-after.txt"],
                   "cgroup": [hdir / "cgroup-before.txt", hdir / "cgroup-after.txt"]}
         for name, files in inputs.items():
-            if not all(f.is_file() for f in files) or (name == "sadf" and _no_intervals(files[0])):
+            if not all(f.is_file() for f in files):
+                continue
+            text = "".join(read(f) for f in files)
+            if name == "sadf" and _no_intervals(text):
                 continue
             source = files[0].relative_to(base).as_posix()
             parser = tools.get(name)
             try:
-                found = parser.parse("".join(_read(f) for f in files), source=source)
+                found = parser.parse(text, source=source)
             except ParseError as exc:
                 quarantine.append({**common, "host": hdir.name, "source": source, "reason": str(exc)})
                 continue
@@ -245,10 +291,11 @@ def per_operation(monitor: str, rows: list[Measurement], operations: float) -> l
     return []
 
 
-def _no_intervals(sar_json: Path) -> bool:
-    """True for a sysstat recording shorter than its one-second interval: it holds no statistics."""
+def _no_intervals(sar_json: str) -> bool:
+    """True for a sysstat recording (``sar.json``'s text) shorter than its one-second interval: it holds no
+    statistics."""
     try:
-        hosts = json.loads(_read(sar_json))["sysstat"]["hosts"]
+        hosts = json.loads(sar_json)["sysstat"]["hosts"]
     except (ValueError, KeyError, TypeError):
         return False  # not what sadf writes: the parser says what is wrong
     return all(not h.get("statistics") for h in hosts) if isinstance(hosts, list) else False
@@ -258,17 +305,18 @@ def _read(path: Path) -> str:
     return path.read_text(encoding="utf-8", errors="replace")
 
 
-def write(raw_dir: str | Path, out_dir: str | Path) -> dict[str, Path]:
-    """Write the tidy table (Parquet + CSV), the quarantine list and a lineage record."""
+def write(raw_dir: str | Path, out_dir: str | Path, *, csv: bool = False) -> dict[str, Path]:
+    """Write the tidy table (Parquet; with ``csv``, its CSV mirror too), the quarantine list and a lineage record."""
     raw_dir, out_dir = Path(raw_dir), Path(out_dir)
     df, quarantine = frame(raw_dir)
     name = raw_dir.name
     out_dir.mkdir(parents=True, exist_ok=True)
-    paths = {"parquet": out_dir / f"{name}.parquet", "csv": out_dir / f"{name}.csv",
+    paths = {"parquet": out_dir / f"{name}.parquet", **({"csv": out_dir / f"{name}.csv"} if csv else {}),
              "quarantine": out_dir / f"{name}.quarantine.csv", "lineage": out_dir / f"{name}.lineage.json"}
     table = pa.Table.from_pandas(df, preserve_index=False)  # what DataFrame.to_parquet writes
     atomic_write(paths["parquet"], lambda p: pyarrow.parquet.write_table(table, p))
-    atomic_write(paths["csv"], csv_bytes(table))
+    if csv:
+        atomic_write(paths["csv"], csv_bytes(table))
     atomic_write(paths["quarantine"], lambda p: quarantine.to_csv(p, index=False))
     manifest = raw_dir / store.MANIFEST
     lineage = {"output": [p.name for k, p in paths.items() if k != "lineage"], "generator": "perflab.tidy.write",
@@ -277,10 +325,15 @@ def write(raw_dir: str | Path, out_dir: str | Path) -> dict[str, Path]:
                           "samples": int(df["run_id"].nunique()) if len(df) else 0,
                           "quarantined": len(quarantine)},
                "parsers": {t: int(v) for t, v in df.groupby("tool")["parser_version"].first().items()} if len(df) else {},
-               "planned": records.read_campaign(raw_dir / "campaign.json").planned,
+               "planned": _planned(records.read_campaign(raw_dir / "campaign.json")),
                "host_fact_differences": [d["text"] for d in fact_differences(raw_dir)]}
     atomic_write(paths["lineage"], lambda p: p.write_text(json.dumps(lineage, indent=1) + "\n"))
     return paths
+
+
+def _planned(record: records.CampaignRecord) -> dict[str, Any]:
+    """What the campaign recorded in ``record`` planned (:meth:`perflab.campaign.Campaign.planned`)."""
+    return from_doc(record.spec, record.source).planned()
 
 
 def csv_bytes(table: pd.DataFrame | pa.Table) -> bytes:

@@ -32,25 +32,25 @@ and block fingerprints on the connected hosts), :mod:`.samples` (the sample loop
 from __future__ import annotations
 
 import dataclasses
-import json
 import platform
 import secrets
 import sys
-import time
 from pathlib import Path
 from typing import Callable, Mapping, TextIO
 
 from .. import __version__, design, records
 from ..inventory import HostEntry
-from ..spec import Campaign
+from ..campaign import Campaign
 from ..store import RawStore
-from .plan import (FINGERPRINT_SECONDS, MONITOR_SECONDS, SETTLE_POLL_SECONDS, STARTUP_SECONDS, plan, planned_values,
+from .plan import (FINGERPRINT_SECONDS, MONITOR_SECONDS, SETTLE_POLL_SECONDS, STARTUP_SECONDS, plan,
                    sample_timeout)
+from . import leftovers
 from .outcome import RunnerError, Summary
 from .progress import Progress, format_duration
+from .stopping import Stopped, on_signals
 
-__all__ = ["FINGERPRINT_SECONDS", "MONITOR_SECONDS", "SETTLE_POLL_SECONDS", "STARTUP_SECONDS", "RunnerError", "Summary",
-           "format_duration", "plan", "planned_values", "run", "sample_timeout"]
+__all__ = ["FINGERPRINT_SECONDS", "MONITOR_SECONDS", "SETTLE_POLL_SECONDS", "STARTUP_SECONDS", "RunnerError", "Stopped",
+           "Summary", "format_duration", "plan", "run", "sample_timeout"]
 
 
 def run(spec: Campaign, entries: Mapping[str, HostEntry], raw_root: str | Path, *,
@@ -63,7 +63,9 @@ def run(spec: Campaign, entries: Mapping[str, HostEntry], raw_root: str | Path, 
     A host that goes away is reconnected under ``spec.reconnect`` (the gap is stored under
     ``gaps/`` and the sample runs again as a new attempt); when that fails, the failed attempt
     is kept and :class:`RunnerError` is raised in one line after everything started was
-    stopped (with groups, after the other groups finished); rerunning resumes.
+    stopped (with groups, after the other groups finished); rerunning resumes. Ctrl-C,
+    SIGTERM and SIGHUP stop the run the same way and raise :class:`Stopped`, whose message
+    says what was stopped, what could not be, and how to resume.
     """
     names = spec.involved()
     missing = [name for name in names if name not in entries]
@@ -71,7 +73,7 @@ def run(spec: Campaign, entries: Mapping[str, HostEntry], raw_root: str | Path, 
         raise RunnerError(f"{spec.source}: hosts {', '.join(missing)} are not in the inventory "
                           f"(it has {', '.join(sorted(entries))})")
     store = RawStore(raw_root, spec.name)
-    with store.lock(stream or sys.stdout):
+    with on_signals(), store.lock(stream or sys.stdout):
         spec = _seeded(spec, store, stream or sys.stdout)
         return _run(spec, entries, design.schedule(spec), store, stream=stream, limit=limit, on_sample=on_sample)
 
@@ -102,12 +104,32 @@ def _reap(spec: Campaign, entries: Mapping[str, HostEntry], store: RawStore) -> 
 
     killed, unreachable = remote.reap(entries, spec.involved(), store.owner)
     notes = [f"could not check {', '.join(unreachable)} for processes an earlier attempt left"] if unreachable else []
-    if not killed:
-        return notes
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    store.put_file(f"leftovers/{stamp}.json", json.dumps({"owner": store.owner, "killed": killed}, indent=1) + "\n")
-    return notes + [f"stopped {sum(map(len, killed.values()))} process(es) an earlier attempt left on "
-                    f"{', '.join(sorted(killed))} (recorded in leftovers/{stamp}.json)"]
+    path = leftovers.record(store, killed, "left by an earlier run, found when this one started")
+    return notes + ([f"stopped {leftovers.describe(killed, path)} that an earlier attempt left"] if path else [])
+
+
+def _stopped(exc: Stopped, spec: Campaign, entries: Mapping[str, HostEntry], runs: list[design.Run],
+             store: RawStore, summary: Summary) -> Stopped:
+    """After a signal stopped the session (which stopped what it started): kill what is left of the campaign's
+    registry on every host, record it, and say in one line what was and was not stopped and how to resume."""
+    from .. import remote
+
+    name = exc.args[0].removeprefix("stopped by ")
+    killed, unreachable = remote.reap(entries, spec.involved(), store.owner)
+    path = leftovers.record(store, killed, f"stopped by {name}")
+    stored = len(store.done_ids() & {r.run_id for r in runs})
+    failed = [n for n in summary.notes if n.startswith(("could not stop", "teardown:"))]
+    ended = [n for n in summary.notes if n.startswith("killed ")]  # what the session's end found in the cgroups
+    parts = [f"{spec.name}: stopped by {name} after {stored} of {len(runs)} samples; the cell's teardown, neighbour "
+             "loads, services and monitors were stopped" if not failed else
+             f"{spec.name}: stopped by {name} after {stored} of {len(runs)} samples; NOT stopped in order: "
+             + "; ".join(failed)]
+    parts += ended
+    if path:
+        parts.append(f"then killed {leftovers.describe(killed, path)}")
+    parts.append(f"could not reach {', '.join(unreachable)}: processes may still run there (the next run stops "
+                 "them)" if unreachable else "no process of the campaign is left on its hosts")
+    return Stopped(exc.signum, "; ".join(parts) + ". Rerun the same command to resume: stored samples are kept")
 
 
 def _run(spec: Campaign, entries: Mapping[str, HostEntry], runs: list[design.Run], store: RawStore, *,
@@ -136,11 +158,13 @@ def _run(spec: Campaign, entries: Mapping[str, HostEntry], runs: list[design.Run
     from .pool import run_groups
     from .samples import session
 
-    if spec.groups:
-        return run_groups(spec, entries, runs, todo, store, progress, limit=limit, on_sample=on_sample,
-                          summary=summary)
     try:
+        if spec.groups:
+            return run_groups(spec, entries, runs, todo, store, progress, limit=limit, on_sample=on_sample,
+                              summary=summary)
         session(spec, entries, runs, todo[:limit], store, progress, on_sample=on_sample, summary=summary)
+    except Stopped as exc:
+        raise _stopped(exc, spec, entries, runs, store, summary) from None
     except HostError as exc:
         raise RunnerError(f"{exc}. The campaign stopped after {summary.already_done + summary.done} of "
                           f"{len(runs)} samples; bring the host back (`perflab lab status` shows the lab's), then "

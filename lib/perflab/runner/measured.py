@@ -15,7 +15,7 @@ from typing import Any, Mapping
 
 from .. import tools
 from ..remote import Host, Result
-from ..spec import Campaign
+from ..campaign import Campaign
 from ..tools.base import Command
 from .plan import sample_timeout
 from .session import Want, address_of, addresses

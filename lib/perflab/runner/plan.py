@@ -6,8 +6,7 @@ from dataclasses import replace
 from typing import Any, Mapping
 
 from .. import design, tools
-from ..files import slug
-from ..spec import Campaign
+from ..campaign import Campaign
 
 
 def sample_timeout(spec: Campaign, params: Mapping[str, Any]) -> float:
@@ -36,15 +35,16 @@ def fingerprint_block(spec: Campaign, run_: design.Run) -> int:
 
 
 def plan(spec: Campaign) -> dict[str, Any]:
-    """The schedule summary ``perflab plan`` prints: cells, samples, estimated duration and overheads.
+    """The schedule summary ``perflab plan`` prints: what the campaign plans (:meth:`Campaign.planned`),
+    blocks, hosts, estimated duration and overheads.
 
     ``estimated_seconds`` is the tools' expected measurement time plus ``overhead_seconds``
     (monitors, fingerprints and one settle poll per sample); ``settle_max_seconds`` is the
     most the settle condition can add when the hosts never settle. With groups, samples
     count every group's runs and the times are divided by the pool size ``parallel_groups``.
     """
-    drawn = spec.seed is None
-    if drawn:  # the order is drawn at run time; any seed gives the same counts and estimates
+    planned = spec.planned()
+    if spec.seed is None:  # the order is drawn at run time; any seed gives the same counts and estimates
         spec = replace(spec, seed=0)
     runs = design.schedule(spec)
     parts = [spec.for_group(k) for k in range(len(spec.groups))] if spec.groups else [spec]
@@ -57,9 +57,7 @@ def plan(spec: Campaign) -> dict[str, Any]:
         grouped = {"groups": [dict(g) for g in spec.groups], "parallel_groups": spec.parallel_groups}
     hosts = spec.involved()
     blocks = len({fingerprint_block(spec, r) for r in runs})
-    return {"campaign": spec.name, "tool": spec.tool, "design": spec.design, "seed": None if drawn else spec.seed,
-            "cells": len(design.cells(spec.factors, spec.crossing, spec.exclude)), "repetitions": spec.repetitions,
-            "warmups": spec.warmups, "samples": len(runs), "blocks": blocks, "hosts": hosts,
+    return {**planned, "blocks": blocks, "hosts": hosts,
             "measure_seconds": round(measure, 1), "overhead_seconds": round(overhead, 1),
             "estimated_seconds": round(measure + overhead, 1),
             "settle_max_seconds": round(settle_max, 1),
@@ -86,34 +84,3 @@ def _estimate(spec: Campaign, runs: list[design.Run]) -> tuple[float, float]:
         overhead += len(runs) * len(spec.settle.hosts) * SETTLE_POLL_SECONDS
     return measure, overhead
 
-
-
-
-def planned_values(spec: Campaign) -> dict[str, str]:
-    """The campaign's planned values as inline-value keys for the paper (``<campaign>/plan/...``).
-
-    Prose never types a repetition count, a duration or a seed: it cites these, taken from the
-    campaign file (``repetitions``, ``warmups``, ``seed``, ``design``, ``cells``, ``samples``,
-    ``estimated-minutes``, every fixed tool parameter as ``params/<name>`` and every factor's
-    levels as ``levels/<factor>``).
-    """
-    info = plan(spec)
-    key = f"{spec.name}/plan"
-    values = {f"{key}/repetitions": str(spec.repetitions), f"{key}/warmups": str(spec.warmups),
-              f"{key}/seed": "drawn at run time" if spec.seed is None else str(spec.seed), f"{key}/design": "RMIT" if spec.design == "rmit" else spec.design,
-              f"{key}/cells": str(info["cells"]), f"{key}/samples": str(info["samples"]),
-              f"{key}/estimated-minutes": f"{info['estimated_seconds'] / 60:.0f}"}
-    for name, value in spec.params.items():
-        if isinstance(value, (str, int, float)) and not isinstance(value, bool):
-            values[f"{key}/params/{slug(name)}"] = _latex(str(value))
-    for factor, levels in spec.factors.items():
-        values[f"{key}/levels/{slug(factor)}"] = ", ".join(_latex(str(v)) for v in levels)
-    return values
-
-
-def _latex(text: str) -> str:
-    """Plain text made safe inside a LaTeX macro argument."""
-    for ch, rep in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("$", r"\$"), ("#", r"\#"),
-                    ("_", r"\_"), ("{", r"\{"), ("}", r"\}"), ("~", r"\textasciitilde{}"), ("^", r"\^{}")):
-        text = text.replace(ch, rep)
-    return text

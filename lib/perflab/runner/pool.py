@@ -9,7 +9,7 @@ from typing import Callable, Mapping
 from .. import design
 from ..inventory import HostEntry
 from ..remote import HostError
-from ..spec import Campaign
+from ..campaign import Campaign
 from ..store import RawStore
 from .progress import Progress
 from .samples import session

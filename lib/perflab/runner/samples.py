@@ -12,11 +12,13 @@ from .. import __version__, design, monitors, preflight, records, settle, tools
 from ..inventory import HostEntry
 from ..ledger import Ledger
 from ..remote import HostError, Hosts, connect
-from ..spec import Campaign, fill
+from ..campaign import Campaign
+from ..campaign_values import fill
 from ..store import RawStore
 from ..tools.base import ParseError
 from .measured import Measured, build, run_waves
 from .plan import fingerprint_block
+from . import leftovers
 from .progress import Progress
 from .outcome import RunnerError, Summary
 from .session import Background, Blocks, Cells, Reconnector, Want, cell_values, utc
@@ -34,6 +36,9 @@ def session(spec: Campaign, entries: Mapping[str, HostEntry], runs: list[design.
     with connect(entries, spec.involved()) as hosts:
         for host in hosts.values():
             host.owner = store.owner  # the process registry every command and service is tagged with
+            if note := host.open_registry():
+                progress.note(note)
+                summary.notes.append(note)
         problems = preflight.check(spec, hosts)
         if problems:
             raise RunnerError(f"{spec.source}: the hosts are not ready for this campaign (nothing was run):\n  "
@@ -53,7 +58,7 @@ def session(spec: Campaign, entries: Mapping[str, HostEntry], runs: list[design.
                 if last_of_block[fingerprint_block(spec, run_)] == run_.run_id:
                     lost.retrying(engine.blocks.finish)
         finally:
-            summary.notes += engine.close()
+            summary.notes += engine.close() + _close_registries(hosts, store)
 
 
 
@@ -78,6 +83,8 @@ class Engine:
                                 for i, n in enumerate(self.spec.neighbours) if n.applies(run_.cell.levels)])
         waves, services = build(self.spec, self.tool, self.hosts, run_.cell.levels)
         self.services.ensure(services)
+        for background in (self.fixtures, self.neighbours, self.services):  # alive before every sample
+            background.check()
         return waves
 
     def _fixtures(self, run_: design.Run, values: Mapping[str, Any]) -> list[Want]:
@@ -172,6 +179,18 @@ class Engine:
         return notes
 
 
+def _close_registries(hosts: Hosts, store: RawStore) -> list[str]:
+    """Kill what is left in the campaign's cgroup on every host (what escaped its command or service) and record it."""
+    killed, notes = {}, []
+    for name, host in hosts.items():
+        try:
+            killed[name] = host.close_registry()
+        except HostError as exc:
+            notes.append(f"could not stop the campaign's processes on {name}: {exc}")
+    path = leftovers.record(store, killed, "left running by their commands, killed at the end of the run")
+    return notes + ([f"killed {leftovers.describe(killed, path)} that outlived their commands"] if path else [])
+
+
 def _headline(rows: list, primary: str | None) -> str:
     """The value a progress line shows: the tool's primary summary metric, else its first summary row."""
     summary = [m for m in rows if not m.dims and m.value is not None]
@@ -228,6 +247,7 @@ def _sample_files(spec: Campaign, tool: tools.Tool, run_: design.Run, attempt: i
                          "command": shlex.join(cmd.argv), "exit_code": res.exit_code,
                          "started": res.started, "ended": res.ended, "started_utc": utc(res.started),
                          "stdout": name, "stderr": err}
+                        | ({"duration": res.duration} if res.duration is not None else {})
                         | ({"phase": phase} if phase else {})
                         | ({"emulated": True} if host.entry.vm and host.entry.vm.get("emulated") else {}))
     meta = records.SampleMeta(

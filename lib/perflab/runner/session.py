@@ -4,14 +4,16 @@ the host fingerprints around each block, and reconnecting a host that went away.
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence, TypeVar
 
-from .. import __version__, design, fingerprint, records
+from .. import __version__, fingerprint, records
 from ..remote import CONNECT_TIMEOUT, Host, HostError, HostLost, Result, Service
-from ..spec import Campaign, Step, fill
+from ..campaign import Campaign, Cell, Step
+from ..campaign_values import fill
 from ..store import RawStore
 from .outcome import RunnerError
 from .progress import Progress
@@ -85,6 +87,25 @@ class Background:
                     raise RunnerError(f"host {want.host}: {want.name} `{want.line}` exited although its readiness "
                                       f"check passed (another process answers for it?); its output: "
                                       f"{log.strip()[:400] or '(none)'}")
+                for port in map(int, _PORT.findall(want.ready)):  # the port it checks must be the service's own
+                    if holder := host.port_holder(self.running[want.key][1], port):
+                        self._stop(want.key)
+                        raise RunnerError(f"host {want.host}: {want.name} `{want.line}`: its readiness check passed "
+                                          f"on port {port}, but {holder} holds that port, not the service; stop that "
+                                          f"process (or use another port), then rerun to resume")
+
+    def check(self) -> None:
+        """Raise :class:`RunnerError` when a process started here has exited since (checked before every sample)."""
+        by_host: dict[str, list[tuple[Want, Service]]] = {}
+        for want, service in self.running.values():
+            by_host.setdefault(want.host, []).append((want, service))
+        for name, pairs in by_host.items():
+            dead = self.hosts[name].dead([s for _, s in pairs])
+            for want, service in pairs:
+                if service in dead:
+                    log = self._stop(want.key)
+                    raise RunnerError(f"host {name}: {want.name} `{want.line}` exited during the run; its output: "
+                                      f"{log.strip()[:400] or '(none)'}; fix it, then rerun to resume")
 
     def lines(self) -> list[dict[str, str]]:
         """What runs now, for a sample's metadata."""
@@ -134,13 +155,13 @@ class Cells:
     """
 
     def __init__(self, spec: Campaign, hosts: Mapping[str, Host], store: RawStore) -> None:
-        self.spec, self.hosts, self.store, self.current = spec, hosts, store, None  # type: design.Cell | None
+        self.spec, self.hosts, self.store, self.current = spec, hosts, store, None  # type: Cell | None
         #: The ``verify/`` record of the current cell's setup checks (None: it has none).
         self.verified: str | None = None
         #: False while the current cell's setup has not completed (a lost host interrupted it).
         self.ready = False
 
-    def _steps(self, steps: tuple[Step, ...], cell: design.Cell, kind: str) -> str | None:
+    def _steps(self, steps: tuple[Step, ...], cell: Cell, kind: str) -> str | None:
         """Run ``steps`` and their checks; return the path of the stored checks (None without checks)."""
         values = cell_values(self.spec, self.hosts, cell.levels)
         now, group = time.time(), "" if self.spec.group is None else f"-g{self.spec.group}"
@@ -172,7 +193,7 @@ class Cells:
                     levels=dict(cell.levels), group=self.spec.group, checks=checks).to_json())
         return path if checks else None
 
-    def enter(self, cell: design.Cell) -> None:
+    def enter(self, cell: Cell) -> None:
         """Leave the current cell (teardown) unless it is ``cell``, then set ``cell`` up.
 
         A setup that a lost host interrupted runs again, whole, when the cell is entered again.
@@ -282,6 +303,9 @@ class Blocks:
         if not (self.store.dir / path).exists():
             self.store.put_file(path, json.dumps(record, indent=1, default=str) + "\n")
 
+
+#: A TCP port a readiness check tests with ss (``sport = :N``).
+_PORT = re.compile(r"sport\s*=\s*:(\d+)")
 
 T = TypeVar("T")
 

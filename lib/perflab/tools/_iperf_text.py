@@ -106,8 +106,24 @@ def text_reports(text: str, *, source: str) -> list[Report]:
         server_report = False
         reports.append(report)
     if not summary_section:
+        _refuse_repeated_finals(reports, source=source)
         _mark_iperf2_finals(reports)
     return reports
+
+
+def _refuse_repeated_finals(reports: list[Report], *, source: str) -> None:
+    """Refuse iperf2 text with two whole-run lines (start 0, same end) of one stream and side: two runs' reports.
+
+    An interval as long as the run ends earlier than the run's final line (which includes the drain).
+    """
+    seen: set[tuple[str, bool, float]] = set()
+    for report in reports:
+        if report.start == 0:
+            key = (report.stream, report.receiver, report.end)
+            if key in seen:
+                raise ParseError(source, "one final line per stream (one run's output)",
+                                 f"two [{report.stream}] lines over 0-{report.end:g} s: two runs' outputs concatenated?")
+            seen.add(key)
 
 
 def _mark_iperf2_finals(reports: list[Report]) -> None:
@@ -265,3 +281,19 @@ def _report_rows(report: Report, rows: Rows, **dims: object) -> None:
         rows.add("packets", report.packets, "packet", "Total column", **dims)
         loss = 100.0 * report.lost / report.packets if report.packets else None
         rows.add("loss", loss, "%", "Lost/Total", **dims)
+
+
+def require_sum(reports: list[Report], *, source: str) -> None:
+    """Refuse iperf2 output of several streams (``-P`` > 1) without its final ``[SUM]`` line.
+
+    iperf2 prints the run's aggregate after every stream's final line; without it (cut or
+    edited output) the last interval's ``[SUM]`` would pass for the run's.
+    """
+    for side in (False, True):
+        finals = [i for i, r in enumerate(reports) if r.final and not r.is_sum and r.receiver == side]
+        if len({reports[i].stream for i in finals}) < 2:
+            continue
+        if not any(r.is_sum and r.final and r.receiver == side for r in reports[max(finals) + 1:]):
+            raise ParseError(source, "iperf2's final [SUM] line for a run of several streams (-P > 1), after the "
+                             "streams' final lines", f"{len(finals)} streams' final lines and no [SUM] line after "
+                             "them (output cut or edited?)")

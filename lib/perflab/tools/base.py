@@ -89,6 +89,43 @@ class Command:
         return shlex.join(self.argv)
 
 
+#: Kinds of parameter value an adapter declares, with what a campaign may give for each.
+PARAM_TYPES = {
+    "int": "a whole number",
+    "number": "a number",
+    "size": "a size: a number of bytes, or a number with a unit suffix such as 4k, 64M, 1G",
+    "bool": "true or false",
+    "word": "a word: letters, digits and . _ - + : , @ %",
+    "path": "a path relative to the project root, inside it",
+    "write-path": "a file or device the tool writes: relative, or under one of the campaign's scratch locations",
+    "options": "a mapping of option name -> value, each a word or a number",
+    "program": "a command line the tool runs as a program",
+}
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter an adapter reads from a campaign: its contract, checked when a campaign is loaded.
+
+    ``programs`` names what makes the parameter run a program: for a ``program`` parameter any
+    value (``"*"``); for a word, the values that do (fio's ``ioengine=exec``); for ``options``, the
+    option names (``exec_prerun``) or ``name=value`` pairs that do. A campaign must list such a
+    parameter under ``programs`` to use it that way.
+    """
+
+    name: str
+    type: str
+    default: Any
+    unit: str
+    doc: str
+    programs: frozenset[str] = frozenset()
+    choices: tuple[Any, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.type not in PARAM_TYPES:
+            raise ValueError(f"parameter {self.name}: type {self.type!r} is not one of {sorted(PARAM_TYPES)}")
+
+
 class Tool:
     """Base class of the benchmark adapters (see ``perflab.tools.iperf3`` for an example)."""
 
@@ -111,6 +148,12 @@ class Tool:
     #: The metric counting a sample's operations (I/Os, packets), for the tidy table's costs
     #: per operation (``cpu_seconds_per_op``, ``bytes_per_op``); None: the tool counts none.
     operations_metric: ClassVar[str | None] = None
+    #: Every parameter the adapter reads (its contract); a campaign may set no other.
+    params: ClassVar[tuple[Param, ...]] = ()
+
+    def param(self, name: str) -> Param | None:
+        """The declaration of parameter ``name`` (None: the adapter reads no such parameter)."""
+        return next((p for p in self.params if p.name == name), None)
 
     def commands(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> list[Command]:
         """Commands for one sample with ``params``; ``addresses`` maps roles to host addresses."""

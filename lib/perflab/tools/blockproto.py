@@ -38,7 +38,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .. import paths
-from .base import Command, Measurement, ParseError, Rows, Tool, extract_json, search
+from .base import Command, Measurement, Param, ParseError, Rows, Tool, extract_json, search
+from .fio import PROGRAM_OPTIONS
 
 PROTOCOLS = {"aoe": "vblade", "iscsi": "tgtd", "nbd": "nbdkit"}
 RWS = ("read", "write", "randread", "randwrite")
@@ -62,6 +63,17 @@ class BlockProto(Tool):
     roles = ("client", "server")
     debian_packages = ("vblade", "tgt", "libiscsi-bin", "nbdkit", "fio")
     version_command = ("fio", "--version")
+    params = (
+        Param("protocol", "word", None, "", "the initiator (required)", choices=tuple(PROTOCOLS)),
+        Param("rw", "word", "randread", "", "the I/O pattern", choices=RWS),
+        Param("bs", "int", 4096, "byte", "block size, a multiple of 512"),
+        Param("runtime", "number", 5, "s", "how long the initiator runs"),
+        Param("size", "int", 64 << 20, "byte", "bytes of the device the I/O covers"),
+        Param("depth", "int", 1, "", "I/Os in flight"),
+        Param("jobfile", "path", None, "", "nbd only: a fio job file (relative to the project root) instead of rw/bs/size/depth"),
+        Param("port", "int", 10809, "", "nbd only: the server's port"),
+        Param("iqn", "word", "iqn.2026-11.org.perflab:disk", "", "iscsi only: the target's IQN"),
+    )
 
     def commands(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> list[Command]:
         """The initiator command for ``protocol``, wrapped by ``aoe.py cost``."""
@@ -168,6 +180,10 @@ def job_options(path: str) -> list[str]:
         if owned:
             raise ValueError(f"blockproto parameter jobfile: {path}: [{section}] sets {', '.join(owned)}; the "
                              "adapter sets these, remove them from the job file")
+        programs = sorted({o.split("=")[0] for o in PROGRAM_OPTIONS} & set(parser[section]))
+        if programs:
+            raise ValueError(f"blockproto parameter jobfile: {path}: [{section}] sets {', '.join(programs)}, which "
+                             "runs a program; a job file may not")
         argv += [] if section == "global" else [f"--name={section}"]
         argv += [f"--{key}" if value is None else f"--{key}={value}" for key, value in parser[section].items()]
     if not any(a.startswith("--name=") for a in argv):

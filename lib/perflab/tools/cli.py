@@ -1,9 +1,10 @@
-"""``perflab parse TOOL FILE [--json]``: print the tidy rows one raw output file yields.
+"""``perflab parse TOOL FILE [--json]``: print the tidy rows one raw output file yields; ``perflab tools-doc``.
 
 A user checks one log by hand with it: the rows (metric, value, unit, dims) as an
 aligned table or as JSON lines, or the parser's error naming the file and what was
 expected. ``--stderr FILE`` passes a separate stderr capture (dd and stress-ng print
-their results there).
+their results there). ``perflab tools-doc`` writes the parameter reference of ``docs/tools.md``
+from the adapters' declarations (:mod:`perflab.tools.reference`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,12 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--stderr", type=Path, default=None, help="the tool's stderr, if captured separately")
     parser.add_argument("--json", action="store_true", help="one JSON object per row instead of a table")
     parser.set_defaults(func=handle)
+    docs = subparsers.add_parser("tools-doc", help="write the parameter reference of docs/tools.md from the adapters",
+                                 description="Rewrite the generated parameter section of docs/tools.md from every "
+                                             "adapter's declared parameters; --check only says whether it is stale.")
+    docs.add_argument("file", nargs="?", type=Path, default=Path("docs/tools.md"), help="default: docs/tools.md")
+    docs.add_argument("--check", action="store_true", help="exit 1 when the file differs from the declarations")
+    docs.set_defaults(func=handle_doc)
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -54,6 +61,24 @@ def handle(args: argparse.Namespace) -> int:
     else:
         print(format_table(rows))
     print(f"{len(rows)} rows from {args.file} ({tool.name} parser v{tool.parser_version})", file=sys.stderr)
+    return 0
+
+
+def handle_doc(args: argparse.Namespace) -> int:
+    """Rewrite (or with ``--check`` compare) the generated section of ``args.file``."""
+    from . import reference
+
+    try:
+        text = args.file.read_text()
+    except OSError as exc:
+        print(f"perflab tools-doc: cannot read {args.file}: {exc.strerror}", file=sys.stderr)
+        return 2
+    if args.check:
+        stale = reference.render(text) != text
+        if stale:
+            print(f"perflab tools-doc: {args.file} is stale; run `perflab tools-doc {args.file}`", file=sys.stderr)
+        return int(stale)
+    print(f"{args.file}: {'rewritten' if reference.write(args.file) else 'already up to date'}")
     return 0
 
 

@@ -16,10 +16,14 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
-from .base import Command, Measurement, Rows, Tool, quantity, search
+from . import _blocks
+from .base import Command, Measurement, Param, Rows, Tool, quantity, search
 
 _RESULT = re.compile(r"^(?P<bytes>\d+) (?:bytes?|bytes? \(.*?\)) .*?, (?P<elapsed>\d+(?:[.,]\d+)?(?:e-?\d+)?) s, "
                      r"(?P<rate>\d+(?:[.,]\d+)?) (?P<unit>[kKMGTP]?i?B/s)\s*$", re.MULTILINE)
+#: What one dd run prints once besides its result: records read, and the command in a transcript ("# dd ...").
+_RECORDS_IN = re.compile(r"^\d+\+\d+ \S+ (?:in|leidos|read)", re.MULTILINE)
+_TRANSCRIPT = re.compile(r"^#\s*dd\s", re.MULTILINE)
 _RECORDS = re.compile(r"^(?P<full>\d+)\+(?P<partial>\d+) \S+ (?:out|escritos|written)", re.MULTILINE)
 
 
@@ -31,6 +35,15 @@ class Dd(Tool):
     primary_metric = "throughput_computed"
     debian_packages = ("coreutils",)
     version_command = ("dd", "--version")
+    params = (
+        Param("of", "write-path", None, "", "the file or device dd writes (required)"),
+        Param("if", "path", "/dev/zero", "", "the file dd reads"),
+        Param("bs", "size", "512", "byte", "bytes per read and write"),
+        Param("count", "int", 1, "", "blocks to copy"),
+        Param("oflag", "word", None, "", "output flags, e.g. direct or dsync"),
+        Param("iflag", "word", None, "", "input flags"),
+        Param("conv", "word", None, "", "conversions, e.g. fdatasync"),
+    )
 
     def commands(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> list[Command]:
         """``dd if=... of=... bs=... count=... [oflag=...]``."""
@@ -49,6 +62,8 @@ class Dd(Tool):
     def parse(self, stdout: str, stderr: str = "", *, source: str = "") -> list[Measurement]:
         """Bytes, elapsed seconds, dd's printed rate and the exact bytes/elapsed rate."""
         text = stderr + "\n" + stdout
+        _blocks.once(text, _RECORDS, _RECORDS_IN, _TRANSCRIPT, *(() if "\r" in text else (_RESULT,)),
+                     source=source)  # \r: status=progress prints result-like lines
         matches = list(_RESULT.finditer(text))
         result = matches[-1] if matches else search(
             _RESULT, text, source=source, expected="dd's result line 'N bytes (...) copied, T s, R MB/s'")

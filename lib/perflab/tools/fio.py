@@ -20,12 +20,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from .base import (Command, Measurement, ParseError, Rows, Tool, extract_json, littles_law_ratio, number,
+from . import _blocks
+from .base import (Command, Measurement, Param, ParseError, Rows, Tool, extract_json, littles_law_ratio, number,
                    require)
 
 #: Engines that complete each I/O before issuing the next, whatever ``iodepth`` says.
 SYNC_ENGINES = frozenset({"sync", "psync", "vsync", "pvsync", "pvsync2", "mmap", "filecreate", "filestat"})
 DIRECTIONS = ("read", "write", "trim")
+#: fio options that run a program (or load code): refused unless a campaign lists them under ``programs``.
+PROGRAM_OPTIONS = frozenset({"exec_prerun", "exec_postrun", "ioengine=exec", "ioengine=external"})
 
 
 @dataclass
@@ -50,6 +53,26 @@ class Fio(Tool):
     debian_packages = ("fio",)
     version_command = ("fio", "--version")
     operations_metric = "total_ios"
+    params = (
+        Param("rw", "word", "randread", "", "the I/O pattern",
+              choices=("read", "write", "randread", "randwrite", "rw", "randrw", "readwrite", "trim", "randtrim")),
+        Param("name", "word", "perflab", "", "the job's name"),
+        Param("bs", "size", "4k", "byte", "block size of each I/O"),
+        Param("iodepth", "int", 1, "", "I/Os kept in flight per job (asynchronous engines)"),
+        Param("numjobs", "int", 1, "", "jobs (processes) doing the same I/O"),
+        Param("rwmixread", "int", None, "%", "share of reads in a mixed workload"),
+        Param("direct", "int", None, "", "1: O_DIRECT, bypassing the page cache"),
+        Param("size", "size", "64M", "byte", "bytes of I/O per job (the file's size)"),
+        Param("runtime", "number", None, "s", "run for this long (time_based); default: until size is done"),
+        Param("ioengine", "word", "libaio", "", "the I/O engine", programs=frozenset({"exec", "external"})),
+        Param("filename", "write-path", None, "", "the file or device the jobs read and write"),
+        Param("directory", "write-path", None, "", "the directory fio lays its files out in (instead of filename)"),
+        Param("group_reporting", "bool", False, "", "one report per group of jobs"),
+        Param("invalidate", "int", None, "", "1: drop the file's page cache before the run"),
+        Param("ramp_time", "number", 0, "s", "seconds run before measuring"),
+        Param("output_format", "word", "json", "", "json or json+", choices=("json", "json+")),
+        Param("options", "options", None, "", "any other fio option -> value", programs=PROGRAM_OPTIONS),
+    )
 
     def operations(self, measurements: list[Measurement]) -> float | None:
         """Every job's I/Os in every direction (``total_ios`` is only reported per job and direction)."""
@@ -69,7 +92,7 @@ class Fio(Tool):
 
     def parse(self, stdout: str, stderr: str = "", *, source: str = "") -> list[Measurement]:
         """Rows per job and direction, per-group summaries, Little's-law ratios, disk use."""
-        doc = extract_json(stdout, source=source)
+        doc = _blocks.one_json(stdout, '"fio version"', source=source)
         jobs = require(doc, "jobs", source=source, where="the fio JSON document")
         if not isinstance(jobs, list) or not jobs:
             raise ParseError(source, "a non-empty 'jobs' list", repr(jobs)[:60])
@@ -148,6 +171,23 @@ class FioIozone(Fio):
 
     name = "fio_iozone"
     PHASES = (("write", "write"), ("rewrite", "write"), ("read", "read"), ("reread", "read"))
+    params = (
+        Param("bs", "size", "4k", "byte", "block size of each I/O"),
+        Param("iodepth", "int", 1, "", "I/Os kept in flight per job (asynchronous engines)"),
+        Param("numjobs", "int", 1, "", "jobs (processes) doing the same I/O"),
+        Param("rwmixread", "int", None, "%", "share of reads in a mixed workload"),
+        Param("direct", "int", 0, "", "1: O_DIRECT, bypassing the page cache"),
+        Param("size", "size", "100M", "byte", "bytes of I/O per job (the file's size)"),
+        Param("runtime", "number", None, "s", "run for this long (time_based); default: until size is done"),
+        Param("ioengine", "word", "psync", "", "the I/O engine", programs=frozenset({"exec", "external"})),
+        Param("filename", "write-path", "perflab-iozone.dat", "", "the file or device the jobs read and write"),
+        Param("directory", "write-path", None, "", "the directory fio lays its files out in (instead of filename)"),
+        Param("group_reporting", "bool", False, "", "one report per group of jobs"),
+        Param("invalidate", "int", None, "", "1: drop the file's page cache before the run"),
+        Param("ramp_time", "number", 0, "s", "seconds run before measuring"),
+        Param("output_format", "word", "json", "", "json or json+", choices=("json", "json+")),
+        Param("options", "options", None, "", "any other fio option -> value", programs=PROGRAM_OPTIONS),
+    )
 
     def commands(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> list[Command]:
         """One fio run with the four phases as stonewalled jobs on the same file."""

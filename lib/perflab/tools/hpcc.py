@@ -18,7 +18,8 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
-from .base import Command, Measurement, ParseError, Rows, Tool, search
+from . import _blocks
+from .base import Command, Measurement, Param, ParseError, Rows, Tool, search
 
 #: Summary key -> (metric, unit, scale, dims). STREAM rates are 1e9 byte/s (hpcc's "GB/s").
 SUMMARY_KEYS: dict[str, tuple[str, str, float, dict[str, Any]]] = {
@@ -104,6 +105,13 @@ class Hpcc(Tool):
     roles = ("client",)
     debian_packages = ("hpcc", "openmpi-bin")
     version_command = ("sh", "-c", "command -v hpcc >/dev/null && dpkg-query -W -f '${Version}\\n' hpcc")
+    params = (
+        Param("n", "int", 1000, "", "HPL's problem size N (the matrix is N x N)"),
+        Param("nb", "int", 80, "", "HPL's block size NB"),
+        Param("p", "int", 1, "", "rows of the process grid"),
+        Param("q", "int", 1, "", "columns of the process grid"),
+        Param("np", "int", None, "", "MPI processes (default p x q; 1 runs hpcc without mpirun)"),
+    )
 
     def commands(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> list[Command]:
         """A shell script that runs hpcc in a temporary directory and prints hpccoutf.txt."""
@@ -120,6 +128,8 @@ class Hpcc(Tool):
 
     def parse(self, stdout: str, stderr: str = "", *, source: str = "") -> list[Measurement]:
         """HPL rate and time, STREAM Copy/Scale/Add/Triad (star and single), and the rest."""
+        _blocks.once(stdout, "This is the DARPA/DOE HPC Challenge Benchmark", "Begin of Summary section.",
+                     source=source)
         match = search(_SUMMARY, stdout, source=source,
                        expected="hpcc's 'Begin of Summary section.' ... 'End of Summary section.' block "
                                 "(is this hpccoutf.txt, and did hpcc finish?)")

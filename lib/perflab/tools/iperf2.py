@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from . import _iperf_text
-from .base import Command, Measurement, Rows, Tool
+from . import _blocks, _iperf_text
+from .base import Command, Measurement, Param, Rows, Tool
 
 DEFAULT_PORT = 5001
 
@@ -29,6 +29,18 @@ class Iperf2(Tool):
     additive = frozenset({"throughput", "bytes", "retransmits", "packets", "lost_packets"})
     debian_packages = ("iperf",)
     version_command = ("iperf", "-v")
+    params = (
+        Param("protocol", "word", "tcp", "", "tcp or udp", choices=("tcp", "udp")),
+        Param("port", "int", DEFAULT_PORT, "", "the server's port"),
+        Param("duration", "number", 10, "s", "how long the client sends"),
+        Param("parallel", "int", 1, "", "parallel client streams (-P)"),
+        Param("reverse", "bool", False, "", "the server sends and the client receives (-R)"),
+        Param("length", "size", None, "byte", "the length of a read or write buffer; for UDP the datagram size (-l)"),
+        Param("bitrate", "size", None, "bit/s", "the target rate (-b); for UDP the offered load"),
+        Param("interval", "number", None, "s", "seconds between periodic reports (-i)"),
+        Param("csv", "bool", False, "", "CSV reports (-y C) instead of text"),
+        Param("enhanced", "bool", True, "", "enhanced text reports (-e); only without csv"),
+    )
 
     def commands(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> list[Command]:
         """A server service on ``server`` and one client run on ``client``."""
@@ -71,9 +83,12 @@ class Iperf2(Tool):
             protocol = "udp" if any(r.packets is not None for r in reports) else "tcp"
         else:
             _iperf_text.refuse_other_dialect(stdout, "iperf2", source=source)
+            _blocks.once(stdout, "Client connecting to", "Server listening on", source=source)
             reports = _iperf_text.text_reports(stdout, source=source)
             protocol = _iperf_text.protocol_of(stdout)
         if not reports:
             _iperf_text.raise_no_reports(stdout, stderr, source=source)
+        if not csv:
+            _iperf_text.require_sum(reports, source=source)
         _iperf_text.summarize(reports, protocol, rows)
         return rows

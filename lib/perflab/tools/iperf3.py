@@ -15,11 +15,12 @@ parsed too, from its report lines.
 
 from __future__ import annotations
 
+import re
 import shlex
 from typing import Any, Mapping
 
-from . import _iperf_text
-from .base import Command, Measurement, ParseError, Rows, Tool, extract_json
+from . import _blocks, _iperf_text
+from .base import Command, Measurement, Param, ParseError, Rows, Tool, extract_json
 
 DEFAULT_PORT = 5201
 
@@ -36,6 +37,17 @@ class Iperf3(Tool):
                           "out_of_order"})
     debian_packages = ("iperf3",)
     version_command = ("iperf3", "--version")
+    params = (
+        Param("protocol", "word", "tcp", "", "tcp or udp", choices=("tcp", "udp")),
+        Param("port", "int", DEFAULT_PORT, "", "the server's port"),
+        Param("duration", "number", 10, "s", "how long the client sends"),
+        Param("parallel", "int", 1, "", "parallel client streams (-P)"),
+        Param("reverse", "bool", False, "", "the server sends and the client receives (-R)"),
+        Param("length", "size", None, "byte", "the length of a read or write buffer; for UDP the datagram size (-l)"),
+        Param("bitrate", "size", None, "bit/s", "the target rate (-b); for UDP the offered load"),
+        Param("interval", "number", None, "s", "seconds between periodic reports (-i)"),
+        Param("omit", "number", 0, "s", "seconds at the start left out of the results (-O)"),
+    )
 
     def commands(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> list[Command]:
         """A server service on ``server`` and one ``-J`` client run on ``client``."""
@@ -68,12 +80,14 @@ class Iperf3(Tool):
         rows = Rows(source)
         if "{" not in stdout and "bits/sec" in stdout:
             _iperf_text.refuse_other_dialect(stdout, "iperf3", source=source)
+            _blocks.once(stdout, "Connecting to host", "iperf Done.", "Test Complete. Summary Results:",
+                         _TEXT_SUMMARY, source=source)
             reports = _iperf_text.text_reports(stdout, source=source)
             if not reports:
                 _iperf_text.raise_no_reports(stdout, stderr, source=source)
             _iperf_text.summarize(reports, _iperf_text.protocol_of(stdout), rows)
             return rows
-        doc = extract_json(stdout, source=source)
+        doc = _blocks.one_json(stdout, _JSON_START, _JSON_END, source=source)
         if not isinstance(doc, dict):
             raise ParseError(source, "an iperf3 JSON object", type(doc).__name__)
         if doc.get("error"):
@@ -118,6 +132,11 @@ class Iperf3(Tool):
                     _tcp_rows(rows, sender, receiver, where, stream=sender.get("socket", i))
         _interval_rows(rows, doc.get("intervals") or [], multi=len(streams) > 1)
         return rows
+
+
+#: What iperf3 writes once per run: the JSON document's "start" and "end" objects, the text summary's separator.
+_JSON_START, _JSON_END = re.compile(r'"start":\s*\{'), re.compile(r'"end":\s*\{')
+_TEXT_SUMMARY = re.compile(r"^- - - - ", re.M)
 
 
 def _tcp_rows(rows: Rows, sent: Mapping[str, Any], received: Mapping[str, Any], where: str, **dims: Any) -> None:

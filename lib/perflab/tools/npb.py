@@ -16,8 +16,12 @@ from __future__ import annotations
 
 import re
 
+from . import _blocks
 from .base import Measurement, ParseError, ParseOnly, Rows, key_values, search
 
+#: Lines of NPB's results block, printed once per run.
+_ONCE = (re.compile(r"Benchmark Completed"),
+         *(re.compile(rf"^\s*{key}\s*=", re.M) for key in ("Verification", "Mop/s total", "Time in seconds")))
 _BLOCK = re.compile(r"^\s*(?P<name>[A-Z][A-Z-]*) Benchmark Completed\.?\s*$(?P<body>.*?)(?:^\s*$|\Z)",
                     re.MULTILINE | re.DOTALL)
 
@@ -30,6 +34,7 @@ class Npb(ParseOnly):
 
     def parse(self, stdout: str, stderr: str = "", *, source: str = "") -> list[Measurement]:
         """Time, Mop/s total and per worker, workers and iterations of one kernel run."""
+        _blocks.once(stdout, *_ONCE, source=source)
         block = search(_BLOCK, stdout, source=source,
                        expected="NPB's '<NAME> Benchmark Completed' results block")
         fields = key_values(block["body"], "=")

@@ -14,12 +14,14 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
-from .base import Command, Measurement, ParseError, Rows, Tool, seconds
+from . import _blocks
+from .base import Command, Measurement, Param, ParseError, Rows, Tool, seconds
 
 _RTT = re.compile(r"(?:(?:rtt|round-trip) )?min/avg/max/(?:mdev|stddev) = (?P<min>[\d.]+)/(?P<avg>[\d.]+)/"
                   r"(?P<max>[\d.]+)/(?P<mdev>[\d.]+) (?P<unit>\w+)")
 _COUNTS = re.compile(r"(?P<sent>\d+) packets transmitted, (?P<received>\d+) (?:packets )?received,"
                      r"(?: \+\d+ (?:errors|duplicates),)* (?P<loss>[\d.]+)% packet loss")
+_BANNER = re.compile(r"^PING ", re.M)
 _REPLY = re.compile(r"icmp_seq=(?P<seq>\d+) .*?time[=<](?P<time>[\d.]+) ?(?P<unit>ms|us|s)\b")
 
 
@@ -32,6 +34,12 @@ class Ping(Tool):
     roles = ("client", "server")
     debian_packages = ("iputils-ping",)
     version_command = ("ping", "-V")
+    params = (
+        Param("count", "int", 10, "", "echo requests to send (-c)"),
+        Param("interval", "number", 1, "s", "seconds between requests (-i)"),
+        Param("size", "int", 56, "byte", "payload bytes per request (-s)"),
+        Param("deadline", "number", None, "s", "stop after this many seconds whatever the count (-w)"),
+    )
 
     def commands(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> list[Command]:
         """``ping -c COUNT [-i I] [-s SIZE] [-w DEADLINE] SERVER`` on the client."""
@@ -47,6 +55,7 @@ class Ping(Tool):
 
     def parse(self, stdout: str, stderr: str = "", *, source: str = "") -> list[Measurement]:
         """RTT summary, counts and loss, and each reply's RTT."""
+        _blocks.once(stdout, _BANNER, _RTT, _COUNTS, source=source)
         rows = Rows(source)
         rtt, counts = _RTT.search(stdout), _COUNTS.search(stdout)
         if rtt is None and counts is None:

@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
-from .base import Command, Measurement, ParseError, Rows, Tool, number
+from .base import Command, Measurement, Param, ParseError, Rows, Tool, number
 
 #: /proc/stat cpu columns (proc(5)); guest and guest_nice are already counted in user and nice.
 CPU_STATES = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal", "guest", "guest_nice")
@@ -88,6 +88,10 @@ class ProcStat(Tool):
     name = "procstat"
     parser_version = 1
     debian_packages = ("coreutils",)
+    params = (
+        Param("duration", "number", 10, "s", "how long to record"),
+        Param("interval", "number", 1, "s", "seconds between records"),
+    )
 
     def commands(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> list[Command]:
         """Snapshots every ``interval`` s for ``duration`` s (at least two: before and after)."""

@@ -18,7 +18,8 @@ from typing import Any, Mapping
 
 import yaml
 
-from .base import Command, Measurement, ParseError, Rows, Tool
+from . import _blocks
+from .base import Command, Measurement, Param, ParseError, Rows, Tool
 
 #: YAML key -> (metric, unit).
 YAML_METRICS = {
@@ -30,6 +31,10 @@ YAML_METRICS = {
     "system-time": ("system_time", "s"),
     "cpu-usage-per-instance": ("cpu_usage_per_instance", "%"),
 }
+#: Sections of stress-ng's --yaml output, each written once per run.
+_YAML_SECTIONS = tuple(re.compile(rf"^{key}:", re.M) for key in ("system-info", "metrics"))
+#: An indented YAML entry (``  key: value``, ``- key: value``), as in the metrics list.
+_YAML_ENTRY = re.compile(r"^\s+(?:- )?[\w-]+:(?:\s|$)", re.M)
 _TEXT = re.compile(r"stress-ng: \w+:\s+\[\d+\]\s+(?P<stressor>[a-z][\w-]*)\s+(?P<ops>\d+)\s+(?P<real>[\d.]+)\s+"
                    r"(?P<usr>[\d.]+)\s+(?P<sys>[\d.]+)\s+(?P<rate>[\d.]+)\s+(?P<cpu_rate>[\d.]+)\s*$", re.MULTILINE)
 
@@ -41,6 +46,13 @@ class StressNg(Tool):
     parser_version = 1
     debian_packages = ("stress-ng",)
     version_command = ("stress-ng", "--version")
+    params = (
+        Param("stressors", "options", {"cpu": 1}, "", "stressor -> instances (0: one per CPU)",
+              programs=frozenset({"exec", "spawn"})),
+        Param("duration", "number", 10, "s", "how long the stressors run (--timeout)"),
+        Param("vm_bytes", "size", None, "byte", "bytes each vm stressor allocates (--vm-bytes)"),
+        Param("options", "options", None, "", "any other stress-ng option -> value", programs=frozenset({"job"})),
+    )
 
     def commands(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> list[Command]:
         """One timed stress-ng run with the requested stressors."""
@@ -60,6 +72,8 @@ class StressNg(Tool):
             line = next(l for l in (stdout + "\n" + stderr).splitlines()
                         if re.search(r"unsuccessful|error:|fail:", l))
             raise ParseError(source, "a successful stress-ng run", line.strip())
+        _blocks.once(stdout, *_YAML_SECTIONS, source=source)
+        _blocks.once(stdout + "\n" + stderr, "dispatching hogs", "successful run completed", source=source)
         rows = Rows(source)
         metrics = _yaml_metrics(stdout, source)
         if metrics is not None:
@@ -67,6 +81,9 @@ class StressNg(Tool):
                 stressor = entry.get("stressor") if isinstance(entry, dict) else None
                 if not stressor:
                     raise ParseError(source, f"a 'stressor' name in metrics[{i}]", repr(entry)[:60])
+                if any(isinstance(e, dict) and e.get("stressor") == stressor for e in metrics[:i]):
+                    raise ParseError(source, "one metrics entry per stressor (one run's output)",
+                                     f"{stressor!r} again in metrics[{i}]: two runs' outputs concatenated?")
                 for key, (metric, unit) in YAML_METRICS.items():
                     if key in entry:
                         rows.add(metric, entry[key], unit, f"metrics[{i}].{key}", stressor=stressor)
@@ -96,8 +113,12 @@ def _yaml_metrics(stdout: str, source: str) -> list[Any] | None:
         return None
     if "\n..." not in stdout[start:]:
         raise ParseError(source, "a YAML document ending in '...'", "no end marker (output cut short?)")
+    body, after = stdout[start:].split("\n...", 1)
+    if _YAML_ENTRY.search(after):
+        raise ParseError(source, "one YAML document (one run's output)", "YAML entries after its end marker "
+                         "('...'): two runs' outputs concatenated?")
     try:
-        doc = yaml.safe_load(stdout[start:].split("\n...", 1)[0])
+        doc = yaml.safe_load(body)
     except yaml.YAMLError as exc:
         raise ParseError(source, "a complete stress-ng YAML document", str(exc).splitlines()[0]) from None
     metrics = doc.get("metrics") if isinstance(doc, dict) else None

@@ -15,10 +15,12 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
-from .base import Command, Measurement, ParseError, Rows, Tool, key_values, quantity, search
+from . import _blocks
+from .base import Command, Measurement, Param, ParseError, Rows, Tool, key_values, quantity, search
 
 _GENERAL = re.compile(r"General statistics:\s*\n\s*total time:\s*(?P<time>[\d.]+)s\s*\n\s*"
                       r"total number of events:\s*(?P<events>\d+)")
+_BANNER = re.compile(r"^sysbench \d", re.M)
 _EPS = re.compile(r"events per second:\s*(?P<eps>[\d.]+)")
 _OPS = re.compile(r"Total operations:\s*(?P<ops>\d+)\s*\(\s*(?P<rate>[\d.]+) per second\)")
 _TRANSFER = re.compile(r"(?P<size>[\d.]+) (?P<unit>[KMGT]iB) transferred \((?P<rate>[\d.]+) (?P<runit>[KMGT]iB)/sec\)")
@@ -34,6 +36,16 @@ class Sysbench(Tool):
     primary_metric = "events_per_second"
     debian_packages = ("sysbench",)
     version_command = ("sysbench", "--version")
+    params = (
+        Param("test", "word", "cpu", "", "the sysbench test", choices=("cpu", "memory")),
+        Param("threads", "int", 1, "", "worker threads"),
+        Param("duration", "number", 10, "s", "how long the test runs (--time)"),
+        Param("cpu_max_prime", "int", None, "", "cpu test: the largest prime to compute"),
+        Param("memory_block_size", "size", None, "byte", "memory test: bytes per operation"),
+        Param("memory_total_size", "size", None, "byte", "memory test: bytes to transfer in all"),
+        Param("memory_oper", "word", None, "", "memory test: read, write or none"),
+        Param("memory_access_mode", "word", None, "", "memory test: seq or rnd"),
+    )
 
     def commands(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> list[Command]:
         """One ``sysbench TEST --time=... run``."""
@@ -48,6 +60,7 @@ class Sysbench(Tool):
 
     def parse(self, stdout: str, stderr: str = "", *, source: str = "") -> list[Measurement]:
         """Events per second, event count, total time, latency summary; memory rates."""
+        _blocks.once(stdout, _BANNER, "General statistics:", source=source)
         general = search(_GENERAL, stdout, source=source,
                          expected="sysbench 1.0's 'General statistics' (total time, total number of events)")
         rows = Rows(source)

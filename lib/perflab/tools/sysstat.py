@@ -24,7 +24,8 @@ from datetime import date, datetime, timedelta
 from statistics import fmean
 from typing import Any, Mapping
 
-from .base import Command, Measurement, ParseError, Rows, Tool, extract_json, require
+from . import _blocks
+from .base import Command, Measurement, Param, ParseError, Rows, Tool, extract_json, require
 
 CPU_FIELDS = {"usr": "usr", "user": "usr", "nice": "nice", "sys": "sys", "system": "sys", "iowait": "iowait",
               "irq": "irq", "soft": "soft", "steal": "steal", "guest": "guest", "gnice": "gnice", "idle": "idle"}
@@ -48,6 +49,10 @@ class Mpstat(Tool):
     parser_version = 1
     debian_packages = ("sysstat",)
     version_command = ("mpstat", "-V")
+    params = (
+        Param("duration", "number", 10, "s", "how long to record"),
+        Param("interval", "int", 1, "s", "seconds between records"),
+    )
 
     def commands(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> list[Command]:
         """mpstat with ISO dates, every ``interval`` s for ``duration`` s."""
@@ -74,6 +79,11 @@ class Sadf(Tool):
     parser_version = 1
     debian_packages = ("sysstat",)
     version_command = ("sadf", "-V")
+    params = (
+        Param("duration", "number", 10, "s", "how long to record"),
+        Param("interval", "int", 1, "s", "seconds between records"),
+        Param("sadc", "program", "/usr/lib/sysstat/sadc", "", "the sadc binary that records", programs=frozenset({"*"})),
+    )
 
     def commands(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> list[Command]:
         """Record with sadc for ``duration`` s, then print ``sadf -j -- -u ALL -P ALL -q -n DEV -d``."""
@@ -136,7 +146,7 @@ def _interval_count(params: Mapping[str, Any]) -> tuple[int, int]:
 
 
 def _host(stdout: str, source: str) -> Mapping[str, Any]:
-    doc = extract_json(stdout, source=source)
+    doc = _blocks.one_json(stdout, '"sysstat":', source=source)
     hosts = require(require(doc, "sysstat", source=source, where="the document"), "hosts", source=source,
                     where="sysstat")
     if not isinstance(hosts, list) or len(hosts) != 1:

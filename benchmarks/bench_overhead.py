@@ -1,0 +1,205 @@
+"""The harness's own cost per sample and per command, each as a ratio to a peer measured in the same run.
+
+- local: 40 samples of a ~60 ms command (``sleep 0.06``) run by perflab on this machine (the
+  ``localhost`` inventory), with the leanest settings (no fingerprints, no monitors) and with the
+  defaults, against a bash loop of the same 40 commands and, where installed, hyperfine's
+  ``--runs 40`` (targets: leanest <= 1.10x, defaults <= 1.5x the bash loop);
+- remote (root: a one-host lab): the same 40 samples on a lab host, against the floor of 40
+  commands written to one plain ``sh`` on the same SSH connection (target: <= 2 ms per sample
+  over the floor with the leanest settings, <= 5 ms with the defaults);
+- one command through perflab's persistent shell (with and without its timeout) against the same
+  connection's plain shell (target: <= 2 ms over it);
+- the duration perflab records for a 200 ms command (``meta.json``'s ``duration``, taken on the
+  host; the controller's ``ended - started`` where there is none) against 200 ms (target:
+  within 1 ms).
+
+Each comparison is interleaved: round i runs every variant once, in a rotating order, so a busy
+machine slows them alike.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from measure import Result, spread
+
+from perflab import campaign as campaign_mod, inventory, lab, remote, runner, tools
+from perflab.records import read_sample
+from perflab.tools.base import Command, Measurement, Rows, Tool
+
+SAMPLES = 40
+SECONDS = 0.06
+ROUNDS = 3
+TARGET_LEAN, TARGET_DEFAULTS = 1.10, 1.5
+TARGET_REMOTE_LEAN_MS, TARGET_REMOTE_DEFAULTS_MS, TARGET_COMMAND_MS, TARGET_DURATION_MS = 2.0, 5.0, 2.0, 1.0
+
+
+class Sleep(Tool):
+    """The benchmark's own adapter: a sample is ``sleep SECONDS``; it reports nothing but that it ran."""
+
+    name = "bench-sleep"
+    roles = ("client",)
+
+    def commands(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> list[Command]:
+        """One ``sleep`` of the campaign's ``seconds``."""
+        return [Command("client", ("sleep", str(params["seconds"])))]
+
+    def parse(self, stdout: str, stderr: str = "", *, source: str = "") -> list[Measurement]:
+        """One row: the sample ran."""
+        rows = Rows(source)
+        rows.add("ran", "1", "1", "stdout")
+        return rows
+
+    def expected_duration(self, params: Mapping[str, Any]) -> float:
+        """The sleep's length."""
+        return float(params["seconds"])
+
+
+def _campaign(tmp: Path, name: str, *, lean: bool, seconds: float = SECONDS, n: int = SAMPLES) -> Any:
+    path = tmp / f"{name}.yaml"
+    path.write_text(f"version: 1\ncampaign: {name}\nbenchmark: {{tool: bench-sleep}}\n"
+                    f"hosts: {{client: h1}}\nfactors: {{seconds: [{seconds}]}}\nrepetitions: {n}\nwarmups: 0\nseed: 1\n"
+                    f"fingerprints: {str(not lean).lower()}\nmonitors: {str(not lean).lower()}\n")
+    return campaign_mod.load(path)
+
+
+def _perflab(entries: Mapping[str, inventory.HostEntry], *, lean: bool) -> Callable[[], None]:
+    def run() -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            runner.run(_campaign(Path(tmp), "bench", lean=lean), entries, Path(tmp) / "raw", stream=io.StringIO())
+    return run
+
+
+def _interleave(variants: Mapping[str, Callable[[], None]], rounds: int = ROUNDS) -> dict[str, list[float]]:
+    names = list(variants)
+    times: dict[str, list[float]] = {n: [] for n in names}
+    for i in range(rounds):
+        for name in names[i % len(names):] + names[:i % len(names)]:
+            start = time.perf_counter()
+            variants[name]()
+            times[name].append(time.perf_counter() - start)
+    return times
+
+
+def _ratio(a: list[float], b: list[float]) -> list[float]:
+    return [x / y for x, y in zip(a, b)]
+
+
+def local() -> list[Result]:
+    """The local rows: perflab (leanest, defaults) and hyperfine against a bash loop."""
+    entries = inventory.localhost(("h1",))
+    loop = f"for i in $(seq {SAMPLES}); do sleep {SECONDS}; done"
+    variants: dict[str, Callable[[], None]] = {
+        "bash": lambda: subprocess.run(["bash", "-c", loop], check=True),
+        "lean": _perflab(entries, lean=True),
+        "defaults": _perflab(entries, lean=False),
+    }
+    if shutil.which("hyperfine"):
+        variants["hyperfine"] = lambda: subprocess.run(
+            ["hyperfine", "--runs", str(SAMPLES), "--warmup", "0", "-N", f"sleep {SECONDS}", "--style", "none"],
+            check=True, capture_output=True)
+    t = _interleave(variants)
+    out = []
+    for key, target in (("lean", TARGET_LEAN), ("defaults", TARGET_DEFAULTS)):
+        r = _ratio(t[key], t["bash"])
+        out.append(Result(f"local, {SAMPLES} x {SECONDS * 1e3:.0f} ms, {key} / bash loop", spread(r, "x"),
+                          f"<= {target}x", statistics.median(r) <= target,
+                          f"perflab {spread(t[key])}; bash loop {spread(t['bash'])}"))
+    if "hyperfine" in t:
+        out.append(Result("local, hyperfine --runs 40 / bash loop (peer)", spread(_ratio(t["hyperfine"], t["bash"]), "x"),
+                          "(peer)", None, f"hyperfine {spread(t['hyperfine'])}"))
+    return out
+
+
+class _PlainShell:
+    """One plain ``sh`` on a channel of an open connection: the floor for commands sent to a host."""
+
+    MARK = b"__bench_done__"
+
+    def __init__(self, host: remote.Host) -> None:
+        self.chan = host.connection().client.get_transport().open_session()
+        self.chan.exec_command("sh")
+        self.buf = b""
+
+    def run(self, line: str) -> None:
+        self.chan.sendall(f"{line}; echo {self.MARK.decode()}\n".encode())
+        while self.MARK not in self.buf:
+            self.buf += self.chan.recv(65536)
+        self.buf = self.buf.split(self.MARK, 1)[1]
+
+    def close(self) -> None:
+        self.chan.close()
+
+
+def remote_rows() -> list[Result]:
+    """The remote rows on a one-host lab: per-sample and per-command costs over the plain shell floor."""
+    name = f"bo{os.getpid() % 10000}"
+    created = lab.up(name, 1)
+    try:
+        entries = inventory.load(created.inventory_path)
+        with remote.connect(entries) as hosts:
+            host = hosts["h1"]
+            shell = _PlainShell(host)
+            try:
+                samples = _interleave({
+                    "floor": lambda: [shell.run(f"sleep {SECONDS}") for _ in range(SAMPLES)],
+                    "lean": _perflab(entries, lean=True),
+                    "defaults": _perflab(entries, lean=False),
+                })
+                commands = _interleave({
+                    "plain": lambda: [shell.run("true") for _ in range(50)],
+                    "perflab": lambda: [host.run("true") for _ in range(50)],
+                    "perflab, timeout": lambda: [host.run("true", timeout=10) for _ in range(50)],
+                })
+            finally:
+                shell.close()
+        duration = _recorded_error(entries)
+    finally:
+        lab.down(name)
+    out = []
+    for key, target in (("lean", TARGET_REMOTE_LEAN_MS), ("defaults", TARGET_REMOTE_DEFAULTS_MS)):
+        extra = [(a - b) / SAMPLES * 1e3 for a, b in zip(samples[key], samples["floor"])]
+        out.append(Result(f"remote, per sample over `sh` on the connection, {key}", spread(extra, "ms"),
+                          f"<= {target} ms", statistics.median(extra) <= target,
+                          f"{SAMPLES} samples: perflab {spread(samples[key])}, floor {spread(samples['floor'])}"))
+    for key in ("perflab", "perflab, timeout"):
+        extra = [(a - b) / 50 * 1e3 for a, b in zip(commands[key], commands["plain"])]
+        out.append(Result(f"one command, {key} - plain shell", spread(extra, "ms"), f"<= {TARGET_COMMAND_MS} ms",
+                          statistics.median(extra) <= TARGET_COMMAND_MS,
+                          f"plain shell {spread([c / 50 * 1e3 for c in commands['plain']], 'ms')} per command"))
+    out.append(Result("recorded duration of `sleep 0.2` - 200 ms", spread(duration, "ms"), f"within {TARGET_DURATION_MS} ms",
+                      max(abs(d) for d in duration) <= TARGET_DURATION_MS, f"{len(duration)} samples on a lab host"))
+    return out
+
+
+def _recorded_error(entries: Mapping[str, inventory.HostEntry], n: int = 10) -> list[float]:
+    """Recorded minus true duration (ms) of ``n`` samples of ``sleep 0.2`` on the lab host."""
+    with tempfile.TemporaryDirectory() as tmp:
+        c = _campaign(Path(tmp), "duration", lean=True, seconds=0.2, n=n)
+        runner.run(c, entries, Path(tmp) / "raw", stream=io.StringIO())
+        metas = [read_sample(p) for p in (Path(tmp) / "raw/duration/samples").glob("*/meta.json")]
+    return [(c.get("duration", c["ended"] - c["started"]) - 0.2) * 1e3 for c in (m.commands[0] for m in metas)]
+
+
+def results() -> list[Result]:
+    """Every row: local always, the remote ones as root (they need the lab)."""
+    tools.REGISTRY[Sleep.name] = f"{__name__}:Sleep"
+    out = local()
+    if os.geteuid() == 0:
+        out += remote_rows()
+    return out
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).parent))
+    for result in results():
+        print(result.line())

@@ -1,0 +1,188 @@
+"""perflab's agent: runs a host's commands for :mod:`perflab.executor`, one request at a time.
+
+This file is sent to a host as the source of ``python3 -c`` and must stay self-contained:
+standard library only, Python 3.6 or later, no perflab import. Each request is one JSON line
+``{"line", "timeout", "kill_after", "env", "tag", "cgroup"}``; the answer is a header line
+``__PERFLAB_AGENT__ <rc> <n_out> <n_err> <seconds>`` and the bytes of stdout and stderr.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+MARK = b"__PERFLAB_AGENT__"
+#: How a command runs: its text reaches ``sh`` in the environment, so no process's command line
+#: holds it (``pgrep -f`` on a host finds the command's own processes, never the shell around it).
+EVAL = 'c=$PERFLAB_COMMAND; unset PERFLAB_COMMAND; eval "$c"'
+#: Exit statuses of a command the agent stopped: TERM sufficed (as GNU timeout), or KILL was needed.
+STOPPED, KILLED = 124, 128 + 9
+
+
+def tagged(tag):
+    """Pids of this host's processes whose environment carries ``PERFLAB_TAG=tag``."""
+    want = ("PERFLAB_TAG=" + tag).encode()
+    found = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit() and int(pid) != os.getpid():
+            try:
+                with open("/proc/%s/environ" % pid, "rb") as fh:
+                    if want in fh.read().split(b"\0"):
+                        found.append(int(pid))
+            except OSError:
+                pass
+    return found
+
+
+def _gone(pid):
+    """True when ``pid`` has exited (gone, or a zombie waiting for its parent)."""
+    try:
+        with open("/proc/%d/stat" % pid) as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+def sweep(tag, wait=2.0):
+    """Kill every process still tagged with a command's ``tag``; wait (``wait`` s at most) until they are gone."""
+    pids = tagged(tag)
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    end = time.monotonic() + wait
+    while pids and time.monotonic() < end:
+        pids = [p for p in pids if not _gone(p)]
+        if pids:
+            time.sleep(0.005)
+
+
+def _procs(directory):
+    """Pids in the cgroup ``directory`` and its descendants."""
+    pids = []
+    for parent, _dirs, names in os.walk(directory):
+        if "cgroup.procs" in names:
+            try:
+                with open(os.path.join(parent, "cgroup.procs")) as fh:
+                    pids += [int(p) for p in fh.read().split()]
+            except OSError:
+                pass
+    return pids
+
+
+def _write(path, text):
+    """Write ``text`` to the cgroup file ``path``; False when the kernel refuses (or the file is absent)."""
+    try:
+        with open(path, "w") as fh:
+            fh.write(text)
+        return True
+    except OSError:
+        return False
+
+
+def kill_cgroup(directory, wait=2.0):
+    """Kill every process of the cgroup ``directory`` and its descendants, wait (``wait`` s at most) until they
+    are gone, and remove the cgroups (``cgroup.kill``, or freeze, kill each member and thaw on older kernels)."""
+    if not os.path.isdir(directory):
+        return
+    if not _write(os.path.join(directory, "cgroup.kill"), "1"):
+        _write(os.path.join(directory, "cgroup.freeze"), "1")
+        for pid in _procs(directory):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        _write(os.path.join(directory, "cgroup.freeze"), "0")
+    end = time.monotonic() + wait
+    while _procs(directory) and time.monotonic() < end:
+        time.sleep(0.005)
+    for parent, _dirs, _names in sorted(os.walk(directory), key=lambda w: -len(w[0])):
+        try:
+            os.rmdir(parent)
+        except OSError:
+            pass
+
+
+def _signal_group(proc, sig):
+    """Send ``sig`` to the process group ``proc`` leads (already gone: nothing to do)."""
+    try:
+        os.killpg(proc.pid, sig)
+    except OSError:
+        pass
+
+
+def run(req):
+    """Run one request with ``sh``; return (exit status, stdout bytes, stderr bytes, seconds on this host).
+
+    The command runs in a session of its own with stdin from /dev/null (and, given ``cgroup``, in
+    that cgroup, made for it and joined before it runs); at ``timeout`` its process group gets TERM,
+    then KILL after ``kill_after``. When the command ends, what is left in its cgroup is killed and
+    the cgroup removed, and, for a timed command, processes that left the group but still carry its
+    ``tag`` are killed. The seconds are the command's own, taken here
+    around its process alone.
+    """
+    env = dict(os.environ)
+    env.update(req.get("env") or {})
+    env["PERFLAB_COMMAND"] = req["line"]
+    if req.get("tag"):
+        env["PERFLAB_TAG"] = req["tag"]
+    timeout = req.get("timeout")
+    cgroup = req.get("cgroup")
+    enter = None
+    if cgroup:  # the command's own cgroup, joined before it runs: nothing it starts can leave it
+        os.makedirs(cgroup, exist_ok=True)
+        procs = os.path.join(cgroup, "cgroup.procs")
+
+        def enter():
+            with open(procs, "w") as fh:
+                fh.write(str(os.getpid()))
+    # Output goes to files, not pipes: a child the command leaves in the background keeps a pipe
+    # open, and the reply would wait for it; the command is done when its own process exits.
+    with tempfile.TemporaryFile() as out_file, tempfile.TemporaryFile() as err_file:
+        start = time.monotonic()
+        proc = subprocess.Popen(["sh", "-c", EVAL], stdin=subprocess.DEVNULL, stdout=out_file,
+                                stderr=err_file, env=env, start_new_session=True, preexec_fn=enter)
+        try:
+            rc = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _signal_group(proc, signal.SIGTERM)
+            try:
+                proc.wait(timeout=req.get("kill_after", 5))
+                rc = STOPPED
+            except subprocess.TimeoutExpired:
+                _signal_group(proc, signal.SIGKILL)
+                proc.wait()
+                rc = KILLED
+        seconds = time.monotonic() - start
+        out_file.seek(0)
+        err_file.seek(0)
+        out, err = out_file.read(), err_file.read()
+    if rc < 0:  # killed by a signal: the status a shell reports
+        rc = 128 - rc
+    if cgroup:
+        kill_cgroup(cgroup)
+    if req.get("tag") and timeout is not None:
+        sweep(req["tag"])
+    return rc, out, err, seconds
+
+
+def main():
+    """Serve requests from standard input until it ends."""
+    out = sys.stdout.buffer
+    out.write(MARK + b" ready 1\n")
+    out.flush()
+    for raw in sys.stdin.buffer:
+        try:
+            rc, o, e, seconds = run(json.loads(raw.decode()))
+        except Exception as exc:  # a bad request is answered, never the end of the agent
+            rc, o, e, seconds = 127, b"", ("perflab agent: %s\n" % exc).encode(), 0.0
+        out.write(MARK + (" %d %d %d %.9f\n" % (rc, len(o), len(e), seconds)).encode() + o + e)
+        out.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,133 @@
+"""A per-host command executor: one small Python agent on a channel of the host's connection.
+
+perflab's first executor was a long-lived ``sh`` whose framing (a temporary directory, a
+subshell, two ``wc`` and a ``cat`` per command) and ``timeout`` wrapper cost 15-40 ms per
+command on a lab host; the agent costs one fork/exec of ``sh -c`` per command. It enforces the
+timeout itself (TERM to the command's process group, KILL after the grace period), kills what
+escaped the group by its registry tag, and times the command on the host, around the command
+alone, so the recorded duration holds no framing or round trip.
+
+The agent is :mod:`perflab.agent`, sent as source text; it needs ``python3`` on the host (3.6
+or later, standard library only; the lab's hosts share this machine's). :func:`open_agent`
+returns None when the host has none, and the caller keeps the shell executor. On this machine
+(the ``localhost`` inventory) :func:`run_here` runs the same code in-process.
+
+Protocol, one request at a time: the controller writes one JSON line ``{"line", "timeout",
+"kill_after", "env", "tag", "cgroup"}``; the agent answers ``__PERFLAB_AGENT__ <rc> <n_out> <n_err>
+<seconds>`` on a line of its own, then the ``n_out`` bytes of stdout and ``n_err`` of stderr,
+verbatim. The agent says ``__PERFLAB_AGENT__ ready 1`` once when it starts.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import socket
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from . import agent as agent_program
+
+MARK = agent_program.MARK
+#: Seconds the agent may take to say it is ready before the host counts as having no agent.
+READY_TIMEOUT = 15.0
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What the agent returned for one command: its bytes, exit status and duration on the host."""
+
+    out: bytes
+    err: bytes
+    exit_code: int
+    seconds: float
+
+
+class Agent:
+    """The agent running on one channel of a host's connection; one command at a time."""
+
+    def __init__(self, chan: Any) -> None:
+        self.chan = chan
+        self.buf = b""
+
+    def _fill(self, deadline: float | None) -> None:
+        left = None if deadline is None else deadline - time.monotonic()
+        if left is not None and left <= 0:
+            raise TimeoutError("the reply deadline")
+        self.chan.settimeout(left)  # also None: an earlier command's deadline must not linger
+        try:
+            data = self.chan.recv(1 << 16)
+        except socket.timeout:
+            raise TimeoutError("the reply deadline") from None
+        if not data:
+            raise EOFError("the agent's channel closed")
+        self.buf += data
+
+    def _line(self, deadline: float | None) -> bytes:
+        while b"\n" not in self.buf:
+            self._fill(deadline)
+        line, self.buf = self.buf.split(b"\n", 1)
+        return line
+
+    def ready(self) -> bool:
+        """True once the agent said it runs; False when the host has no usable ``python3``."""
+        try:
+            return self._line(time.monotonic() + READY_TIMEOUT) == MARK + b" ready 1"
+        except (EOFError, TimeoutError):
+            return False
+
+    def run(self, line: str, *, timeout: float | None = None, kill_after: float = 5.0,
+            env: Mapping[str, str] | None = None, tag: str | None = None, cgroup: str | None = None,
+            reply_deadline: float | None = None) -> Reply:
+        """Run ``line`` with ``sh -c`` on the host and return its :class:`Reply`.
+
+        ``timeout``: seconds before the agent stops the command's process group (TERM, then
+        KILL after ``kill_after``; exit status 124, or 137 when KILL was needed); ``env``: added
+        to the command's environment (values never enter the command text); ``tag``: the
+        command's ``PERFLAB_TAG``, whose processes are killed when a timed command ends;
+        ``cgroup``: a cgroup directory made for the command, joined before it runs, and killed and
+        removed when it ends (:mod:`perflab.registry`); ``reply_deadline``: seconds to wait for the reply before raising ``TimeoutError``.
+        """
+        request = {"line": line, "timeout": timeout, "kill_after": kill_after, "env": dict(env or {}), "tag": tag,
+                   "cgroup": cgroup}
+        self.chan.sendall(json.dumps(request).encode() + b"\n")
+        deadline = None if reply_deadline is None else time.monotonic() + reply_deadline
+        header = self._line(deadline)
+        if not header.startswith(MARK + b" "):
+            raise EOFError(f"the agent answered {header[:80]!r}")
+        code, n_out, n_err, seconds = header[len(MARK) + 1:].split()
+        size = int(n_out) + int(n_err)
+        while len(self.buf) < size:
+            self._fill(deadline)
+        body, self.buf = self.buf[:size], self.buf[size:]
+        return Reply(body[:int(n_out)], body[int(n_out):], int(code), float(seconds))
+
+    def close(self) -> None:
+        """Close the channel; the agent exits when its input ends."""
+        self.chan.close()
+
+
+def command() -> str:
+    """The command line that starts the agent on a host (the agent's source as one quoted argument)."""
+    return "exec python3 -u -c " + shlex.quote(Path(agent_program.__file__).read_text())
+
+
+def run_here(line: str, *, timeout: float | None = None, kill_after: float = 5.0,
+             env: Mapping[str, str] | None = None, tag: str | None = None, cgroup: str | None = None) -> Reply:
+    """Run ``line`` on this machine as the agent would on a host (the ``localhost`` inventory)."""
+    rc, out, err, seconds = agent_program.run({"line": line, "timeout": timeout, "kill_after": kill_after,
+                                               "env": dict(env or {}), "tag": tag, "cgroup": cgroup})
+    return Reply(out, err, rc, seconds)
+
+
+def open_agent(transport: Any) -> Agent | None:
+    """Start the agent on a new channel of ``transport`` (a paramiko Transport); None when the host has no python3."""
+    chan = transport.open_session(timeout=30)
+    chan.exec_command(command())
+    agent = Agent(chan)
+    if agent.ready():
+        return agent
+    chan.close()
+    return None

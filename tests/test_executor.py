@@ -1,0 +1,148 @@
+"""The per-host agent: exact bytes, exit statuses, its own timeouts, the tag sweep and the duration on the host.
+
+The agent runs here as a local process behind a channel-like pipe, exactly the program a host
+runs over SSH (``executor.command()``).
+"""
+
+import os
+import select
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from perflab import executor
+
+
+class PipeChannel:
+    """The part of a paramiko channel the agent client uses, over a local process's pipes."""
+
+    def __init__(self, argv):
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        self.timeout = None
+
+    def sendall(self, data):
+        self.proc.stdin.write(data)
+        self.proc.stdin.flush()
+
+    def settimeout(self, timeout):
+        self.timeout = timeout
+
+    def recv(self, n):
+        ready, _, _ = select.select([self.proc.stdout], [], [], self.timeout)
+        if not ready:
+            import socket
+            raise socket.timeout()
+        return os.read(self.proc.stdout.fileno(), n)
+
+    def close(self):
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+
+@pytest.fixture
+def agent():
+    a = executor.Agent(PipeChannel(["sh", "-c", executor.command()]))
+    assert a.ready()
+    yield a
+    a.close()
+    assert a.chan.proc.returncode == 0, "the agent exits when its input ends"
+
+
+def _tagged(tag: str) -> list[int]:
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if f"PERFLAB_TAG={tag}".encode() in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"):
+                found.append(int(pid))
+        except OSError:
+            pass
+    return found
+
+
+def test_output_bytes_and_exit_status_come_back_verbatim(agent):
+    reply = agent.run("printf 'a\\0b\\377'; printf 'warn' >&2; exit 3")
+    assert (reply.out, reply.err, reply.exit_code) == (b"a\0b\xff", b"warn", 3)
+    again = agent.run("echo second")
+    assert (again.out, again.err, again.exit_code) == (b"second\n", b"", 0), "one command's reply never leaks into the next"
+
+
+def test_no_command_line_holds_the_command_text(agent):
+    reply = agent.run("pgrep -f 'unlikely-text-4711' || echo none")
+    assert reply.out == b"none\n", "pgrep found the shell running the command"
+    assert agent.run('printf %s "${PERFLAB_COMMAND-unset}"').out == b"unset"
+
+
+def test_a_value_in_the_environment_is_never_run(agent, tmp_path):
+    canary = tmp_path / "canary"
+    value = f"$(touch {canary}); `touch {canary}`; touch {canary}"
+    reply = agent.run('printf %s "$V"', env={"V": value})
+    assert reply.out.decode() == value and not canary.exists()
+
+
+def test_the_agent_stops_a_command_at_its_timeout_and_kills_what_ignores_term(agent):
+    stopped = agent.run("sleep 30", timeout=0.3, kill_after=5)
+    assert stopped.exit_code == executor_timeout() and stopped.seconds < 30
+    stubborn = agent.run("trap '' TERM; sleep 30", timeout=0.3, kill_after=0.3)
+    assert stubborn.exit_code == 128 + 9 and stubborn.seconds < 30
+
+
+def executor_timeout() -> int:
+    from perflab import remote
+    return remote.TIMEOUT_EXIT
+
+
+def test_processes_that_left_the_group_die_with_a_timed_command(agent):
+    tag = f"t{os.getpid()}x{time.monotonic_ns()}"
+    reply = agent.run("setsid sleep 300 </dev/null >/dev/null 2>&1 & echo started", timeout=20, tag=tag)
+    assert reply.exit_code == 0 and reply.out == b"started\n"
+    assert _tagged(tag) == [], "the sweep killed the escaped sleep before the reply"
+
+
+def test_a_child_left_in_the_background_does_not_hold_the_reply(agent):
+    reply = agent.run("sleep 300 & echo $!")
+    pid = int(reply.out)
+    try:
+        assert reply.exit_code == 0 and reply.seconds < 300
+    finally:
+        os.kill(pid, 9)
+
+
+def test_the_duration_is_the_commands_own_on_the_host(agent):
+    start = time.perf_counter()
+    reply = agent.run("sleep 0.2")
+    elapsed = time.perf_counter() - start
+    assert 0.2 <= reply.seconds <= elapsed, "measured around the command, inside the controller's round trip"
+
+
+def test_a_host_without_python3_has_no_agent():
+    chan = PipeChannel(["sh", "-c", "echo 'sh: 1: python3: not found' >&2; exit 127"])
+    assert executor.Agent(chan).ready() is False
+
+
+def test_this_machine_runs_the_same_code_in_process(tmp_path):
+    reply = executor.run_here('printf %s "$V"; exit 5', env={"V": "a b"})
+    assert (reply.out, reply.exit_code) == (b"a b", 5)
+    assert executor.run_here("sleep 30", timeout=0.2).exit_code == executor_timeout()
+
+
+CGROUP2 = next((d for d in (Path("/sys/fs/cgroup"), Path("/sys/fs/cgroup/unified"))
+                if (d / "cgroup.controllers").exists()), None)
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or CGROUP2 is None, reason="needs root and the cgroup2 hierarchy")
+def test_nothing_a_command_starts_leaves_its_cgroup(agent):
+    own = CGROUP2 / Path("/proc/self/cgroup").read_text().split("0::", 1)[1].split("\n")[0].strip().lstrip("/")
+    base = own / f"perflab-test-{os.getpid()}"
+    scope = base / "c-1"
+    try:
+        reply = agent.run("env -i setsid sleep 301.5 </dev/null >/dev/null 2>&1 & echo $!", cgroup=str(scope))
+        pid = int(reply.out)
+        assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1][:3], \
+            "a process that dropped its environment and session outlived its cgroup"
+        assert not scope.exists(), "the command's cgroup is removed"
+    finally:
+        for d in (scope, base):
+            if d.exists():
+                d.rmdir()
