@@ -66,11 +66,12 @@ def test_verify_of_the_repository_shows_progress_a_summary_and_json(tmp_path):
     assert run.returncode == 0, run.stderr
     assert "verify: [1/1] raw " in run.stderr and "lineage records" in run.stderr
     assert run.stdout.startswith("verified 1 raw campaigns, 38 raw files") and " s; 0 file(s)" in run.stdout
-    (tmp_path / "data/raw/unnoba-dd/campaign.json").write_text("{}")
+    with open(tmp_path / "data/raw/unnoba-dd/samples/device-hdd-emulated-r000-15289683/stdout", "a") as altered:
+        altered.write("one byte more")
     run = _perflab("verify", "--root", str(tmp_path), "--json")
     result = json.loads(run.stdout)
     assert run.returncode == 1 and result["ok"] is False and result["checked"]["raw campaigns"] == 1
-    assert [f["path"] for f in result["findings"]] == [f"{tmp_path.as_posix()}/data/raw/unnoba-dd/campaign.json"]
+    assert [f["path"] for f in result["findings"]] == [f"{tmp_path.as_posix()}/data/raw/unnoba-dd/samples/device-hdd-emulated-r000-15289683/stdout"]
     raw = json.loads(_perflab("verify", "--json", "data/raw/published").stdout)
     assert raw[0]["ok"] and raw[0]["files"] > 5
 
