@@ -129,3 +129,16 @@ def test_a_negative_number_in_a_text_column_gets_a_true_minus():
     tex = latex.tabular(pd.DataFrame({"Level": ["a", "b"], "Change": ["-0.5", "n/a"], "Range": ["-3--4", "x"]}))
     assert "\\num{-0.5}" in tex and "-3--4" in tex and "\\num{-3" not in tex
     assert "\\DisableLigatures[-]{encoding=T1, family=tt*}" in (ROOT / "paper/perflab.sty").read_text()
+
+
+def test_a_wide_table_of_a_few_rows_gets_two_column_sets_keyed_by_its_row_names():
+    import pandas as pd
+
+    from perflab.report import latex
+
+    frame = pd.DataFrame({"Device": ["hdd", "ssd", "nvme"], "Size": ["4k", "64k", "1M"],
+                          **{f"M{i}": [1.5, 2.5, -3.5] for i in range(6)}})
+    assert latex.auto_column_sets(frame) == [["Device", "Size", "M0", "M1", "M2"], ["Device", "Size", "M3", "M4", "M5"]]
+    tex = latex.latex_table(frame, caption="c", label="l")
+    assert tex.count("\\begin{plfit}") == 2 and tex.count("\\begin{tabular}") == 3
+    assert latex.auto_column_sets(frame.iloc[:, :5]) == []

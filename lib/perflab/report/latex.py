@@ -234,6 +234,29 @@ def _transposed(df: pd.DataFrame, *, escape: bool) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=pd.Index(heads)).astype(str)
 
 
+#: A table of at most this many rows and more than :data:`SPLIT_COLUMNS` columns, given no column sets,
+#: gets two (:func:`auto_column_sets`): used only when the whole is wider than the text, so that it
+#: stays upright when each half fits (two halves of a longer table would not fit one page).
+SPLIT_ROWS = 12
+SPLIT_COLUMNS = 6
+
+
+def auto_column_sets(df: pd.DataFrame, align: Sequence[str] = ()) -> list[list[str]]:
+    """Two column sets of ``df``: its leading text columns (the row's names, at most three) with each half
+    of the others; none when fewer than four columns are left to split."""
+    keys = []
+    for col in df.columns[:3]:
+        texts = [str(v) for v in df[col]]
+        if col in align or pd.api.types.is_numeric_dtype(df[col]) or all(_is_number(t) for t in texts if t):
+            break
+        keys.append(col)
+    rest = [c for c in df.columns if c not in keys]
+    if not keys or len(rest) < 4:
+        return []
+    half = (len(rest) + 1) // 2
+    return [keys + rest[:half], keys + rest[half:]]
+
+
 def latex_table(df: pd.DataFrame, *, caption: str, label: str, notes: Sequence[str] = (),
                 column_format: str | None = None, escape: bool = True, align: Sequence[str] = (),
                 column_sets: Sequence[Sequence[str]] = ()) -> str:
@@ -253,6 +276,8 @@ def latex_table(df: pd.DataFrame, *, caption: str, label: str, notes: Sequence[s
     tabular (``\\plnote``).
     """
     esc = escape_latex if escape else str
+    if not column_sets and SHORT_ROWS < len(df) <= SPLIT_ROWS and len(df.columns) > SPLIT_COLUMNS:
+        column_sets = auto_column_sets(df, align)
     if len(df) <= SHORT_ROWS and len(df.columns) > SHORT_COLUMNS and not column_sets:
         transposed = _transposed(df, escape=escape)
         return float_table(tabular(transposed, escape=False), caption=esc(caption), label=label,
