@@ -203,3 +203,12 @@ def test_a_blockproto_job_file_may_not_run_a_program(tmp_path, monkeypatch):
     monkeypatch.setattr(blockproto.paths, "root", lambda: tmp_path)
     with pytest.raises(ValueError, match=r"job.fio: \[global\] sets exec_prerun, which runs a program"):
         blockproto.job_options("job.fio")
+
+
+def test_text_names_a_value_of_the_campaign_and_never_a_tool_parameter():
+    use = "setup: [{on: client, run: 'printf %s \"$PERFLAB_NOTE\"'}]\n"
+    with pytest.raises(campaign_mod.SpecError, match=r"c.yaml:8: text.0: note names no factor or parameter"):
+        load_campaign(IPERF3 + "text: [note]\n" + use)
+    with pytest.raises(campaign_mod.SpecError, match=r"c.yaml:8: text: parallel is a parameter of iperf3; a tool "
+                                                     r"parameter reaches the tool's command line"):
+        load_campaign(IPERF3 + "text: [parallel]\n")

@@ -16,16 +16,15 @@ from perflab.ledger import Ledger
 
 GROUPS = """\
 campaign: groups
-benchmark: {tool: probe, params: {cmd: "sleep 0.5; echo 1"}}
+benchmark: {tool: probe}
 groups: [{client: h1}, {client: h2}]
-factors: {n: [1, 2]}
+factors: {cmd: ["sleep 0.5; echo 1", "sleep 0.5; echo 2"]}
 repetitions: 2
 warmups: 0
 seed: 5
 monitors: false
 fingerprints: false
 programs: [cmd]
-setup: [{on: client, run: "true {n}"}]
 """
 
 PING = """\

@@ -167,6 +167,7 @@ def _edited(campaign: Path, lab, tmp_path: Path, factors: str, more: dict[str, s
     grid = text[text.index("factors:"):text.index("repetitions:")]
     edits = {f"campaign: {campaign.stem}": f"campaign: t004-{campaign.stem}-{NAME}", "runtime: 2\n": "runtime: 1\n",
              "/run/perflab/aoe/tgt/disk-disk.img": str(lab.device_file("tgt", "disk")),
+             "scratch: [/run/perflab/aoe/tgt]": f"scratch: [{lab.device_file('tgt', 'disk').parent}]",
              "control: 7": f"control: {40 + os.getpid() % 50}", "port: 10809": f"port: {20000 + os.getpid() % 10000}",
              grid: factors, "repetitions: 3": "repetitions: 1", "fingerprints: true": "fingerprints: false", **more}
     for old, new in edits.items():

@@ -56,10 +56,14 @@ class _Checker:
                     inside(root, [d]) for d in SYSTEM_DIRS):
                 self.add(("scratch", i), f"{root!r} cannot be scratch: give an absolute path of a directory or device "
                                         "the campaign may overwrite (not /, not a system directory)")
+        named = set(self.doc["factors"]) | {name for _, name, _ in _settings(self.doc)}
+        for i, name in enumerate(self.doc.get("text", [])):
+            if name not in named:
+                self.add(("text", i), f"{name} names no factor or parameter of this campaign; remove it")
         for name in sorted(self.text):
-            if self.tool.param(name) is not None:
-                self.add(("text",), f"{name} is a {self.tool.name} parameter; a tool parameter reaches the tool's "
-                                    f"command line, so it takes {PARAM_TYPES[self.tool.param(name).type]}, not text")
+            if (param := self.tool.param(name)) is not None:
+                self.add(("text",), f"{name} is a parameter of {self.tool.name}; a tool parameter reaches the tool's "
+                                    f"command line, so it takes {PARAM_TYPES[param.type]}, not text")
         for i, name in enumerate(self.doc.get("programs", [])):
             if not any(name == p.name or name in p.programs for p in self.tool.params if p.programs):
                 self.add(("programs", i), f"{name!r} is no {self.tool.name} parameter or option that runs a program "

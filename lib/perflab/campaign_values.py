@@ -26,6 +26,7 @@ SAFE_WORD = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.,:+@%/-]*\Z")
 ABSOLUTE_PATH = re.compile(r"/[A-Za-z0-9_.,:+@%/-]*\Z")
 #: A size: a number of bytes or bits, optionally with a unit suffix (4k, 64M, 1GiB, 100Mb).
 SIZE = re.compile(r"\d+(?:\.\d+)?(?:[kKmMgGtTpP]i?[bB]?|[bB])?\Z")
+#: A number written as text (a YAML string such as "0.5" or "1e3").
 NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?\Z")
 #: Files a tool may read without a scratch location.
 READABLE_DEVICES = frozenset({"/dev/zero", "/dev/urandom", "/dev/null"})

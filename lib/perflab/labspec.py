@@ -94,6 +94,25 @@ class HostSpec:
 
 
 @dataclass(frozen=True)
+class CephOsd:
+    """One OSD of a lab's Ceph cluster: its host, CRUSH device class and BlueStore block file size."""
+
+    host: str
+    device_class: str
+    size: int
+
+
+@dataclass(frozen=True)
+class Ceph:
+    """A Ceph cluster on the lab (``perflab.lab.ceph``): monitor and manager host, client hosts, OSDs."""
+
+    mon: str
+    clients: tuple[str, ...]
+    osds: tuple[CephOsd, ...]
+    osd_memory_target: int = 1 << 30
+
+
+@dataclass(frozen=True)
 class LabSpec:
     """A whole lab description; ``source`` is the file it came from (None for :func:`simple`)."""
 
@@ -101,6 +120,7 @@ class LabSpec:
     links: tuple[Link, ...]
     hosts: tuple[HostSpec, ...]
     source: str | None = None
+    ceph: Ceph | None = None
 
     def link(self, name: str) -> Link:
         """The link called ``name``."""
@@ -119,8 +139,11 @@ class LabSpec:
             devices = tuple(Device(**{**d, "mkfs": tuple(d["mkfs"])}) for d in h["devices"])
             return HostSpec(h["name"], tuple(h["links"]), h["cpuset"], h["memory"], router, devices,
                             h["vm"] and Vm(**h["vm"]))
+        ceph = doc.get("ceph") and Ceph(doc["ceph"]["mon"], tuple(doc["ceph"]["clients"]),
+                                        tuple(CephOsd(**o) for o in doc["ceph"]["osds"]),
+                                        doc["ceph"]["osd_memory_target"])
         return cls(doc["name"], tuple(Link(**link) for link in doc["links"]), tuple(map(host, doc["hosts"])),
-                   doc["source"])
+                   doc["source"], ceph)
 
 
 def simple(name: str, hosts: int, *, mtu: int = 1500, rate: str | None = None) -> LabSpec:
@@ -160,7 +183,18 @@ def load(path: str | Path, *, text: str | None = None) -> LabSpec:
     if problems:
         raise LabFileError(path, problems)
     links = tuple(Link(n, **(spec or {})) for n, spec in doc["links"].items())
-    return LabSpec(doc["lab"], links, tuple(_host(n, h) for n, h in doc["hosts"].items()), path)
+    return LabSpec(doc["lab"], links, tuple(_host(n, h) for n, h in doc["hosts"].items()), path,
+                   _ceph(doc.get("ceph")))
+
+
+def _ceph(c: dict | None) -> Ceph | None:
+    """The lab file's ``ceph`` section (already checked), or None without one."""
+    if c is None:
+        return None
+    osds = tuple(CephOsd(host, cls, size_bytes(size)) for host, classes in c["osds"].items()
+                 for cls, size in classes.items())
+    memory = size_bytes(c["osd_memory_target"]) if "osd_memory_target" in c else Ceph.osd_memory_target
+    return Ceph(c["mon"], tuple(c.get("clients", ())), osds, memory)
 
 
 def _host(name: str, h: dict) -> HostSpec:
@@ -224,4 +258,11 @@ def _semantic_problems(doc: dict, lines: dict[tuple, int], path: str) -> list[st
                 where = ("hosts", name, "devices", dev)
                 problems.append(f"{path}:{line_of(lines, where)}: {'.'.join(where)}: mkfs and options need a file "
                                 "system; add fs: ext4, xfs or btrfs")
+    ceph = doc.get("ceph") or {}
+    named = [(("ceph", "mon"), ceph["mon"])] if ceph else []
+    named += [(("ceph", "clients", i), h) for i, h in enumerate(ceph.get("clients", ()))]
+    named += [(("ceph", "osds", h), h) for h in ceph.get("osds", {})]
+    hosts = [h for h in doc["hosts"] if "vm" not in doc["hosts"][h]]
+    for where, host in named:
+        check_link(where, host, hosts, "a namespace host of this lab (Ceph daemons do not run in virtual hosts)")
     return problems

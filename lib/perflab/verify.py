@@ -19,7 +19,9 @@
   too, since they are saved without a timestamp (the same data and package versions give
   the same bytes; the sidecar records the versions, so a difference names them).
 
-Each problem is a :class:`Finding` naming the file and what differs.
+Each problem is a :class:`Finding` naming the file and what differs. The report also carries
+each campaign's measurement evidence (:mod:`perflab.evidence`: window, samples overlapping
+another campaign's, contention, monitors), which ``perflab verify`` prints and checks.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from typing import Callable
 
 import pandas as pd
 
-from . import store, tidy
+from . import evidence, store, tidy
 
 #: Where the digitized published results live, relative to the project root.
 PUBLISHED = Path("data/raw/published")
@@ -62,6 +64,8 @@ class Report:
     checked: dict[str, int] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: How each campaign was measured (:func:`perflab.evidence.collect`).
+    evidence: list[evidence.CampaignEvidence] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -224,6 +228,7 @@ def repository(root: str | Path = ".", *, progress: Callable[[str], None] | None
     for sidecar in sidecars:
         report.findings += lineage_record(sidecar, root)
         report.count("lineage records")
+    report.evidence = evidence.collect(raw_root, root)
     return report
 
 

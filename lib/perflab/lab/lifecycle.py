@@ -10,7 +10,7 @@ from pathlib import Path
 
 from .. import inventory, labspec
 from ..labspec import LabSpec
-from . import model
+from . import ceph, model
 from .cgroups import CGROUP_PARENT, cgroup_dirs, cgroup_hierarchies, cgroup_usage, cgroups_up, rmdir_cgroup
 from .model import Lab, LabError, layout
 from .net import host_net_up, host_routes, link_up, ruleset
@@ -80,7 +80,8 @@ def bring_up(spec: LabSpec) -> Lab:
         vms = {h.name: {"accel": vm_accel(h.vm), "kernel": str(vm_kernel(h.vm)[0])} for h in spec.hosts if h.vm}
         state = {"version": STATE_VERSION, "name": spec.name, "spec": spec.to_json(), "slots": slots,
                  "cgroups": cgroup_dirs(lab, hierarchies), "loops": state["loops"] if state else {}, "vms": vms,
-                 "formatted": state.get("formatted", []) if state else []}
+                 "formatted": state.get("formatted", []) if state else [],
+                 **({"ceph": state["ceph"]} if state and "ceph" in state else {})}
         lab_dir.mkdir(exist_ok=True)
         write_state(lab_dir, state)
     try:
@@ -140,6 +141,8 @@ def _make(lab: Lab, state: dict, hierarchies: dict[str, Path]) -> None:
                                f"{lab.state_dir / host.name / 'console.log'}") from None
         else:
             wait_port(host.address)
+    if spec.ceph:
+        ceph.up(lab, state)
     _write_inventory(lab, state)
 
 
@@ -173,6 +176,7 @@ def status(name: str = "default") -> dict | None:
         h["usage"] = cgroup_usage(cgroups).__dict__ if cgroups and all(map(os.path.isdir, cgroups.values())) else None
     state["routes"] = host_routes(lab)
     state["inventory"] = str(lab.inventory_path)
+    state["ceph"] = lab.spec.ceph and ceph.status(lab, state)
     return state
 
 
@@ -220,6 +224,8 @@ def draw(state: dict) -> str:
             loop = guest_device(i) if spec_host.vm else state["loops"].get(f"{h['name']}/{d.name}", "not attached")
             fs = f"{d.fs}{' -o ' + d.options if d.options else ''}" if d.fs else "raw"
             out.append(f"    disk {d.name}: {loop} {d.size >> 20} MiB {fs}{', direct I/O' if d.direct_io else ''}")
+    if spec.ceph:
+        out += ceph.draw(lab_of(state), state["ceph"])
     return "\n".join(out)
 
 
@@ -263,6 +269,7 @@ def down(name: str = "default") -> list[str]:
                 if loop in loops_of(path):
                     detach(loop)
                     removed.append(f"loop {loop} ({path.name})")
+    removed += ceph.down(lab, state)
     for link in lab.links:
         if link_exists(link.bridge):
             sh("ip", "link", "del", link.bridge)
@@ -315,4 +322,4 @@ def traces(name: str) -> list[str]:
               if (root / CGROUP_PARENT / name).exists()]
     loops = sh("losetup", "-n", "-O", "NAME,BACK-FILE", check=False).stdout.splitlines()
     found += [f"loop {line}" for line in loops if f"{model.STATE_ROOT}/{name}/" in line]
-    return found
+    return found + ceph.traces(name)
