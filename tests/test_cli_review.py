@@ -65,7 +65,8 @@ def test_verify_of_the_repository_shows_progress_a_summary_and_json(tmp_path):
     run = _perflab("verify", "--root", str(tmp_path))
     assert run.returncode == 0, run.stderr
     assert "verify: [1/1] raw " in run.stderr and "lineage records" in run.stderr
-    assert run.stdout.startswith("verified 1 raw campaigns, 38 raw files") and " s; 0 file(s)" in run.stdout
+    summary = run.stdout.splitlines()[-1]
+    assert summary.startswith("verified 1 raw campaigns, 38 raw files") and " s; 0 file(s)" in summary
     with open(tmp_path / "data/raw/unnoba-dd/samples/device-hdd-emulated-r000-15289683/stdout", "a") as altered:
         altered.write("one byte more")
     run = _perflab("verify", "--root", str(tmp_path), "--json")
