@@ -144,6 +144,7 @@ def test_the_campaign_page_shows_its_declared_analysis_and_links_raw_manifest_li
                      "studies/demo.html", "machines/h1-2026-11-22-1200.html"):
         assert expected in targets, expected
     assert "All 56 raw files match" in text
+    assert "How it was measured</h2><p>Campaign demo stored 12 samples" in text
     assert "kernel.boot_id" in text, "the fingerprint difference of block 3 is shown"
     assert "how it was made (lineage)" in text
     lineage = text[text.index("how it was made (lineage)"):]

@@ -4,7 +4,8 @@
 analyses and chapter, from ``studies/*/study.yaml``), per campaign, per machine (a distinct
 host fingerprint, named by host name and the date it was first seen), and to every executed
 notebook rendered by nbconvert. A campaign page shows what the study declarations say was
-made from it (each analysis reading it: figures, tables as HTML, notebook), its lineage with
+made from it (each analysis reading it: figures, tables as HTML, notebook), how it was
+measured (:func:`perflab.evidence.sentence`: its window, overlaps, contention), its lineage with
 links down to raw files and manifests, the fingerprint differences between and within
 blocks, whether the raw files still match the manifest, and links to the raw samples, the
 manifest, the processed CSVs and every lineage sidecar.
@@ -31,7 +32,7 @@ from typing import Iterable, Sequence
 import nbformat
 from nbconvert import HTMLExporter
 
-from .. import __version__, store, study as study_mod
+from .. import __version__, evidence, store, study as study_mod
 from . import texhtml
 from .lineage import atomic_text, chain, fingerprint_id
 
@@ -307,7 +308,7 @@ def _analysis_section(site: _Site, a: study_mod.Analysis, nb_pages: dict[Path, P
 
 
 def _campaign_page(site: _Site, cdir: Path, nb_pages: dict[Path, Path], owner: study_mod.Study | None,
-                   machines: dict[str, _Machine]) -> Path:
+                   machines: dict[str, _Machine], measured: str) -> Path:
     name = cdir.name
     page = site.out / "campaigns" / f"{name}.html"
     record = json.loads((cdir / "campaign.json").read_text())
@@ -338,7 +339,8 @@ def _campaign_page(site: _Site, cdir: Path, nb_pages: dict[Path, Path], owner: s
         declared + f"<p>Tool <b>{_e(spec.get('benchmark', {}).get('tool', record.get('tool', '?')))}</b>, design "
         f"<b>{_e(spec.get('design', '?'))}</b>, factors {factors or '&ndash;'}; "
         f"{len(samples)} samples stored, {len(failed)} failed attempts kept as evidence.</p>{status}"
-        "<h2>Analyses made from this campaign</h2>"
+        + (f"<h2>How it was measured</h2><p>{_e(measured)}</p>" if measured else "")
+        + "<h2>Analyses made from this campaign</h2>"
         + ("<p>As the study declarations say: each analysis that reads this campaign, its executed notebook "
            "(the description, the tests chosen and why, and the assumption checks), figures and tables.</p>"
            + "".join(_analysis_section(site, a, nb_pages, page, machines) for a in analyses)
@@ -465,10 +467,12 @@ def build(notebooks: Sequence[str | Path], out_dir: str | Path, *, root: str | P
     machines = _machines(site, campaigns)
     _machine_pages(site, machines)
     owners = {c.id: s for s in site.studies for c in s.campaigns}
+    measured = {row["campaign"]: row["sentence"] for row in evidence.site_rows(evidence.collect(root / "data/raw", root))}
     index = out / "index.html"
     rows, campaign_pages = [], {}
     for cdir in campaigns:
-        page = campaign_pages[cdir.name] = _campaign_page(site, cdir, nb_pages, owners.get(cdir.name), machines)
+        page = campaign_pages[cdir.name] = _campaign_page(site, cdir, nb_pages, owners.get(cdir.name), machines,
+                                                          measured.get(cdir.name, ""))
         n = len([p for p in (cdir / "samples").glob("*") if not p.name.startswith(".")])
         owner = owners.get(cdir.name)
         rows.append(f"<tr><td>{site.link(page, index, cdir.name)}</td><td>{n}</td><td>"
