@@ -8,7 +8,7 @@
 # `ancient` for its readers: a passing check does not make every analysis run again.
 rule verify_raw:
     input:
-        ancient("data/raw/{campaign}/experiment.ipynb"),
+        lambda wc: ancient(CAMPAIGNS[wc.campaign].raw_record),
     output:
         "data/processed/{campaign}.verified",
     params:
@@ -34,7 +34,7 @@ rule verify_published:
 
 rule tidy:
     input:
-        raw="data/raw/{campaign}/experiment.ipynb",
+        raw=lambda wc: CAMPAIGNS[wc.campaign].raw_record,
         verified=ancient("data/processed/{campaign}.verified"),
         lib=LIB,
     output:

@@ -39,7 +39,7 @@ PLUGINS = ("perflab.stats.cli", "perflab.tools.cli")
 #: Errors a user can fix, as module -> class name: printed in one line, not as a traceback.
 USER_ERRORS = {"perflab.yamlfile": "SpecError", "perflab.lab": "LabError", "perflab.runner": "RunnerError",
                "perflab.inventory": "InventoryError", "perflab.store": "StoreError", "perflab.tidy": "TidyError",
-               "perflab.ledger": "LedgerError", "perflab.measurelock": "MachineBusy"}
+               "perflab.ledger": "LedgerError", "perflab.measurelock": "MachineBusy", "perflab.remote": "HostError"}
 
 
 def _lab(args: argparse.Namespace) -> int:
@@ -82,7 +82,10 @@ def _lab(args: argparse.Namespace) -> int:
 
 
 def _plan(args: argparse.Namespace) -> int:
+    from . import destructive
+
     campaign = campaign_mod.load(args.campaign)
+    destructive.check(campaign)
     if args.macros:
         from .report import macros, planned
 
@@ -129,12 +132,18 @@ def _plan(args: argparse.Namespace) -> int:
     quiet = quiet_of(campaign.doc, campaign.source)
     print("  quiet gate before each block: " + ("none" if quiet is None else ", ".join(
         f"{k} {v:g}" for k, v in vars(quiet).items() if v is not None)))
+    for target, devices in campaign.doc.get("devices", {}).items():
+        print(f"  DESTRUCTIVE on {target}: overwrites {', '.join(devices)} (`perflab run` asks first, or --yes-destroy)")
     print(f"  monitors (sysstat): {'on' if info['monitors'] else 'off'}; "
           f"fingerprints per block: {'on' if info['fingerprints'] else 'off'}")
     if args.check:
         from . import preflight, remote
 
         entries = lab.resolve_inventory(args.inventory, hosts=campaign.lab_hosts())
+        missing = [n for n in campaign.involved() if n not in entries]
+        if missing:
+            raise ValueError(f"--inventory {args.inventory}: hosts {', '.join(missing)} are not in it (it has "
+                             f"{', '.join(sorted(entries))}); name them in an inventory file (docs/inventories.md)")
         with remote.connect(entries, campaign.involved()) as hosts:
             problems = preflight.check(campaign, hosts)
         for p in problems:
@@ -183,9 +192,18 @@ def _study_json(s: Any) -> dict[str, Any]:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from . import destructive
+
     campaign = campaign_mod.load(args.campaign)
+    destructive.confirm(campaign, args.yes_destroy)
     entries = lab.resolve_inventory(args.inventory, hosts=campaign.lab_hosts())
-    summary = runner.run(campaign, entries, args.raw, limit=args.limit, wait=0 if args.no_wait else None)
+    if args.rehearse:
+        from . import rehearse
+
+        done = rehearse.rehearse(campaign, entries, args.raw or rehearse.DEFAULT_ROOT)
+        return 0 if done.campaign is None or done.complete else 3
+    summary = runner.run(campaign, entries, args.raw or "data/raw", limit=args.limit,
+                         wait=0 if args.no_wait else None)
     for note in summary.notes:
         print(f"note: {note}")
     print(f"{campaign.name}: {summary.already_done + summary.done}/{summary.planned} samples stored in "
@@ -404,10 +422,15 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
     rp.add_argument("campaign", help="campaign YAML file")
     rp.add_argument("--inventory", default="lab",
                     help="inventory file, 'lab' (embedded lab; localhost when not root) or 'localhost' (default: lab)")
-    rp.add_argument("--raw", default="data/raw", help="raw data root (default data/raw)")
+    rp.add_argument("--raw", help="raw data root (default data/raw; with --rehearse scratch/rehearsal)")
     rp.add_argument("--limit", type=int, help="stop after this many samples (pilot)")
     rp.add_argument("--no-wait", action="store_true", help="stop at once, in one line, when another campaign is "
                     "measuring on this machine (default: wait for it; docs/campaigns.md, measurement lock)")
+    rp.add_argument("--rehearse", action="store_true", help="every cell once at the shortest durations into "
+                    "scratch, not evidence; cells the hosts cannot run are named and skipped (docs/real-hosts.md)")
+    rp.add_argument("--yes-destroy", metavar="DEVICE", action="append", default=[],
+                    help="confirm that a destructive campaign may overwrite DEVICE (repeat per device); "
+                    "without it `perflab run` asks on the terminal")
     rp.set_defaults(func=_run)
 
     pl = sub.add_parser("pilot", help="run a few repetitions and print what the planned n can detect per cell",

@@ -372,3 +372,13 @@ def compare_hosts(fps: Mapping[str, dict]) -> list[Difference]:
         out += [Difference(k, ref_facts.get(k), other.get(k), (ref, name)) for k in keys
                 if ref_facts.get(k) != other.get(k)]
     return out
+
+
+def summary(fp: Mapping[str, Any]) -> str:
+    """One fingerprint's facts a reader needs to place a number, in a phrase: CPU, CPUs, SMT, hypervisor, kernel."""
+    f = fp.get("facts", {})
+    parts = [f.get("cpu.model") or "unknown CPU", f"{f['cpu.count']} CPUs" if f.get("cpu.count") else None,
+             f"SMT {f['cpu.smt']}" if f.get("cpu.smt") else None,
+             f"under {f['cpu.hypervisor']}" if f.get("cpu.hypervisor") else "no hypervisor",
+             f"kernel {f['kernel.release']}" if f.get("kernel.release") else None]
+    return f"{fp.get('host', '?')}: " + ", ".join(p for p in parts if p)

@@ -14,7 +14,6 @@ import logging
 import secrets
 import shlex
 import socket
-import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
@@ -24,7 +23,7 @@ from typing import Any, Callable, Mapping, TypeVar
 import paramiko
 from fabric import Config, Connection
 
-from . import executor, registry
+from . import executor, registry, sshconfig
 from .inventory import HostEntry
 
 T = TypeVar("T")
@@ -195,7 +194,7 @@ class Service:
     cgroup: str | None = None
 
 
-class _Shell:
+class _Shell(executor.Channel):
     """One long-lived ``sh`` on a channel of the host's connection, running commands one at a time.
 
     An SSH exec request costs ~170 ms on a lab host (sshd sets up a session per request);
@@ -211,23 +210,9 @@ class _Shell:
                b"cat \"$d/o\" \"$d/e\"; rm -rf \"$d\"; }\n")
 
     def __init__(self, conn: Connection) -> None:
-        self.chan = conn.transport.open_session(timeout=30)
+        super().__init__(conn.transport.open_session(timeout=30))
         self.chan.exec_command("exec sh")
         self.chan.sendall(self.PRELUDE)
-        self.buf = b""
-
-    def _fill(self, deadline: float | None) -> None:
-        left = None if deadline is None else deadline - time.monotonic()
-        if left is not None and left <= 0:
-            raise TimeoutError("the reply deadline")
-        self.chan.settimeout(left)  # also None: an earlier command's deadline must not linger
-        try:
-            data = self.chan.recv(1 << 16)
-        except socket.timeout:
-            raise TimeoutError("the reply deadline") from None
-        if not data:
-            raise EOFError("the shell's channel closed")
-        self.buf += data
 
     def run(self, line: str, timeout: float | None) -> tuple[bytes, bytes, int]:
         """Run ``line`` in the shell; return (stdout, stderr, exit status), the bytes verbatim."""
@@ -287,7 +272,8 @@ class Host:
         A host that cannot be reached raises :class:`HostLost`; a refused key, :class:`HostError`.
         """
         if self._conn is None:
-            cfg = Config(overrides={"run": {"in_stream": False}})
+            cfg = Config(overrides={"run": {"in_stream": False}, **sshconfig.FABRIC_OVERRIDES})
+            sshconfig.warn(self.entry)
             kwargs: dict[str, Any] = {"look_for_keys": False, "allow_agent": False}
             if self.entry.key:
                 kwargs["key_filename"] = self.entry.key
@@ -368,7 +354,7 @@ class Host:
         joined before it runs and killed after) and the tag sweep written out."""
         line = command
         if env:
-            line = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()) + " " + line
+            line = "export " + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()) + "; " + line
         if scope:
             line = f"{registry.join(scope)} || exit 125; {line}"
         if timeout is not None:
