@@ -82,5 +82,6 @@ lab-up: install ## bring the flat lab of two hosts up (perflab lab up --file lab
 lab-down: ## remove the lab
 	perflab lab down
 
-jupyter: install ## open the notebooks in JupyterLab on the project's kernel
-	jupyter lab notebooks/
+# As root (the setup's usual case) JupyterLab needs --allow-root; no browser is started (open the URL it prints).
+jupyter: install ## open the notebooks in JupyterLab on the project's kernel (prints the URL to open)
+	jupyter lab --no-browser $(if $(filter 0,$(shell id -u)),--allow-root) notebooks/

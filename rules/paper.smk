@@ -16,7 +16,8 @@ rule paper_index:
 
 rule paper:
     input:
-        sources=["paper/main.tex", "paper/perflab.sty"] + [s.chapter for s in STUDIES if s.chapter],
+        sources=["paper/main.tex", "paper/perflab.sty", "paper/references.bib", "config/config.yaml"]
+        + sorted(str(p) for p in Path("paper/frame").glob("*.tex")) + [s.chapter for s in STUDIES if s.chapter],
         index=rules.paper_index.output,
         generated=[f for a in ANALYSES for k, f in a.outputs.items() if k != "notebook"]
         + [f for s in STUDIES for f in s.macro_files()],
@@ -25,7 +26,9 @@ rule paper:
     log:
         "logs/paper.log",
     shell:
-        # The build macros (version, git commit, date) are written with the paper they describe.
-        "python -c 'from perflab.report import macros; macros.write_build()' && "
+        # The build macros (version, git commit, date) and the frame (author, institution, the pending
+        # verdicts note) are written with the paper they describe; a citation without an entry fails it.
+        "python -c 'from perflab.report import frame, macros; macros.write_build(); frame.write()' && "
         "latexmk -pdf -interaction=nonstopmode -halt-on-error -cd paper/main.tex > {log} 2>&1 "
-        "|| {{ tail -n 40 {log}; exit 1; }}"
+        "|| {{ tail -n 40 {log}; exit 1; }}; "
+        "python -c 'from perflab.report import frame; frame.check()'"

@@ -51,4 +51,94 @@ def test_the_paper_builds_with_metadata_bibliography_and_no_type3_font(tmp_path)
     assert f"git commit {head}" in info and "perflab 0.1.0" in info
     log = (paper / "main.log").read_text(errors="replace")
     assert not re.search(r"Citation .* undefined|could not be found", log)
-    assert "Rocha" in (paper / "main.bbl").read_text()
+    assert "Rocha" in (paper / "main.bbl").read_text() and "Delacre" in (paper / "main.bbl").read_text()
+    from perflab.report import frame
+
+    assert frame.undefined_citations(paper / "main.log") == []
+    text = subprocess.run(["pdftotext", "-layout", "main.pdf", "-"], cwd=paper, capture_output=True, text=True).stdout
+    for heading in ("Abstract", "List of Figures", "List of Tables", "Introduction", "Summary of the verdicts",
+                    "Conclusion", "The perflab project"):
+        assert heading in text, heading
+    assert text.index("Summary of the verdicts") < text.rindex("Conclusion")
+
+
+def _cited(text: str) -> set[str]:
+    return {k.strip() for keys in re.findall(r"\\(?:no)?cite[pt]?\*?(?:\[[^\]]*\])*\{([^}]+)\}", text)
+            for k in keys.split(",")}
+
+
+def test_every_work_the_paper_cites_has_a_complete_entry():
+    bib = (ROOT / "paper/references.bib").read_text()
+    entries = dict(re.findall(r"@\w+\{([^,]+),(.*?)\n\}", bib, re.S))
+    keys = set(entries) | set(re.findall(r"ids\s*=\s*\{([^}]+)\}", bib))
+    sources = [*ROOT.glob("paper/**/*.tex"), *ROOT.glob("studies/*/chapter.tex")]
+    cited = set().union(*(_cited(p.read_text()) for p in sources))
+    assert {"delacre2017", "jiangang2013"} <= cited
+    assert cited <= keys, cited - keys
+    from perflab.report import latex
+    assert set(latex.WORKS.values()) <= keys
+    for key in ("delacre2017", "jiangang2013"):
+        assert re.search(r"\bauthor\s*=", entries[key]) and re.search(r"\bdate\s*=", entries[key]), key
+    assert re.search(r"doi\s*=\s*\{10\.5334/irsp\.82\}", entries["delacre2017"])
+
+
+def test_a_note_naming_a_work_cites_it():
+    from perflab.report import latex
+
+    table = latex.float_table("x", caption="c", label="l", note="Welch's t (default, Delacre et al. 2017).")
+    assert "Delacre et al.~\\cite{delacre2017}" in table
+
+
+def test_the_frame_takes_author_and_institution_from_the_configuration(tmp_path):
+    from perflab.report import frame
+
+    (tmp_path / "config.yaml").write_text("kernel: perflab\ninventory: lab\nauthor: Ana Pérez & Co\n"
+                                          "institution: Universidad_X\n")
+    written = frame.write(tmp_path / "paper", tmp_path / "config.yaml")
+    text = written[0].read_text()
+    assert "\\plset{frame/author}{Ana Pérez \\& Co}" in text and "\\plset{frame/institution}{Universidad\\_X}" in text
+    assert "not generated yet" in written[1].read_text()
+    main = (ROOT / "paper/main.tex").read_text()
+    assert "\\plvor{frame/author}" in main and "\\plvor{frame/institution}" in main
+    for part in ("frame/abstract", "frame/introduction", "\\listoffigures", "\\listoftables"):
+        assert part in main, part
+    summary = (ROOT / "paper/frame/summary.tex").read_text()
+    assert "\\input{tables/verdicts-summary.tex}" in summary and "macros/verdicts-pending.tex" in summary
+
+
+def test_the_build_fails_on_an_undefined_citation(tmp_path):
+    from perflab.report import frame
+
+    log = tmp_path / "main.log"
+    log.write_text("LaTeX Warning: Citation 'nosuch2020' on page 3 undefined on input line 12.\n"
+                   "Package biblatex Warning: Please rerun LaTeX.\nLaTeX Warning: Citation 'other' undefined on in\n"
+                   "put line 40.\n")
+    assert frame.undefined_citations(log) == ["nosuch2020", "other"]
+    with pytest.raises(SystemExit, match="2 citation.* nosuch2020, other; add them to paper/references.bib"):
+        frame.check(log)
+    log.write_text("LaTeX Warning: Reference `tab:x' on page 2 undefined on input line 3.\n")
+    frame.check(log)
+    assert "frame.check()" in (ROOT / "rules/paper.smk").read_text()
+
+
+def test_a_negative_number_in_a_text_column_gets_a_true_minus():
+    import pandas as pd
+
+    from perflab.report import latex
+
+    tex = latex.tabular(pd.DataFrame({"Level": ["a", "b"], "Change": ["-0.5", "n/a"], "Range": ["-3--4", "x"]}))
+    assert "\\num{-0.5}" in tex and "-3--4" in tex and "\\num{-3" not in tex
+    assert "\\DisableLigatures[-]{encoding=T1, family=tt*}" in (ROOT / "paper/perflab.sty").read_text()
+
+
+def test_a_wide_table_of_a_few_rows_gets_two_column_sets_keyed_by_its_row_names():
+    import pandas as pd
+
+    from perflab.report import latex
+
+    frame = pd.DataFrame({"Device": ["hdd", "ssd", "nvme"], "Size": ["4k", "64k", "1M"],
+                          **{f"M{i}": [1.5, 2.5, -3.5] for i in range(6)}})
+    assert latex.auto_column_sets(frame) == [["Device", "Size", "M0", "M1", "M2"], ["Device", "Size", "M3", "M4", "M5"]]
+    tex = latex.latex_table(frame, caption="c", label="l")
+    assert tex.count("\\begin{plfit}") == 2 and tex.count("\\begin{tabular}") == 3
+    assert latex.auto_column_sets(frame.iloc[:, :5]) == []

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import nbformat
 import numpy as np
+import pandas as pd
 import pytest
 from nbconvert.preprocessors import ExecutePreprocessor
 
@@ -17,12 +18,13 @@ from perflab import store, tidy
 from perflab.report import levels, lineage, site
 
 FIXTURE = Path(__file__).parent / "fixtures/lab/iperf3-tcp-P4.json"
-LIB = Path(__file__).resolve().parents[1] / "lib"
+REPO = Path(__file__).resolve().parents[1]
+LIB = REPO / "lib"
 
 
 def _fingerprint(host, boot):
     return json.dumps({"schema": 1, "host": host, "address": f"198.18.7.{11 if host == 'h1' else 12}",
-                       "collected_at": "2026-11-22T12:00:00+00:00", "facts": {"cpu.model": "Test CPU",
+                       "collected_at": f"2026-11-22T{12 if boot == 'a' else 13}:00:00+00:00", "facts": {"cpu.model": "Test CPU",
                        "kernel.boot_id": boot, "net.eth0.mtu": 1500}, "state": {"load": [0.1, 0.1, 0.1]},
                        "versions": {"iperf3": "iperf 3.12"}}, indent=1, sort_keys=True) + "\n"
 
@@ -49,7 +51,15 @@ def make_project(root: Path, samples: int = 6, notebook: bool = True) -> Path | 
             {"block": block, "changed": [], "between_hosts_before": [], "between_hosts_after": [],
              "since_previous_block": changed}))
     (root / "notebooks").mkdir()
-    (root / "notebooks/analysis.ipynb").write_text(nbformat.writes(nbformat.v4.new_notebook()))
+    shutil.copy(REPO / "notebooks/compare-levels.ipynb", root / "notebooks")
+    (root / "studies/demo/campaigns").mkdir(parents=True)
+    (root / "studies/demo/campaigns/demo.yaml").write_text(
+        (REPO / "studies/iperf3-streams/campaigns/iperf3-streams.yaml").read_text()
+        .replace("campaign: iperf3-streams", "campaign: demo"))
+    (root / "studies/demo/study.yaml").write_text(
+        "format: 1\nstudy: demo\ntitle: A demonstration study\ncampaigns:\n  - file: campaigns/demo.yaml\n"
+        "analyses:\n  - notebook: compare-levels\n    campaign: demo\n    parameters: {metric: throughput, "
+        "factor: parallel}\n")
     cwd = os.getcwd()
     os.chdir(root)
     try:
@@ -58,7 +68,7 @@ def make_project(root: Path, samples: int = 6, notebook: bool = True) -> Path | 
         result = levels.analyse(tidy.load(tables["parquet"]), metric="throughput", factor="parallel")
         levels.write(result, campaign="demo", source=tables["parquet"], paper_dir="paper",
                      factor_label="Parallel streams", quantity="Throughput", scale=1e9, unit="Gbit/s",
-                     generator="notebooks/analysis.ipynb")
+                     generator="notebooks/compare-levels.ipynb")
     finally:
         lineage.parameters()
         os.chdir(cwd)
@@ -70,7 +80,7 @@ def make_project(root: Path, samples: int = 6, notebook: bool = True) -> Path | 
         "figures.levels(df, factor='parallel', value='value', summary=stats.describe(df, 'value', 'parallel'),\n"
         "               ylabel='Throughput (Gbit/s)', xlabel='Parallel streams', scale=1e9)")])
     ExecutePreprocessor(timeout=120, kernel_name="python3").preprocess(nb, {"metadata": {"path": str(root)}})
-    out = root / "reports/notebooks/demo-analysis.ipynb"
+    out = root / "reports/notebooks/demo-throughput.ipynb"
     out.parent.mkdir(parents=True)
     nbformat.write(nb, out)
     return out
@@ -90,60 +100,110 @@ def project(tmp_path_factory):
 
 
 def _links(page: Path) -> list[str]:
-    return re.findall(r'(?:href|src)="([^"#]+)"', page.read_text())
+    return re.findall(r'(?:href|src)="([^"#?]+)"', page.read_text())
 
 
-def test_every_link_of_every_page_resolves(project):
-    root, index = project
-    pages = sorted((root / "reports").rglob("*.html"))
-    assert len(pages) >= 5
-    for page in pages:
-        for href in _links(page):
-            if href.startswith(("http:", "https:", "data:")) or href.endswith("paper/main.pdf"):
-                continue
-            assert (page.parent / href).exists(), f"{page.name}: broken link {href}"
+def _targets(page: Path, site_dir: Path) -> set[str]:
+    """Every link of ``page`` as a path under the site directory."""
+    return {(page.parent / h).resolve().relative_to(site_dir.resolve()).as_posix() for h in _links(page)}
 
 
-def test_the_campaign_page_shows_figures_and_links_raw_manifest_lineage_and_csv(project):
+def test_a_copied_site_has_no_broken_link_and_loads_nothing_from_the_network(project, tmp_path):
     root, _ = project
-    page = root / "reports/campaigns/demo.html"
+    copy = tmp_path / "elsewhere" / "reports"
+    shutil.copytree(root / "reports", copy)
+    pages = sorted(copy.rglob("*.html"))
+    assert len(pages) >= 8
+    checked = 0
+    for page in pages:
+        text = page.read_text()
+        assert not re.search(r'(?:href|src)="(?:https?:)?//', text), f"{page.name} loads from the network"
+        for href in _links(page):
+            assert not href.startswith(("http:", "https:")), f"{page.name}: {href}"
+            if href.startswith("data:"):
+                continue
+            target = (page.parent / href).resolve()
+            assert target.is_relative_to(copy.resolve()), f"{page.name}: {href} leaves the site"
+            assert target.exists(), f"{page.name}: broken link {href}"
+            checked += 1
+    assert checked > 100
+
+
+def test_the_campaign_page_shows_its_declared_analysis_and_links_raw_manifest_lineage_and_csv(project):
+    root, _ = project
+    out = root / "reports"
+    page = out / "campaigns/demo.html"
     text = page.read_text()
-    targets = {(page.parent / h).resolve().relative_to(root).as_posix() for h in _links(page)}
-    assert "paper/figures/demo-throughput.png" in re.findall(r'src="\.\./\.\./([^"]+)"', text)
-    for expected in ("data/raw/demo/MANIFEST.sha256", "data/raw/demo/samples/b0-p1/stdout",
-                     "data/raw/demo/samples/b5-p4/meta.json", "data/processed/demo.csv",
-                     "paper/figures/demo-throughput.lineage.json", "paper/tables/demo-throughput-checks.lineage.json",
-                     "data/raw/demo/blocks/3/differences.json", "reports/html/demo-analysis.html"):
+    targets = _targets(page, out)
+    assert "files/paper/figures/demo-throughput.png" in {t for t in targets if t.endswith(".png")}
+    for expected in ("files/data/raw/demo/MANIFEST.sha256", "files/data/raw/demo/samples/b0-p1/stdout",
+                     "files/data/raw/demo/samples/b5-p4/meta.json", "files/data/processed/demo.csv",
+                     "files/paper/figures/demo-throughput.lineage.json",
+                     "files/paper/tables/demo-throughput-checks.lineage.json",
+                     "files/data/raw/demo/blocks/3/differences.json", "html/demo-throughput.html",
+                     "studies/demo.html", "machines/h1-2026-11-22-1200.html"):
         assert expected in targets, expected
     assert "All 56 raw files match" in text
+    assert "How it was measured</h2><p>Campaign demo stored 12 samples" in text
     assert "kernel.boot_id" in text, "the fingerprint difference of block 3 is shown"
-    assert "how it was made (lineage)" in text and "from raw campaign data/raw/demo: 12 samples" in text
+    assert "how it was made (lineage)" in text
+    lineage = text[text.index("how it was made (lineage)"):]
+    assert re.search(r'from raw campaign <a href="[^"]*files/data/raw/demo/MANIFEST.sha256">data/raw/demo</a>: '
+                     r"12 samples", lineage), "the lineage links down to the raw manifest"
+    assert re.search(r'host <a href="\.\./machines/h[12]-2026-11-22-1[23]00\.html">h[12], 2026-11-22 1[23]:00', lineage)
 
 
-def test_one_machine_page_per_distinct_fingerprint(project):
+def test_tables_are_shown_as_html_not_latex_source(project):
+    root, _ = project
+    text = (root / "reports/campaigns/demo.html").read_text()
+    shown = text.split("<details>")[0] + "".join(part.split("</details>", 1)[-1] for part in text.split("<details>")[1:])
+    assert '<table class="tex">' in shown and "Shapiro" in shown
+    assert "\\toprule" not in shown and "\\num{" not in shown and "\\plhead" not in shown
+    assert "LaTeX source as included in the paper" in text
+
+
+def test_one_machine_page_per_distinct_fingerprint_named_by_host_and_date(project):
     root, index = project
     machines = sorted(p.name for p in (root / "reports/machines").glob("*.html"))
-    assert len(machines) == 4 and {m.split("-")[0] for m in machines} == {"h1", "h2"}
+    assert machines == ["h1-2026-11-22-1200.html", "h1-2026-11-22-1300.html", "h2-2026-11-22-1200.html",
+                        "h2-2026-11-22-1300.html"]
     assert all(f"machines/{m}" in index.read_text() for m in machines)
-    text = (root / "reports/machines" / machines[0]).read_text()
+    assert "h1, 2026-11-22 13:00" in index.read_text()
+    page = root / "reports/machines/h1-2026-11-22-1200.html"
+    text = page.read_text()
     assert "Test CPU" in text and "iperf 3.12" in text and "blocks/0/fingerprint-before-" in text
+    assert "campaigns/demo.html" in _targets(page, root / "reports")
 
 
-def test_the_notebook_page_embeds_the_figure_as_an_image(project):
+def test_the_notebook_page_embeds_the_figure_and_loads_no_script(project):
     root, _ = project
-    text = (root / "reports/html/demo-analysis.html").read_text()
+    text = (root / "reports/html/demo-throughput.html").read_text()
     assert "&lt;Figure size" not in text and "<Figure size" not in text
     assert re.search(r'<img[^>]+src="data:image/png;base64,', text)
+    assert "<script" not in text and "cdnjs" not in text and "review site index" in text
+
+
+def test_the_search_index_holds_studies_campaigns_machines_and_figures(project):
+    root, _ = project
+    index = (root / "reports/search-index.js").read_text()
+    items = json.loads(index.split("=", 1)[1].rstrip().rstrip(";"))
+    kinds = {(i["kind"], i["title"]) for i in items}
+    assert {("study", "study demo"), ("campaign", "campaign demo"), ("figure", "figure demo-throughput"),
+            ("machine", "machine h1, 2026-11-22 12:00")} <= kinds
+    assert all((root / "reports" / i["url"]).exists() for i in items)
+    assert 'id="q"' in (root / "reports/campaigns/demo.html").read_text()
+
+
+def _chromium(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", *args],
+                          capture_output=True, text=True, timeout=120)
 
 
 @pytest.mark.skipif(not shutil.which("chromium"), reason="needs chromium (Debian package chromium)")
 def test_headless_chromium_renders_the_campaign_page_with_its_figure(project, tmp_path):
     root, _ = project
     shot = tmp_path / "campaign.png"
-    run = subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                          f"--screenshot={shot}", "--window-size=1100,1400",
-                          (root / "reports/campaigns/demo.html").as_uri()],
-                         capture_output=True, text=True, timeout=120)
+    run = _chromium(f"--screenshot={shot}", "--window-size=1100,1400", (root / "reports/campaigns/demo.html").as_uri())
     assert shot.exists() and shot.stat().st_size > 20_000, run.stderr[-2000:]
     from PIL import Image
 
@@ -152,6 +212,19 @@ def test_headless_chromium_renders_the_campaign_page_with_its_figure(project, tm
     assert blue > 200, "the figure (its first palette colour) is not on the screenshot"
     if os.environ.get("PERFLAB_KEEP_SCREENSHOT"):
         shutil.copy(shot, os.environ["PERFLAB_KEEP_SCREENSHOT"])
+
+
+@pytest.mark.skipif(not shutil.which("chromium"), reason="needs chromium (Debian package chromium)")
+def test_headless_chromium_runs_the_search_of_a_copied_site(project, tmp_path):
+    root, _ = project
+    copy = tmp_path / "reports"
+    shutil.copytree(root / "reports", copy)
+    run = _chromium("--dump-dom", (copy / "search.html").as_uri() + "?q=demo+throughput")
+    dom = run.stdout
+    assert "result" in dom and "figure demo-throughput" in dom, run.stderr[-2000:]
+    hits = re.findall(r'<li><a href="([^"]+)">', dom)
+    assert hits and all((copy / h).exists() for h in hits)
+    assert "campaign demo" not in dom.split('id="results"')[1], "a campaign without 'throughput' is not listed"
 
 
 def test_a_page_per_declared_study_links_its_data_manifest_campaigns_and_declaration(tmp_path):
@@ -165,9 +238,9 @@ def test_a_page_per_declared_study_links_its_data_manifest_campaigns_and_declara
     assert "iperf3-streams (" in demo and "not measured yet" in demo and "study.yaml" in demo
     page = tmp_path / "reports/studies/003-openstack-opennebula.html"
     assert "studies/003-openstack-opennebula.html" in index.read_text()
-    targets = {(page.parent / h).resolve().relative_to(tmp_path).as_posix() for h in _links(page)}
-    assert {"data/raw/published/MANIFEST.sha256", "data/raw/published/ORIGIN.md",
-            "data/raw/published/003-openstack-opennebula-table3-nas.csv"} <= targets
+    targets = _targets(page, tmp_path / "reports")
+    assert {"files/data/raw/published/MANIFEST.sha256", "files/data/raw/published/ORIGIN.md",
+            "files/data/raw/published/003-openstack-opennebula-table3-nas.csv"} <= targets
     assert "All published files match" in page.read_text()
 
 
@@ -183,3 +256,58 @@ def test_a_study_page_shows_an_analysis_whose_outputs_are_named_exactly_after_it
     udp = page[page.index("pfsense-neighbour-udp"):page.index("pfsense-neighbour-jitter")]
     assert "figure pfsense-neighbour-udp" in udp and "the scenarios template&#x27;s output" in udp
     assert "No figure or table yet" not in udp
+
+
+def _raw_campaign(root: Path, name: str) -> None:
+    raw = store.RawStore(root / "data/raw", name)
+    raw.begin(campaign_record(name, {"size": [1]}, spec={"design": "rmit", "benchmark": {"tool": "fio"}}))
+    raw.put_sample("b0-s1", {"stdout": "{}", "stderr": "", "meta.json": sample_meta("b0-s1", {"size": 1}, 0,
+                                                                                     campaign=name)})
+
+
+def test_a_campaign_page_shows_what_the_declarations_made_from_it_not_what_its_name_prefixes(tmp_path):
+    repo = Path(__file__).resolve().parents[1]
+    for folder in ("data/raw/published", "studies", "notebooks"):
+        shutil.copytree(repo / folder, tmp_path / folder)
+    for name in ("004-blockproto", "004-blockproto-r2", "pfsense-neighbour-r2"):
+        _raw_campaign(tmp_path, name)
+    (tmp_path / "paper/figures").mkdir(parents=True)
+    for name in ("004-blockproto-r2-protocols-throughput", "pfsense-neighbour-udp", "pfsense-neighbour-jitter",
+                 "pfsense-neighbour-cpu", "pfsense-neighbour-ping-idle"):
+        (tmp_path / "paper/figures" / f"{name}.png").write_bytes(b"\x89PNG")
+    site.build([], tmp_path / "reports", root=tmp_path)
+    old = (tmp_path / "reports/campaigns/004-blockproto.html").read_text()
+    assert "004-blockproto-r2" not in old and "No study declares this campaign" in old
+    r2 = (tmp_path / "reports/campaigns/004-blockproto-r2.html").read_text()
+    assert "figure 004-blockproto-r2-protocols-throughput" in r2 and "studies/004-aoe-iscsi.html" in r2
+    neighbour = (tmp_path / "reports/campaigns/pfsense-neighbour-r2.html").read_text()
+    for name in ("pfsense-neighbour-udp", "pfsense-neighbour-jitter", "pfsense-neighbour-cpu"):
+        assert f'id="{name}"' in neighbour and f"figure {name}" in neighbour, name
+    assert "pfsense-neighbour-ping-idle" not in neighbour, "the ping campaign's analysis is not this campaign's"
+
+
+def test_a_generated_table_reads_as_html_with_true_minus_and_commands_as_typed():
+    from perflab.report import latex, texhtml
+
+    frame = pd.DataFrame({"Level": ["a_1", "b"], "$p$": ["0.04", "$<0.001$"],
+                          latex.header("Change", "(\\%)"): ["-0.5", "12.25"], "CI": ["[\\num{-1.2}, \\num{3}]", "--"]})
+    tex = latex.latex_table(frame, caption="Throughput with \\texttt{--cpu} in \\%", label="t", escape=False,
+                            align=[frame.columns[2]], notes=["A dash: undefined; $p_\\mathrm{Holm}$ adjusted."])
+    [table] = texhtml.tables(tex)
+    assert table.caption == "Throughput with <code>--cpu</code> in %"
+    assert "<th>Change<br>(%)</th>" in table.table and "<td>−0.5</td>" in table.table
+    assert "<td>[−1.2, 3]</td>" in table.table and "<td>–</td>" in table.table and "<td>&lt;0.001</td>" in table.table
+    assert table.note == "A dash: undefined; p<sub>Holm</sub> adjusted."
+    assert "\\" not in table.table + table.caption + table.note
+
+
+def test_a_table_with_two_line_headers_keeps_one_header_row_and_its_body_rows():
+    from perflab.report import latex, texhtml
+
+    frame = pd.DataFrame({"Metric": ["Loss (\\%)", ""], latex.header("Mean", "[95\\,\\% CI]"): ["1.3", "2.5"],
+                          latex.header("$p$", "(Holm)"): ["0.02", "$<0.001$"]})
+    [table] = texhtml.tables(latex.latex_table(frame, caption="c", label="l", escape=False))
+    rows = re.findall(r"<tr>(.*?)</tr>", table.table)
+    assert len(rows) == 3
+    assert rows[0] == "<th>Metric</th><th>Mean<br>[95\u2009% CI]</th><th>p<br>(Holm)</th>"
+    assert rows[1] == "<td>Loss (%)</td><td>1.3</td><td>0.02</td>"

@@ -166,6 +166,9 @@ def _studies(args: argparse.Namespace) -> int:
         for name, text in index.items():
             print(f"paper index: {atomic_write(Path(args.paper_dir) / 'macros' / name, text)}")
         return 0
+    if args.json:
+        print(json.dumps([_study_json(s) for s in found], indent=1))
+        return 0
     for s in found:
         print(f"{s.id}  {s.title}{'  (demo)' if s.demo else ''}")
         print(f"  declared in {s.declaration}; chapter {s.chapter or '(none)'}; part {s.part}")
@@ -176,6 +179,13 @@ def _studies(args: argparse.Namespace) -> int:
         for a in s.analyses:
             print(f"  analysis {a.name}: {a.notebook}" + (f" on {a.campaign}" if a.campaign else ""))
     return 0
+
+
+def _study_json(s: Any) -> dict[str, Any]:
+    """A declared study as plain data for ``perflab studies list --json``."""
+    from dataclasses import asdict
+
+    return {**asdict(s), "declaration": s.declaration}
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -219,39 +229,66 @@ def _tidy(args: argparse.Namespace) -> int:
 
 def _verify(args: argparse.Namespace) -> int:
     import tempfile
+    import time
 
     from . import evidence, verify
 
+    if args.raw_dir and args.rebuild:
+        raise ValueError("--rebuild reruns the analyses behind every output of the repository, not of one raw "
+                         "directory; run `perflab verify --rebuild` without a path")
+    started = time.monotonic()
+
+    def progress(step: str) -> None:
+        print(f"verify: {step}", file=sys.stderr, flush=True)
+
     if not args.raw_dir:
-        report = verify.repository(args.root)
+        report = verify.repository(args.root, progress=progress)
         if args.rebuild:
             scratch = Path(args.scratch or tempfile.mkdtemp(prefix="perflab-verify-"))
+            progress(f"rerunning the analyses into {scratch}")
             findings, notes, compared = verify.rebuild(args.root, scratch, kernel=args.kernel)
             report.findings += findings
             report.notes += [*notes, f"outputs rebuilt into {scratch}"]
             report.count("outputs rebuilt and compared", compared)
+        counts = ", ".join(f"{n} {kind}" for kind, n in report.checked.items()) or "nothing"
+        problems = evidence.failures(report.evidence)
+        if args.json:
+            print(json.dumps({"ok": report.ok and not problems, "checked": report.checked, "notes": report.notes,
+                              "findings": [{"path": f.path, "problem": f.problem} for f in report.findings],
+                              "evidence": evidence.lines(report.evidence), "evidence_failures": problems,
+                              "seconds": round(time.monotonic() - started, 1)}, indent=1))
+            return 0 if report.ok and not problems else 1
         for finding in report.findings:
             print(finding)
         for note in report.notes:
             print(f"note: {note}")
-        counts = ", ".join(f"{n} {kind}" for kind, n in report.checked.items()) or "nothing"
-        print(f"{'verified' if report.ok else 'checked'} {counts}; "
+        print("\n".join(evidence.lines(report.evidence) + problems))
+        print(f"{'verified' if report.ok else 'checked'} {counts} in {time.monotonic() - started:.0f} s; "
               f"{len(report.findings)} file(s) do not verify" + ("" if report.ok else " (listed above)"))
-        print("\n".join(evidence.lines(report.evidence) + evidence.failures(report.evidence)))
-        return 0 if report.ok and not evidence.failures(report.evidence) else 1
-    failed = False
-    for raw_dir in args.raw_dir:
+        return 0 if report.ok and not problems else 1
+    results = []
+    for i, raw_dir in enumerate(args.raw_dir, 1):
+        progress(f"[{i}/{len(args.raw_dir)}] {raw_dir}")
         findings = verify.raw_directory(raw_dir)
-        for finding in findings:
-            print(finding)
-        if not findings:
-            print(f"{raw_dir}: {len(store.read_manifest(raw_dir))} files match {store.MANIFEST}")
-        failed = failed or bool(findings)
-        if args.bytes:
-            continue
-        among = [ev for ev in evidence.collect(Path(raw_dir).parent, args.root) if ev.campaign == Path(raw_dir).name]
-        print("\n".join(evidence.lines(among)[1:-1] + evidence.failures(among)))
-        failed = failed or bool(evidence.failures(among))
+        among = [] if args.bytes else [ev for ev in evidence.collect(Path(raw_dir).parent, args.root)
+                                        if ev.campaign == Path(raw_dir).name]
+        problems = evidence.failures(among)
+        results.append({"path": raw_dir, "ok": not findings and not problems,
+                        "files": len(store.read_manifest(raw_dir)),
+                        "findings": [{"path": f.path, "problem": f.problem} for f in findings],
+                        "evidence": evidence.lines(among)[1:-1] if among else [], "evidence_failures": problems})
+        if not args.json:
+            for finding in findings:
+                print(finding)
+            if not findings:
+                print(f"{raw_dir}: {results[-1]['files']} files match {store.MANIFEST}")
+            if results[-1]["evidence"] or problems:
+                print("\n".join(results[-1]["evidence"] + problems))
+    failed = sum(not r["ok"] for r in results)
+    if args.json:
+        print(json.dumps(results, indent=1))
+    else:
+        print(f"{len(results) - failed} of {len(results)} raw director{'y' if len(results) == 1 else 'ies'} verified")
     return 1 if failed else 0
 
 
@@ -289,8 +326,14 @@ def _lineage(args: argparse.Namespace) -> int:
         lines = lineage.chain(args.file, args.root)
     except FileNotFoundError as exc:
         raise UserError(str(exc)) from None
-    print("\n".join(lines))
-    return 1 if any("CHANGED" in line or "MISSING" in line or "do not match" in line for line in lines) else 0
+    intact = not any("CHANGED" in line or "MISSING" in line or "do not match" in line for line in lines)
+    if args.json:
+        sidecar = lineage.sidecar_of(args.file)
+        print(json.dumps({"file": args.file, "sidecar": sidecar.as_posix(), "ok": intact, "chain": lines,
+                          "record": json.loads((Path(args.root) / sidecar).read_text())}, indent=1))
+    else:
+        print("\n".join(lines))
+    return 0 if intact else 1
 
 
 def _export(args: argparse.Namespace) -> int:
@@ -321,8 +364,13 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"perflab {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
-    lp = sub.add_parser("lab", help="the embedded lab of network-namespace hosts")
-    lsub = lp.add_subparsers(dest="lab_cmd", required=True)
+    lp = sub.add_parser("lab", help="the embedded lab of network-namespace hosts",
+                        description="Create, draw or remove the embedded lab: hosts as network namespaces with "
+                        "their own hostname, address and sshd, joined by a bridge (a flat lab) or by the links, "
+                        "router, cgroups and devices of a lab file (docs/lab.md). Needs root.",
+                        epilog="examples: perflab lab up --hosts 2; perflab lab up --file labs/routed.yaml; "
+                        "perflab lab status; perflab lab down")
+    lsub = lp.add_subparsers(dest="lab_cmd", required=True, metavar="{up,down,status,inventory}")
     up = lsub.add_parser("up", help="create (or complete) the lab; idempotent")
     up.add_argument("--file", help="lab description (YAML, see docs/lab.md), e.g. labs/routed.yaml; "
                     "without it: a flat lab of --hosts hosts on one link")
@@ -338,7 +386,11 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
     lsub.choices["status"].add_argument("--json", action="store_true")
     lp.set_defaults(func=_lab)
 
-    pp = sub.add_parser("plan", help="print a campaign's schedule without running anything")
+    pp = sub.add_parser("plan", help="print a campaign's schedule without running anything",
+                        description="Validate a campaign file and print its cells, schedule (RMIT or sequential), "
+                        "number of samples and estimated time; with --check also ask the hosts for what the "
+                        "campaign requires. Runs no benchmark.",
+                        epilog="example: perflab plan studies/iperf3-streams/campaigns/iperf3-streams.yaml")
     pp.add_argument("campaign", help="campaign YAML file")
     pp.add_argument("--head", type=int, default=12, help="runs to list (default 12)")
     pp.add_argument("--all", action="store_true", help="list every run")
@@ -354,12 +406,18 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
                         description="List the declared studies, or write the paper's generated list of their "
                         "chapters and inline values (paper/macros/studies-*.tex).",
                         epilog="example: perflab studies list; perflab studies index --paper-dir paper")
-    st.add_argument("studies_cmd", choices=["list", "index"], help="list: print them; index: write the paper index")
+    st.add_argument("studies_cmd", choices=["list", "index"], metavar="{list,index}",
+                    help="list: print them; index: write the paper index")
+    st.add_argument("--json", action="store_true", help="list: print the declarations as JSON")
     st.add_argument("--paper-dir", default="paper", help="the paper's directory (default paper)")
     st.add_argument("--no-demos", action="store_true", help="leave out studies marked demo: true")
     st.set_defaults(func=_studies)
 
-    rp = sub.add_parser("run", help="run or resume a campaign")
+    rp = sub.add_parser("run", help="run or resume a campaign",
+                        description="Run a campaign on the hosts of an inventory and store every sample's raw "
+                        "output, checksummed, under RAW/<campaign>/. Stopped (Ctrl-C, kill -9), the same command "
+                        "resumes with the samples not yet stored.",
+                        epilog="example: perflab run studies/iperf3-streams/campaigns/iperf3-streams.yaml")
     rp.add_argument("campaign", help="campaign YAML file")
     rp.add_argument("--inventory", default="lab",
                     help="inventory file, 'lab' (embedded lab; localhost when not root) or 'localhost' (default: lab)")
@@ -374,7 +432,11 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
                     "without it `perflab run` asks on the terminal")
     rp.set_defaults(func=_run)
 
-    pl = sub.add_parser("pilot", help="run a few repetitions and print what the planned n can detect per cell")
+    pl = sub.add_parser("pilot", help="run a few repetitions and print what the planned n can detect per cell",
+                        description="Run a short pilot of a campaign into data/pilot/ and print per cell the "
+                        "coefficient of variation, the minimum detectable effect at the planned n and the n a "
+                        "confidence interval of the chosen half-width needs.",
+                        epilog="example: perflab pilot studies/iperf3-streams/campaigns/iperf3-streams.yaml")
     pl.add_argument("campaign", help="campaign YAML file")
     pl.add_argument("--repetitions", type=int, default=5, help="pilot repetitions per cell (default 5)")
     pl.add_argument("--metric", help="summary metric to plan for (default: the tool's primary metric)")
@@ -385,7 +447,11 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
     pl.add_argument("--no-wait", action="store_true", help="stop at once when another campaign is measuring here")
     pl.set_defaults(func=_pilot)
 
-    tp = sub.add_parser("tidy", help="parse a campaign's raw data into a tidy table")
+    tp = sub.add_parser("tidy", help="parse a campaign's raw data into a tidy table",
+                        description="Check a campaign's raw files against its manifest, parse every sample with "
+                        "its tool's parser and write the tidy table (one row per sample and metric, with units) "
+                        "as Parquet and CSV, with a quarantine list of what did not parse.",
+                        epilog="example: perflab tidy data/raw/iperf3-streams")
     tp.add_argument("raw_dir", help="data/raw/<campaign>")
     tp.add_argument("--out", default="data/processed", help="output directory (default data/processed)")
     tp.add_argument("--csv", action="store_true",
@@ -394,14 +460,17 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
 
     vp = sub.add_parser(
         "verify", help="check raw data, published data, processed tables and outputs against their records",
-        description="Without an argument, check the whole repository as a reviewer would: every raw campaign "
+        description="Without an argument, check the whole repository as a reviewer would (each step is shown "
+                    "on stderr, then a summary): every raw campaign "
                     "and data/raw/published/ against its MANIFEST.sha256, every processed table against the "
                     "table re-derived from raw (exactly), and every lineage sidecar under paper/ against the "
                     "files it names. With directories, check only those raw directories. Exit status 0 when "
                     "everything verifies, 1 when a file differs (each is named), 2 when there is nothing to check.",
         epilog="examples:\n  perflab verify\n  perflab verify --rebuild\n  perflab verify data/raw/iperf3-streams",
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    vp.add_argument("raw_dir", nargs="*", help="raw campaign directories (default: the whole repository)")
+    vp.add_argument("raw_dir", nargs="*", metavar="PATH", help="raw campaign directories (default: the whole "
+                    "repository); --rebuild needs the whole repository")
+    vp.add_argument("--json", action="store_true", help="print the result as JSON (progress still goes to stderr)")
     vp.add_argument("--root", default=".", help="project root when checking the repository (default: .)")
     vp.add_argument("--rebuild", action="store_true",
                     help="also rerun every generating notebook into a scratch directory and compare its outputs "
@@ -414,23 +483,36 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
     vp.set_defaults(func=_verify)
 
     ev = sub.add_parser("evidence", help="how each committed campaign was measured: window, samples overlapping "
-                        "another campaign's, contended samples, monitors (exit 1 when a study's campaign overlaps)")
+                        "another campaign's, contended samples, monitors (exit 1 when a study's campaign overlaps)",
+                        description="For every committed campaign under data/raw/, print how it was measured: its "
+                        "measurement window, the samples that overlap another campaign's, the samples taken while "
+                        "the machine was contended, and its monitors; exit 1 when a study's campaign overlaps "
+                        "another. --macros writes the same as the chapters' inline values.",
+                        epilog="examples: perflab evidence; perflab evidence --json")
     ev.add_argument("--root", default=".", help="project root holding data/raw (default: .)")
     ev.add_argument("--macros", metavar="FILE", help="write the inline values for the chapters "
                     "(\\plv{<campaign>/evidence/sentence}, .../contended, ...) to FILE instead of printing")
     ev.add_argument("--json", action="store_true", help="one record per campaign, as the review site shows it")
     ev.set_defaults(func=_evidence)
 
-    sp = sub.add_parser("seal", help="checksum the executed notebook of a campaign, or newly digitized published files")
-    sp.add_argument("raw_dir")
+    sp = sub.add_parser(
+        "seal", help="checksum the executed notebook of a campaign, or newly digitized published files",
+        description="Add to a raw directory's MANIFEST.sha256 the files written after its samples: the executed "
+                    "experiment notebook of a campaign (data/raw/CAMPAIGN), or newly digitized published tables "
+                    "(data/raw/published). Files already listed are never checksummed again, so a later edit still "
+                    "fails `perflab verify`; in a campaign any other unlisted file is refused.",
+        epilog="examples:\n  perflab seal data/raw/iperf3-streams\n  perflab seal data/raw/published",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    sp.add_argument("raw_dir", metavar="DIR", help="data/raw/CAMPAIGN or data/raw/published")
     sp.set_defaults(func=_seal)
 
     hp = sub.add_parser(
         "report", help="build the review site: notebooks, figures, raw data, manifests, lineage, machines",
         description="Render the executed notebooks with nbconvert and write a static review site: an index, a "
                     "page per campaign (figures, tables, fingerprint differences, links to raw samples, the "
-                    "manifest, processed CSVs and lineage sidecars) and a page per host fingerprint. Links are "
-                    "relative to the project, so open OUT/index.html from the checkout.",
+                    "manifest, processed CSVs and lineage sidecars), a page per machine (host fingerprint) and a "
+                    "search page. Every linked file is copied into OUT/files/, so OUT can be copied and read on "
+                    "its own.",
         epilog="example:\n  perflab report --out reports data/raw/*/experiment.ipynb reports/notebooks/*.ipynb",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     hp.add_argument("notebooks", nargs="+", help="executed notebooks")
@@ -449,6 +531,7 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
                "  perflab lineage paper/tables/003-openstack-opennebula-recheck-p.tex",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     gp.add_argument("file", help="a generated file (or its .lineage.json)")
+    gp.add_argument("--json", action="store_true", help="print the chain and the sidecar's record as JSON")
     gp.add_argument("--root", default=".", help="project root the recorded paths are relative to (default: .)")
     gp.set_defaults(func=_lineage)
 

@@ -367,8 +367,19 @@ def csv_bytes(table: pd.DataFrame | pa.Table) -> bytes:
 
 
 def load(processed: str | Path) -> pd.DataFrame:
-    """Read a tidy table written by :func:`write` (Parquet keeps the types)."""
-    return pd.read_parquet(processed)
+    """Read a tidy table written by :func:`write` (Parquet keeps the types).
+
+    A missing table raises :class:`TidyError` saying what makes it (a template opened by hand
+    in a fresh clone has no tidy table yet).
+    """
+    path = Path(processed)
+    if not path.exists():
+        raw = Path("data/raw") / path.stem
+        todo = (f"make it with `perflab tidy {raw} --out {path.parent}`" if (raw / "campaign.json").exists() else
+                f"campaign {path.stem} has no raw data in {raw}/ yet: run the pipeline (`make reproduce`) or "
+                f"`perflab run` on its campaign file, then `perflab tidy {raw} --out {path.parent}`")
+        raise TidyError(f"{path}: no tidy table yet; {todo}")
+    return pd.read_parquet(path)
 
 
 def fact_differences(raw_dir: str | Path) -> list[dict[str, Any]]:

@@ -30,6 +30,7 @@ import io
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import pandas as pd
 
@@ -172,8 +173,12 @@ def campaigns(raw_root: str | Path) -> list[Path]:
         if raw_root.is_dir() else []
 
 
-def repository(root: str | Path = ".") -> Report:
-    """Check the whole repository under ``root``: raw campaigns, published data, processed tables, outputs."""
+def repository(root: str | Path = ".", *, progress: Callable[[str], None] | None = None) -> Report:
+    """Check the whole repository under ``root``: raw campaigns, published data, processed tables, outputs.
+
+    ``progress`` is called with a short line before each step (``perflab verify`` prints them).
+    """
+    step = progress or (lambda _line: None)
     root = Path(root)
     raw_root, processed_dir = root / "data/raw", root / "data/processed"
     if not raw_root.is_dir():
@@ -188,7 +193,8 @@ def repository(root: str | Path = ".") -> Report:
     published = root / PUBLISHED
     if not found and not published.is_dir():
         raise VerifyError(f"{raw_root}: holds no campaign and no published data; nothing to verify")
-    for cdir in found:
+    for i, cdir in enumerate(found, 1):
+        step(f"[{i}/{len(found)}] raw {cdir.as_posix()}")
         try:
             report.findings += raw_directory(cdir)
         except VerifyError as exc:
@@ -204,7 +210,8 @@ def repository(root: str | Path = ".") -> Report:
             report.findings.append(Finding(published.as_posix(), str(exc).split(": ", 1)[1]))
     intact = {c.name for c in found} - {Path(f.path).relative_to(raw_root).parts[0] for f in report.findings
                                          if Path(f.path).is_relative_to(raw_root)}
-    for cdir in found:
+    for i, cdir in enumerate(found, 1):
+        step(f"[{i}/{len(found)}] processed table of {cdir.name}")
         if cdir.name not in intact:
             if (processed_dir / f"{cdir.name}.parquet").exists():
                 report.notes.append(f"{processed_dir / cdir.name}.parquet: not re-derived (its raw data does not verify)")
@@ -217,7 +224,9 @@ def repository(root: str | Path = ".") -> Report:
         if table.stem not in names:
             report.findings.append(Finding(table.as_posix(), f"no raw campaign data/raw/{table.stem}/ to re-derive "
                                                              "it from"))
-    for sidecar in sorted(s for d in OUTPUT_DIRS for s in (root / d).glob("*.lineage.json")):
+    sidecars = sorted(s for d in OUTPUT_DIRS for s in (root / d).glob("*.lineage.json"))
+    step(f"{len(sidecars)} lineage records of the generated outputs")
+    for sidecar in sidecars:
         report.findings += lineage_record(sidecar, root)
         report.count("lineage records")
     report.findings += [Finding(where, problem) for where, problem in questions.frozen_problems(root)]

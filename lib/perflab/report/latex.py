@@ -3,9 +3,10 @@
 Numbers are typeset by siunitx (``S`` columns aligned on the decimal marker, ``\\num``
 elsewhere): true minus signs, digit grouping, no e-notation for ordinary magnitudes. A
 mean is rounded to the precision of its confidence interval (:func:`ci_decimals`). Tables
-are never shrunk: a table wider than the text is turned sideways whole, caption and note
-with it (``\\plfloat`` of ``paper/perflab.sty``, a ``sidewaystable``), and split into column
-sets only when it is wider than the page even sideways.
+are never shrunk: a table wider than the text is set as its column sets stacked upright
+when each fits the text width, else turned sideways whole, caption and note with it
+(``\\plfloat`` of ``paper/perflab.sty``, a ``sidewaystable``); a table of a row or two is set
+transposed. A work a note names by author and year (:data:`WORKS`) is cited.
 """
 
 from __future__ import annotations
@@ -144,7 +145,8 @@ def tabular(df: pd.DataFrame, *, column_format: str | None = None, escape: bool 
 
     Float columns are printed with three significant digits; columns of plain numbers (floats, integers,
     or text such as ``"-0.5"`` in the columns named by ``align``) become siunitx ``S`` columns aligned on
-    the decimal marker. With ``escape`` string cells and headers are LaTeX-escaped.
+    the decimal marker; a negative number in another column is set by ``\\num`` (a true minus). With
+    ``escape`` string cells and headers are LaTeX-escaped.
     """
     esc = escape_latex if escape else str
     cells, specs = {}, []
@@ -156,6 +158,9 @@ def tabular(df: pd.DataFrame, *, column_format: str | None = None, escape: bool 
         if spec:
             texts = [t if _PLAIN_NUMBER.match(t) and t not in ("", "-") else
                      f"{{\\num{{{t}}}}}" if _is_number(t) else f"{{{t}}}" for t in texts]
+        else:  # a negative number in a text column gets a true minus, as in an S column
+            texts = [f"\\num{{{t}}}" if t.startswith("-") and _PLAIN_NUMBER.match(t) and _is_number(t) else t
+                     for t in texts]
         specs.append(spec or ("r" if numeric else "l"))
         cells[col] = (f"{{{esc(str(col))}}}" if spec else esc(str(col)), texts)
     lines = [f"\\begin{{tabular}}{{{column_format or ''.join(specs)}}}", "\\toprule",
@@ -181,21 +186,79 @@ def row_parts(df: pd.DataFrame, *, caption: str, label: str, size: int = ROWS_PE
              label if i == 0 else f"{label}-{i // size + 1}") for i in range(0, len(df), size)]
 
 
+#: Works generated text names (e.g. a test's reason) and their keys in ``paper/references.bib``.
+WORKS = {"Delacre et al. 2017": "delacre2017"}
+
+
+def cite_works(text: str) -> str:
+    """``text`` with each work of :data:`WORKS` it names followed by its citation, e.g. ``Delacre et al.~\\cite{...}``."""
+    for name, key in WORKS.items():
+        author, year = name.rsplit(" ", 1)
+        text = re.sub(rf"{re.escape(author)},? {year}", lambda _m: f"{author}~\\cite{{{key}}}", text)
+    return text
+
+
 def float_table(body: str, *, caption: str, label: str, note: str = "", column_sets: Sequence[str] = ()) -> str:
     """A generated table around the tabular ``body`` (LaTeX as given, like ``caption`` and ``note``).
 
     ``note`` is set under the tabular as a footnote-size paragraph (``\\plnote``). The
     tabular is set at its own size, never shrunk below the body font; ``\\plfloat``
-    (``paper/perflab.sty``) puts it in a ``table`` when it fits the text width, else in a
-    ``sidewaystable`` (caption and note turned with it). ``column_sets`` (the same table split
-    into narrower tabulars, stacked on the sideways page) are used only when it is wider than the
-    page even sideways.
+    (``paper/perflab.sty``) puts it in a ``table`` when it fits the text width; else ``column_sets``
+    (the same table split into narrower tabulars) stacked upright when each fits the text width;
+    else in a ``sidewaystable`` (caption and note turned with it), the column sets stacked there
+    only when it is wider than the page even sideways. Works the note names are cited
+    (:func:`cite_works`).
     """
     sets = "\\par\\medskip\n".join(f"\\begin{{plfit}}{s}\\end{{plfit}}" for s in column_sets)
-    note = f"\\plnote{{{note}}}" if note else ""
+    note = f"\\plnote{{{cite_works(note)}}}" if note else ""
     return (f"\\begin{{lrbox}}{{\\pltabbox}}{body}\\end{{lrbox}}%\n"
             f"\\plfloat{{\\caption{{{caption}}}\\label{{{label}}}}}\n"
             f"{{{note}}}\n{{{sets}}}\n")
+
+
+#: A table of at most this many rows and more than :data:`SHORT_COLUMNS` columns is set transposed
+#: (a row per column), so that it fits upright instead of being turned sideways for a row or two.
+SHORT_ROWS = 2
+SHORT_COLUMNS = 4
+
+
+def _transposed(df: pd.DataFrame, *, escape: bool) -> pd.DataFrame:
+    """``df`` turned: its first column's values head the columns, each other column becomes a row (its name
+    first); plain numbers are set by ``\\num`` (true minus), the rest as it was."""
+    esc = escape_latex if escape else str
+    first, rest = df.columns[0], list(df.columns[1:])
+    heads = [esc(str(first))] + [esc(str(v)) for v in df[first]]
+    rows = []
+    for col in rest:
+        cells = []
+        for v in df[col]:
+            text = format_number(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else esc(str(v))
+            cells.append(f"\\num{{{text}}}" if _PLAIN_NUMBER.match(text) and text not in ("", "-") else text)
+        rows.append([esc(str(col)), *cells])
+    return pd.DataFrame(rows, columns=pd.Index(heads)).astype(str)
+
+
+#: A table of at most this many rows and more than :data:`SPLIT_COLUMNS` columns, given no column sets,
+#: gets two (:func:`auto_column_sets`): used only when the whole is wider than the text, so that it
+#: stays upright when each half fits (two halves of a longer table would not fit one page).
+SPLIT_ROWS = 12
+SPLIT_COLUMNS = 6
+
+
+def auto_column_sets(df: pd.DataFrame, align: Sequence[str] = ()) -> list[list[str]]:
+    """Two column sets of ``df``: its leading text columns (the row's names, at most three) with each half
+    of the others; none when fewer than four columns are left to split."""
+    keys = []
+    for col in df.columns[:3]:
+        texts = [str(v) for v in df[col]]
+        if col in align or pd.api.types.is_numeric_dtype(df[col]) or all(_is_number(t) for t in texts if t):
+            break
+        keys.append(col)
+    rest = [c for c in df.columns if c not in keys]
+    if not keys or len(rest) < 4:
+        return []
+    half = (len(rest) + 1) // 2
+    return [keys + rest[:half], keys + rest[half:]]
 
 
 def latex_table(df: pd.DataFrame, *, caption: str, label: str, notes: Sequence[str] = (),
@@ -203,6 +266,8 @@ def latex_table(df: pd.DataFrame, *, caption: str, label: str, notes: Sequence[s
                 column_sets: Sequence[Sequence[str]] = ()) -> str:
     """Return a complete generated table for ``df`` (its index is not printed), see :func:`float_table`.
 
+    A table of one or two rows and many columns but no column sets is set transposed
+    (:func:`_transposed`), upright.
     A table of more than :data:`ROWS_PER_PART` rows is set in parts (:func:`row_parts`); a part's
     caption says which rows it holds (escape ``caption`` yourself then, or keep ``escape``).
     A wide table stays one tabular, turned sideways when wider than the text;
@@ -214,11 +279,17 @@ def latex_table(df: pd.DataFrame, *, caption: str, label: str, notes: Sequence[s
     :func:`significance_note`), set as one justified footnote-size paragraph under the
     tabular (``\\plnote``).
     """
+    esc = escape_latex if escape else str
+    if not column_sets and SHORT_ROWS < len(df) <= SPLIT_ROWS and len(df.columns) > SPLIT_COLUMNS:
+        column_sets = auto_column_sets(df, align)
+    if len(df) <= SHORT_ROWS and len(df.columns) > SHORT_COLUMNS and not column_sets:
+        transposed = _transposed(df, escape=escape)
+        return float_table(tabular(transposed, escape=False), caption=esc(caption), label=label,
+                           note=" ".join(notes))
     if len(df) > ROWS_PER_PART:
         return "\n".join(latex_table(part, caption=cap, label=lab, notes=notes, column_format=column_format,
                                       escape=escape, align=align, column_sets=column_sets)
                           for part, cap, lab in row_parts(df, caption=caption, label=label))
-    esc = escape_latex if escape else str
     sets = [tabular(df[list(cols)], escape=escape, align=align) for cols in column_sets]
     return float_table(tabular(df, column_format=column_format, escape=escape, align=align), caption=esc(caption),
                        label=label, note=" ".join(notes), column_sets=sets)

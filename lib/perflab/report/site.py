@@ -1,13 +1,19 @@
-"""The review site: static HTML a reviewer reads without running anything.
+"""The review site: static HTML a reviewer reads without running anything, and can copy on its own.
 
 ``reports/index.html`` links to a page per declared study (its campaigns, published data,
-analyses and chapter, from ``studies/*/study.yaml``), per campaign and per host
-fingerprint ("machine"), and to every executed notebook rendered by nbconvert. A
-campaign page shows the figures (PNG), the generated tables with their lineage, the
-fingerprint differences between and within blocks, whether the raw files still match
-the manifest, and links to the raw samples, the manifest, the processed CSVs and every
-lineage sidecar. Links are relative, so the site works from a checkout (``file://``)
-or any static web server rooted at the project.
+analyses and chapter, from ``studies/*/study.yaml``), per campaign, per machine (a distinct
+host fingerprint, named by host name and the date it was first seen), and to every executed
+notebook rendered by nbconvert. A campaign page shows what the study declarations say was
+made from it (each analysis reading it: figures, tables as HTML, notebook), how it was
+measured (:func:`perflab.evidence.sentence`: its window, overlaps, contention), its lineage with
+links down to raw files and manifests, the fingerprint differences between and within
+blocks, whether the raw files still match the manifest, and links to the raw samples, the
+manifest, the processed CSVs and every lineage sidecar.
+
+Every file a page links to is copied into ``<out>/files/`` under its project path, and the
+notebook pages carry no scripts, so the site works when ``reports/`` is copied on its own
+(``file://`` or any static web server). A search page (``search.html``, a static index in
+``search-index.js``, no external library) finds studies, campaigns, machines and figures.
 """
 
 from __future__ import annotations
@@ -15,65 +21,177 @@ from __future__ import annotations
 import html
 import json
 import os
+import re
+import shutil
 import time
 from collections import defaultdict
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
 import nbformat
 from nbconvert import HTMLExporter
 
-from .. import __version__, store, study as study_mod
+from .. import __version__, evidence, store, study as study_mod
+from . import texhtml
 from .lineage import atomic_text, chain, fingerprint_id
 
 #: Sample directories listed per campaign page before the list is cut short.
 MAX_SAMPLES = 500
+#: Where the copies of linked project files go, under the site directory.
+FILES_DIR = "files"
 
-_CSS = ("body{font-family:Georgia,serif;max-width:60em;margin:2em auto;padding:0 1em;line-height:1.45;color:#222}"
-        "h1,h2,h3{font-family:Helvetica,Arial,sans-serif}nav{font-size:.9em;margin-bottom:1em}"
+_CSS = ("body{font-family:Georgia,serif;max-width:62em;margin:2em auto;padding:0 1em;line-height:1.45;color:#222}"
+        "h1,h2,h3{font-family:Helvetica,Arial,sans-serif}nav{font-size:.9em;margin-bottom:1em;display:flex;"
+        "justify-content:space-between;gap:1em}nav form{margin:0}"
         "img{max-width:100%;border:1px solid #ddd}figure{margin:1.5em 0}figcaption{font-size:.9em}"
-        "table{border-collapse:collapse;font-size:.9em}td,th{border-bottom:1px solid #ddd;padding:.2em .6em;"
-        "text-align:left;vertical-align:top}pre{background:#f6f6f6;padding:.6em;overflow-x:auto;font-size:.8em}"
-        "footer{margin-top:2em}.ok{color:#1a7f37}.bad{color:#b42318;font-weight:bold}small{color:#555}")
+        "table{border-collapse:collapse;font-size:.9em;margin:.5em 0}td,th{border-bottom:1px solid #ddd;"
+        "padding:.2em .6em;text-align:left;vertical-align:top}table.tex th{border-bottom:2px solid #444;"
+        "vertical-align:bottom}table.tex td{font-variant-numeric:tabular-nums}"
+        "pre{background:#f6f6f6;padding:.6em;overflow-x:auto;font-size:.8em}.note{font-size:.85em;color:#333}"
+        "footer{margin-top:2em}.ok{color:#1a7f37}.bad{color:#b42318;font-weight:bold}small{color:#555}"
+        "#results li{margin:.3em 0}")
+
+_SEARCH_JS = """// perflab review site search: a static index (search-index.js), no external library.
+(function () {
+  var params = new URLSearchParams(window.location.search);
+  var query = (params.get("q") || "").trim().toLowerCase();
+  var box = document.getElementById("q");
+  var list = document.getElementById("results");
+  var count = document.getElementById("count");
+  if (box) { box.value = params.get("q") || ""; }
+  if (!query || !list) { return; }
+  var words = query.split(/\\s+/);
+  var hits = (window.PERFLAB_SEARCH || []).filter(function (item) {
+    var text = (item.title + " " + item.kind + " " + item.text).toLowerCase();
+    return words.every(function (w) { return text.indexOf(w) >= 0; });
+  });
+  count.textContent = hits.length + " result" + (hits.length === 1 ? "" : "s") + " for \\u201c" + query + "\\u201d";
+  hits.forEach(function (item) {
+    var li = document.createElement("li");
+    var a = document.createElement("a");
+    a.href = item.url; a.textContent = item.title;
+    var kind = document.createElement("small");
+    kind.textContent = " (" + item.kind + ") " + item.text.slice(0, 160);
+    li.appendChild(a); li.appendChild(kind); list.appendChild(li);
+  });
+})();
+"""
 
 
 def _e(value: object) -> str:
     return html.escape(str(value))
 
 
-def _page(title: str, body: str, *, home: str | None) -> str:
-    nav = f"<nav><a href=\"{_e(home)}\">&larr; review site index</a></nav>" if home else ""
-    return (f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{_e(title)}</title>"
-            f"<style>{_CSS}</style></head><body>{nav}<h1>{_e(title)}</h1>{body}"
-            f"<footer><small>perflab {_e(__version__)}, "
-            f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}</small></footer></body></html>\n")
+@dataclass
+class _Machine:
+    """One distinct host fingerprint: its identity (host and facts' hash), label and page, and where it was seen."""
+
+    ident: str
+    host: str
+    #: How a reader names it: host name and the date its fingerprint was first collected (and the time,
+    #: when the host had several fingerprints that day).
+    label: str
+    page: Path
+    uses: list[tuple[Path, dict]] = field(default_factory=list)
+    campaigns: set[str] = field(default_factory=set)
 
 
 class _Site:
-    """Paths and links of one site build: ``root`` is the project, ``out`` the site directory."""
+    """Paths and links of one site build: ``root`` is the project, ``out`` the site directory.
+
+    Links to project files go to their copies under ``out/files/``; :meth:`copy` makes the
+    copies once every page is written. ``studies`` are the project's declared studies (empty,
+    with ``study_error`` set, when the declarations do not load).
+    """
 
     def __init__(self, root: Path, out: Path) -> None:
         self.root, self.out = root, out
+        try:
+            self.studies = study_mod.discover(root) if (root / study_mod.STUDIES_DIR).is_dir() else []
+            self.study_error = ""
+        except study_mod.StudyError as exc:
+            self.studies, self.study_error = [], str(exc)
+        self.copied: set[Path] = set()
+        self.search: list[dict[str, str]] = []
+
+    def href(self, target: Path, page: Path) -> str:
+        """The relative URL from ``page`` (under ``out``) to ``target`` (absolute, or relative to the project)."""
+        target = target if target.is_absolute() else self.root / target
+        if not target.is_relative_to(self.out):
+            rel = target.relative_to(self.root)
+            self.copied.add(rel)
+            target = self.out / FILES_DIR / rel
+        return Path(os.path.relpath(target, page.parent)).as_posix()
 
     def link(self, target: Path, page: Path, text: str | None = None) -> str:
-        """An ``<a>`` from ``page`` (a file under ``out``) to ``target`` (absolute or under root)."""
-        href = os.path.relpath(target if target.is_absolute() else self.root / target, page.parent)
-        return f"<a href=\"{_e(Path(href).as_posix())}\">{_e(text or target.name)}</a>"
+        """An ``<a>`` from ``page`` to ``target``."""
+        return f"<a href=\"{_e(self.href(target, page))}\">{_e(text or target.name)}</a>"
 
     def links(self, targets: Iterable[Path], page: Path) -> str:
         """Links to the existing ``targets``, comma-separated (or a dash)."""
         found = [self.link(t, page) for t in targets if (self.root / t).exists()]
         return ", ".join(found) or "&ndash;"
 
+    def index(self, title: str, kind: str, page: Path, text: str = "") -> None:
+        """Add a page (or an anchor on it) to the search index."""
+        self.search.append({"title": title, "kind": kind, "text": text,
+                            "url": Path(os.path.relpath(page, self.out)).as_posix()})
+
+    def page(self, path: Path, title: str, body: str) -> Path:
+        """Write a site page at ``path`` with the navigation bar (index link, search box)."""
+        home = Path(os.path.relpath(self.out / "index.html", path.parent)).as_posix()
+        search = Path(os.path.relpath(self.out / "search.html", path.parent)).as_posix()
+        nav = (f"<nav><a href=\"{_e(home)}\">&larr; review site index</a><form action=\"{_e(search)}\">"
+               "<input id=\"q\" name=\"q\" type=\"search\" placeholder=\"search studies, campaigns, figures\" "
+               "size=\"32\"> <button>Search</button></form></nav>")
+        return atomic_text(path, f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+                                 f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>{nav}"
+                                 f"<h1>{_e(title)}</h1>{body}<footer><small>perflab {_e(__version__)}, "
+                                 f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}</small></footer>"
+                                 "</body></html>\n")
+
+    def copy(self) -> int:
+        """Copy every linked project file into ``out/files/`` (unchanged copies are kept); remove stale copies."""
+        base = self.out / FILES_DIR
+        for rel in sorted(self.copied):
+            src, dst = self.root / rel, base / rel
+            if not src.is_file():
+                continue
+            if dst.is_file() and dst.stat().st_size == src.stat().st_size and \
+                    dst.stat().st_mtime_ns == src.stat().st_mtime_ns:
+                continue
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dst)
+        if base.is_dir():
+            for path in sorted(base.rglob("*"), reverse=True):
+                if path.is_file() and path.relative_to(base) not in self.copied:
+                    path.unlink()
+                elif path.is_dir() and not any(path.iterdir()):
+                    path.rmdir()
+        return len(self.copied)
+
+
+_SCRIPT = re.compile(r"<script\b[^>]*>.*?</script>", re.S | re.I)
+
 
 def _notebooks(site: _Site, notebooks: Sequence[Path]) -> dict[Path, Path]:
-    """Render each executed notebook to ``out/html/``; return notebook -> page."""
-    exporter, pages = HTMLExporter(), {}
+    """Render each executed notebook (relative to the project) to ``out/html/``; return notebook -> page.
+
+    nbconvert's page loads require.js and MathJax from the network; the site's copy has no
+    scripts (outputs are images and text), so it reads the same offline.
+    """
+    exporter, pages = HTMLExporter(template_name="lab", embed_images=True), {}
     for nb_path in notebooks:
-        nb = nbformat.read(nb_path, as_version=4)
+        nb = nbformat.read(site.root / nb_path, as_version=4)
         body, _ = exporter.from_notebook_node(nb)
         name = f"{nb_path.parent.name}-{nb_path.stem}.html" if nb_path.stem == "experiment" else f"{nb_path.stem}.html"
-        pages[nb_path] = atomic_text(site.out / "html" / name, body)
+        page = site.out / "html" / name
+        home = Path(os.path.relpath(site.out / "index.html", page.parent)).as_posix()
+        body = re.sub(r"(<body[^>]*>)", lambda m: m.group(1) + f"<p style=\"padding:.5em 1em\"><a href=\"{home}\">"
+                      "&larr; review site index</a></p>", _SCRIPT.sub("", body), count=1)
+        pages[nb_path] = atomic_text(page, body)
+        site.index(nb_path.as_posix(), "notebook", page, "executed notebook")
     return pages
 
 
@@ -83,7 +201,7 @@ def _notebook_items(site: _Site, pages: dict[Path, Path], page: Path) -> str:
         meta = nbformat.read(site.root / nb_path, as_version=4).metadata.get("papermill", {})
         params = ", ".join(f"{k}={v!r}" for k, v in (meta.get("parameters") or {}).items())
         items.append(f"<li>{site.link(html_page, page, nb_path.as_posix())} "
-                     f"(<a href=\"{_e(Path(os.path.relpath(site.root / nb_path, page.parent)).as_posix())}\">ipynb</a>)"
+                     f"({site.link(nb_path, page, 'ipynb')})"
                      f"<br><small>run {_e(str(meta.get('start_time', '?'))[:19])}, "
                      f"{float(meta.get('duration') or 0):.1f} s; parameters: {_e(params)}</small></li>")
     return "<ul>" + "".join(items) + "</ul>" if items else "<p>None.</p>"
@@ -114,43 +232,83 @@ def _differences(site: _Site, cdir: Path, page: Path) -> str:
             "<th>after / second host</th></tr>" + "".join(rows) + "</table>")
 
 
-def _lineage(site: _Site, output: Path) -> str:
-    """The ``perflab lineage`` chain of a generated file, folded, or nothing without a sidecar."""
+_TOKEN = re.compile(r"\bhost (?P<host>[\w.-]+-[0-9a-f]{12})\b|(?<![\w/.-])(?P<path>(?:[\w.+-]+/)+[\w.+-]*[\w+-])")
+
+
+def _lineage(site: _Site, output: Path, page: Path, machines: dict[str, _Machine]) -> str:
+    """The ``perflab lineage`` chain of a generated file, folded, with every path and host linked."""
     try:
         lines = chain(output.relative_to(site.root), site.root)
     except (FileNotFoundError, ValueError, KeyError, json.JSONDecodeError):
         return ""
-    return f"<details><summary>how it was made (lineage)</summary><pre>{_e(chr(10).join(lines))}</pre></details>"
+
+    def token(m: re.Match) -> str:
+        if m.group("host"):
+            machine = machines.get(m.group("host"))
+            return "host " + (site.link(machine.page, page, machine.label) if machine else _e(m.group("host")))
+        full = site.root / m.group("path")
+        if full.is_dir() and (full / store.MANIFEST).exists():
+            return site.link(full / store.MANIFEST, page, m.group("path"))
+        return site.link(full, page, m.group("path")) if full.is_file() else _e(m.group("path"))
+
+    out = []
+    for line in lines:
+        last, parts = 0, []
+        for m in _TOKEN.finditer(line):
+            parts += [_e(line[last:m.start()]), token(m)]
+            last = m.end()
+        out.append("".join(parts) + _e(line[last:]))
+    return f"<details><summary>how it was made (lineage)</summary><pre>{chr(10).join(out)}</pre></details>"
 
 
-def _named(folder: Path, name: str, suffix: str) -> list[Path]:
-    """Files of ``folder`` named ``<name><suffix>`` or ``<name>-*<suffix>`` (an analysis' or a campaign's outputs)."""
-    return sorted({*folder.glob(f"{name}{suffix}"), *folder.glob(f"{name}-*{suffix}")})
+def _tables_html(site: _Site, tex: Path, page: Path) -> str:
+    """A generated table file as HTML tables with their captions and notes (the LaTeX source folded below)."""
+    found = texhtml.tables(tex.read_text())
+    shown = "".join(f"<figure><figcaption>{t.caption}</figcaption>{t.table}"
+                    + (f"<p class=\"note\">{t.note}</p>" if t.note else "") + "</figure>" for t in found)
+    return (shown or "<p>(no tabular found)</p>") + \
+        f"<details><summary>LaTeX source as included in the paper</summary><pre>{_e(tex.read_text())}</pre></details>"
 
 
-def _outputs(site: _Site, campaign: str, page: Path) -> str:
+def _outputs(site: _Site, analysis: study_mod.Analysis, page: Path, machines: dict[str, _Machine]) -> str:
+    """What one declared analysis made: its figure, tables, inline values, each with links and lineage."""
     parts = []
-    for png in _named(site.root / "paper/figures", campaign, ".png"):
+    outputs = {k: site.root / v for k, v in analysis.outputs.items() if k != "notebook"}
+    for png in outputs.values():
+        if png.suffix != ".png" or not png.exists():
+            continue
         stem = png.with_suffix("")
-        parts.append(f"<figure><img src=\"{_e(Path(os.path.relpath(png, page.parent)).as_posix())}\" "
-                     f"alt=\"figure {_e(stem.name)}\"><figcaption>{_e(stem.name)}: "
-                     f"{site.links([stem.with_suffix('.pdf'), stem.with_suffix('.png'), stem.with_name(stem.name + '.lineage.json')], page)}"
-                     f"</figcaption>{_lineage(site, png)}</figure>")
-    tables = _named(site.root / "paper/tables", campaign, ".tex")
-    if tables:
-        parts.append("<h3>Tables (LaTeX as included in the paper)</h3>")
-    for tex in tables:
-        sidecar = tex.with_name(f"{tex.stem}.lineage.json")
-        parts.append(f"<details><summary>{_e(tex.stem)} &mdash; {site.links([tex, sidecar], page)}</summary>"
-                     f"<pre>{_e(tex.read_text())}</pre>{_lineage(site, tex)}</details>")
-    macros = _named(site.root / "paper/macros", campaign, ".tex")
+        parts.append(f"<figure><img src=\"{_e(site.href(png, page))}\" alt=\"figure {_e(stem.name)}\">"
+                     f"<figcaption>{_e(stem.name)}: "
+                     f"{site.links([stem.with_suffix('.pdf'), png, stem.with_name(stem.name + '.lineage.json')], page)}"
+                     f"</figcaption>{_lineage(site, png, page, machines)}</figure>")
+        site.index(f"figure {stem.name}", "figure", page,
+                   f"{analysis.study} {analysis.campaign or ''} {analysis.parameters.get('caption', '')}")
+    for tex in outputs.values():
+        if tex.suffix != ".tex" or not tex.exists() or tex.parent.name != "tables":
+            continue
+        parts.append(f"<h4>Table {_e(tex.stem)} &mdash; {site.links([tex, tex.with_name(f'{tex.stem}.lineage.json')], page)}"
+                     f"</h4>{_tables_html(site, tex, page)}{_lineage(site, tex, page, machines)}")
+    macros = [p for p in outputs.values() if p.suffix == ".tex" and p.parent.name == "macros" and p.exists()]
     if macros:
         parts.append("<p>Inline values: " + site.links(
             [p for m in macros for p in (m, m.with_name(f"{m.stem}.lineage.json"))], page) + "</p>")
     return "".join(parts) or "<p>No figure or table yet: run the pipeline (<code>make reproduce</code>).</p>"
 
 
-def _campaign_page(site: _Site, cdir: Path, nb_pages: dict[Path, Path]) -> Path:
+def _analysis_section(site: _Site, a: study_mod.Analysis, nb_pages: dict[Path, Path], page: Path,
+                      machines: dict[str, _Machine], level: str = "h3") -> str:
+    nb = Path(a.outputs["notebook"])
+    reads = ", ".join(site.link(site.out / "campaigns" / f"{c}.html", page, c)
+                      if (site.root / "data/raw" / c / "campaign.json").exists() else _e(c) for c in a.reads)
+    return (f"<{level} id=\"{_e(a.name)}\">{_e(a.name)}</{level}><p><small>template {_e(a.notebook)}"
+            + (f"; reads {reads}" if reads else "") + "</small></p>"
+            + _notebook_items(site, {nb: nb_pages[nb]} if nb in nb_pages else {}, page)
+            + _outputs(site, a, page, machines))
+
+
+def _campaign_page(site: _Site, cdir: Path, nb_pages: dict[Path, Path], owner: study_mod.Study | None,
+                   machines: dict[str, _Machine], measured: str) -> Path:
     name = cdir.name
     page = site.out / "campaigns" / f"{name}.html"
     record = json.loads((cdir / "campaign.json").read_text())
@@ -162,7 +320,7 @@ def _campaign_page(site: _Site, cdir: Path, nb_pages: dict[Path, Path]) -> Path:
               f"{site.link(cdir / store.MANIFEST, page)}:</p><ul>"
               + "".join(f"<li>{_e(p)}</li>" for p in problems) + "</ul>")
     factors = "; ".join(f"{_e(k)}: {_e(', '.join(map(str, v)))}" for k, v in spec.get("factors", {}).items())
-    analyses = {nb: p for nb, p in nb_pages.items() if nb.stem.startswith(name) or nb.parent.name == name}
+    analyses = [a for s in site.studies for a in s.analyses if name in a.reads]
     samples = sorted(p for p in (cdir / "samples").iterdir() if not p.name.startswith(".")) \
         if (cdir / "samples").is_dir() else []
     failed = sorted(p for p in (cdir / "failed").iterdir() if not p.name.startswith(".")) \
@@ -171,63 +329,94 @@ def _campaign_page(site: _Site, cdir: Path, nb_pages: dict[Path, Path]) -> Path:
         f"<tr><td>{_e(s.name)}</td><td>{site.links(sorted(f.relative_to(site.root) for f in s.rglob('*') if f.is_file()), page)}</td></tr>"
         for s in [*samples[:MAX_SAMPLES], *failed[:MAX_SAMPLES]])
     more = f"<p>{len(samples) - MAX_SAMPLES} more samples are in the directory.</p>" if len(samples) > MAX_SAMPLES else ""
-    hosts = sorted({fingerprint_id(fp) for _, fp in _fingerprints(cdir)})
+    used = sorted((m for m in machines.values() if name in m.campaigns), key=lambda m: m.label)
     processed = site.root / "data/processed"
+    experiment = {p: v for p, v in nb_pages.items() if p == cdir.relative_to(site.root) / "experiment.ipynb"}
+    declared = (f"<p>Declared by study {site.link(site.out / 'studies' / f'{owner.id}.html', page, owner.id)} "
+                f"({_e(owner.title)}).</p>" if owner else
+                "<p class=\"bad\">No study declares this campaign (<code>studies/*/study.yaml</code>).</p>")
     body = (
-        f"<p>Tool <b>{_e(spec.get('benchmark', {}).get('tool', record.get('tool', '?')))}</b>, design "
+        declared + f"<p>Tool <b>{_e(spec.get('benchmark', {}).get('tool', record.get('tool', '?')))}</b>, design "
         f"<b>{_e(spec.get('design', '?'))}</b>, factors {factors or '&ndash;'}; "
         f"{len(samples)} samples stored, {len(failed)} failed attempts kept as evidence.</p>{status}"
-        "<h2>Figures and tables</h2>" + _outputs(site, name, page)
-        + "<h2>Analysis and assumption checks</h2><p>The executed notebooks show the description, the tests "
-          "chosen and why, and the normality, serial-dependence, trend and outlier checks per level "
-          "(also the <code>-checks</code> table above).</p>" + _notebook_items(site, analyses, page)
-        + "<h2>Host fingerprints</h2><p>Machines (one page per distinct fingerprint): "
-        + (", ".join(site.link(site.out / "machines" / f"{h}.html", page, h) for h in hosts) or "none recorded")
+        + (f"<h2>How it was measured</h2><p>{_e(measured)}</p>" if measured else "")
+        + "<h2>Analyses made from this campaign</h2>"
+        + ("<p>As the study declarations say: each analysis that reads this campaign, its executed notebook "
+           "(the description, the tests chosen and why, and the assumption checks), figures and tables.</p>"
+           + "".join(_analysis_section(site, a, nb_pages, page, machines) for a in analyses)
+           if analyses else "<p>The study declarations name no analysis of this campaign.</p>")
+        + "<h2>Experiment</h2>" + _notebook_items(site, experiment, page)
+        + "<h2>Machines</h2><p>" + (", ".join(site.link(m.page, page, m.label) for m in used) or "none recorded")
         + "</p>" + _differences(site, cdir, page)
         + "<h2>Processed data</h2><p>" + site.links(
             [processed / f"{name}{ext}" for ext in (".csv", ".quarantine.csv", ".lineage.json", ".parquet")], page)
         + "</p><h2>Raw data</h2><p>" + site.links(
             [cdir / n for n in (store.MANIFEST, "campaign.json", "ledger.jsonl", "experiment.ipynb")], page)
         + f"</p>{more}<table><tr><th>sample</th><th>files</th></tr>{sample_rows}</table>")
-    atomic_text(page, _page(f"Campaign {name}", body, home="../index.html"))
-    return page
+    site.index(f"campaign {name}", "campaign", page,
+               f"{owner.id if owner else ''} {spec.get('benchmark', {}).get('tool', '')} {factors}")
+    return site.page(page, f"Campaign {name}", body)
 
 
-def _machine_pages(site: _Site, campaigns: Sequence[Path]) -> dict[str, Path]:
+def _machines(site: _Site, campaigns: Sequence[Path]) -> dict[str, _Machine]:
+    """Every distinct fingerprint, named by host and first date (``h1-2026-11-22``), and by the time of day too
+    when the host had several that day (``h1-2026-11-22-1405``)."""
     seen: dict[str, list[tuple[Path, dict]]] = defaultdict(list)
     for cdir in campaigns:
         for rel, fp in _fingerprints(cdir):
             seen[fingerprint_id(fp)].append((cdir / rel, fp))
-    pages = {}
-    for ident, uses in sorted(seen.items()):
-        page = site.out / "machines" / f"{ident}.html"
-        fp = uses[0][1]
+    first = {ident: min(str(fp.get("collected_at", "?")) for _, fp in uses) for ident, uses in seen.items()}
+    host = {ident: str(uses[0][1].get("host", "unknown")) for ident, uses in seen.items()}
+    per_day: dict[tuple[str, str], int] = defaultdict(int)
+    for ident in seen:
+        per_day[host[ident], first[ident][:10]] += 1
+    machines: dict[str, _Machine] = {}
+    taken: dict[str, int] = defaultdict(int)
+    for ident in sorted(seen, key=lambda i: (first[i], i)):
+        date, clock = first[ident][:10], first[ident][11:16]
+        several = per_day[host[ident], date] > 1 and len(clock) == 5
+        name = f"{host[ident]}-{date}" + (f"-{clock.replace(':', '')}" if several else "")
+        label = f"{host[ident]}, {date}" + (f" {clock}" if several else "")
+        taken[name] += 1
+        if taken[name] > 1:  # several fingerprints of the host in the same minute
+            name, label = f"{name}-{taken[name]}", f"{label} ({taken[name]})"
+        machines[ident] = _Machine(ident, host[ident], label, site.out / "machines" / f"{name}.html", seen[ident],
+                                   {p.relative_to(site.root / "data/raw").parts[0] for p, _ in seen[ident]})
+    return machines
+
+
+def _machine_pages(site: _Site, machines: dict[str, _Machine]) -> None:
+    for m in machines.values():
+        page, fp = m.page, m.uses[0][1]
+        first_seen = min(str(f.get("collected_at", "?")) for _, f in m.uses)
         facts = "".join(f"<tr><td><code>{_e(k)}</code></td><td>{_e(v)}</td></tr>"
                         for k, v in sorted(fp.get("facts", {}).items()))
         versions = "".join(f"<tr><td>{_e(k)}</td><td>{_e(v)}</td></tr>" for k, v in sorted(fp.get("versions", {}).items()))
         where = "".join(f"<li>{site.link(path, page, path.relative_to(site.root / 'data/raw').as_posix())} "
-                        f"<small>collected {_e(f.get('collected_at', '?'))}</small></li>" for path, f in uses)
-        body = (f"<p>Host <b>{_e(fp.get('host'))}</b> ({_e(fp.get('address', '?'))}); fingerprint "
-                f"<code>{_e(ident)}</code>: the SHA-256 of its facts, so every block run on an identical "
-                f"machine links here.</p><h2>Facts</h2><table>{facts}</table><h2>Tool versions</h2>"
+                        f"<small>collected {_e(f.get('collected_at', '?'))}</small></li>" for path, f in m.uses)
+        used = ", ".join(site.link(site.out / "campaigns" / f"{c}.html", page, c) for c in sorted(m.campaigns))
+        body = (f"<p>Host <b>{_e(m.host)}</b> ({_e(fp.get('address', '?'))}), first fingerprinted on {_e(first_seen)}. "
+                f"Every block run on a machine with identical facts links here (fingerprint <code>{_e(m.ident)}"
+                f"</code>, the SHA-256 of its facts).</p><h2>Campaigns run on it</h2><p>{used}</p>"
+                f"<h2>Facts</h2><table>{facts}</table><h2>Tool versions</h2>"
                 f"<table>{versions or '<tr><td>none recorded</td></tr>'}</table>"
-                f"<h2>Fingerprints with these facts ({len(uses)})</h2><ul>{where}</ul>")
-        pages[ident] = atomic_text(page, _page(f"Machine {ident}", body, home="../index.html"))
-    return pages
+                f"<h2>Fingerprints with these facts ({len(m.uses)})</h2><ul>{where}</ul>")
+        site.index(f"machine {m.label}", "machine", page, f"{m.host} {fp.get('facts', {}).get('cpu.model', '')} "
+                   + " ".join(sorted(m.campaigns)))
+        site.page(page, f"Machine {m.label}", body)
 
 
-def _studies(site: _Site, nb_pages: dict[Path, Path], campaign_pages: dict[str, Path], index: Path) -> str:
+def _studies(site: _Site, nb_pages: dict[Path, Path], campaign_pages: dict[str, Path], index: Path,
+             machines: dict[str, _Machine]) -> str:
     """A page per declared study (studies/*/study.yaml); returns the index section linking them."""
-    try:
-        found = study_mod.discover(site.root) if (site.root / study_mod.STUDIES_DIR).is_dir() else []
-    except study_mod.StudyError as exc:
-        return f"<p class=\"bad\">The study declarations do not load: {_e(exc)}</p>"
-    if not found:
+    if site.study_error:
+        return f"<p class=\"bad\">The study declarations do not load: {_e(site.study_error)}</p>"
+    if not site.studies:
         return "<p>None declared.</p>"
     pub = site.root / study_mod.PUBLISHED_DIR
     problems = store.verify(pub) if (pub / store.MANIFEST).exists() else [f"no {store.MANIFEST}"]
     items = []
-    for s in found:
+    for s in site.studies:
         page = site.out / "studies" / f"{s.id}.html"
         status = ""
         if s.published:
@@ -237,12 +426,7 @@ def _studies(site: _Site, nb_pages: dict[Path, Path], campaign_pages: dict[str, 
         runs = "".join(f"<li>{site.link(campaign_pages[c.id], page, c.id) if c.id in campaign_pages else _e(c.id)}"
                        f" ({site.link(site.root / c.file, page, c.file)}"
                        f"{'' if c.id in campaign_pages else '; not measured yet'})</li>" for c in s.campaigns)
-        analyses = "".join(
-            f"<h3>{_e(a.name)} <small>({_e(a.notebook)}"
-            f"{', campaign ' + _e(a.campaign) if a.campaign else ''})</small></h3>"
-            + _notebook_items(site, {Path(a.outputs['notebook']): nb_pages[Path(a.outputs['notebook'])]}
-                              if Path(a.outputs["notebook"]) in nb_pages else {}, page)
-            + _outputs(site, a.name, page) for a in s.analyses)
+        analyses = "".join(_analysis_section(site, a, nb_pages, page, machines) for a in s.analyses)
         body = (f"<p>Declared in {site.link(site.root / s.declaration, page, s.declaration)}"
                 + (f"; source: <code>{_e(s.source)}</code>" if s.source else "")
                 + (f"; chapter {site.link(site.root / s.chapter, page, s.chapter)}" if s.chapter else "")
@@ -251,10 +435,24 @@ def _studies(site: _Site, nb_pages: dict[Path, Path], campaign_pages: dict[str, 
                 + (status + f"<p>{site.links([site.root / f for f in s.published] + origin, page)}</p>"
                    if s.published else "<p>None.</p>")
                 + "<h2>Analyses</h2>" + (analyses or "<p>None.</p>"))
-        atomic_text(page, _page(f"Study {s.id}: {s.title}", body, home="../index.html"))
+        site.index(f"study {s.id}", "study", page, f"{s.title} " + " ".join(c.id for c in s.campaigns)
+                   + " " + " ".join(a.name for a in s.analyses))
+        site.page(page, f"Study {s.id}: {s.title}", body)
         items.append(f"<li>{site.link(page, index, s.id)}: {_e(s.title)}"
                      f"{' (demonstration)' if s.demo else ''}</li>")
     return "<ul>" + "".join(items) + "</ul>"
+
+
+def _search_page(site: _Site) -> Path:
+    """``search.html`` with the static index ``search-index.js`` and the script ``search.js``."""
+    items = {(i["kind"], i["title"]): i for i in reversed(site.search)}  # a figure on two pages: its first
+    atomic_text(site.out / "search-index.js", "window.PERFLAB_SEARCH = "
+                + json.dumps([items[k] for k in sorted(items)], indent=0) + ";\n")
+    atomic_text(site.out / "search.js", _SEARCH_JS)
+    body = ("<p id=\"count\">Type words in the box above: every study, campaign, machine, figure and notebook "
+            "whose name or description holds all of them is listed.</p><ul id=\"results\"></ul>"
+            "<script src=\"search-index.js\"></script><script src=\"search.js\"></script>")
+    return site.page(site.out / "search.html", "Search the review site", body)
 
 
 def build(notebooks: Sequence[str | Path], out_dir: str | Path, *, root: str | Path = ".") -> Path:
@@ -263,28 +461,43 @@ def build(notebooks: Sequence[str | Path], out_dir: str | Path, *, root: str | P
     out = Path(out_dir)
     out = (out if out.is_absolute() else Path.cwd() / out).resolve()
     site = _Site(root, out)
-    nb_paths = [Path(os.path.relpath(Path(p).resolve(), root)) for p in notebooks]
-    nb_pages = _notebooks(site, [root / p for p in nb_paths])
-    nb_pages = {p: nb_pages[root / p] for p in nb_paths}
+    nb_pages = _notebooks(site, [Path(os.path.relpath(Path(p).resolve(), root)) for p in notebooks])
     campaigns = sorted(p for p in (root / "data/raw").iterdir() if (p / "campaign.json").exists()) \
         if (root / "data/raw").is_dir() else []
-    machines = _machine_pages(site, campaigns)
+    machines = _machines(site, campaigns)
+    _machine_pages(site, machines)
+    owners = {c.id: s for s in site.studies for c in s.campaigns}
+    measured = {row["campaign"]: row["sentence"] for row in evidence.site_rows(evidence.collect(root / "data/raw", root))}
     index = out / "index.html"
     rows, campaign_pages = [], {}
     for cdir in campaigns:
-        page = campaign_pages[cdir.name] = _campaign_page(site, cdir, nb_pages)
+        page = campaign_pages[cdir.name] = _campaign_page(site, cdir, nb_pages, owners.get(cdir.name), machines,
+                                                          measured.get(cdir.name, ""))
         n = len([p for p in (cdir / "samples").glob("*") if not p.name.startswith(".")])
-        rows.append(f"<tr><td>{site.link(page, index, cdir.name)}</td><td>{n}</td></tr>")
+        owner = owners.get(cdir.name)
+        rows.append(f"<tr><td>{site.link(page, index, cdir.name)}</td><td>{n}</td><td>"
+                    + (site.link(out / "studies" / f"{owner.id}.html", index, owner.id) if owner else "&ndash;")
+                    + "</td></tr>")
+    paper = root / "paper/main.pdf"
+    machine_rows = "".join(f"<tr><td>{site.link(m.page, index, m.label)}</td><td>"
+                           + ", ".join(site.link(out / "campaigns" / f"{c}.html", index, c) for c in sorted(m.campaigns))
+                           + "</td></tr>" for m in sorted(machines.values(), key=lambda m: m.label))
     body = (
-        f"<p>Everything below is generated from the raw data by the pipeline. The paper: "
-        f"{site.link(root / 'paper/main.pdf', index, 'paper/main.pdf')}. To check that no raw byte, processed "
-        "table or generated output was altered, run <code>perflab verify</code> in the project; "
-        "<code>perflab lineage FILE</code> prints how a figure or table was made.</p>"
-        "<h2>Studies</h2>" + _studies(site, nb_pages, campaign_pages, index)
-        + "<h2>Campaigns</h2>" + (f"<table><tr><th>campaign</th><th>samples</th></tr>{''.join(rows)}</table>"
-                                  if rows else "<p>No campaign has raw data yet.</p>")
-        + "<h2>Machines</h2><p>One page per distinct host fingerprint: "
-        + (", ".join(site.link(p, index, ident) for ident, p in machines.items()) or "none recorded") + "</p>"
+        "<p>Everything below is generated from the raw data by the pipeline; every file linked here is a copy "
+        "under <code>files/</code>, so this directory can be read on its own. The paper: "
+        + (site.link(paper, index, "paper/main.pdf") if paper.exists() else "not built yet (<code>make reproduce</code>)")
+        + ". To check that no raw byte, processed table or generated output was altered, run "
+          "<code>perflab verify</code> in the project; <code>perflab lineage FILE</code> prints how a figure or "
+          "table was made.</p>"
+        "<h2>Studies</h2>" + _studies(site, nb_pages, campaign_pages, index, machines)
+        + "<h2>Campaigns</h2>" + (f"<table><tr><th>campaign</th><th>samples</th><th>study</th></tr>{''.join(rows)}"
+                                  "</table>" if rows else "<p>No campaign has raw data yet.</p>")
+        + "<h2>Machines</h2><p>One page per distinct host fingerprint, named by host and the date it was first "
+          "collected.</p>" + (f"<table><tr><th>machine</th><th>campaigns</th></tr>{machine_rows}</table>"
+                              if machine_rows else "<p>None recorded.</p>")
         + "<h2>Executed notebooks</h2><p>Each is the executed copy papermill kept as provenance.</p>"
         + _notebook_items(site, nb_pages, index))
-    return atomic_text(index, _page("perflab review site", body, home=None))
+    _search_page(site)
+    site.page(index, "perflab review site", body)
+    site.copy()
+    return index

@@ -1,0 +1,87 @@
+"""The README says what the code does: its commands and options exist, its safe shell examples run."""
+
+import argparse
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from perflab import cli
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text()
+#: Shell examples of the README that read and check only (no measurement, no install, no lab).
+SAFE = ("cd data/raw/", "perflab studies list", "perflab parse ", "perflab verify data/raw/")
+
+
+def _commands() -> list[str]:
+    """Every `perflab ...` the README names in backticks."""
+    return sorted({m.strip() for m in re.findall(r"`(perflab [^`]+)`", README)})
+
+
+def _subparser(words: list[str]) -> tuple[argparse.ArgumentParser, list[str]]:
+    """The (sub)parser the leading words of a command select, and the words left."""
+    p = cli.parser(words[0])
+    while words:
+        sub = next((a for a in p._actions if isinstance(a, argparse._SubParsersAction)), None)
+        if sub is None or words[0] not in sub.choices:
+            break
+        p, words = sub.choices[words[0]], words[1:]
+    return p, words
+
+
+@pytest.mark.parametrize("command", _commands())
+def test_every_command_and_option_the_readme_names_exists(command):
+    words = command.split()[1:]
+    p, rest = _subparser(list(words))
+    assert p.prog != "perflab", f"{command}: no such subcommand"
+    options = {o for a in p._actions for o in a.option_strings}
+    for option in re.findall(r"(?<![\w-])(--[a-z][a-z-]*)", " ".join(rest)):
+        assert option in options, f"{command}: {p.prog} has no option {option}"
+
+
+def test_every_make_target_the_readme_names_exists():
+    makefile = (ROOT / "Makefile").read_text()
+    targets = set(re.findall(r"^([a-z][a-z-]*):", makefile, re.M))
+    named = set(re.findall(r"`make ([a-z][a-z-]*)", README)) | set(re.findall(r"^\s+make ([a-z][a-z-]*)", README, re.M))
+    assert named and named <= targets, named - targets
+
+
+def _examples() -> list[str]:
+    """The README's shell lines (indented code blocks and fenced blocks) that are safe to run."""
+    lines = [line.strip() for line in README.splitlines() if line.startswith("    ") and not line.startswith("     ")]
+    return [line for line in lines if line.startswith(SAFE)]
+
+
+def test_the_readmes_safe_shell_examples_run():
+    examples = _examples()
+    assert any(e.startswith("cd data/raw/") for e in examples), "the reviewer's sha256sum example is found"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "lib"),
+           "PATH": f"{Path(os.sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    for line in examples:
+        run = subprocess.run(["bash", "-c", line.replace("perflab ", f"{os.sys.executable} -m perflab.cli ", 1)
+                              if line.startswith("perflab ") else line], cwd=ROOT, env=env, capture_output=True,
+                             text=True, timeout=300)
+        assert run.returncode == 0, f"{line}: {run.stderr[-500:]}"
+
+
+def test_make_jupyter_works_as_root_and_starts_no_browser():
+    run = subprocess.run(["make", "-n", "jupyter"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    line = next(line for line in run.stdout.splitlines() if line.startswith("jupyter lab"))
+    assert "--no-browser" in line
+    assert ("--allow-root" in line) == (os.geteuid() == 0)
+
+
+def test_a_template_opened_by_hand_without_its_tidy_table_says_what_to_run(tmp_path, monkeypatch):
+    from perflab import tidy
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "data/raw/demo").mkdir(parents=True)
+    with pytest.raises(tidy.TidyError, match=r"^scratch/processed/nosuch.parquet: no tidy table yet; campaign nosuch "
+                                             r"has no raw data in data/raw/nosuch/ yet: run the pipeline"):
+        tidy.load("scratch/processed/nosuch.parquet")
+    (tmp_path / "data/raw/demo/campaign.json").write_text("{}")
+    with pytest.raises(tidy.TidyError, match=r"make it with `perflab tidy data/raw/demo --out data/processed`$"):
+        tidy.load("data/processed/demo.parquet")
