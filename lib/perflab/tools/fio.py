@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from . import _blocks
-from .base import (Command, Measurement, Param, ParseError, Rows, Tool, extract_json, littles_law_ratio, number,
+from .base import (Command, Measurement, Param, ParseError, Rows, Tool, littles_law_ratio, number,
                    require)
 
 #: Engines that complete each I/O before issuing the next, whatever ``iodepth`` says.

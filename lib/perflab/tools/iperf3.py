@@ -20,7 +20,7 @@ import shlex
 from typing import Any, Mapping
 
 from . import _blocks, _iperf_text
-from .base import Command, Measurement, Param, ParseError, Rows, Tool, extract_json
+from .base import Command, Measurement, Param, ParseError, Rows, Tool
 
 DEFAULT_PORT = 5201
 

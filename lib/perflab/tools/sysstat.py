@@ -25,7 +25,7 @@ from statistics import fmean
 from typing import Any, Mapping
 
 from . import _blocks
-from .base import Command, Measurement, Param, ParseError, Rows, Tool, extract_json, require
+from .base import Command, Measurement, Param, ParseError, Rows, Tool, require
 
 CPU_FIELDS = {"usr": "usr", "user": "usr", "nice": "nice", "sys": "sys", "system": "sys", "iowait": "iowait",
               "irq": "irq", "soft": "soft", "steal": "steal", "guest": "guest", "gnice": "gnice", "idle": "idle"}
