@@ -152,7 +152,7 @@ def cells(factors: Mapping[str, tuple], crossing: str = "grid",
 
 #: Keys of a campaign document that do not change what is measured, left out of its design digest:
 #: the reconnect policy and the permissions a campaign grants (scratch, text, programs).
-NOT_DESIGN = frozenset({"reconnect", "scratch", "text", "programs"})
+NOT_DESIGN = frozenset({"reconnect", "quiet", "scratch", "text", "programs"})
 #: Hosts of the flat lab are named h1 .. hN.
 LAB_HOST = re.compile(r"h([1-9][0-9]*)\Z")
 
@@ -278,9 +278,9 @@ class Campaign:
     def digest(self) -> str:
         """SHA-256 of the campaign's canonical JSON: equal digests mean the same experiment.
 
-        :data:`NOT_DESIGN` is left out: the reconnect policy changes how a lost host is waited for,
-        and scratch, text and programs what the campaign may do, not what is measured, so a
-        campaign can be resumed with another policy or a permission it lacked.
+        :data:`NOT_DESIGN` is left out: the reconnect and quiet policies change how a lost host or a
+        busy machine is waited for, and scratch, text and programs what the campaign may do, not
+        what is measured, so a campaign can be resumed with another policy or a permission it lacked.
         """
         # `format` was called `version` before: hashed under that name, a campaign keeps its digest
         design_doc = {"version" if k == "format" else k: v for k, v in self.doc.items() if k not in NOT_DESIGN}

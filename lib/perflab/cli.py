@@ -38,7 +38,7 @@ PLUGINS = ("perflab.stats.cli", "perflab.tools.cli")
 #: Errors a user can fix, as module -> class name: printed in one line, not as a traceback.
 USER_ERRORS = {"perflab.yamlfile": "SpecError", "perflab.lab": "LabError", "perflab.runner": "RunnerError",
                "perflab.inventory": "InventoryError", "perflab.store": "StoreError", "perflab.tidy": "TidyError",
-               "perflab.ledger": "LedgerError"}
+               "perflab.ledger": "LedgerError", "perflab.measurelock": "MachineBusy"}
 
 
 def _lab(args: argparse.Namespace) -> int:
@@ -121,6 +121,11 @@ def _plan(args: argparse.Namespace) -> int:
     for n in info["neighbours"]:
         where = ", ".join(f"{k} in {v}" for k, v in n["cells"].items()) or "all cells"
         print(f"  neighbour on {n['on']} ({where}): {n['run']}")
+    from .contention import quiet_of
+
+    quiet = quiet_of(campaign.doc, campaign.source)
+    print("  quiet gate before each block: " + ("none" if quiet is None else ", ".join(
+        f"{k} {v:g}" for k, v in vars(quiet).items() if v is not None)))
     print(f"  monitors (sysstat): {'on' if info['monitors'] else 'off'}; "
           f"fingerprints per block: {'on' if info['fingerprints'] else 'off'}")
     if args.check:
@@ -167,7 +172,7 @@ def _studies(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     campaign = campaign_mod.load(args.campaign)
     entries = lab.resolve_inventory(args.inventory, hosts=campaign.lab_hosts())
-    summary = runner.run(campaign, entries, args.raw, limit=args.limit)
+    summary = runner.run(campaign, entries, args.raw, limit=args.limit, wait=0 if args.no_wait else None)
     for note in summary.notes:
         print(f"note: {note}")
     print(f"{campaign.name}: {summary.already_done + summary.done}/{summary.planned} samples stored in "
@@ -182,7 +187,7 @@ def _pilot(args: argparse.Namespace) -> int:
     pilot.pilot_campaign(campaign, args.repetitions)
     entries = lab.resolve_inventory(args.inventory, hosts=campaign.lab_hosts())
     table = pilot.run(campaign, entries, args.raw, repetitions=args.repetitions, metric=args.metric,
-                      halfwidth=args.halfwidth / 100)
+                      halfwidth=args.halfwidth / 100, wait=0 if args.no_wait else None)
     print(pilot.format_table(table, list(campaign.factors)))
     return 0
 
@@ -197,7 +202,7 @@ def _tidy(args: argparse.Namespace) -> int:
 def _verify(args: argparse.Namespace) -> int:
     import tempfile
 
-    from . import verify
+    from . import evidence, verify
 
     if not args.raw_dir:
         report = verify.repository(args.root)
@@ -214,7 +219,8 @@ def _verify(args: argparse.Namespace) -> int:
         counts = ", ".join(f"{n} {kind}" for kind, n in report.checked.items()) or "nothing"
         print(f"{'verified' if report.ok else 'checked'} {counts}; "
               f"{len(report.findings)} file(s) do not verify" + ("" if report.ok else " (listed above)"))
-        return 0 if report.ok else 1
+        print("\n".join(evidence.lines(report.evidence) + evidence.failures(report.evidence)))
+        return 0 if report.ok and not evidence.failures(report.evidence) else 1
     failed = False
     for raw_dir in args.raw_dir:
         findings = verify.raw_directory(raw_dir)
@@ -222,8 +228,28 @@ def _verify(args: argparse.Namespace) -> int:
             print(finding)
         if not findings:
             print(f"{raw_dir}: {len(store.read_manifest(raw_dir))} files match {store.MANIFEST}")
-        failed = failed or bool(findings)
+        among = [ev for ev in evidence.collect(Path(raw_dir).parent, args.root) if ev.campaign == Path(raw_dir).name]
+        print("\n".join(evidence.lines(among)[1:-1] + evidence.failures(among)))
+        failed = failed or bool(findings) or bool(evidence.failures(among))
     return 1 if failed else 0
+
+
+def _evidence(args: argparse.Namespace) -> int:
+    from . import evidence
+
+    found = evidence.collect(Path(args.root) / "data/raw", args.root)
+    if args.macros:
+        from .report import macros
+
+        out = macros.write(args.macros, evidence.macro_values(found), generator="perflab evidence --macros",
+                           inputs=[Path(ev.raw_dir) / store.MANIFEST for ev in found])
+        print(f"evidence: {out}")
+    elif args.json:
+        print(json.dumps(evidence.site_rows(found), indent=1))
+    else:
+        print("\n".join(evidence.lines(found) + evidence.failures(found)))
+        return 1 if evidence.failures(found) else 0
+    return 0
 
 
 def _seal(args: argparse.Namespace) -> int:
@@ -318,6 +344,8 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
                     help="inventory file, 'lab' (embedded lab; localhost when not root) or 'localhost' (default: lab)")
     rp.add_argument("--raw", default="data/raw", help="raw data root (default data/raw)")
     rp.add_argument("--limit", type=int, help="stop after this many samples (pilot)")
+    rp.add_argument("--no-wait", action="store_true", help="stop at once, in one line, when another campaign is "
+                    "measuring on this machine (default: wait for it; docs/campaigns.md, measurement lock)")
     rp.set_defaults(func=_run)
 
     pl = sub.add_parser("pilot", help="run a few repetitions and print what the planned n can detect per cell")
@@ -328,6 +356,7 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
                     help="target half-width of the mean's CI, in %% of the mean (default 1)")
     pl.add_argument("--inventory", default="lab", help="as for `perflab run` (default: lab)")
     pl.add_argument("--raw", default="data/pilot", help="raw root of pilot data (default data/pilot)")
+    pl.add_argument("--no-wait", action="store_true", help="stop at once when another campaign is measuring here")
     pl.set_defaults(func=_pilot)
 
     tp = sub.add_parser("tidy", help="parse a campaign's raw data into a tidy table")
@@ -354,6 +383,14 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
     vp.add_argument("--scratch", help="directory for --rebuild (default: a new temporary directory, kept)")
     vp.add_argument("--kernel", default="perflab", help="Jupyter kernel for --rebuild (default perflab)")
     vp.set_defaults(func=_verify)
+
+    ev = sub.add_parser("evidence", help="how each committed campaign was measured: window, samples overlapping "
+                        "another campaign's, contended samples, monitors (exit 1 when a study's campaign overlaps)")
+    ev.add_argument("--root", default=".", help="project root holding data/raw (default: .)")
+    ev.add_argument("--macros", metavar="FILE", help="write the inline values for the chapters "
+                    "(\\plv{<campaign>/evidence/sentence}, .../contended, ...) to FILE instead of printing")
+    ev.add_argument("--json", action="store_true", help="one record per campaign, as the review site shows it")
+    ev.set_defaults(func=_evidence)
 
     sp = sub.add_parser("seal", help="checksum the executed notebook of a campaign, or newly digitized published files")
     sp.add_argument("raw_dir")

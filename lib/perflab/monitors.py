@@ -45,6 +45,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Iterator, Sequence
 
+from .contention import declaring_study
 from .fingerprint import sectioned, split_sections
 from .remote import Host, HostError, Service, halt_group
 
@@ -137,6 +138,20 @@ def stop(handle: MonitorHandle) -> dict[str, str]:
                            files)
     files["sar.json"] = sections["sar"] + "\n"
     return files
+
+
+def study_policy(monitored: bool, source: str) -> str | None:
+    """Why a campaign may not run as it is: a study's campaign with its monitors off (None: it may run).
+
+    A study's numbers come with what the hosts did meanwhile; the monitors' cost is measured
+    (``benchmarks/``), never a reason to switch them off. Elsewhere ``monitors: false`` stays allowed.
+    """
+    declared = None if monitored else declaring_study(source)
+    if declared is None:
+        return None
+    return (f"{source}: monitors: false: campaigns of study {declared.study} run with their monitors on, so that "
+            "every sample says what its hosts did meanwhile; remove `monitors: false` (or run a copy outside "
+            "studies/ for a trial)")
 
 
 def cgroup_snapshot(cgroups: dict[str, str]) -> str:

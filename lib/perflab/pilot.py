@@ -39,10 +39,15 @@ def summarize(df: pd.DataFrame, factors: list[str], *, metric: str, n: int, alph
 
 
 def run(spec: Campaign, entries: Mapping[str, HostEntry], raw_root: str | Path, *, repetitions: int = 5,
-        metric: str | None = None, halfwidth: float = 0.01, stream: TextIO | None = None) -> pd.DataFrame:
-    """Run the pilot (or resume it) and return :func:`summarize` for the campaign's planned n."""
+        metric: str | None = None, halfwidth: float = 0.01, stream: TextIO | None = None,
+        wait: float | None = None) -> pd.DataFrame:
+    """Run the pilot (or resume it) and return :func:`summarize` for the campaign's planned n.
+
+    The pilot measures under the machine's measurement lock, as any campaign (``wait`` as for
+    :func:`perflab.runner.run`).
+    """
     pilot = pilot_campaign(spec, repetitions)
-    runner.run(pilot, entries, raw_root, stream=stream)
+    runner.run(pilot, entries, raw_root, stream=stream, wait=wait)
     df, _ = tidy.frame(Path(raw_root) / pilot.name)
     metric = metric or tools.get(spec.tool).primary_metric
     if metric is None:

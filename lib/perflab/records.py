@@ -24,6 +24,10 @@ Format history (add a line for every change, and bump the version of that record
   phase, ``stdout.<role>`` for another role) and, with phases, its ``phase``; ``verified``
   names the ``verify/`` record of the checks that established the sample's cell (None
   without checks). Formats 1 and 2 are still read (their output is ``stdout``/``stderr``).
+- ``meta.json`` format 4 (perflab 0.1, quiet machine): adds ``contention``, the machine's
+  contention during the measured commands and whether the sample is ``contended``
+  (:func:`perflab.contention.delta`, its own ``format`` key). Formats 1 to 3 are still read
+  (as ``contention: null``: not recorded).
 - ``verify/<time>-c<cell>[-g<group>].json`` format 1 (perflab 0.1): the ``verify`` checks run
   after a cell's setup (or teardown) steps: ``campaign``, ``kind``, ``cell``, ``cell_index``,
   ``levels``, ``group`` and ``checks`` (per step: ``step``, ``host``, ``run``, ``verify``,
@@ -51,12 +55,12 @@ from typing import Any, Mapping
 
 #: Format versions this perflab writes (and the only ones it reads).
 CAMPAIGN_FORMAT = 1
-SAMPLE_FORMAT = 3
+SAMPLE_FORMAT = 4
 LEDGER_FORMAT = 1
 GAP_FORMAT = 1
 VERIFY_FORMAT = 1
 #: Older formats a reader still accepts, per record.
-_READS = {"campaign record": {1}, "sample record": {1, 2, 3}, "ledger event": {1}, "gap record": {1},
+_READS = {"campaign record": {1}, "sample record": {1, 2, 3, 4}, "ledger event": {1}, "gap record": {1},
           "verify record": {1}}
 
 
@@ -132,6 +136,8 @@ class SampleMeta:
     services: list[dict[str, str]] = field(default_factory=list)
     #: The ``verify/`` record of the checks that established this sample's cell (None: no checks).
     verified: str | None = None
+    #: The machine's contention during the measured commands (None: not recorded, formats 1 to 3).
+    contention: dict[str, Any] | None = None
     format: int = SAMPLE_FORMAT
 
     def outputs(self) -> list[dict[str, Any]]:

@@ -5,6 +5,12 @@ without extra dimensions, unless a parser says otherwise with a ``summary`` dime
 from detail rows such as per-stream or per-interval values. The ``group`` column is the
 sample's host group (an integer; missing for campaigns without groups).
 
+Samples whose ``meta.json`` records the machine's contention (format 4, see
+:mod:`perflab.contention`) give every row the columns of :data:`CONTENTION_COLUMNS`:
+``contended`` (a nullable boolean: null when the campaign stated no quiet bounds) and
+``contention_<value>`` (CPUs used outside the lab, pressure shares, steal, load); a
+campaign whose samples have no such record has none of these columns.
+
 The raw directory is verified against its manifest first; a sample whose output does not
 parse is quarantined with the reason, never turned into a number. Outputs are written
 next to each other in ``data/processed/``: ``<campaign>.parquet`` (typed), on request
@@ -39,6 +45,18 @@ BATCH_ROWS = 65536
 #: Columns every tidy table starts with, in this order; factor and dimension columns follow.
 BASE_COLUMNS = ["campaign", "run_id", "block", "position", "repetition", "warmup", "tool", "host",
                 "group", "started_utc", "metric", "summary", "value", "unit"]
+
+
+#: The contention record's values each row carries as ``contention_<name>`` columns (with ``contended``).
+CONTENTION_COLUMNS = ("other_cpus", "own_cpus", "lab_cpus", "busy_cpus", "cpu_pressure", "io_pressure",
+                      "memory_pressure", "steal", "load1")
+
+
+def contention_columns(record: dict[str, Any] | None) -> dict[str, Any]:
+    """The columns a sample's contention record gives its rows (none for a sample without a record)."""
+    if record is None:
+        return {}
+    return {"contended": record.get("contended"), **{f"contention_{k}": record.get(k) for k in CONTENTION_COLUMNS}}
 
 
 class TidyError(RuntimeError):
@@ -111,7 +129,7 @@ def _parse(raw_dir: Path, reader: RawReader) -> tuple[pd.DataFrame, pd.DataFrame
                   "position": meta.position, "repetition": meta.repetition, "warmup": meta.warmup,
                   "tool": meta.tool, "host": first.get("host"), "group": meta.group,
                   "started_utc": first.get("started_utc"),
-                  **{f: meta.cell.get(f) for f in factors}}
+                  **{f: meta.cell.get(f) for f in factors}, **contention_columns(meta.contention)}
         try:
             parts = benchmark_rows(tool, meta, sdir, f"{raw_dir.name}/samples/{sdir.name}", reader.text)
         except (ParseError, FileNotFoundError) as exc:
@@ -140,6 +158,8 @@ def _parse(raw_dir: Path, reader: RawReader) -> tuple[pd.DataFrame, pd.DataFrame
     df = df.astype({"block": "int64", "position": "int64", "repetition": "int64", "warmup": "bool", "summary": "bool",
                     "value": "float64", "group": "Int64"})
     df["started_utc"] = pd.to_datetime(df["started_utc"], utc=True)
+    if "contended" in df:
+        df = df.astype({"contended": "boolean", **{c: "float64" for c in df if c.startswith("contention_")}})
     for col in ("campaign", "run_id", "tool", "host", "metric", "unit", "source"):
         if col in df:
             df[col] = df[col].astype("string")

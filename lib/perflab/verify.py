@@ -19,7 +19,9 @@
   too, since they are saved without a timestamp (the same data and package versions give
   the same bytes; the sidecar records the versions, so a difference names them).
 
-Each problem is a :class:`Finding` naming the file and what differs.
+Each problem is a :class:`Finding` naming the file and what differs. The report also carries
+each campaign's measurement evidence (:mod:`perflab.evidence`: window, samples overlapping
+another campaign's, contention, monitors), which ``perflab verify`` prints and checks.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import store, tidy
+from . import evidence, store, tidy
 
 #: Where the digitized published results live, relative to the project root.
 PUBLISHED = Path("data/raw/published")
@@ -61,6 +63,8 @@ class Report:
     checked: dict[str, int] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: How each campaign was measured (:func:`perflab.evidence.collect`).
+    evidence: list[evidence.CampaignEvidence] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -215,6 +219,7 @@ def repository(root: str | Path = ".") -> Report:
     for sidecar in sorted(s for d in OUTPUT_DIRS for s in (root / d).glob("*.lineage.json")):
         report.findings += lineage_record(sidecar, root)
         report.count("lineage records")
+    report.evidence = evidence.collect(raw_root, root)
     return report
 
 

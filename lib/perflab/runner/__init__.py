@@ -31,6 +31,7 @@ and block fingerprints on the connected hosts), :mod:`.samples` (the sample loop
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import platform
 import secrets
@@ -38,7 +39,7 @@ import sys
 from pathlib import Path
 from typing import Callable, Mapping, TextIO
 
-from .. import __version__, design, records
+from .. import __version__, contention, design, measurelock, records
 from ..inventory import HostEntry
 from ..campaign import Campaign
 from ..store import RawStore
@@ -55,7 +56,7 @@ __all__ = ["FINGERPRINT_SECONDS", "MONITOR_SECONDS", "SETTLE_POLL_SECONDS", "STA
 
 def run(spec: Campaign, entries: Mapping[str, HostEntry], raw_root: str | Path, *,
         stream: TextIO | None = None, limit: int | None = None,
-        on_sample: Callable[[design.Run], None] | None = None) -> Summary:
+        on_sample: Callable[[design.Run], None] | None = None, wait: float | None = None) -> Summary:
     """Run (or resume) ``spec`` on the inventory ``entries``, storing raw data under ``raw_root``.
 
     ``limit`` stops after that many samples (for pilots and tests; with groups, per group);
@@ -65,7 +66,9 @@ def run(spec: Campaign, entries: Mapping[str, HostEntry], raw_root: str | Path, 
     is kept and :class:`RunnerError` is raised in one line after everything started was
     stopped (with groups, after the other groups finished); rerunning resumes. Ctrl-C,
     SIGTERM and SIGHUP stop the run the same way and raise :class:`Stopped`, whose message
-    says what was stopped, what could not be, and how to resume.
+    says what was stopped, what could not be, and how to resume. Samples are measured under
+    the machine's measurement lock (:mod:`perflab.measurelock`; ``wait`` bounds the wait for
+    it in seconds, 0: stop at once with :class:`~perflab.measurelock.MachineBusy`).
     """
     names = spec.involved()
     missing = [name for name in names if name not in entries]
@@ -73,9 +76,10 @@ def run(spec: Campaign, entries: Mapping[str, HostEntry], raw_root: str | Path, 
         raise RunnerError(f"{spec.source}: hosts {', '.join(missing)} are not in the inventory "
                           f"(it has {', '.join(sorted(entries))})")
     store = RawStore(raw_root, spec.name)
-    with on_signals(), store.lock(stream or sys.stdout):
+    with on_signals(), store.lock(stream or sys.stdout), contextlib.ExitStack() as measuring:
         spec = _seeded(spec, store, stream or sys.stdout)
-        return _run(spec, entries, design.schedule(spec), store, stream=stream, limit=limit, on_sample=on_sample)
+        return _run(spec, entries, design.schedule(spec), store, stream=stream, limit=limit, on_sample=on_sample,
+                    measuring=(measuring, wait))
 
 
 def _emulated(entry: HostEntry) -> bool:
@@ -133,7 +137,8 @@ def _stopped(exc: Stopped, spec: Campaign, entries: Mapping[str, HostEntry], run
 
 
 def _run(spec: Campaign, entries: Mapping[str, HostEntry], runs: list[design.Run], store: RawStore, *,
-         stream: TextIO | None, limit: int | None, on_sample: Callable[[design.Run], None] | None) -> Summary:
+         stream: TextIO | None, limit: int | None, on_sample: Callable[[design.Run], None] | None,
+         measuring: tuple[contextlib.ExitStack, float | None] | None = None) -> Summary:
     store.begin(records.CampaignRecord(
         campaign=spec.name, design_digest=spec.digest(), spec=dict(spec.doc), source=spec.source,
         perflab=__version__, python=platform.python_version(), schedule=[r.run_id for r in runs],
@@ -152,6 +157,10 @@ def _run(spec: Campaign, entries: Mapping[str, HostEntry], runs: list[design.Run
         return summary
     if summary.already_done:
         print(f"{spec.name}: resuming, {summary.already_done} of {len(runs)} samples already stored", file=out, flush=True)
+    if measuring is not None:  # one campaign measures on this machine at a time
+        eta = plan(spec)["estimated_seconds"] * len(todo[:limit]) / len(runs)
+        measuring[0].enter_context(measurelock.hold(spec.name, eta_seconds=eta, wait=measuring[1], stream=out))
+        measuring[0].enter_context(contention.own_cgroup())  # perflab's own CPU, told from the rest
     progress = Progress(len(runs), summary.already_done, stream=out)
     # The sample loop and the pool import Fabric; planning (``perflab plan``) never needs them.
     from ..remote import HostError

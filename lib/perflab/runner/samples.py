@@ -33,6 +33,9 @@ def session(spec: Campaign, entries: Mapping[str, HostEntry], runs: list[design.
     A host lost on the way is reconnected under the campaign's ``reconnect`` policy (see :class:`Reconnector`).
     """
     last_of_block = {fingerprint_block(spec, r): r.run_id for r in runs}
+    refused = monitors.study_policy(spec.monitors, spec.source)
+    if refused:
+        raise RunnerError(refused)
     with connect(entries, spec.involved()) as hosts:
         for host in hosts.values():
             host.owner = store.owner  # the process registry every command and service is tagged with
@@ -70,8 +73,8 @@ class Engine:
         self.tool = tools.get(spec.tool)
         self.ledger = Ledger(store.dir / "ledger.jsonl")
         self.cells = Cells(spec, hosts, store)
-        self.blocks = Blocks(spec, hosts, store, progress)
         self.services, self.neighbours, self.fixtures = Background(hosts), Background(hosts), Background(hosts)
+        self.blocks = Blocks(spec, hosts, store, progress, quieten=lambda: self.neighbours.ensure([]))
 
     def prepare(self, run_: design.Run) -> list[list[Measured]]:
         """Bring the hosts into the state of ``run_``'s block and cell; return the waves of measured commands."""
@@ -111,8 +114,10 @@ class Engine:
         return {"satisfied": res.satisfied, "waited": round(res.waited, 3), "loads": dict(res.loads),
                 "polls": res.polls, "max_load1": res.max_load1}
 
-    def _measure(self, run_: design.Run, measured: list[list[Measured]], files: dict[str, str]) -> tuple[list, str]:
-        """Run the measured commands under the monitors; monitor files go into ``files``."""
+    def _measure(self, run_: design.Run, measured: list[list[Measured]], files: dict[str, str],
+                 contended: dict[str, Any]) -> tuple[list, str]:
+        """Run the measured commands under the monitors; monitor files go into ``files``, the machine's
+        contention during the commands into ``contended``."""
         results: list = []
         reason = ""
         watched = [self.hosts[n] for n in self.hosts] if self.spec.monitors else []
@@ -121,7 +126,8 @@ class Engine:
                 accounted = [h for h in watched if h.entry.cgroups]
                 for host in accounted:
                     files[f"monitors/{host.name}/cgroup-before.txt"] = monitors.cgroup_snapshot(host.entry.cgroups)
-                results, reason = run_waves(self.spec, self.hosts, measured)
+                with self.blocks.gate.sample(contended):
+                    results, reason = run_waves(self.spec, self.hosts, measured)
                 for host in accounted:
                     files[f"monitors/{host.name}/cgroup-after.txt"] = monitors.cgroup_snapshot(host.entry.cgroups)
         except monitors.MonitorError as exc:
@@ -138,14 +144,16 @@ class Engine:
         first = self.store.attempts(run_.run_id) + 1
         for attempt in range(first, first + self.spec.retries + 1):
             files: dict[str, bytes | str] = {}
+            contended: dict[str, Any] = {}
             settled = self._settle()
             self.ledger.running(run_.run_id, attempt)
             try:
-                results, reason = self._measure(run_, measured, files)
+                results, reason = self._measure(run_, measured, files, contended)
             except HostError as exc:
                 files.update(_sample_files(self.spec, self.tool, run_, attempt, [], str(exc),
                                            settle=settled, neighbours=self.neighbours.lines(),
-                                       services=self.fixtures.lines(), verified=self.cells.verified))
+                                       services=self.fixtures.lines(), verified=self.cells.verified,
+                                       contention=contended or None))
                 self.store.put_sample(run_.run_id, files, failed=True)
                 self.ledger.failed(run_.run_id, attempt, str(exc))
                 self.progress.update(label, ok=False, detail=str(exc)[:160])
@@ -155,7 +163,8 @@ class Engine:
                 reason, detail = _check_outputs(self.tool, run_, results)
             files.update(_sample_files(self.spec, self.tool, run_, attempt, results, reason,
                                        settle=settled, neighbours=self.neighbours.lines(),
-                                       services=self.fixtures.lines(), verified=self.cells.verified))
+                                       services=self.fixtures.lines(), verified=self.cells.verified,
+                                       contention=contended or None))
             self.store.put_sample(run_.run_id, files, failed=bool(reason))
             if reason:
                 self.ledger.failed(run_.run_id, attempt, reason)
@@ -235,7 +244,8 @@ def _file_names(results: list) -> list[str]:
 
 def _sample_files(spec: Campaign, tool: tools.Tool, run_: design.Run, attempt: int, results: list, reason: str,
                   *, settle: dict[str, Any] | None, neighbours: list[dict[str, str]],
-                  services: list[dict[str, str]], verified: str | None = None) -> dict[str, bytes | str]:
+                  services: list[dict[str, str]], verified: str | None = None,
+                  contention: dict[str, Any] | None = None) -> dict[str, bytes | str]:
     files: dict[str, bytes | str] = {}
     commands = []
     for (cmd, host, res), name in zip(results, _file_names(results)):
@@ -256,6 +266,7 @@ def _sample_files(spec: Campaign, tool: tools.Tool, run_: design.Run, attempt: i
         position=run_.position, seed=spec.seed, attempt=attempt, status="failed" if reason else "ok",
         reason=reason or None, roles=dict(spec.hosts), commands=commands, settle=settle, neighbours=neighbours, services=services,
         perflab=__version__, group=spec.group,
-        group_hosts=None if spec.group is None else dict(spec.doc["groups"][spec.group]), verified=verified)
+        group_hosts=None if spec.group is None else dict(spec.doc["groups"][spec.group]), verified=verified,
+        contention=contention)
     files["meta.json"] = meta.to_json()
     return files

@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence, TypeVar
 
-from .. import __version__, fingerprint, records
+from .. import __version__, contention, fingerprint, records
 from ..remote import CONNECT_TIMEOUT, Host, HostError, HostLost, Result, Service
 from ..campaign import Campaign, Cell, Step
 from ..campaign_values import fill
@@ -232,14 +232,21 @@ def utc(t: float) -> str:
 
 
 class Blocks:
-    """Fingerprints of every involved host before and after each block, and their differences."""
+    """Before each block the quiet-machine gate, fingerprints of every involved host before and after it,
+    and their differences."""
 
-    def __init__(self, spec: Campaign, hosts: Mapping[str, Host], store: RawStore, progress: Progress) -> None:
+    def __init__(self, spec: Campaign, hosts: Mapping[str, Host], store: RawStore, progress: Progress,
+                 quieten: Callable[[], None] = lambda: None) -> None:
         self.spec, self.hosts, self.store, self.progress = spec, hosts, store, progress
         self.current: int | None = None
         self.reported: set[str] = set()
         #: Groups fingerprint (and compare) their own hosts, each into its own files.
         self.suffix = "" if spec.group is None else f"-g{spec.group}"
+        #: The quiet gate before each block and the contention record of each sample (:mod:`perflab.contention`).
+        self.gate = contention.Gate(contention.quiet_of(spec.doc, spec.source), note=progress.note,
+                                    put=store.put_file, suffix=self.suffix)
+        #: Stops the campaign's own loads (neighbours) before the gate, so it sees the rest of the machine.
+        self.quieten = quieten
         #: Versions probed: the campaign's tool, and sysstat when monitors run.
         self.tools = (spec.tool, "sadf") if spec.monitors else (spec.tool,)
 
@@ -263,21 +270,27 @@ class Blocks:
                 self.store.put_file(self._path(block, when, name), json.dumps(fp, indent=1, sort_keys=True) + "\n")
 
     def enter(self, block: int) -> None:
-        """Finish the current block, then fingerprint the hosts before ``block``.
+        """Finish the current block, wait for a quiet machine, then fingerprint the hosts before ``block``.
 
         A host fingerprinted before ``block`` by an interrupted earlier session (or before a lost
-        host interrupted this one) keeps that fingerprint.
+        host interrupted this one) keeps that fingerprint, and the block keeps its gate's outcome.
         """
-        if not self.spec.fingerprints or block == self.current:
+        if block == self.current:
             return
         self.finish()
-        self._collect(block, "before")
+        if self.gate.quiet is not None:
+            self.quieten()
+            stored = self.store.dir / f"blocks/{block}/quiet{self.suffix}.json"
+            self.gate.before_block(block, stored=json.loads(stored.read_text()) if stored.exists() else None)
+        if self.spec.fingerprints:
+            self._collect(block, "before")
         self.current = block
 
     def finish(self) -> None:
         """Fingerprint the hosts after the current block and store and print the differences."""
         block = self.current
-        if block is None:
+        if block is None or not self.spec.fingerprints:
+            self.current = None
             return
         self._collect(block, "after")
         self.current = None

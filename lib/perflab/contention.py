@@ -1,0 +1,446 @@
+"""The machine's contention: a quiet-machine gate before each block and a contention record per sample.
+
+A campaign measures the machine it runs on, and on one machine the lab's hosts share its
+CPUs, memory and disks with everything else that runs there. This module reads, on the
+machine that runs the campaign (the controller; for the embedded lab the same machine as
+its hosts):
+
+- pressure stall information, ``/proc/pressure/{cpu,io,memory}`` (the ``total`` stall
+  time of "some" and "full" tasks, in µs; a kernel without PSI gives none, and the record
+  says so with nulls);
+- the load average (``/proc/loadavg``) and the CPU time counters of ``/proc/stat``
+  (busy time and the time stolen by a hypervisor, ``steal``);
+- the CPU time of the lab's hosts (their cgroups under ``perflab/``) and of perflab's own
+  process (the runner and the ssh clients it starts, in a cgroup of their own,
+  ``perflab-own/<pid>``, see :func:`own_cgroup`), so that the rest, ``other_cpus``, is
+  the CPU that processes outside the lab and outside perflab used;
+- when the gate waits, the processes outside the lab using CPU, by name, to say what is busy.
+
+:class:`Quiet` is a campaign's ``quiet:`` section (docs/campaigns.md): bounds on these
+values. Before each block, :class:`Gate` waits (at most ``max_wait`` seconds, saying what
+is busy) until one observation window of ``window`` seconds is within every bound, and
+stores the outcome as ``blocks/<b>/quiet[-g<group>].json``. Around each sample's
+measured commands it takes two readings (a few small files: cheap) and returns the
+sample's contention record (:func:`delta`), which goes into ``meta.json``. A sample is
+``contended`` when its block's gate gave up waiting, or when during the sample the CPU
+used outside the lab (``other_cpus``) or the steal exceeded their bounds; pressure during
+a sample is recorded but not judged, because the measured commands cause pressure themselves.
+Contended samples are kept and counted (:mod:`perflab.evidence`), never dropped.
+
+Format history of the contention record (``meta.json``'s ``contention``) and of the gate
+record: format 1 (perflab 0.1), the fields of :func:`delta` and :meth:`Gate.before_block`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, fields, replace
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping
+
+import yaml
+
+log = logging.getLogger(__name__)
+
+FORMAT = 1
+#: Pressure resources read from ``/proc/pressure/``.
+PRESSURE = ("cpu", "io", "memory")
+#: Where the lab keeps its hosts' cgroups under a hierarchy's root (as :data:`perflab.lab.CGROUP_PARENT`).
+LAB_CGROUP = "perflab"
+#: perflab's own cgroup parent (the runner's process and the ssh clients it starts), beside the lab's.
+OWN_CGROUP = "perflab-own"
+#: The kernel's USER_HZ: ticks per second of ``/proc/stat`` and ``/proc/<pid>/stat``.
+USER_HZ = 100
+#: Seconds between two "still waiting" lines of the gate.
+ANNOUNCE_SECONDS = 30.0
+#: Processes named when the gate waits.
+BUSIEST = 3
+
+
+@dataclass(frozen=True)
+class Quiet:
+    """What quiet means for a campaign: upper bounds (None: not bounded), the observation window and the wait.
+
+    ``max_other_cpus`` in CPUs (1 = one CPU kept busy); pressures and steal in percent of
+    the window; ``max_load1`` the 1-minute load average.
+    """
+
+    max_other_cpus: float | None = None
+    max_cpu_pressure: float | None = None
+    max_io_pressure: float | None = None
+    max_memory_pressure: float | None = None
+    max_steal: float | None = None
+    max_load1: float | None = None
+    window: float = 5.0
+    max_wait: float = 300.0
+
+    def exceeded(self, record: Mapping[str, Any], *, during: bool = False) -> list[str]:
+        """The bounds ``record`` (see :func:`delta`) exceeds, each as ``what value > bound``.
+
+        ``during`` judges a sample: only the CPU used outside the lab and the steal.
+        """
+        checks = [("other_cpus", self.max_other_cpus, "CPU used outside the lab", 1.0, " CPUs"),
+                  ("steal", self.max_steal, "steal", 100.0, " %")]
+        if not during:
+            checks += [(f"{r}_pressure", getattr(self, f"max_{r}_pressure"), f"{r} pressure", 100.0, " %")
+                       for r in PRESSURE]
+            checks += [("load1", self.max_load1, "1-min load", 1.0, "")]
+        out = []
+        for key, bound, label, scale, unit in checks:
+            value = record.get(key)
+            if bound is not None and value is not None and value * scale > bound:
+                out.append(f"{label} {value * scale:.2f}{unit} > {bound:g}{unit}")
+        return out
+
+
+#: The default of a study's campaign, stated in docs/campaigns.md: the rest of the machine
+#: idle (at most a tenth of a CPU outside the lab and perflab), no task stalled on CPU, I/O or
+#: memory for more than 1-5 % of the time, no steal, observed over 5 s, waiting up to 10 min.
+STUDY_DEFAULT = Quiet(max_other_cpus=0.1, max_cpu_pressure=5.0, max_io_pressure=5.0, max_memory_pressure=1.0,
+                      max_steal=1.0, max_load1=None, window=5.0, max_wait=600.0)
+
+
+@dataclass(frozen=True)
+class Declared:
+    """The study that declares a campaign file: its id and whether it is a demonstration (``demo: true``)."""
+
+    study: str
+    demo: bool = False
+
+
+def declaring_study(source: str | Path) -> Declared | None:
+    """The study whose ``studies/<id>/study.yaml`` declares the campaign file ``source``, or None."""
+    src = Path(source).resolve()
+    for folder in src.parents:
+        decl = folder / "study.yaml"
+        if folder.parent.name != "studies" or not decl.is_file():
+            continue
+        try:
+            doc = yaml.safe_load(decl.read_text()) or {}
+        except (OSError, yaml.YAMLError):
+            return None
+        files = [(folder / c["file"]).resolve() for c in doc.get("campaigns") or []
+                 if isinstance(c, dict) and "file" in c]
+        return Declared(str(doc.get("study", folder.name)), bool(doc.get("demo"))) if src in files else None
+    return None
+
+
+def quiet_of(doc: Mapping[str, Any], source: str | Path) -> Quiet | None:
+    """The campaign's quiet bounds: its ``quiet:`` section over the defaults; None when it has no gate.
+
+    A study's campaign (:func:`declaring_study`; a demonstration study's excepted) gets
+    :data:`STUDY_DEFAULT` for what it leaves out; elsewhere a campaign without ``quiet:`` has
+    no gate, ``quiet: true`` means the study default and a mapping bounds only what it names.
+    ``quiet: false`` turns the gate off.
+    """
+    given = doc.get("quiet")
+    if given is False:
+        return None
+    declared = declaring_study(source)
+    study = declared is not None and not declared.demo
+    if given is None:
+        return STUDY_DEFAULT if study else None
+    if given is True:
+        return STUDY_DEFAULT
+    base = STUDY_DEFAULT if study else Quiet()
+    return replace(base, **{f.name: given[f.name] for f in fields(Quiet) if f.name in given})
+
+
+# --- readings -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One reading of the machine's counters (see the module docstring)."""
+
+    t: float
+    pressure: dict[str, dict[str, float]]
+    load1: float | None
+    #: ``/proc/stat``'s aggregate ``cpu`` line in ticks: busy (user .. softirq, guest excluded), steal, total.
+    busy: int
+    steal: int
+    total: int
+    cpus: int
+    #: CPU seconds (cumulative) of the lab's cgroups and of perflab's own; None when unknown.
+    lab: float | None
+    own: float | None
+
+
+def _read(path: str | Path) -> str | None:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read().decode("ascii", "replace")
+    except OSError:
+        return None
+
+
+def parse_pressure(text: str | None) -> dict[str, float]:
+    """``some``/``full`` -> total stall time in µs from a ``/proc/pressure/*`` file (empty when absent)."""
+    out = {}
+    for line in (text or "").splitlines():
+        words = line.split()
+        total = next((w[6:] for w in words[1:] if w.startswith("total=")), None)
+        if words and total is not None and total.isdigit():
+            out[words[0]] = float(total)
+    return out
+
+
+def parse_stat(text: str) -> tuple[int, int, int]:
+    """(busy, steal, total) ticks from ``/proc/stat``'s first line (guest time is already in user time)."""
+    values = [int(v) for v in text.split("\n", 1)[0].split()[1:]]
+    values += [0] * (8 - len(values))
+    user, nice, system, idle, iowait, irq, softirq, steal = values[:8]
+    busy = user + nice + system + irq + softirq
+    return busy, steal, busy + idle + iowait + steal
+
+
+def _cgroup_roots() -> dict[str, Path]:
+    """The mount points of the cgroup hierarchies that account CPU: ``cpuacct`` (v1) and ``unified`` (v2)."""
+    roots: dict[str, Path] = {}
+    text = _read("/proc/self/mounts") or ""
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) < 4:
+            continue
+        if parts[2] == "cgroup" and "cpuacct" in parts[3].split(","):
+            roots.setdefault("cpuacct", Path(parts[1]))
+        elif parts[2] == "cgroup2":
+            roots.setdefault("unified", Path(parts[1]))
+    return roots
+
+
+def cgroup_cpu_seconds(directory: Path) -> float | None:
+    """Cumulative CPU seconds of a cgroup (v1 ``cpuacct.usage``, else v2 ``cpu.stat`` ``usage_usec``), or None."""
+    text = _read(directory / "cpuacct.usage")
+    if text and text.strip().isdigit():
+        return int(text) / 1e9
+    for line in (_read(directory / "cpu.stat") or "").splitlines():
+        key, _, value = line.partition(" ")
+        if key == "usage_usec" and value.strip().isdigit():
+            return int(value) / 1e6
+    return None
+
+
+def _accounting() -> tuple[str, Path] | None:
+    """(kind, mount point) of the hierarchy whose cgroups account CPU: the lab's, else v1 cpuacct, else v2."""
+    roots = _cgroup_roots()
+    for key in ("cpuacct", "unified"):
+        root = roots.get(key)
+        if root is not None and cgroup_cpu_seconds(root / LAB_CGROUP) is not None:
+            return key, root
+    return next(((k, roots[k]) for k in ("cpuacct", "unified") if k in roots), None)
+
+
+def read(root: Path | None = None) -> Reading:
+    """Read the machine's counters now (``root``: the mount point of the CPU-accounting cgroup hierarchy)."""
+    busy, steal, total = parse_stat(_read("/proc/stat") or "cpu 0")
+    load = (_read("/proc/loadavg") or "").split()
+    own = None if root is None else cgroup_cpu_seconds(root / OWN_CGROUP)
+    return Reading(t=time.monotonic(), pressure={r: parse_pressure(_read(f"/proc/pressure/{r}")) for r in PRESSURE},
+                   load1=float(load[0]) if load else None, busy=busy, steal=steal, total=total,
+                   cpus=os.cpu_count() or 1, lab=cgroup_cpu_seconds(root / LAB_CGROUP) if root else None, own=own)
+
+
+def delta(before: Reading, after: Reading) -> dict[str, Any]:
+    """The contention record between two readings.
+
+    ``seconds`` elapsed; ``{cpu,io,memory}_pressure`` (and ``*_pressure_full``): share of the
+    time some (all) tasks stalled on that resource, 0..1, null without PSI; ``load1`` at the
+    end; ``steal``: share of CPU time stolen; ``busy_cpus``, ``lab_cpus``, ``own_cpus``,
+    ``other_cpus``: CPUs kept busy on average by the whole machine, by the lab's hosts, by
+    perflab itself and by everything else (null when the cgroups are not known).
+    """
+    seconds = max(after.t - before.t, 1e-9)
+    record: dict[str, Any] = {"format": FORMAT, "seconds": round(seconds, 4), "cpus": after.cpus}
+    for r in PRESSURE:
+        for kind, suffix in (("some", ""), ("full", "_full")):
+            a, b = before.pressure[r].get(kind), after.pressure[r].get(kind)
+            record[f"{r}_pressure{suffix}"] = None if a is None or b is None else round((b - a) / 1e6 / seconds, 5)
+    ticks = max(after.total - before.total, 1)
+    record["load1"] = after.load1
+    record["steal"] = round((after.steal - before.steal) / ticks, 5)
+    busy = (after.busy - before.busy) / USER_HZ / seconds
+    record["busy_cpus"] = round(busy, 4)
+    lab = None if before.lab is None or after.lab is None else (after.lab - before.lab) / seconds
+    own = None if before.own is None or after.own is None else (after.own - before.own) / seconds
+    record["lab_cpus"] = None if lab is None else round(lab, 4)
+    record["own_cpus"] = None if own is None else round(own, 4)
+    record["other_cpus"] = round(max(0.0, busy - (lab or 0.0) - (own or 0.0)), 4)
+    return record
+
+
+def busiest(before: Mapping[int, tuple[str, int]], after: Mapping[int, tuple[str, int]], seconds: float,
+            n: int = BUSIEST) -> list[dict[str, Any]]:
+    """The ``n`` commands outside the lab that used the most CPU between two :func:`processes` scans.
+
+    Processes of one command name count together (``pids``: up to three of them, busiest first).
+    """
+    by_name: dict[str, list[tuple[float, int]]] = {}
+    for pid, (name, ticks) in after.items():
+        if pid in before and ticks > before[pid][1]:
+            by_name.setdefault(name, []).append(((ticks - before[pid][1]) / USER_HZ / max(seconds, 1e-9), pid))
+    ranked = sorted(by_name.items(), key=lambda kv: -sum(c for c, _ in kv[1]))[:n]
+    return [{"name": name, "cpus": round(sum(c for c, _ in used), 3), "processes": len(used),
+             "pids": [pid for _, pid in sorted(used, reverse=True)[:3]]} for name, used in ranked]
+
+
+def processes() -> dict[int, tuple[str, int]]:
+    """pid -> (name, CPU ticks so far) of every process outside the lab's and perflab's cgroups but this one."""
+    out = {}
+    me = os.getpid()
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or int(entry.name) == me:
+            continue
+        stat, groups = _read(f"/proc/{entry.name}/stat"), _read(f"/proc/{entry.name}/cgroup")
+        if not stat or groups is None:
+            continue
+        if any(line.split(":", 2)[-1].startswith((f"/{LAB_CGROUP}/", f"/{OWN_CGROUP}/"))
+               for line in groups.splitlines()):
+            continue
+        name, rest = stat[stat.find("(") + 1:stat.rfind(")")], stat[stat.rfind(")") + 2:].split()
+        if len(rest) > 12:
+            out[int(entry.name)] = (name, int(rest[11]) + int(rest[12]))
+    return out
+
+
+# --- perflab's own cgroup ---------------------------------------------------------------------
+
+
+@contextmanager
+def own_cgroup() -> Iterator[Path | None]:
+    """Run the block with this process (and what it starts) in ``perflab-own/<pid>``; yield its directory.
+
+    So the contention record tells perflab's own CPU from the rest of the machine. Needs a
+    writable CPU-accounting cgroup hierarchy (root); without one it yields None and changes
+    nothing. The process goes back to its cgroup afterwards and the directory is removed.
+    """
+    found = _accounting()
+    mine = back = None
+    if found is not None and os.access(found[1], os.W_OK):
+        kind, root = found
+        here = _own_path(kind)
+        mine = root / OWN_CGROUP / str(os.getpid())
+        try:
+            mine.mkdir(parents=True, exist_ok=True)
+            (mine / "cgroup.procs").write_text(str(os.getpid()))
+            back = root / here.lstrip("/") if here is not None else root
+        except OSError as exc:
+            log.info("perflab's own cgroup %s not used: %s", mine, exc)
+            _rmdir(mine)
+            mine = None
+    try:
+        yield mine
+    finally:
+        if mine is not None and back is not None:
+            try:
+                (back / "cgroup.procs").write_text(str(os.getpid()))
+            except OSError as exc:
+                log.info("could not move back to %s: %s", back, exc)
+            _rmdir(mine)
+
+
+def _own_path(kind: str) -> str | None:
+    """This process's cgroup path in the ``cpuacct`` (v1) or ``unified`` (v2) hierarchy, from ``/proc/self/cgroup``."""
+    for line in (_read("/proc/self/cgroup") or "").splitlines():
+        hid, controllers, where = line.split(":", 2)
+        if (kind == "unified" and hid == "0") or (kind == "cpuacct" and "cpuacct" in controllers.split(",")):
+            return where
+    return None
+
+
+def _rmdir(d: Path) -> None:
+    try:
+        d.rmdir()
+    except OSError as exc:
+        log.info("cgroup %s not removed: %s", d, exc)
+
+
+# --- the gate and the per-sample record --------------------------------------------------------
+
+
+class Gate:
+    """The quiet gate before each block and the contention record of each sample of one session.
+
+    ``note`` prints a line (the runner's progress notes); ``put`` stores a raw file (name, text).
+    """
+
+    def __init__(self, quiet: Quiet | None, *, note: Callable[[str], None], put: Callable[[str, str], None],
+                 suffix: str = "") -> None:
+        self.quiet, self.note, self.put, self.suffix = quiet, note, put, suffix
+        found = _accounting()
+        self.root = found[1] if found else None
+        #: The current block's gate outcome (None before the first block or without a gate).
+        self.current: dict[str, Any] | None = None
+
+    def before_block(self, block: int, *, stored: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
+        """Wait until the machine is quiet (or ``max_wait`` passed) before ``block``; store and return the outcome.
+
+        ``stored`` is the outcome an interrupted earlier session stored for this block: kept, not waited again.
+        """
+        if self.quiet is None:
+            self.current = None
+            return None
+        if stored is not None:
+            self.current = dict(stored)
+            return self.current
+        q = self.quiet
+        start, last_note, polls = time.monotonic(), None, 0
+        while True:
+            before, procs = read(self.root), processes()
+            time.sleep(q.window)  # the observation window itself
+            after = read(self.root)
+            polls += 1
+            record = delta(before, after)
+            busy = q.exceeded(record)
+            waited = time.monotonic() - start
+            if not busy:
+                break
+            named = busiest(procs, processes(), record["seconds"])
+            if waited >= q.max_wait:
+                self.note(f"quiet: before block {block} the machine is still busy after {waited:.0f} s "
+                          f"({'; '.join(busy)}{_names(named)}); measuring the block anyway, its samples are "
+                          "marked contended")
+                break
+            if last_note is None or time.monotonic() - last_note >= ANNOUNCE_SECONDS:
+                self.note(f"quiet: before block {block} the machine is busy: {'; '.join(busy)}{_names(named)}; "
+                          f"waiting ({waited:.0f} s of at most {q.max_wait:g} s)")
+                last_note = time.monotonic()
+        if polls > 1 and not busy:
+            self.note(f"quiet: the machine is quiet after {waited:.0f} s; measuring block {block}")
+        self.current = {"format": FORMAT, "block": block, "quiet": not busy, "waited": round(waited, 3),
+                        "polls": polls, "exceeded": busy, "bounds": asdict(q), "last": record,
+                        "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        self.put(f"blocks/{block}/quiet{self.suffix}.json", _json(self.current))
+        return self.current
+
+    @contextmanager
+    def sample(self, record: dict[str, Any] | None = None) -> Iterator[dict[str, Any]]:
+        """Read the counters around the block's body; ``record`` (yielded) is filled with the contention record."""
+        record = {} if record is None else record
+        before = read(self.root)
+        try:
+            yield record
+        finally:
+            record.update(delta(before, read(self.root)))
+            q = self.quiet
+            exceeded = q.exceeded(record, during=True) if q else []
+            gate_gave_up = bool(self.current) and not self.current["quiet"]
+            if gate_gave_up:
+                exceeded.append(f"the gate before block {self.current['block']} gave up waiting")
+            record["bounds"] = None if q is None else asdict(q)
+            record["exceeded"] = exceeded
+            record["contended"] = None if q is None else bool(exceeded)
+
+
+def _names(named: list[dict[str, Any]]) -> str:
+    return "" if not named else "; busiest outside the lab: " + ", ".join(
+        f"{p['name']} ({p['cpus']:.2f} CPUs, {p['processes']} process{'es' if p['processes'] > 1 else ''}: "
+        f"pid {', '.join(map(str, p['pids']))})" for p in named)
+
+
+def _json(doc: Mapping[str, Any]) -> str:
+    return json.dumps(doc, indent=1) + "\n"

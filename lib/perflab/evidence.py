@@ -1,0 +1,231 @@
+"""The evidence a campaign's raw data gives about how it was measured: alone, on a quiet machine, monitored.
+
+For every committed campaign (``data/raw/<campaign>/``) :func:`collect` gathers from the
+samples' ``meta.json`` and the blocks' gate records:
+
+- its measurement window (first command's start to last command's end, UTC);
+- the samples whose measured commands ran while a sample of another committed campaign
+  ran (``overlapping``; per other campaign in ``overlapping_with``): a study's campaigns
+  must have none, since all labs of a machine share its CPUs, memory and disks;
+- its contention statistics (meta format 4, :mod:`perflab.contention`): how many samples
+  carry a record, how many are ``contended``, the median and largest CPU used outside the
+  lab, the gates' waits; campaigns measured before the record existed say so;
+- whether monitors ran (samples with a ``monitors/`` directory).
+
+``perflab verify`` prints :func:`lines` and fails for a study campaign with overlapping
+samples (:func:`failures`); the paper's chapters print :func:`sentence` per campaign
+through :func:`macro_values`; the review site shows :func:`site_rows`.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import statistics
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import records
+from .contention import declaring_study
+
+
+@dataclass
+class CampaignEvidence:
+    """What a campaign's raw data says about how it was measured (see the module docstring)."""
+
+    campaign: str
+    raw_dir: str
+    study: str | None
+    demo: bool
+    samples: int
+    start: float | None
+    end: float | None
+    recorded: int = 0
+    contended: int = 0
+    other_cpus_median: float | None = None
+    other_cpus_max: float | None = None
+    gates: int = 0
+    gates_gave_up: int = 0
+    gate_wait: float = 0.0
+    monitored: int = 0
+    overlapping: int = 0
+    overlapping_with: dict[str, int] = field(default_factory=dict)
+    #: (start, end) of each sample's measured commands, in time order (not shown; used for overlaps).
+    intervals: list[tuple[float, float]] = field(default_factory=list, repr=False)
+
+    @property
+    def study_campaign(self) -> bool:
+        """True for a campaign a (non-demonstration) study declares: it must not overlap another's samples."""
+        return self.study is not None and not self.demo
+
+    @property
+    def window(self) -> str:
+        """The measurement window as ``start to end`` in UTC, or ``no samples``."""
+        if self.start is None or self.end is None:
+            return "no samples"
+        start, end = _utc(self.start), _utc(self.end)
+        return f"{start} to {end[11:] if end[:10] == start[:10] else end} UTC"
+
+    @property
+    def monitors(self) -> str:
+        """``all``, ``none`` or ``k of n``: the samples that have monitor files."""
+        if self.monitored == self.samples:
+            return "all" if self.samples else "none"
+        return "none" if not self.monitored else f"{self.monitored} of {self.samples}"
+
+
+def _utc(t: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.gmtime(t))
+
+
+def _interval(meta: records.SampleMeta) -> tuple[float, float] | None:
+    times = [(c["started"], c["ended"]) for c in meta.commands
+             if isinstance(c.get("started"), (int, float)) and isinstance(c.get("ended"), (int, float))]
+    return (min(a for a, _ in times), max(b for _, b in times)) if times else None
+
+
+def campaign(raw_dir: str | Path, root: str | Path = ".") -> CampaignEvidence:
+    """The evidence of one campaign directory (overlaps with others are filled in by :func:`collect`)."""
+    raw_dir, root = Path(raw_dir), Path(root)
+    record = records.read_campaign(raw_dir / "campaign.json")
+    declared = declaring_study(root / record.source) if record.source else None
+    ev = CampaignEvidence(record.campaign, raw_dir.as_posix(), declared.study if declared else None,
+                          bool(declared and declared.demo), 0, None, None)
+    others: list[float] = []
+    sample_dirs = sorted(p for p in (raw_dir / "samples").iterdir() if not p.name.startswith(".")) \
+        if (raw_dir / "samples").is_dir() else []
+    for sdir in sample_dirs:
+        try:
+            meta = records.read_sample(sdir / "meta.json")
+        except (OSError, records.RecordError):
+            continue  # a missing or damaged record: the manifest check names it
+        ev.samples += 1
+        ev.monitored += (sdir / "monitors").is_dir()
+        span = _interval(meta)
+        if span:
+            ev.intervals.append(span)
+        if meta.contention is not None:
+            ev.recorded += 1
+            ev.contended += bool(meta.contention.get("contended"))
+            if meta.contention.get("other_cpus") is not None:
+                others.append(float(meta.contention["other_cpus"]))
+    ev.intervals.sort()
+    if ev.intervals:
+        ev.start, ev.end = ev.intervals[0][0], max(b for _, b in ev.intervals)
+    if others:
+        ev.other_cpus_median, ev.other_cpus_max = statistics.median(others), max(others)
+    for gate in sorted(raw_dir.glob("blocks/*/quiet*.json")):
+        doc = json.loads(gate.read_text())
+        ev.gates += 1
+        ev.gates_gave_up += not doc.get("quiet", True)
+        ev.gate_wait += float(doc.get("waited", 0.0))
+    return ev
+
+
+def _merged(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """Sorted intervals merged where they touch or overlap."""
+    out: list[tuple[float, float]] = []
+    for a, b in intervals:
+        if out and a <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out
+
+
+def _overlaps(span: tuple[float, float], merged: list[tuple[float, float]], starts: list[float]) -> bool:
+    """True when ``span`` shares a moment with one of the ``merged`` intervals (``starts`` their starts)."""
+    i = bisect.bisect_left(starts, span[1])  # intervals starting before span ends
+    return i > 0 and merged[i - 1][1] > span[0]
+
+
+def collect(raw_root: str | Path, root: str | Path = ".") -> list[CampaignEvidence]:
+    """The evidence of every campaign under ``raw_root``, with the samples that overlap another campaign's."""
+    raw_root = Path(raw_root)
+    dirs = sorted(p for p in raw_root.iterdir() if p.is_dir() and (p / "campaign.json").exists()) \
+        if raw_root.is_dir() else []
+    found = [campaign(d, root) for d in dirs]
+    merged = {ev.campaign: _merged(ev.intervals) for ev in found}
+    starts = {name: [a for a, _ in m] for name, m in merged.items()}
+    for ev in found:
+        for span in ev.intervals:
+            hit = [o.campaign for o in found if o is not ev and _overlaps(span, merged[o.campaign], starts[o.campaign])]
+            ev.overlapping += bool(hit)
+            for name in hit:
+                ev.overlapping_with[name] = ev.overlapping_with.get(name, 0) + 1
+    return found
+
+
+def failures(found: list[CampaignEvidence]) -> list[str]:
+    """One line per study campaign whose samples overlap another campaign's (none when all measured alone)."""
+    return [f"{ev.raw_dir}: {ev.overlapping} of {ev.samples} samples of study {ev.study}'s campaign {ev.campaign} "
+            f"ran while another campaign measured ({_with(ev)}); a study's samples are measured alone: measure it "
+            f"again (`make rerun CAMPAIGN={ev.campaign}`) with nothing else measuring"
+            for ev in found if ev.study_campaign and ev.overlapping]
+
+
+def study_overlaps(root: str | Path = ".") -> int:
+    """The samples of the studies' campaigns, in ``<root>/data/raw``, that overlap another campaign's (must be 0)."""
+    return sum(ev.overlapping for ev in collect(Path(root) / "data/raw", root) if ev.study_campaign)
+
+
+def _with(ev: CampaignEvidence) -> str:
+    return ", ".join(f"{name}: {n}" for name, n in sorted(ev.overlapping_with.items(), key=lambda x: (-x[1], x[0])))
+
+
+def sentence(ev: CampaignEvidence) -> str:
+    """One plain sentence on how ``ev`` was measured, for a chapter or a page."""
+    parts = [f"Campaign {ev.campaign} stored {ev.samples} sample{'' if ev.samples == 1 else 's'}, measured {ev.window}"]
+    parts.append(f"{ev.overlapping} of them ran while another campaign measured ({_with(ev)})" if ev.overlapping
+                 else "none of them ran while another campaign measured")
+    if not ev.recorded:
+        parts.append("the machine's contention was not recorded (measured before perflab recorded it)")
+    else:
+        cpu = (f"; the CPU used outside the lab had a median of {ev.other_cpus_median:.2f} and a maximum of "
+               f"{ev.other_cpus_max:.2f} CPUs" if ev.other_cpus_median is not None else "")
+        gates = (f", {ev.gates_gave_up} of {ev.gates} blocks began after the quiet gate gave up waiting"
+                 if ev.gates_gave_up else "")
+        parts.append(f"{ev.contended} of the {ev.recorded} samples with a contention record were contended{gates}{cpu}")
+    parts.append(f"monitors ran for {ev.monitors} samples" if ev.monitors not in ("all", "none")
+                 else f"monitors ran for {'every' if ev.monitors == 'all' else 'no'} sample")
+    return "; ".join(parts) + "."
+
+
+def lines(found: list[CampaignEvidence]) -> list[str]:
+    """The evidence summary ``perflab verify`` prints: a line per campaign, then the study campaigns' total."""
+    out = ["evidence (measurement window; samples overlapping another campaign's; contended; monitors):"]
+    for ev in found:
+        kind = f"study {ev.study}" if ev.study_campaign else (f"demo {ev.study}" if ev.study else "no study")
+        contention = f"{ev.contended}/{ev.recorded} contended" if ev.recorded else "contention not recorded"
+        out.append(f"  {ev.campaign} ({kind}): {ev.window}; {ev.overlapping}/{ev.samples} overlapping"
+                   + (f" ({_with(ev)})" if ev.overlapping else "") + f"; {contention}; monitors {ev.monitors}")
+    studies = [ev for ev in found if ev.study_campaign]
+    out.append(f"  study campaigns: {sum(ev.overlapping for ev in studies)} overlapping sample(s) in "
+               f"{sum(ev.samples for ev in studies)} ({len(studies)} campaigns; must be 0)")
+    return out
+
+
+def macro_values(found: list[CampaignEvidence]) -> dict[str, str]:
+    """Inline values for the chapters (``\\plv{<campaign>/evidence/...}``): the sentence and its counts.
+
+    Keys per campaign: ``sentence``, ``samples``, ``overlapping``, ``recorded``, ``contended``.
+    Values are LaTeX-safe (campaign names' underscores escaped).
+    """
+    out = {}
+    for ev in found:
+        key = f"{ev.campaign}/evidence"
+        out[f"{key}/sentence"] = sentence(ev).replace("_", r"\_")
+        for name in ("samples", "overlapping", "recorded", "contended"):
+            out[f"{key}/{name}"] = str(getattr(ev, name))
+    return out
+
+
+def site_rows(found: list[CampaignEvidence]) -> list[dict[str, Any]]:
+    """One plain dict per campaign for the review site (a table row each)."""
+    return [{"campaign": ev.campaign, "study": ev.study, "study_campaign": ev.study_campaign, "window": ev.window,
+             "samples": ev.samples, "overlapping": ev.overlapping, "overlapping_with": dict(ev.overlapping_with),
+             "recorded": ev.recorded, "contended": ev.contended, "other_cpus_median": ev.other_cpus_median,
+             "other_cpus_max": ev.other_cpus_max, "gates": ev.gates, "gates_gave_up": ev.gates_gave_up,
+             "monitors": ev.monitors, "sentence": sentence(ev)} for ev in found]

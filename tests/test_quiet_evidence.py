@@ -1,0 +1,113 @@
+"""Measurement evidence per campaign: windows, samples overlapping another campaign's, contention, monitors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from perflab import cli, evidence, records
+from perflab.store import RawStore
+
+T0 = 1_800_000_000.0
+
+
+def _campaign(raw: Path, name: str, source: str, spans: list[tuple[float, float]], *,
+              contended: list[bool | None] | None = None, monitors: bool = False) -> None:
+    """A committed campaign made by hand: one sample per (start, end) offset from T0."""
+    s = RawStore(raw, name)
+    s.begin(records.CampaignRecord(campaign=name, design_digest="d", spec={"factors": {}}, source=source,
+                                   perflab="test", python="3", schedule=[], inventory={}))
+    for i, (a, b) in enumerate(spans):
+        record = None
+        if contended is not None:
+            record = {"format": 1, "other_cpus": 0.1 * (i + 1), "contended": contended[i]}
+        meta = records.SampleMeta(
+            campaign=name, run_id=f"r{i}", tool="iperf3", cell={}, cell_index=0, repetition=i, warmup=False,
+            block=i, position=0, seed=1, attempt=1, status="ok", reason=None, roles={}, settle=None, neighbours=[],
+            perflab="test", commands=[{"host": "h1", "started": T0 + a, "ended": T0 + b}], contention=record)
+        files = {"stdout": "1\n", "stderr": "", "meta.json": meta.to_json()}
+        if monitors:
+            files["monitors/h1/proc-before.txt"] = "x\n"
+        s.put_sample(f"r{i}", files)
+
+
+@pytest.fixture
+def repo(tmp_path, monkeypatch):
+    """A project with study s1 declaring campaign 'a', and campaigns 'a', 'b' (no study), 'c' (no study)."""
+    folder = tmp_path / "studies/s1"
+    (folder / "campaigns").mkdir(parents=True)
+    (folder / "study.yaml").write_text("format: 1\nstudy: s1\ntitle: t\ncampaigns:\n  - file: campaigns/a.yaml\n")
+    (folder / "campaigns/a.yaml").write_text("campaign: a\n")
+    raw = tmp_path / "data/raw"
+    _campaign(raw, "a", "studies/s1/campaigns/a.yaml", [(0, 10), (20, 30), (40, 50)],
+              contended=[False, True, False], monitors=True)
+    _campaign(raw, "b", "b.yaml", [(100, 110)])
+    _campaign(raw, "c", "c.yaml", [(1000, 1010)])
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_samples_alone_overlap_nothing_and_the_study_check_passes(repo):
+    found = {ev.campaign: ev for ev in evidence.collect(repo / "data/raw", repo)}
+    a = found["a"]
+    assert (a.study, a.study_campaign, a.samples, a.overlapping) == ("s1", True, 3, 0)
+    assert (a.recorded, a.contended, a.monitors) == (3, 1, "all")
+    assert a.other_cpus_median == pytest.approx(0.2) and a.other_cpus_max == pytest.approx(0.3)
+    assert found["b"].study is None and found["b"].monitors == "none"
+    assert evidence.failures(list(found.values())) == [] and evidence.study_overlaps(repo) == 0
+
+
+def test_a_study_sample_that_ran_while_another_campaign_measured_fails_verify(repo, capsys):
+    _campaign(repo / "data/raw", "d", "d.yaml", [(25, 26), (49, 60), (1005, 1006)])
+    found = {ev.campaign: ev for ev in evidence.collect(repo / "data/raw", repo)}
+    assert found["a"].overlapping == 2 and found["a"].overlapping_with == {"d": 2}
+    assert found["d"].overlapping == 3 and found["d"].overlapping_with == {"a": 2, "c": 1}
+    assert evidence.study_overlaps(repo) == 2
+    problems = evidence.failures(list(found.values()))
+    assert len(problems) == 1 and "2 of 3 samples of study s1's campaign a ran while another campaign measured" \
+        in problems[0], "only the study's campaign fails; d and c belong to no study"
+    code = cli.main(["verify"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "a (study s1): " in out and "2/3 overlapping (d: 2); 1/3 contended; monitors all" in out
+    assert "study campaigns: 2 overlapping sample(s) in 3 (1 campaigns; must be 0)" in out
+    assert "make rerun CAMPAIGN=a" in out
+    assert cli.main(["verify", "data/raw/a"]) == 1 and cli.main(["verify", "data/raw/c"]) == 0
+
+
+def test_verify_of_a_repository_measured_alone_prints_the_evidence_and_passes(repo, capsys):
+    assert cli.main(["verify"]) == 0
+    out = capsys.readouterr().out
+    assert "evidence (measurement window;" in out and "c (no study): " in out and "contention not recorded" in out
+
+
+def test_touching_samples_do_not_overlap_and_one_sentence_per_campaign_says_it_all(repo):
+    _campaign(repo / "data/raw", "e", "e.yaml", [(10, 20), (30, 40)])  # each starts as a's sample ends
+    found = {ev.campaign: ev for ev in evidence.collect(repo / "data/raw", repo)}
+    assert found["a"].overlapping == 0 and found["e"].overlapping == 0
+    text = evidence.sentence(found["a"])
+    assert text.startswith("Campaign a stored 3 samples, measured 2027-01-15 08:00 to 08:00 UTC")
+    assert "none of them ran while another campaign measured" in text
+    assert "1 of the 3 samples with a contention record were contended" in text and text.endswith("sample.")
+    assert "was not recorded" in evidence.sentence(found["e"])
+    values = evidence.macro_values(list(found.values()))
+    assert values["a/evidence/contended"] == "1" and values["a/evidence/sentence"] == text
+    rows = evidence.site_rows(list(found.values()))
+    assert [r["campaign"] for r in rows] == ["a", "b", "c", "e"] and rows[0]["study_campaign"] is True
+
+
+def test_perflab_evidence_prints_the_summary_and_writes_the_chapters_inline_values(repo, capsys):
+    assert cli.main(["evidence"]) == 0
+    assert "a (study s1): 2027-01-15 08:00 to 08:00 UTC; 0/3 overlapping" in capsys.readouterr().out
+    assert cli.main(["evidence", "--macros", "paper/macros/evidence.tex"]) == 0
+    text = (repo / "paper/macros/evidence.tex").read_text()
+    assert "\\plset{a/evidence/contended}{1}" in text
+    assert "\\plset{c/evidence/sentence}{Campaign c stored 1 sample," in text
+    assert (repo / "paper/macros/evidence.lineage.json").exists()
+
+
+@pytest.mark.xfail(strict=False, reason="the committed study campaigns were measured side by side with others "
+                   "(`perflab evidence` counts them); this passes once they are measured again, alone")
+def test_the_committed_study_campaigns_were_measured_alone():
+    assert evidence.study_overlaps(Path(__file__).resolve().parents[1]) == 0
