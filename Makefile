@@ -8,13 +8,17 @@ export PATH := $(BIN):$(PATH)
 CORES ?= 1
 SNAKEMAKE := snakemake --cores $(CORES) --printshellcmds --rerun-incomplete
 
-.PHONY: reproduce test install deps venv lock bench help rerun clean-outputs lab-up lab-down jupyter unlock
+.PHONY: reproduce test lint install deps venv lock bench help rerun clean-outputs lab-up lab-down jupyter unlock
 
 reproduce: install unlock ## install everything and run the whole pipeline on the embedded lab
 	$(SNAKEMAKE)
 
-test: install ## install everything and run the test suite
+test: install lint ## install everything, lint, and run the test suite
 	pytest
+
+lint: install ## ruff and mypy over the code (configured in pyproject.toml)
+	ruff check .
+	mypy lib/perflab
 
 install: deps venv
 

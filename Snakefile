@@ -5,6 +5,7 @@ from snakemake.utils import min_version, validate
 
 min_version("9.0")
 
+perflab.yamlfile.load("config/config.yaml", "config")  # the one loader, with its limits, before Snakemake reads it
 configfile: "config/config.yaml"
 validate(config, "config/schema.yaml")
 

@@ -8,7 +8,7 @@
 # `ancient` for its readers: a passing check does not make every analysis run again.
 rule verify_raw:
     input:
-        ancient("data/raw/{campaign}/experiment.ipynb"),
+        lambda wc: ancient(CAMPAIGNS[wc.campaign].raw_record),
     output:
         "data/processed/{campaign}.verified",
     params:
@@ -16,7 +16,7 @@ rule verify_raw:
     log:
         "logs/verify/{campaign}.log",
     shell:
-        "perflab verify data/raw/{wildcards.campaign} > {log} 2>&1 || {{ cat {log}; exit 1; }}; "
+        "perflab verify --bytes data/raw/{wildcards.campaign} > {log} 2>&1 || {{ cat {log}; exit 1; }}; "
         "echo {params.signature} > {output}"
 
 
@@ -28,13 +28,13 @@ rule verify_published:
     log:
         "logs/verify/published.log",
     shell:
-        "perflab verify data/raw/published > {log} 2>&1 || {{ cat {log}; exit 1; }}; "
+        "perflab verify --bytes data/raw/published > {log} 2>&1 || {{ cat {log}; exit 1; }}; "
         "echo {params.signature} > {output}"
 
 
 rule tidy:
     input:
-        raw="data/raw/{campaign}/experiment.ipynb",
+        raw=lambda wc: CAMPAIGNS[wc.campaign].raw_record,
         verified=ancient("data/processed/{campaign}.verified"),
         lib=LIB,
     output:

@@ -1,11 +1,16 @@
 # Helpers shared by the rule files: the studies, their campaigns and analyses, and the papermill
 # command line. Everything is discovered from studies/*/study.yaml (see docs/studies.md).
 import shlex
+import sys
 from pathlib import Path
 
 from perflab import study as studies
+from perflab.errors import UserError
 
-STUDIES = studies.discover(".", demos=config.get("demos", True))
+try:
+    STUDIES = studies.discover(".", demos=config.get("demos", True))
+except UserError as exc:  # one line per problem, as `perflab studies list` prints them; no traceback
+    sys.exit("\n".join(f"perflab pipeline: error: {p}" for p in exc.problems))
 #: Campaign id -> its reference (file, inventory), over every included study.
 CAMPAIGNS = {c.id: c for s in STUDIES for c in s.campaigns}
 ANALYSES = [a for s in STUDIES for a in s.analyses]

@@ -4,7 +4,7 @@
 
 rule paper_index:
     input:
-        [s.declaration for s in STUDIES],
+        [s.declaration for s in STUDIES] + [c.raw_record for c in CAMPAIGNS.values() if c.counterpart_of],
     output:
         macros="paper/macros/studies-macros.tex",
         chapters="paper/macros/studies-chapters.tex",

@@ -65,7 +65,11 @@ def test_missing_file_is_a_clear_error(tmp_path):
 def test_shipped_campaigns_are_valid():
     from pathlib import Path
 
-    for path in sorted(Path(__file__).resolve().parents[1].glob("campaigns/*.yaml")):
+    root = Path(__file__).resolve().parents[1]
+    paths = sorted([*root.glob("campaigns/**/*.yaml"), *root.glob("studies/*/campaigns/*.yaml")])
+    paths = [p for p in paths if "inventories" not in p.parts]
+    assert len(paths) > 20, "the shipped campaigns were not found"
+    for path in paths:
         assert campaign_mod.load(path).name == path.stem
 
 

@@ -20,6 +20,7 @@ pytestmark = [ROOT_ONLY, pytest.mark.lab]
 
 ROOT = Path(__file__).resolve().parents[1]
 LAB = """\
+format: 1
 lab: {name}
 links:
   lan: {{mtu: 1500}}
@@ -78,7 +79,7 @@ def test_three_clients_run_at_once_each_kept_and_summed(entries, tmp_path):
     assert quarantine.empty
     total = df[(df["metric"] == "throughput") & df["summary"]]
     assert sorted(total["host"].unique()) == ["all", "h1", "h3", "h4"]
-    for run_id, rows in total.groupby("run_id"):
+    for _run_id, rows in total.groupby("run_id"):
         parts = rows[rows["host"] != "all"]["value"]
         assert len(parts) == 3 and (parts > 0).all()
         assert rows[rows["host"] == "all"]["value"].item() == pytest.approx(parts.sum(), rel=1e-12)

@@ -146,3 +146,17 @@ def test_nothing_a_command_starts_leaves_its_cgroup(agent):
         for d in (scope, base):
             if d.exists():
                 d.rmdir()
+
+
+@pytest.mark.lab
+def test_a_host_without_python3_runs_commands_through_the_shell(lab_inventory, monkeypatch):
+    from perflab import remote
+    monkeypatch.setattr(executor, "open_agent", lambda transport: None)
+    host = remote.Host(lab_inventory["h1"])
+    try:
+        res = host.run('printf %s "$V"; exit 4', env={"V": "a b"})
+        assert (res.out, res.exit_code, res.duration) == (b"a b", 4, None)
+        assert host.run("sleep 30", timeout=0.3).timed_out
+        assert host._agent is None and host._shell is not None, "the shell executor ran them"
+    finally:
+        host.close()

@@ -93,7 +93,7 @@ LEFTOVERS = """\
 campaign: leftovers
 benchmark: {tool: iperf3, params: {duration: 1, port: 5299}}
 hosts: {client: h1, server: h2, neighbour: h3}
-factors: {load: ["on"]}
+factors: {parallel: [1]}
 repetitions: 40
 warmups: 0
 monitors: true
@@ -179,7 +179,8 @@ def _probe_campaign(tmp_path, name: str, level: str, repetitions: int):
     from helpers import load_campaign
     return load_campaign(f"campaign: {name}\nbenchmark: {{tool: probe, params: {{cmd: 'echo 1'}}}}\n"
                          f"hosts: {{client: h1}}\nfactors: {{x: [{level}]}}\nrepetitions: {repetitions}\n"
-                         "warmups: 0\nseed: 7\nmonitors: false\nfingerprints: false\n", tmp_path)
+                         "warmups: 0\nseed: 7\nmonitors: false\nfingerprints: false\nprograms: [cmd]\n"
+                         "setup: [{on: client, run: 'echo {x}'}]\n", tmp_path)
 
 
 @pytest.fixture()
@@ -277,7 +278,7 @@ ESCAPES = """\
 campaign: escapes
 benchmark: {tool: iperf3, params: {duration: 1, port: 5295}}
 hosts: {client: h1, server: h2, neighbour: h3}
-factors: {load: ["on"]}
+factors: {parallel: [1]}
 repetitions: 3
 warmups: 0
 seed: 11
@@ -363,6 +364,8 @@ warmups: 0
 seed: 3
 monitors: false
 fingerprints: false
+programs: [cmd]
+setup: [{on: client, run: "echo {x}"}]
 services:
   - {name: late, on: server, start: "sh -c 'sleep 30 && exec iperf3 -s -p 5294'",
      ready: "ss -Hltn 'sport = :5294' | grep -q ."}

@@ -117,7 +117,7 @@ def test_a_failed_up_says_so_and_removes_what_it_made():
     if not lab_mod.cgroup_hierarchies():
         pytest.skip("no usable cgroup hierarchy mounted")
     name = f"f{os.getpid() % 100000}"
-    text = f"lab: {name}\nlinks: {{lan: }}\nhosts:\n  h1: {{links: [lan], cpuset: \"{os.cpu_count() + 7}\"}}\n"
+    text = f"format: 1\nlab: {name}\nlinks: {{lan: }}\nhosts:\n  h1: {{links: [lan], cpuset: \"{os.cpu_count() + 7}\"}}\n"
     try:
         with pytest.raises(lab_mod.LabError, match=r"host h1: cpuset .*what was made of the new lab was removed again"):
             lab_mod.bring_up(labspec.load("f.yaml", text=text))

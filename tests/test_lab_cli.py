@@ -9,9 +9,9 @@ from perflab import cli, lab as lab_mod
 
 def test_a_bad_lab_file_exits_2_with_file_line_field(tmp_path, capsys):
     bad = tmp_path / "bad.yaml"
-    bad.write_text("lab: x\nlinks: {lan: }\nhosts:\n  h1: {links: [lan], memory: lots}\n")
+    bad.write_text("format: 1\nlab: x\nlinks: {lan: }\nhosts:\n  h1: {links: [lan], memory: lots}\n")
     assert cli.main(["lab", "up", "--file", str(bad)]) == 2
-    assert f"{bad}:4: hosts.h1.memory: 'lots' does not match" in capsys.readouterr().err
+    assert f"{bad}:5: hosts.h1.memory: 'lots' does not match" in capsys.readouterr().err
 
 
 def test_a_flat_lab_option_out_of_range_is_refused(capsys):
@@ -23,7 +23,7 @@ def test_a_flat_lab_option_out_of_range_is_refused(capsys):
 def test_up_status_down_from_a_file(tmp_path, capsys):
     name = f"u{os.getpid() % 100000}"
     path = tmp_path / "lab.yaml"
-    path.write_text(f"lab: {name}\nlinks: {{a: {{mtu: 9000}}, b: }}\nhosts:\n  x1: {{links: [a, b]}}\n  x2: {{links: [b]}}\n")
+    path.write_text(f"format: 1\nlab: {name}\nlinks: {{a: {{mtu: 9000}}, b: }}\nhosts:\n  x1: {{links: [a, b]}}\n  x2: {{links: [b]}}\n")
     try:
         assert cli.main(["lab", "up", "--file", str(path), "--name", "other"]) == 2
         assert "drop --name" in capsys.readouterr().err

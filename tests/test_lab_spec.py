@@ -31,6 +31,7 @@ hosts:
     devices:
       data: {size: 1G, fs: xfs, options: noatime, mkfs: [-K]}
       raw: {size: 64M, direct_io: true}
+format: 1
 """
 
 
@@ -152,7 +153,7 @@ def test_cgroup_v2_only_writes_limits_where_the_kernel_reads_them_and_parses_cou
     root = tmp_path / "cgroup"
     root.mkdir()
     (root / "cpuset.cpus.effective").write_text("0-3\n")
-    spec = labspec.load("lab.yaml", text="lab: v\nlinks: {lan: }\nhosts:\n  h1: {links: [lan], cpuset: '1', "
+    spec = labspec.load("lab.yaml", text="format: 1\nlab: v\nlinks: {lan: }\nhosts:\n  h1: {links: [lan], cpuset: '1', "
                         "memory: 64M}\n  h2: {links: [lan]}\n")
     lab = lab_mod.model.layout(spec, {"lan": 3})
     lab_mod.cgroups.cgroups_up(lab, {"unified": root})
@@ -166,3 +167,7 @@ def test_cgroup_v2_only_writes_limits_where_the_kernel_reads_them_and_parses_cou
     (h1 / "cpuset.cpus.effective").write_text("1\n")
     (h1 / "cpu.pressure").write_text("some avg10=1.50 avg60=0.00 avg300=0.00 total=10\n")
     assert lab_mod.cgroups.cgroup_usage({"unified": str(h1)}) == lab_mod.HostUsage(2.5, 2.0, 0.5, 1 << 20, None, 64 << 20, "1", 1.5)
+
+
+def test_the_shipped_lab_files_are_found():
+    assert len(list((ROOT / "labs").glob("*.yaml"))) >= 5, "the parametrized lab file tests found no lab files"

@@ -12,6 +12,7 @@ pytestmark = [ROOT_ONLY, pytest.mark.lab]
 
 NAME = f"s{os.getpid() % 100000}"
 TEXT = f"""\
+format: 1
 lab: {NAME}
 links: {{lan: }}
 hosts:

@@ -13,6 +13,7 @@ pytestmark = [ROOT_ONLY, pytest.mark.lab]
 
 NAME = f"r{os.getpid() % 100000}"
 TEXT = f"""\
+format: 1
 lab: {NAME}
 links:
   lan1: {{mtu: 1500}}

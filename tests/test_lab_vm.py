@@ -13,6 +13,7 @@ pytestmark = [ROOT_ONLY, pytest.mark.lab, pytest.mark.slow]
 
 NAME = f"v{os.getpid() % 100000}"
 TEXT = f"""\
+format: 1
 lab: {NAME}
 links:
   lan: {{mtu: 9000, rate: 1gbit}}

@@ -41,7 +41,7 @@ def _redirections(nb: nbformat.NotebookNode) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("template", TEMPLATES, ids=lambda p: p.stem)
-def test_every_template_writes_under_scratch_by_default(template, monkeypatch, capsys):
+def test_every_template_writes_under_scratch_by_default(template, monkeypatch, caplog):
     nb = nbformat.read(template, as_version=4)
     params = _parameters(nb)
     assert params["pipeline"] is False
@@ -52,7 +52,7 @@ def test_every_template_writes_under_scratch_by_default(template, monkeypatch, c
     for var, expr in redirected.items():
         value = eval(expr, {"paths": paths}, dict(params))  # noqa: S307 - the template's own expression
         assert var in OUTPUT_VARS and value.startswith(f"{paths.SCRATCH}/"), (var, value)
-    assert "opened by hand" in capsys.readouterr().out
+    assert "opened by hand" in caplog.text
 
 
 def test_outputs_keeps_the_pipeline_paths_for_the_pipeline_and_other_directories_everywhere(tmp_path, monkeypatch):

@@ -76,7 +76,7 @@ def test_accepting_new_keys_is_an_explicit_recorded_opt_in(lab_inventory, tmp_pa
 
 def test_an_inventory_flag_must_be_a_boolean(tmp_path):
     path = tmp_path / "inv.yml"
-    path.write_text("hosts:\n  h1: {address: 198.18.0.11, accept_new_host_keys: 'yes'}\n")
+    path.write_text("format: 1\nhosts:\n  h1: {address: 198.18.0.11, accept_new_host_keys: 'yes'}\n")
     with pytest.raises(inventory.InventoryError, match="accept_new_host_keys: expected true or false"):
         inventory.load(path)
 

@@ -37,11 +37,6 @@ def test_plan_imports_no_statistics_nor_format_grammars_nor_ssh_nor_numpy():
     assert "jsonschema" in loaded and not loaded & {*HEAVY, "numpy", "fabric", "paramiko"}
 
 
-def test_every_user_error_names_an_exception_class():
-    for module, name in cli.USER_ERRORS.items():
-        assert issubclass(getattr(importlib.import_module(module), name), Exception), (module, name)
-
-
 @pytest.mark.parametrize("module", cli.PLUGINS)
 def test_plugin_commands_read_from_source_match_what_register_adds(module):
     sub = argparse.ArgumentParser().add_subparsers()

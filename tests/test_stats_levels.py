@@ -48,7 +48,7 @@ def test_select_rows_keeps_summary_rows_and_refuses_what_cannot_be_compared():
 
 def test_steady_campaign_gets_no_flag_and_a_careful_sentence():
     result = analyse(_campaign(np.random.default_rng(2)), metric="throughput", factor="parallel")
-    assert result.comparisons[0].test == "Welch's t" and result.unit == "bit/s"
+    assert result.comparisons[0].test == "paired t" and result.unit == "bit/s"  # RMIT blocks: paired
     assert list(result.summary["n"]) == [40, 40]
     assert all(not f for f in result.checks["flags"]), result.checks["flags"].tolist()
     assert result.verdict.startswith("No run-order check flags") and "cannot prove it" in result.verdict
@@ -58,7 +58,7 @@ def test_burst_regime_is_flagged_and_independence_is_not_claimed():
     result = analyse(_campaign(np.random.default_rng(3), burst_from=25), metric="throughput", factor="parallel")
     flags = [f for row in result.checks["flags"] for f in row]
     assert any("change in spread" in f for f in flags) and any("change in level" in f for f in flags)
-    assert "not independent" in result.verdict and "No run-order check" not in result.verdict
+    assert "not independent draws" in result.verdict and "No run-order check" not in result.verdict
     row = result.checks.set_index("parallel").loc[4]
     assert row["ljung_box_lags"] == 8 and row["variance_windows"] == 4
     assert 25 <= row["change_at"] <= 40  # the peak of the CUSUM sits near the regime change

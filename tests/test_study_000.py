@@ -75,7 +75,7 @@ def test_thread_means_and_smt_means_follow_from_the_cells():
     for (fw, smt, mtu), g in per_thread.groupby(["firewall", "smt", "mtu"]):
         printed = means[(means.firewall == fw) & (means.smt == smt) & (means.mtu == mtu)].v.item()
         assert g.v.mean() == pytest.approx(printed, abs=0.0015), (fw, smt, mtu)
-    for src, fw in (("Tabela 3.1", "native"), ("Tabela 3.2", "virtual")):
+    for src, _fw in (("Tabela 3.1", "native"), ("Tabela 3.2", "virtual")):
         t = df[df.source_table == src]
         for (metric, mtu), g in t.groupby(["metric", "mtu"]):
             off, on, both = (g[g.smt == s].v.item() for s in ("off", "on", "both"))
@@ -230,7 +230,8 @@ def test_chapter_tables_from_committed_raw_data(name, tmp_path):
     assert len(grid) == blocks * (result.cells[rows[-1]].nunique() + 1)
     assert grid.shape[1] == len(rows) + len(result.cells) // math.prod(result.cells[f].nunique() for f in rows)
     terms = set(result.anova["term"])
-    assert {*p["factors"], "Residual"} <= terms and len(terms) == 2 ** len(p["factors"])
+    # the factorial terms, the residual, and the RMIT block as an additive term (randomized complete blocks)
+    assert {*p["factors"], "Residual", "block"} <= terms and len(terms - {"block"}) == 2 ** len(p["factors"])
     if name not in WRITTEN:
         return
     out = factorial.write(result, name=name, source=ROOT / "data/raw" / a.campaign / "campaign.json",

@@ -17,6 +17,8 @@ from perflab import campaign as campaign_mod, inventory, lab as lab_mod, labspec
 from perflab.report import calibrate as calibrate_report, scenarios
 from perflab.stats import calibrate, windows
 from perflab.stats._input import StatsInputError
+from perflab.stats.family import min_detectable
+from statsmodels.stats.power import TTestIndPower
 from perflab.tools import get
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -215,21 +217,22 @@ def test_chapter_tables_from_the_committed_rerun(committed, tmp_path):
     result = scenarios.analyse(samples, panel="frame", scenario="scenario", baseline="alone", order=ORDER)
     assert len(result) == 3 * 2 * 4 and set(result["n"]) == {8}
     tested = result[result["scenario"] != "alone"]
-    assert tested["p_holm"].notna().all() and (tested["p_holm"] >= tested["p"]).all()
-    assert (tested["n_needed"].dropna() >= 2).all()
+    assert tested["p_adjusted"].notna().all() and (tested["p_adjusted"] >= tested["p"]).all()
+    assert (tested["mde"].dropna() > 0).all()
     out = scenarios.write(samples, result, metrics, name="t002", panel="frame", panel_label="Frame",
                           scenario="scenario", order=ORDER, caption="c", source=str(committed), paper_dir=tmp_path)
     text = out["table"].read_text()
-    assert text.count("stress+net") == 3 * 2 and "Holm" in text and "(0.8)" in text
+    assert text.count("stress+net") == 3 * 2 and "Bonf" in text and "MDE" in text and "(0.8)" not in text
     assert "\\plset{t002/jitter/1518/stress-net/mean}" in out["macros"].read_text()
 
 
-def test_samples_needed_for_a_difference_match_statsmodels():
-    base, x = np.array([10.0, 11.0, 12.0]), np.array([8.0, 9.0, 10.0])  # SD 1 each, means 11 and 9
-    # relative effect 2/11, CV 1/11: Cohen's d = 2; TTestIndPower gives 5.1 -> 6 per cell
-    assert scenarios.n_needed(base, x) == 6
-    assert np.isnan(scenarios.n_needed(base, base))
-    assert scenarios.n_needed(base, base + 100) == 2  # far apart: the solver finds nothing below 2
+def test_minimum_detectable_change_at_the_n_used_matches_statsmodels():
+    base, x = np.array([10.0, 11.0, 12.0]), np.array([8.0, 9.0, 10.0])  # SD 1 each, mean of a 11
+    # pooled CV 1/11; TTestIndPower at n = 3: d = 3.07 -> MDE 3.07 / 11 (the spread, not the observed effect)
+    d = TTestIndPower().solve_power(nobs1=3, alpha=0.05, power=0.8)
+    assert abs(min_detectable(base, x) - d / 11) < 1e-9
+    assert min_detectable(base, x) == min_detectable(base, base - 2.0)  # independent of the observed change
+    assert np.isnan(min_detectable(np.array([1.0, 1.0]), np.array([1.0, 1.0])))
 
 
 def test_bitrates_and_ladder_are_read_as_iperf3_reads_them():

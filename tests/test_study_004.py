@@ -273,9 +273,16 @@ def test_chapter_tables_come_from_the_committed_raw_data(tmp_path, committed):
         assert set(runs["mtu"]) == {1500, 9000} and runs["cgroup_cpu_per_op"].notna().all()
         out = protocols.write(runs, name=f"t{campaign}", inputs=[], paper_dir=tmp_path, processed_dir=tmp_path,
                               generator="test", baseline=baseline)
-        assert "Holm" in out["summary"].read_text() and "cgroup" in out["accounting"].read_text()
+        assert "Bonferroni" in out["summary"].read_text() and "cgroup" in out["accounting"].read_text()
         rel = protocols.relative(runs, ["throughput"], baseline=baseline)
-        assert set(rel["other"]) == others and rel["p_holm"].between(0, 1).all()
+        assert set(rel["other"]) == others and rel["p_adjusted"].between(0, 1).all()
+        # an adjusted interval beside an adjusted p: Bonferroni for both, and Fieller with Welch's df, so they agree
+        # where Fieller's interval is bounded (at n = 3 and level 1 - 0.05/12 the baseline's mean is often not
+        # distinguishable from 0, and the ratio then has no bounded interval)
+        excludes = (rel["ci_low"] > 0) | (rel["ci_high"] < 0)
+        bounded = rel["ci_low"].gt(float("-inf")) & rel["ci_high"].lt(float("inf"))
+        assert rel["ci_level"].iloc[0] == 1 - 0.05 / len(rel) and bounded.any()
+        assert (excludes == (rel["p_adjusted"] < 0.05))[bounded].all(), rel
         assert (tmp_path / "figures" / f"t{campaign}-throughput.png").stat().st_size > 0
 
 

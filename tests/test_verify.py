@@ -129,7 +129,8 @@ def measured(probe, tmp_path):
     from perflab import inventory, runner
     campaign = load_campaign("campaign: launder\nbenchmark: {tool: probe, params: {cmd: 'echo 1'}}\n"
                              "hosts: {client: h1}\nfactors: {x: [a, b]}\nrepetitions: 3\nwarmups: 0\nseed: 5\n"
-                             "monitors: false\nfingerprints: false\n", tmp_path)
+                             "monitors: false\nfingerprints: false\nprograms: [cmd]\n"
+                             "setup: [{on: client, run: 'echo {x}'}]\n", tmp_path)
     runner.run(campaign, inventory.localhost(), tmp_path / "raw", stream=open("/dev/null", "w"))
     cdir = tmp_path / "raw/launder"
     assert store.verify(cdir) == []

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
+from .errors import UserError
 
 
 class _Deferred:
@@ -29,16 +30,13 @@ class _Deferred:
 
 lab, labspec, runner, store, tidy = (_Deferred(f"perflab.{m}") for m in ("lab", "labspec", "runner", "store", "tidy"))
 campaign_mod = _Deferred("perflab.campaign")
+lab_ceph = _Deferred("perflab.lab.ceph")
 
 #: Modules that add their own subcommands through ``register(subparsers)``. A module is
 #: imported only when one of its subcommands runs; otherwise its subcommands are listed
 #: with the help text of its ``add_parser`` calls, read from its source.
 PLUGINS = ("perflab.stats.cli", "perflab.tools.cli")
 
-#: Errors a user can fix, as module -> class name: printed in one line, not as a traceback.
-USER_ERRORS = {"perflab.yamlfile": "SpecError", "perflab.lab": "LabError", "perflab.runner": "RunnerError",
-               "perflab.inventory": "InventoryError", "perflab.store": "StoreError", "perflab.tidy": "TidyError",
-               "perflab.ledger": "LedgerError", "perflab.measurelock": "MachineBusy"}
 
 
 def _lab(args: argparse.Namespace) -> int:
@@ -58,6 +56,8 @@ def _lab(args: argparse.Namespace) -> int:
         print(f"lab {created.name}: {len(created.hosts)} hosts up; inventory {created.inventory_path}")
         for h in created.hosts:
             print(f"  {h.name}  {' '.join(f'{p.link}={p.address}' for p in h.ports)}  netns {h.netns}")
+        if created.spec.ceph:
+            print(lab_ceph.summary(created))
         return 0
     name = args.name or "default"
     if args.lab_cmd == "down":
@@ -79,7 +79,10 @@ def _lab(args: argparse.Namespace) -> int:
 
 
 def _plan(args: argparse.Namespace) -> int:
+    from . import destructive
+
     campaign = campaign_mod.load(args.campaign)
+    destructive.check(campaign)
     if args.macros:
         from .report import macros, planned
 
@@ -126,12 +129,14 @@ def _plan(args: argparse.Namespace) -> int:
     quiet = quiet_of(campaign.doc, campaign.source)
     print("  quiet gate before each block: " + ("none" if quiet is None else ", ".join(
         f"{k} {v:g}" for k, v in vars(quiet).items() if v is not None)))
+    for target, devices in campaign.doc.get("devices", {}).items():
+        print(f"  DESTRUCTIVE on {target}: overwrites {', '.join(devices)} (`perflab run` asks first, or --yes-destroy)")
     print(f"  monitors (sysstat): {'on' if info['monitors'] else 'off'}; "
           f"fingerprints per block: {'on' if info['fingerprints'] else 'off'}")
     if args.check:
         from . import preflight, remote
 
-        entries = lab.resolve_inventory(args.inventory, hosts=campaign.lab_hosts())
+        entries = lab.resolve_inventory(args.inventory, hosts=campaign.lab_hosts(), needs=campaign.involved())
         with remote.connect(entries, campaign.involved()) as hosts:
             problems = preflight.check(campaign, hosts)
         for p in problems:
@@ -170,9 +175,18 @@ def _studies(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from . import destructive
+
     campaign = campaign_mod.load(args.campaign)
-    entries = lab.resolve_inventory(args.inventory, hosts=campaign.lab_hosts())
-    summary = runner.run(campaign, entries, args.raw, limit=args.limit, wait=0 if args.no_wait else None)
+    destructive.confirm(campaign, args.yes_destroy)
+    entries = lab.resolve_inventory(args.inventory, hosts=campaign.lab_hosts(), needs=campaign.involved())
+    if args.rehearse:
+        from . import rehearse
+
+        done = rehearse.rehearse(campaign, entries, args.raw or rehearse.DEFAULT_ROOT)
+        return 0 if done.campaign is None or done.complete else 3
+    summary = runner.run(campaign, entries, args.raw or "data/raw", limit=args.limit,
+                         wait=0 if args.no_wait else None)
     for note in summary.notes:
         print(f"note: {note}")
     print(f"{campaign.name}: {summary.already_done + summary.done}/{summary.planned} samples stored in "
@@ -185,7 +199,7 @@ def _pilot(args: argparse.Namespace) -> int:
 
     campaign = campaign_mod.load(args.campaign)
     pilot.pilot_campaign(campaign, args.repetitions)
-    entries = lab.resolve_inventory(args.inventory, hosts=campaign.lab_hosts())
+    entries = lab.resolve_inventory(args.inventory, hosts=campaign.lab_hosts(), needs=campaign.involved())
     table = pilot.run(campaign, entries, args.raw, repetitions=args.repetitions, metric=args.metric,
                       halfwidth=args.halfwidth / 100, wait=0 if args.no_wait else None)
     print(pilot.format_table(table, list(campaign.factors)))
@@ -228,9 +242,12 @@ def _verify(args: argparse.Namespace) -> int:
             print(finding)
         if not findings:
             print(f"{raw_dir}: {len(store.read_manifest(raw_dir))} files match {store.MANIFEST}")
+        failed = failed or bool(findings)
+        if args.bytes:
+            continue
         among = [ev for ev in evidence.collect(Path(raw_dir).parent, args.root) if ev.campaign == Path(raw_dir).name]
         print("\n".join(evidence.lines(among)[1:-1] + evidence.failures(among)))
-        failed = failed or bool(findings) or bool(evidence.failures(among))
+        failed = failed or bool(evidence.failures(among))
     return 1 if failed else 0
 
 
@@ -267,7 +284,7 @@ def _lineage(args: argparse.Namespace) -> int:
     try:
         lines = lineage.chain(args.file, args.root)
     except FileNotFoundError as exc:
-        raise ValueError(str(exc)) from None
+        raise UserError(str(exc)) from None
     print("\n".join(lines))
     return 1 if any("CHANGED" in line or "MISSING" in line or "do not match" in line for line in lines) else 0
 
@@ -342,10 +359,15 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
     rp.add_argument("campaign", help="campaign YAML file")
     rp.add_argument("--inventory", default="lab",
                     help="inventory file, 'lab' (embedded lab; localhost when not root) or 'localhost' (default: lab)")
-    rp.add_argument("--raw", default="data/raw", help="raw data root (default data/raw)")
+    rp.add_argument("--raw", help="raw data root (default data/raw; with --rehearse scratch/rehearsal)")
     rp.add_argument("--limit", type=int, help="stop after this many samples (pilot)")
     rp.add_argument("--no-wait", action="store_true", help="stop at once, in one line, when another campaign is "
                     "measuring on this machine (default: wait for it; docs/campaigns.md, measurement lock)")
+    rp.add_argument("--rehearse", action="store_true", help="every cell once at the shortest durations into "
+                    "scratch, not evidence; cells the hosts cannot run are named and skipped (docs/real-hosts.md)")
+    rp.add_argument("--yes-destroy", metavar="DEVICE", action="append", default=[],
+                    help="confirm that a destructive campaign may overwrite DEVICE (repeat per device); "
+                    "without it `perflab run` asks on the terminal")
     rp.set_defaults(func=_run)
 
     pl = sub.add_parser("pilot", help="run a few repetitions and print what the planned n can detect per cell")
@@ -382,6 +404,9 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
                          "with paper/ byte for byte (takes minutes)")
     vp.add_argument("--scratch", help="directory for --rebuild (default: a new temporary directory, kept)")
     vp.add_argument("--kernel", default="perflab", help="Jupyter kernel for --rebuild (default perflab)")
+    vp.add_argument("--bytes", action="store_true",
+                    help="with raw directories: check only their bytes against the manifests, not the measurement "
+                         "evidence (what the pipeline checks before it reads raw data)")
     vp.set_defaults(func=_verify)
 
     ev = sub.add_parser("evidence", help="how each committed campaign was measured: window, samples overlapping "
@@ -466,18 +491,13 @@ def plugin_commands(module: str) -> dict[str, str]:
     path = Path(__file__).parent.joinpath(*module.split(".")[1:]).with_suffix(".py")
     if not path.exists():
         return {}
-    found = {}
+    found: dict[str, Any] = {}
     for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_parser"
                 and node.args and isinstance(node.args[0], ast.Constant)):
-            found[node.args[0].value] = next((k.value.value for k in node.keywords
+            found[str(node.args[0].value)] = next((k.value.value for k in node.keywords
                                               if k.arg == "help" and isinstance(k.value, ast.Constant)), None)
     return found
-
-
-def _user_errors() -> tuple[type[Exception], ...]:
-    """ValueError and the :data:`USER_ERRORS` of the modules imported so far (no other can have been raised)."""
-    return (ValueError, *(getattr(sys.modules[m], name) for m, name in USER_ERRORS.items() if m in sys.modules))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -488,8 +508,9 @@ def main(argv: list[str] | None = None) -> int:
         code = args.func(args)
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
         return code
-    except _user_errors() as exc:  # VerifyError and CrateError are ValueErrors
-        print(f"perflab {args.command}: error: {exc}", file=sys.stderr)
+    except UserError as exc:  # anything else is a bug: its traceback shows
+        for problem in exc.problems:
+            print(f"perflab {args.command}: error: {problem}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         import os

@@ -16,8 +16,8 @@ never overwritten: identical data is accepted, different data refused.
 
 from __future__ import annotations
 
+import functools
 import json
-import os
 import platform
 import shutil
 import time
@@ -26,6 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__, store
+from .errors import UserError
+from .files import atomic_write
 
 METADATA = "ro-crate-metadata.json"
 CONTEXT = ["https://w3id.org/ro/crate/1.1/context", {"sha256": "http://schema.org/sha256"}]
@@ -37,7 +39,7 @@ _FORMATS = {".json": "application/json", ".csv": "text/csv", ".md": "text/markdo
             ".jsonl": "application/jsonl", ".sha256": "text/plain"}
 
 
-class CrateError(ValueError):
+class CrateError(UserError, ValueError):
     """A crate cannot be written, or does not check (a file missing, altered or in conflict)."""
 
 
@@ -193,10 +195,7 @@ def import_crate(crate: str | Path, *, root: str | Path = ".") -> list[str]:
         if rel.name == store.MANIFEST and target.exists():
             _merge_manifest(crate / rel, target)
             continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-        shutil.copy2(crate / rel, tmp)
-        os.replace(tmp, target)
+        atomic_write(target, functools.partial(shutil.copy2, crate / rel))
         copied += 1
     notes = [f"{dataset.get('name')}: checked {len(files)} files; copied {copied} raw and campaign files into "
              f"{root} ({len(wanted) - copied} already present and identical)"]

@@ -45,14 +45,15 @@ class Reply:
     seconds: float
 
 
-class Agent:
-    """The agent running on one channel of a host's connection; one command at a time."""
+class Channel:
+    """Replies read from one SSH channel into a buffer, each read bounded by a deadline."""
 
     def __init__(self, chan: Any) -> None:
         self.chan = chan
         self.buf = b""
 
     def _fill(self, deadline: float | None) -> None:
+        """Read what the channel has into :attr:`buf`; ``TimeoutError`` past ``deadline``, ``EOFError`` at its end."""
         left = None if deadline is None else deadline - time.monotonic()
         if left is not None and left <= 0:
             raise TimeoutError("the reply deadline")
@@ -62,8 +63,12 @@ class Agent:
         except socket.timeout:
             raise TimeoutError("the reply deadline") from None
         if not data:
-            raise EOFError("the agent's channel closed")
+            raise EOFError("the executor's channel closed")
         self.buf += data
+
+
+class Agent(Channel):
+    """The agent running on one channel of a host's connection; one command at a time."""
 
     def _line(self, deadline: float | None) -> bytes:
         while b"\n" not in self.buf:

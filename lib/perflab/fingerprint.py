@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from . import tools as _tools
+from .errors import UserError
 
 if TYPE_CHECKING:
     from .remote import Host
@@ -92,7 +93,7 @@ _MEMINFO_KEYS = {"MemTotal": "memory.total", "SwapTotal": "memory.swap_total",
                  "HugePages_Total": "memory.hugepages", "Hugepagesize": "memory.hugepage_size"}
 
 
-class FingerprintError(ValueError):
+class FingerprintError(UserError, ValueError):
     """A fingerprint could not be collected, or a record is not a fingerprint of this schema."""
 
 
@@ -372,3 +373,13 @@ def compare_hosts(fps: Mapping[str, dict]) -> list[Difference]:
         out += [Difference(k, ref_facts.get(k), other.get(k), (ref, name)) for k in keys
                 if ref_facts.get(k) != other.get(k)]
     return out
+
+
+def summary(fp: Mapping[str, Any]) -> str:
+    """One fingerprint's facts a reader needs to place a number, in a phrase: CPU, CPUs, SMT, hypervisor, kernel."""
+    f = fp.get("facts", {})
+    parts = [f.get("cpu.model") or "unknown CPU", f"{f['cpu.count']} CPUs" if f.get("cpu.count") else None,
+             f"SMT {f['cpu.smt']}" if f.get("cpu.smt") else None,
+             f"under {f['cpu.hypervisor']}" if f.get("cpu.hypervisor") else "no hypervisor",
+             f"kernel {f['kernel.release']}" if f.get("kernel.release") else None]
+    return f"{fp.get('host', '?')}: " + ", ".join(p for p in parts if p)

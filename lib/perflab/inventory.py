@@ -22,12 +22,21 @@ import re
 import shlex
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import yaml
 
+from . import yamlfile
+from .errors import UserError
+from .files import atomic_write
+from .yamlfile import YamlFileError, YamlSyntaxError
 
-class InventoryError(ValueError):
+
+#: Versions of perflab's inventory format this perflab reads (the ``format`` key; Ansible's have none).
+FORMATS = frozenset({1})
+
+
+class InventoryError(UserError, ValueError):
     """An inventory file is missing, malformed or lacks a host a campaign names."""
 
 
@@ -61,18 +70,37 @@ def localhost(names: tuple[str, ...] = ("h1", "h2", "h3", "h4")) -> dict[str, Ho
     return {n: HostEntry(n, "127.0.0.1", local=True) for n in names}
 
 
+def _yaml(path: Path, text: str | None = None) -> Any:
+    """The YAML document of an inventory file, read by the one loader; :class:`InventoryError` when it cannot be."""
+    try:
+        return yamlfile.load(path, "inventory", text=text)[0]
+    except YamlFileError as exc:
+        raise InventoryError(exc.problems[0]) from exc
+
+
+def require(entries: dict[str, HostEntry], names: Sequence[str], source: str) -> dict[str, HostEntry]:
+    """``entries`` when they name every host in ``names``; else :class:`InventoryError` saying which are missing."""
+    missing = [n for n in names if n not in entries]
+    if missing:
+        raise InventoryError(f"inventory {source} has no host {', '.join(map(repr, missing))} (it has "
+                             f"{', '.join(entries) or 'none'}); the campaign puts its roles there: pass an inventory "
+                             "that names them (its study's `inventory:`, `--inventory labfile:labs/NAME.yaml`, "
+                             "or a file)")
+    return entries
+
+
 def load(path: str | Path) -> dict[str, HostEntry]:
     """Read an inventory file (perflab's or Ansible's); errors name the file, the host and the field."""
     path = Path(path)
     if ansible_format(path):
         return load_ansible(path)
-    try:
-        doc = yaml.safe_load(path.read_text())
-    except FileNotFoundError:
+    if not path.exists():
         raise InventoryError(f"{path}: no such inventory file; bring the lab up with `perflab lab up` "
-                             "or pass --inventory localhost") from None
-    except yaml.YAMLError as exc:
-        raise InventoryError(f"{path}: not valid YAML: {exc}") from None
+                             "or pass --inventory localhost")
+    doc = _yaml(path)
+    if isinstance(doc, dict) and (problem := yamlfile.format_problem(doc, {}, str(path), "inventory", FORMATS)):
+        raise InventoryError(problem + ("" if "format" in doc else "; a lab's inventory is rewritten by bringing "
+                                        "the lab up again (`perflab lab up`)"))
     hosts = (doc or {}).get("hosts") if isinstance(doc, dict) else None
     if not isinstance(hosts, dict) or not hosts:
         raise InventoryError(f"{path}: expected a mapping 'hosts:' of host name -> {{address: ...}}; found {hosts!r}")
@@ -94,8 +122,9 @@ def load(path: str | Path) -> dict[str, HostEntry]:
 def dump(entries: Mapping[str, HostEntry], path: str | Path, *, comment: str = "") -> None:
     """Write an inventory file (used by the lab)."""
     hosts = {n: {k: v for k, v in asdict(e).items() if k != "name" and v not in (None, False)} for n, e in entries.items()}
-    text = (f"# {comment}\n" if comment else "") + yaml.safe_dump({"hosts": hosts}, sort_keys=False)
-    Path(path).write_text(text)
+    text = (f"# {comment}\n" if comment else "") + yaml.safe_dump({"format": max(FORMATS), "hosts": hosts},
+                                                                  sort_keys=False)
+    atomic_write(path, text)
 
 
 #: Ansible's connection variables -> HostEntry fields (first found wins; older ``ansible_ssh_*`` names last).
@@ -111,12 +140,14 @@ def ansible_format(path: Path) -> str | None:
     """``"yaml"`` or ``"ini"`` when ``path`` holds an Ansible inventory, None for perflab's format."""
     try:
         text = path.read_text()
-    except OSError:
+    except (OSError, UnicodeDecodeError):  # load() says why
         return None
     try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError:
-        doc = None
+        doc = _yaml(path, text)
+    except InventoryError as exc:
+        if not isinstance(exc.__cause__, YamlSyntaxError):
+            raise
+        doc = None  # perhaps INI
     if isinstance(doc, dict):
         if "hosts" in doc:
             return None
@@ -185,7 +216,7 @@ def _ansible_yaml(path: Path) -> dict[str, dict[str, Any]]:
             group["children"].add(str(child))
             visit(str(child), child_body)
 
-    for name, body in yaml.safe_load(path.read_text()).items():
+    for name, body in _yaml(path).items():
         visit(str(name), body)
     return groups
 

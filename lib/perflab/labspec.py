@@ -14,15 +14,18 @@ from pathlib import Path
 from typing import Any
 
 
-from .yamlfile import SpecError, line_of, read_yaml, schema_problems
+from .errors import FileError
+from .yamlfile import line_of, read_yaml, schema_problems
 
 SCHEMA = json.loads(resources.files("perflab").joinpath("schemas/lab.schema.json").read_text())
+#: Versions of the lab file format this perflab reads (the ``format`` key; docs/lab.md).
+FORMATS = frozenset({1})
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 #: Smallest device each file system's mkfs accepts (xfsprogs refuses below 300 MiB).
 MIN_FS_SIZE = {"ext4": 1 << 20, "xfs": 300 << 20, "btrfs": 120 << 20}
 
 
-class LabFileError(SpecError):
+class LabFileError(FileError, ValueError):
     """A lab description is invalid; ``str()`` is a list of ``file:line: field: problem`` lines."""
 
 
@@ -94,6 +97,25 @@ class HostSpec:
 
 
 @dataclass(frozen=True)
+class CephOsd:
+    """One OSD of a lab's Ceph cluster: its host, CRUSH device class and BlueStore block file size."""
+
+    host: str
+    device_class: str
+    size: int
+
+
+@dataclass(frozen=True)
+class Ceph:
+    """A Ceph cluster on the lab (``perflab.lab.ceph``): monitor and manager host, client hosts, OSDs."""
+
+    mon: str
+    clients: tuple[str, ...]
+    osds: tuple[CephOsd, ...]
+    osd_memory_target: int = 1 << 30
+
+
+@dataclass(frozen=True)
 class LabSpec:
     """A whole lab description; ``source`` is the file it came from (None for :func:`simple`)."""
 
@@ -101,6 +123,7 @@ class LabSpec:
     links: tuple[Link, ...]
     hosts: tuple[HostSpec, ...]
     source: str | None = None
+    ceph: Ceph | None = None
 
     def link(self, name: str) -> Link:
         """The link called ``name``."""
@@ -119,13 +142,16 @@ class LabSpec:
             devices = tuple(Device(**{**d, "mkfs": tuple(d["mkfs"])}) for d in h["devices"])
             return HostSpec(h["name"], tuple(h["links"]), h["cpuset"], h["memory"], router, devices,
                             h["vm"] and Vm(**h["vm"]))
+        ceph = doc.get("ceph") and Ceph(doc["ceph"]["mon"], tuple(doc["ceph"]["clients"]),
+                                        tuple(CephOsd(**o) for o in doc["ceph"]["osds"]),
+                                        doc["ceph"]["osd_memory_target"])
         return cls(doc["name"], tuple(Link(**link) for link in doc["links"]), tuple(map(host, doc["hosts"])),
-                   doc["source"])
+                   doc["source"], ceph)
 
 
 def simple(name: str, hosts: int, *, mtu: int = 1500, rate: str | None = None) -> LabSpec:
     """The flat lab of ``perflab lab up --hosts N``: hosts h1..hN on one link ``lan``."""
-    doc = {"lab": name, "links": {"lan": {"mtu": mtu, **({"rate": rate} if rate else {})}},
+    doc = {"format": 1, "lab": name, "links": {"lan": {"mtu": mtu, **({"rate": rate} if rate else {})}},
            "hosts": {"h1": {"links": ["lan"]}}}
     option = {"lab": "--name", "links.lan.mtu": "--mtu", "links.lan.rate": "--rate"}
     problems = []
@@ -152,15 +178,23 @@ def size_bytes(text: str) -> int:
 def load(path: str | Path, *, text: str | None = None) -> LabSpec:
     """Load and check a lab description; raise :class:`LabFileError` listing every problem."""
     path = str(path)
-    try:
-        doc, lines = read_yaml(path, SCHEMA, "lab", text=text)
-    except SpecError as exc:
-        raise LabFileError(path, exc.problems) from None
+    doc, lines = read_yaml(path, SCHEMA, "lab", text=text, error=LabFileError, formats=FORMATS, format_required=True)
     problems = _semantic_problems(doc, lines, path)
     if problems:
         raise LabFileError(path, problems)
     links = tuple(Link(n, **(spec or {})) for n, spec in doc["links"].items())
-    return LabSpec(doc["lab"], links, tuple(_host(n, h) for n, h in doc["hosts"].items()), path)
+    return LabSpec(doc["lab"], links, tuple(_host(n, h) for n, h in doc["hosts"].items()), path,
+                   _ceph(doc.get("ceph")))
+
+
+def _ceph(c: dict | None) -> Ceph | None:
+    """The lab file's ``ceph`` section (already checked), or None without one."""
+    if c is None:
+        return None
+    osds = tuple(CephOsd(host, cls, size_bytes(size)) for host, classes in c["osds"].items()
+                 for cls, size in classes.items())
+    memory = size_bytes(c["osd_memory_target"]) if "osd_memory_target" in c else Ceph.osd_memory_target
+    return Ceph(c["mon"], tuple(c.get("clients", ())), osds, memory)
 
 
 def _host(name: str, h: dict) -> HostSpec:
@@ -221,7 +255,14 @@ def _semantic_problems(doc: dict, lines: dict[tuple, int], path: str) -> list[st
                 problems.append(f"{path}:{line_of(lines, where)}: {'.'.join(where)}: {spec['size']} is too small for "
                                 f"{fs}; use at least {MIN_FS_SIZE[fs] >> 20}M")
             if spec.get("options") and not fs or spec.get("mkfs") and not fs:
-                where = ("hosts", name, "devices", dev)
+                where = ("hosts", name, "devices", dev)  # type: ignore[assignment]
                 problems.append(f"{path}:{line_of(lines, where)}: {'.'.join(where)}: mkfs and options need a file "
                                 "system; add fs: ext4, xfs or btrfs")
+    ceph = doc.get("ceph") or {}
+    named: list[tuple[tuple, Any]] = [(("ceph", "mon"), ceph["mon"])] if ceph else []
+    named += [(("ceph", "clients", i), h) for i, h in enumerate(ceph.get("clients", ()))]
+    named += [(("ceph", "osds", h), h) for h in ceph.get("osds", {})]
+    hosts = [h for h in doc["hosts"] if "vm" not in doc["hosts"][h]]
+    for place, host in named:
+        check_link(place, host, hosts, "a namespace host of this lab (Ceph daemons do not run in virtual hosts)")
     return problems

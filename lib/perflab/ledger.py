@@ -22,13 +22,11 @@ import os
 import time
 from pathlib import Path
 
+from .errors import UserError
 from .files import atomic_write
 from .records import LedgerEvent, RecordError, parse_event
 
-STATES = ("todo", "running", "done", "failed")
-
-
-class LedgerError(RuntimeError):
+class LedgerError(UserError, RuntimeError):
     """An event could not be appended (the disk is full); nothing partial was written."""
 
 

@@ -35,6 +35,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterator, TextIO
 
+from .errors import UserError
+
 #: Environment variable naming the lock file (tests point it into a temporary directory).
 ENV = "PERFLAB_MEASURE_LOCK"
 #: Environment variable bounding the wait in seconds (unset: wait as long as it takes); the test
@@ -49,7 +51,7 @@ POLL_SECONDS = 0.2
 FORMAT = 1
 
 
-class MachineBusy(RuntimeError):
+class MachineBusy(UserError, RuntimeError):
     """Another campaign holds the measurement lock and the caller would not (or no longer) wait."""
 
 

@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from typing import Iterator, Sequence
 
 from .contention import declaring_study
+from .errors import UserError
 from .fingerprint import sectioned, split_sections
 from .remote import Host, HostError, Service, halt_group
 
@@ -63,7 +64,7 @@ _SAFE_RE = re.compile(r"[^A-Za-z0-9._-]+")
 CGROUP_FILES = ("cpuacct.usage", "cpuacct.stat", "cpu.stat")
 
 
-class MonitorError(RuntimeError):
+class MonitorError(UserError, RuntimeError):
     """A monitor produced no usable data; ``files`` holds what it did return."""
 
     def __init__(self, message: str, files: dict[str, str] | None = None) -> None:

@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
+
+from .errors import UserError
+
+log = logging.getLogger(__name__)
+
+
+class NoProjectError(UserError, FileNotFoundError):
+    """The current directory is not inside a perflab project."""
 
 
 def root(start: str | Path | None = None) -> Path:
@@ -12,7 +21,7 @@ def root(start: str | Path | None = None) -> Path:
     for candidate in (here, *here.parents):
         if (candidate / "Snakefile").exists():
             return candidate
-    raise FileNotFoundError(f"no Snakefile in {here} or above; run from inside the perflab project")
+    raise NoProjectError(f"no Snakefile in {here} or above; run from inside the perflab project")
 
 
 def enter_root() -> Path:
@@ -49,6 +58,6 @@ def outputs(path: str, *, pipeline: bool) -> str:
     if not any(rel == Path(p) or Path(p) in rel.parents for p in PIPELINE_OUTPUTS):
         return path
     moved = (Path(SCRATCH) / rel).as_posix()
-    print(f"opened by hand (pipeline = False): outputs for {rel.as_posix()}/ go to {moved}/ instead; "
-          "the pipeline's files are left alone (`make reproduce` updates them)")
+    log.warning("opened by hand (pipeline = False): outputs for %s/ go to %s/ instead; the pipeline's files are "
+                "left alone (`make reproduce` updates them)", rel.as_posix(), moved)
     return moved

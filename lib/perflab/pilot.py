@@ -15,14 +15,19 @@ from typing import Mapping, TextIO
 import pandas as pd
 
 from . import runner, stats, tidy, tools
+from .errors import UserError
 from .inventory import HostEntry
 from .campaign import Campaign
+
+
+class PilotError(UserError, ValueError):
+    """A pilot cannot be run or summarised as asked."""
 
 
 def pilot_campaign(spec: Campaign, repetitions: int) -> Campaign:
     """The campaign ``spec`` cut to ``repetitions`` per cell, renamed ``<name>-pilot``."""
     if repetitions < 2:
-        raise ValueError(f"a pilot needs at least 2 repetitions per cell to estimate a CV; got {repetitions}")
+        raise PilotError(f"a pilot needs at least 2 repetitions per cell to estimate a CV; got {repetitions}")
     name = f"{spec.name}-pilot"
     return dataclasses.replace(spec, name=name, repetitions=repetitions,
                                doc={**spec.doc, "campaign": name, "repetitions": repetitions})
@@ -33,7 +38,7 @@ def summarize(df: pd.DataFrame, factors: list[str], *, metric: str, n: int, alph
     """Per cell: n, mean, CV, minimum detectable effect at ``n`` runs, runs for a ``halfwidth`` CI."""
     data = df[(df["metric"] == metric) & df["summary"] & ~df["warmup"]]
     if data.empty:
-        raise ValueError(f"the pilot has no summary rows of metric {metric!r}; "
+        raise PilotError(f"the pilot has no summary rows of metric {metric!r}; "
                          f"metrics present: {sorted(df['metric'].unique())}")
     return stats.plan(stats.describe(data, "value", factors), n, alpha=alpha, power=power, halfwidth=halfwidth)
 
@@ -53,7 +58,7 @@ def run(spec: Campaign, entries: Mapping[str, HostEntry], raw_root: str | Path, 
     if metric is None:
         summary_rows = df[df["summary"]]
         if summary_rows.empty:
-            raise ValueError(f"the pilot of {spec.name} produced no summary rows; see data in {raw_root}/{pilot.name}")
+            raise PilotError(f"the pilot of {spec.name} produced no summary rows; see data in {raw_root}/{pilot.name}")
         metric = str(summary_rows["metric"].iloc[0])
     table = summarize(df, list(spec.factors), metric=metric, n=spec.repetitions, halfwidth=halfwidth)
     table.attrs["metric"] = metric

@@ -53,6 +53,8 @@ from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Mapping
 
+from .errors import UserError
+
 #: Format versions this perflab writes (and the only ones it reads).
 CAMPAIGN_FORMAT = 1
 SAMPLE_FORMAT = 4
@@ -64,7 +66,7 @@ _READS = {"campaign record": {1}, "sample record": {1, 2, 3, 4}, "ledger event":
           "verify record": {1}}
 
 
-class RecordError(ValueError):
+class RecordError(UserError, ValueError):
     """A raw record is of an unknown format or misses a field; the message names the file."""
 
 

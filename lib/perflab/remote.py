@@ -14,7 +14,6 @@ import logging
 import secrets
 import shlex
 import socket
-import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
@@ -24,7 +23,8 @@ from typing import Any, Callable, Mapping, TypeVar
 import paramiko
 from fabric import Config, Connection
 
-from . import executor, registry
+from . import executor, knownhosts, registry, sshconfig
+from .errors import UserError
 from .inventory import HostEntry
 
 T = TypeVar("T")
@@ -84,7 +84,7 @@ def sweep(variable: str, value: str, *, own_netns: bool = False) -> str:
             f"! grep -q '^State:[[:space:]]*Z' /proc/$p/status 2>/dev/null; do sleep 0.02; i=$((i+1)); done; done; true")
 
 
-class HostError(RuntimeError):
+class HostError(UserError, RuntimeError):
     """A host could not be reached or refused a command; the message names the host."""
 
 
@@ -124,12 +124,15 @@ class _UnknownHostKey(paramiko.SSHException):
 class _KeyPolicy(paramiko.MissingHostKeyPolicy):
     """Refuse unknown host keys (as OpenSSH's StrictHostKeyChecking=yes), or append them when opted in."""
 
-    def __init__(self, host: "Host", known: Path) -> None:
-        self.host, self.known, self.accepted = host, known, False
+    def __init__(self, host: "Host", known: Path, listed: knownhosts.KnownHosts) -> None:
+        self.host, self.known, self.listed, self.accepted = host, known, listed, False
 
     def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey) -> None:
         """Raise :class:`_UnknownHostKey` with the fix, or record and append the key (accept-new)."""
         entry = self.host.entry
+        if self.listed.is_revoked(key):
+            raise _UnknownHostKey(f"{hostname} offered {_fingerprint(key)}, which {self.known} marks @revoked; the "
+                                  "host is refused: give it a new host key, then list that key")
         if not entry.accept_new_host_keys:
             raise _UnknownHostKey(
                 f"no host key for {hostname} in {self.known} (offered {_fingerprint(key)}); check that "
@@ -195,7 +198,7 @@ class Service:
     cgroup: str | None = None
 
 
-class _Shell:
+class _Shell(executor.Channel):
     """One long-lived ``sh`` on a channel of the host's connection, running commands one at a time.
 
     An SSH exec request costs ~170 ms on a lab host (sshd sets up a session per request);
@@ -211,23 +214,9 @@ class _Shell:
                b"cat \"$d/o\" \"$d/e\"; rm -rf \"$d\"; }\n")
 
     def __init__(self, conn: Connection) -> None:
-        self.chan = conn.transport.open_session(timeout=30)
+        super().__init__(conn.transport.open_session(timeout=30))
         self.chan.exec_command("exec sh")
         self.chan.sendall(self.PRELUDE)
-        self.buf = b""
-
-    def _fill(self, deadline: float | None) -> None:
-        left = None if deadline is None else deadline - time.monotonic()
-        if left is not None and left <= 0:
-            raise TimeoutError("the reply deadline")
-        self.chan.settimeout(left)  # also None: an earlier command's deadline must not linger
-        try:
-            data = self.chan.recv(1 << 16)
-        except socket.timeout:
-            raise TimeoutError("the reply deadline") from None
-        if not data:
-            raise EOFError("the shell's channel closed")
-        self.buf += data
 
     def run(self, line: str, timeout: float | None) -> tuple[bytes, bytes, int]:
         """Run ``line`` in the shell; return (stdout, stderr, exit status), the bytes verbatim."""
@@ -287,7 +276,8 @@ class Host:
         A host that cannot be reached raises :class:`HostLost`; a refused key, :class:`HostError`.
         """
         if self._conn is None:
-            cfg = Config(overrides={"run": {"in_stream": False}})
+            cfg = Config(overrides={"run": {"in_stream": False}, **sshconfig.FABRIC_OVERRIDES})
+            sshconfig.warn(self.entry)
             kwargs: dict[str, Any] = {"look_for_keys": False, "allow_agent": False}
             if self.entry.key:
                 kwargs["key_filename"] = self.entry.key
@@ -297,12 +287,9 @@ class Host:
             conn = Connection(self.entry.address, user=self.entry.user, port=self.entry.port, config=cfg,
                               connect_timeout=limit, connect_kwargs=kwargs)
             known = known_hosts_file(self.entry)
-            if known.exists():
-                try:
-                    conn.client.load_host_keys(str(known))
-                except (OSError, paramiko.SSHException) as exc:
-                    raise HostError(f"host {self.name}: cannot read known_hosts file {known}: {exc}") from None
-            policy = _KeyPolicy(self, known)
+            listed = knownhosts.load(known)
+            listed.add_to(conn.client.get_host_keys())
+            policy = _KeyPolicy(self, known, listed)
             conn.client.set_missing_host_key_policy(policy)
             where = f"host {self.name} ({self.entry.user}@{self.address}:{self.entry.port})"
             try:
@@ -368,7 +355,7 @@ class Host:
         joined before it runs and killed after) and the tag sweep written out."""
         line = command
         if env:
-            line = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()) + " " + line
+            line = "export " + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()) + "; " + line
         if scope:
             line = f"{registry.join(scope)} || exit 125; {line}"
         if timeout is not None:

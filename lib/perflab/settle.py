@@ -14,13 +14,14 @@ import time
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
+from .errors import UserError
 from .remote import Host
 
 #: Seconds a single ``/proc/loadavg`` read may take on a host before it counts as failed.
 READ_TIMEOUT = 10
 
 
-class SettleError(RuntimeError):
+class SettleError(UserError, RuntimeError):
     """A host's load could not be read, or :func:`wait` got arguments that cannot end well."""
 
 

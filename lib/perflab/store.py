@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Iterable, Iterator, Mapping, TextIO
 
 from . import records
+from .errors import UserError
 from .files import atomic_write, fsync
 from .ledger import Ledger
 
@@ -54,7 +55,7 @@ LOCK = ".lock"
 MIN_FREE = 64 * 2**20
 
 
-class StoreError(RuntimeError):
+class StoreError(UserError, RuntimeError):
     """The raw store refuses an operation (it would overwrite, or the data was altered)."""
 
 

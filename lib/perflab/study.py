@@ -24,17 +24,21 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from . import campaign as campaign_mod, yamlfile
+from . import campaign as campaign_mod, datasource, templates
+from .errors import FileError
 from .files import slug
+from .yamlfile import SpecError, YamlFileError, read_yaml
 
 SCHEMA = json.loads(resources.files("perflab").joinpath("schemas/study.schema.json").read_text())
+#: Versions of the study declaration format this perflab reads (the ``format`` key).
+FORMATS = frozenset({1})
 STUDIES_DIR = "studies"
 NOTEBOOKS_DIR = "notebooks"
 #: Where every study's published data lives (raw data stays under data/raw/).
 PUBLISHED_DIR = "data/raw/published"
 
 
-class StudyError(ValueError):
+class StudyError(FileError, ValueError):
     """A study declaration is invalid; ``str()`` lists ``file:line: field: problem`` lines."""
 
 
@@ -45,6 +49,14 @@ class CampaignRef:
     id: str
     file: str
     inventory: str | None = None
+    #: For a real-hosts campaign whose committed data the analyses read: the lab campaign it stands for.
+    counterpart_of: str | None = None
+
+    @property
+    def raw_record(self) -> str:
+        """The raw file the tidy stage waits for: the executed experiment notebook, or the manifest of
+        real-hosts data measured with ``perflab run``."""
+        return f"data/raw/{self.id}/" + ("MANIFEST.sha256" if self.counterpart_of else "experiment.ipynb")
 
 
 @dataclass(frozen=True)
@@ -85,6 +97,8 @@ class Study:
     published: tuple[str, ...] = ()
     campaigns: tuple[CampaignRef, ...] = ()
     analyses: tuple[Analysis, ...] = field(default_factory=tuple)
+    #: Lab campaigns with a declared real-hosts counterpart, and which one the analyses read (docs/real-hosts.md).
+    sources: tuple[datasource.Source, ...] = ()
 
     @property
     def declaration(self) -> str:
@@ -103,8 +117,8 @@ def template(notebook: str, root: str = ".") -> dict[str, Any]:
     path = Path(root) / NOTEBOOKS_DIR / f"{notebook}.ipynb"
     meta = json.loads(path.read_text()).get("metadata", {}).get("perflab")
     if not isinstance(meta, dict) or not isinstance(meta.get("outputs"), dict):
-        raise StudyError(f"{path}: notebook metadata lacks perflab.outputs; an analysis template declares the "
-                         "files it writes (see docs/studies.md)")
+        raise StudyError(path, [f"{path}: notebook metadata lacks perflab.outputs; an analysis template declares the "
+                         "files it writes (see docs/studies.md)"])
     return meta
 
 
@@ -115,9 +129,9 @@ def load(folder: str | Path, root: str | Path = ".") -> Study:
     rel = folder.relative_to(root).as_posix() if folder.is_absolute() else folder.as_posix()
     path = f"{rel}/study.yaml"
     try:
-        doc, lines = yamlfile.read_yaml(root / path, SCHEMA, "study")
-    except yamlfile.SpecError as exc:
-        raise StudyError("\n".join(p.replace(str(root / path), path) for p in exc.problems)) from None
+        doc, lines = read_yaml(root / path, SCHEMA, "study", formats=FORMATS, format_required=True)
+    except YamlFileError as exc:
+        raise StudyError(path, [p.replace(str(root / path), path) for p in exc.problems]) from None
 
     def at(*where: object) -> str:
         key = tuple(where)
@@ -137,14 +151,16 @@ def load(folder: str | Path, root: str | Path = ".") -> Study:
             problems.append(f"{at('published', i)}: {pub} is not under {PUBLISHED_DIR}/ (published data is raw data)")
         elif not (root / pub).is_file():
             problems.append(f"{at('published', i)}: {pub} does not exist")
-    campaigns = []
+    campaigns, lab_ids = [], []
     for i, ref in enumerate(doc.get("campaigns", [])):
         file = f"{rel}/{ref['file']}"
+        lab_ids.append(None)
         try:
             camp = campaign_mod.load(root / file)
-        except yamlfile.SpecError as exc:
+        except SpecError as exc:
             problems += [f"{at('campaigns', i, 'file')}: {p}" for p in exc.problems]
             continue
+        lab_ids[-1] = camp.name
         declared = camp.doc.get("study")
         if declared is not None and declared != doc["study"]:
             problems.append(f"{at('campaigns', i, 'file')}: {file} says study {declared!r}; this is {doc['study']!r}")
@@ -165,6 +181,13 @@ def load(folder: str | Path, root: str | Path = ".") -> Study:
             problems.append(f"{at('analyses', i, 'notebook')}: {exc}")
             continue
         params = dict(a.get("parameters", {}))
+        def param_at(name: str, i: int = i) -> str:
+            return at("analyses", i, "parameters", *([name] if name else []))
+
+        contract = templates.problems(a["notebook"], meta, params, param_at)
+        if contract:
+            problems += contract
+            continue
         fields_ = {"study": doc["study"], "campaign": a.get("campaign") or "", **params}
         try:
             name = a.get("name") or slug(meta.get("name", "{study}-{notebook}").format(notebook=a["notebook"], **fields_))
@@ -176,15 +199,19 @@ def load(folder: str | Path, root: str | Path = ".") -> Study:
         reads = tuple(dict.fromkeys([c for c in [a.get("campaign"), *named] if c]))
         analyses.append(Analysis(name, doc["study"], f"{NOTEBOOKS_DIR}/{a['notebook']}.ipynb", a.get("campaign"),
                                  params, outputs, reads))
+    sources, found = datasource.counterparts(root, doc["study"], rel, doc.get("campaigns", []), lab_ids)
+    problems += found
+    campaigns += [CampaignRef(s.real, s.real_file, None, s.lab) for s in sources if s.used == s.real]
+    analyses = [datasource.reading(a, sources) for a in analyses]
     names = [a.name for a in analyses]
     for dup in sorted({n for n in names if names.count(n) > 1}):
         problems.append(f"{at('analyses')}: two analyses named {dup!r}; give one a `name:`")
     if problems:
-        raise StudyError("\n".join(problems))
+        raise StudyError(path, problems)
     return Study(id=doc["study"], title=doc["title"], folder=rel, source=doc.get("source"), cite=doc.get("cite"),
                  order=doc.get("order", 50), part=doc.get("part", "main"), demo=doc.get("demo", False),
                  chapter=chapter, published=tuple(doc.get("published", [])), campaigns=tuple(campaigns),
-                 analyses=tuple(analyses))
+                 analyses=tuple(analyses), sources=tuple(sources))
 
 
 def _strings(value: Any) -> list[str]:
@@ -220,7 +247,7 @@ def discover(root: str | Path = ".", *, demos: bool = True) -> list[Study]:
                     problems.append(f"{s.declaration}: analysis {a.name} writes {out}, as does {owner[out]}")
                 owner[out] = s.declaration
     if problems:
-        raise StudyError("\n".join(problems))
+        raise StudyError(root / STUDIES_DIR, problems)
     found = [s for s in found if demos or not s.demo]
     return sorted(found, key=lambda s: (s.part != "main", s.order, s.id))
 
@@ -237,7 +264,7 @@ def paper_index(studies: list[Study], paper_dir: str = "paper") -> dict[str, str
 
     head = "% Generated by perflab from studies/*/study.yaml; do not edit.\n"
     macros = head + "".join(f"\\IfFileExists{{{rel(m)}}}{{\\input{{{rel(m)}}}}}{{}}\n"
-                            for s in studies for m in s.macro_files())
+                            for s in studies for m in s.macro_files()) + datasource.macros(studies)
     chapters, appendix = [head], False
     for s in studies:
         if s.chapter is None:

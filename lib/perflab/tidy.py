@@ -36,6 +36,7 @@ import pyarrow.parquet
 
 from . import __version__, fingerprint, records, store, tools
 from .campaign import from_doc
+from .errors import UserError
 from .files import atomic_write
 from .tools import procfs
 from .tools.base import Measurement, ParseError
@@ -59,7 +60,7 @@ def contention_columns(record: dict[str, Any] | None) -> dict[str, Any]:
     return {"contended": record.get("contended"), **{f"contention_{k}": record.get(k) for k in CONTENTION_COLUMNS}}
 
 
-class TidyError(RuntimeError):
+class TidyError(UserError, RuntimeError):
     """The raw data cannot be turned into a tidy table (altered, missing or empty)."""
 
 

@@ -33,7 +33,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import evidence, store, tidy
+from . import evidence, questions, store, tidy
+from .errors import UserError
 
 #: Where the digitized published results live, relative to the project root.
 PUBLISHED = Path("data/raw/published")
@@ -41,7 +42,7 @@ PUBLISHED = Path("data/raw/published")
 OUTPUT_DIRS = ("paper/figures", "paper/tables", "paper/macros", "paper/sections")
 
 
-class VerifyError(ValueError):
+class VerifyError(UserError, ValueError):
     """What was asked to be verified does not exist or holds nothing to check."""
 
 
@@ -219,6 +220,7 @@ def repository(root: str | Path = ".") -> Report:
     for sidecar in sorted(s for d in OUTPUT_DIRS for s in (root / d).glob("*.lineage.json")):
         report.findings += lineage_record(sidecar, root)
         report.count("lineage records")
+    report.findings += [Finding(where, problem) for where, problem in questions.frozen_problems(root)]
     report.evidence = evidence.collect(raw_root, root)
     return report
 

@@ -1,7 +1,12 @@
-"""YAML files: parsed once with YAML 1.2 booleans and unique keys, mapped to line numbers, checked against a JSON schema.
+"""Reading the YAML files users write (campaigns, lab files, inventories, study declarations, config), safely.
 
-Every file kind perflab reads as YAML (campaigns, studies, labs) goes through :func:`read_yaml`;
-its errors are ``file:line: field: problem`` lines.
+Every file kind is read here, with YAML 1.2 booleans (``on:``, ``yes`` stay strings) and
+unique keys, and with limits checked before anything is built: the file's size, NUL bytes,
+nesting depth (counted on the parser's event stream, so linear in the file) and the number
+of nodes the document has once its aliases are expanded (an alias bomb is refused, not
+expanded). A file that breaks a limit or is not YAML is a one-line error naming the file
+and line; the document comes with a map from field paths to line numbers, so later errors
+name the line too. :func:`read_yaml` also checks a JSON schema.
 """
 
 from __future__ import annotations
@@ -9,23 +14,44 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Collection, Mapping
 
 import yaml
+
+from .errors import FileError
+
+#: Largest YAML file read (bytes); the largest campaign of the studies is under 10 KiB.
+MAX_BYTES = 4 << 20
+#: Deepest nesting of mappings and sequences; campaigns nest about 6 deep.
+MAX_DEPTH = 64
+#: Most nodes a document may have with its aliases expanded (what a reader walking it would see).
+MAX_NODES = 200_000
+
+
+class YamlFileError(FileError):
+    """A YAML file cannot be read, is not YAML, or breaks a limit; one ``file:line: problem`` line."""
+
+
+class YamlSyntaxError(YamlFileError):
+    """A file within the limits that is not YAML (which a reader of several formats may try as another)."""
+
+
+class SpecError(YamlFileError, ValueError):
+    """A YAML file (campaign, study, lab ...) is invalid; ``str()`` is a list of ``file:line: field: problem`` lines."""
 
 
 def _import_jsonschema() -> Any:
     """jsonschema, imported without the optional libraries of its format checkers.
 
-    The campaign schema asserts no ``format``, yet ``import jsonschema`` imports every
-    format library it finds, and ``rfc3987_syntax`` compiles a grammar (~1.5 s, paid by every
-    ``perflab`` command). They are hidden during this import only: other code still imports
-    them, but jsonschema's format checkers in this process lack the formats they provide.
+    The schemas assert no ``format``, yet ``import jsonschema`` imports every format library
+    it finds, and ``rfc3987_syntax`` compiles a grammar (~1.5 s, paid by every ``perflab``
+    command). They are hidden during this import only: other code still imports them, but
+    jsonschema's format checkers in this process lack the formats they provide.
     """
     hidden = [name for name in ("fqdn", "idna", "rfc3987", "rfc3986_validator", "rfc3987_syntax",
                                 "rfc3339_validator", "webcolors", "jsonpointer", "uri_template", "isoduration")
               if name not in sys.modules]
-    sys.modules.update(dict.fromkeys(hidden))
+    sys.modules.update(dict.fromkeys(hidden))  # type: ignore[arg-type]  # None: "not importable"
     try:
         import jsonschema
     finally:
@@ -45,7 +71,7 @@ _Loader.yaml_implicit_resolvers = {
     first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:bool"]
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
 _Loader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
-                              list("tTfF"))
+                             list("tTfF"))
 
 
 def _unique_mapping(loader: _Loader, node: yaml.MappingNode) -> dict:
@@ -68,27 +94,19 @@ def _unique_mapping(loader: _Loader, node: yaml.MappingNode) -> dict:
 
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _unique_mapping)
 
-
+_FastLoader: type[_Loader]
 if yaml.__with_libyaml__:
-    class _FastLoader(yaml.cyaml.CParser, _Loader):
+    class _CLoader(yaml.cyaml.CParser, _Loader):  # type: ignore[misc,name-defined]
         """:class:`_Loader` on libyaml's parser, 10x faster (the Snakefile reads every campaign at start-up)."""
 
         def __init__(self, stream: str) -> None:
-            yaml.cyaml.CParser.__init__(self, stream)
+            yaml.cyaml.CParser.__init__(self, stream)  # type: ignore[attr-defined]
             yaml.constructor.SafeConstructor.__init__(self)
             yaml.resolver.Resolver.__init__(self)
+
+    _FastLoader = _CLoader
 else:
     _FastLoader = _Loader
-
-
-
-class SpecError(ValueError):
-    """A YAML file (campaign, study, lab ...) is invalid; ``str()`` is a list of ``file:line: field: problem`` lines."""
-
-    def __init__(self, path: str, problems: list[str]) -> None:
-        self.path, self.problems = path, problems
-        super().__init__("\n".join(problems))
-
 
 
 def _line_map(node: yaml.Node, path: tuple = (), out: dict | None = None) -> dict[tuple, int]:
@@ -112,17 +130,44 @@ def line_of(lines: Mapping[tuple, int], path: tuple) -> int:
     return lines.get(path, 1)
 
 
-def _explain(err: jsonschema.ValidationError) -> str:
-    """What a schema violation found and what was allowed, in words."""
-    schema = err.schema if isinstance(err.schema, dict) else {}
-    if err.validator == "enum":
-        return f"got {err.instance!r}; allowed: {', '.join(map(repr, err.validator_value))}"
-    if err.validator == "additionalProperties" and isinstance(err.instance, dict):
-        allowed = sorted(schema.get("properties", {}))
-        extra = sorted(set(err.instance) - set(allowed), key=repr)  # YAML keys may be true, 1, ...
-        return f"unknown field(s) {', '.join(map(repr, extra))}; allowed: {', '.join(allowed)}"
-    hint = f" ({schema['description']})" if "description" in schema else ""
-    return err.message + hint
+def _check_limits(loader_class: type, text: str, path: str) -> None:
+    """Walk the parser's events once: refuse nesting deeper than :data:`MAX_DEPTH` and more than
+    :data:`MAX_NODES` nodes with aliases expanded, before any node is built."""
+    loader = loader_class(text)
+    sizes: dict[str, int] = {}  # anchor -> its node's expanded size
+    open_: list[list] = []  # per open collection: [anchor, expanded size so far]
+    total = 0
+    try:
+        while loader.check_event():
+            event = loader.get_event()
+            if isinstance(event, (yaml.ScalarEvent, yaml.AliasEvent, yaml.CollectionStartEvent)):
+                if isinstance(event, yaml.AliasEvent):
+                    size = sizes.get(event.anchor or "", 1)
+                else:
+                    size = 1
+                total += size
+                line = event.start_mark.line + 1 if event.start_mark else 1
+                if total > MAX_NODES:
+                    raise YamlFileError(path, [f"{path}:{line}: more than {MAX_NODES} nodes with aliases expanded "
+                                               "(an alias bomb or a huge list); split the file or write it plainly"])
+                if isinstance(event, yaml.CollectionStartEvent):
+                    if len(open_) >= MAX_DEPTH:
+                        raise YamlFileError(path, [f"{path}:{line}: nested deeper than {MAX_DEPTH} levels; "
+                                                   "flatten the document"])
+                    open_.append([event.anchor, 1])
+                    continue
+                if open_:
+                    open_[-1][1] += size
+                if isinstance(event, yaml.ScalarEvent) and event.anchor:
+                    sizes[event.anchor] = 1
+            elif isinstance(event, yaml.CollectionEndEvent):
+                anchor, size = open_.pop()
+                if anchor:
+                    sizes[anchor] = size
+                if open_:
+                    open_[-1][1] += size
+    finally:
+        loader.dispose()
 
 
 def _parse(loader_class: type, text: str) -> tuple[yaml.Node | None, Any]:
@@ -135,41 +180,58 @@ def _parse(loader_class: type, text: str) -> tuple[yaml.Node | None, Any]:
         loader.dispose()
 
 
-def read_yaml(path: str | Path, schema: Mapping[str, Any], kind: str, *,
-              text: str | None = None, formats: tuple[int, ...] | None = None) -> tuple[dict[str, Any], dict[tuple, int]]:
-    """Read a YAML ``kind`` file (campaign, study, lab ...) and check it against ``schema``.
+def load(path: str | Path, kind: str, *, text: str | None = None) -> tuple[Any, dict[tuple, int]]:
+    """Read the YAML ``kind`` file ``path`` (or ``text`` given for it) within the limits; the document and its lines.
 
-    Returns the document and a map from field paths to line numbers; raises
-    :class:`SpecError` with one ``file:line: field: problem`` line per schema violation.
-    With ``formats``, the file's ``format`` key (absent: the first of ``formats``) is checked
-    first: a format this reader does not know is one line, before any schema noise.
+    Raises :class:`YamlFileError` (one line naming file and line) for a file that cannot be
+    read, is too large, holds a NUL byte, is not YAML, nests too deep or expands too far.
     """
     path = str(path)
     if text is None:
         try:
+            size = Path(path).stat().st_size
+            if size > MAX_BYTES:
+                raise YamlFileError(path, [f"{path}: {size} bytes, more than the {MAX_BYTES} allowed in "
+                                           f"{kind} files; is it the right file?"])
             text = Path(path).read_text()
         except OSError as exc:
-            raise SpecError(path, [f"{path}: cannot read {kind} file: {exc.strerror}"]) from None
+            raise YamlFileError(path, [f"{path}: cannot read {kind} file: {exc.strerror}"]) from None
+        except UnicodeDecodeError as exc:
+            raise YamlFileError(path, [f"{path}: byte {exc.start} is not UTF-8 text; {kind} files are text"]) from None
+    if len(text) > MAX_BYTES:
+        raise YamlFileError(path, [f"{path}: {len(text)} characters, more than the {MAX_BYTES} allowed "
+                                   f"in {kind} files; is it the right file?"])
+    if "\0" in text:
+        line = text.count("\n", 0, text.index("\0")) + 1
+        raise YamlFileError(path, [f"{path}:{line}: a NUL byte; {kind} files are text, remove it"])
     try:
         try:
+            _check_limits(_FastLoader, text, path)
             node, doc = _parse(_FastLoader, text)
         except yaml.YAMLError:  # the pure-Python parser words the problem as users have seen it
+            _check_limits(_Loader, text, path)
             node, doc = _parse(_Loader, text)
     except yaml.MarkedYAMLError as exc:
-        line = exc.problem_mark.line + 1 if exc.problem_mark else 1
-        raise SpecError(path, [f"{path}:{line}: not valid YAML: {exc.problem}"]) from None
-    if not isinstance(doc, dict):
-        raise SpecError(path, [f"{path}:1: expected a mapping of {kind} fields; found {type(doc).__name__}"])
-    lines = _line_map(node)
-    found = doc.get("format", formats[0]) if formats else None
-    if formats and found not in formats:
-        raise SpecError(path, [f"{path}:{line_of(lines, ('format',))}: format: {kind} format {found!r}; this perflab "
-                               f"reads format {' or '.join(map(str, formats))}: write `format: {formats[-1]}` or use "
-                               "the perflab that wrote the file"])
-    problems = schema_problems(doc, schema, lines, path)
-    if problems:
-        raise SpecError(path, problems)
-    return doc, lines
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else 1
+        raise YamlSyntaxError(path, [f"{path}:{line}: not valid YAML: {exc.problem or exc.context}"]) from None
+    except yaml.YAMLError as exc:  # a reader error: a character YAML does not allow
+        raise YamlSyntaxError(path, [f"{path}: not valid YAML: {exc}"]) from None
+    except RecursionError:  # not reached within MAX_DEPTH; kept so that no input can show a traceback
+        raise YamlFileError(path, [f"{path}: nested too deep to read; flatten the document"]) from None
+    return doc, ({} if node is None else _line_map(node))
+
+
+def _explain(err: Any) -> str:
+    schema = err.schema if isinstance(err.schema, dict) else {}
+    if err.validator == "enum":
+        return f"got {err.instance!r}; allowed: {', '.join(map(repr, err.validator_value))}"
+    if err.validator == "additionalProperties" and isinstance(err.instance, dict):
+        allowed = sorted(schema.get("properties", {}))
+        extra = sorted(set(err.instance) - set(allowed), key=repr)  # YAML keys may be true, 1, ...
+        return f"unknown field(s) {', '.join(map(repr, extra))}; allowed: {', '.join(allowed)}"
+    hint = f" ({schema['description']})" if "description" in schema else ""
+    return str(err.message) + hint
 
 
 def schema_problems(doc: Any, schema: Mapping[str, Any], lines: Mapping[tuple, int], path: str) -> list[str]:
@@ -177,7 +239,53 @@ def schema_problems(doc: Any, schema: Mapping[str, Any], lines: Mapping[tuple, i
     validator = jsonschema.Draft202012Validator(schema)
     out = []
     for err in sorted(validator.iter_errors(doc), key=lambda e: line_of(lines, tuple(e.absolute_path))):
-        where = ".".join(map(str, err.absolute_path)) or "(top level)"
-        out.append(f"{path}:{line_of(lines, tuple(err.absolute_path))}: {where}: {_explain(err)}")
+        dotted = ".".join(map(str, err.absolute_path)) or "(top level)"
+        out.append(f"{path}:{line_of(lines, tuple(err.absolute_path))}: {dotted}: {_explain(err)}")
     return out
 
+
+def format_problem(doc: Mapping[str, Any], lines: Mapping[tuple, int], path: str, kind: str,
+                   formats: Collection[int], *, required: bool = True) -> str | None:
+    """The problem with a document's ``format`` (the version of its file format), or None when it is one of ``formats``.
+
+    Every file kind and record carries ``format``; a reader names the file, says what it
+    found and which versions it reads. Unless ``required``, a document without ``format`` is
+    of the first of ``formats`` (campaigns written before the key existed).
+    """
+    if "format" not in doc:
+        if not required:
+            return None
+        return (f"{path}:1: format: missing; {kind} files start with `format: {max(formats)}` (the version of "
+                "their format); add that line")
+    found = doc["format"]
+    if isinstance(found, bool) or found not in formats:
+        return (f"{path}:{line_of(lines, ('format',))}: format: {kind} format {found!r}; this perflab reads format "
+                f"{' or '.join(map(str, sorted(formats)))}: write `format: {max(formats)}` or use the perflab that "
+                "wrote the file")
+    return None
+
+
+def read_yaml(path: str | Path, schema: Mapping[str, Any], kind: str, *, text: str | None = None,
+              formats: Collection[int] = (), format_required: bool = False,
+              error: Callable[[str, list[str]], Exception] | None = None) -> tuple[dict[str, Any], dict[tuple, int]]:
+    """Read a YAML ``kind`` file (campaign, study, lab ...) with :func:`load` and check it against ``schema``.
+
+    With ``formats``, the file's ``format`` is checked first: one of them, or absent when not
+    ``format_required`` (then it is the first). Returns the document and a map from field
+    paths to line numbers; raises ``error(path, problems)`` (default :class:`SpecError`) with
+    one ``file:line: field: problem`` line per problem.
+    """
+    error = error or SpecError
+    path = str(path)
+    try:
+        doc, lines = load(path, kind, text=text)
+    except YamlFileError as exc:
+        raise error(path, exc.problems) from None
+    if not isinstance(doc, dict):
+        raise error(path, [f"{path}:1: expected a mapping of {kind} fields; found {type(doc).__name__}"])
+    if formats and (problem := format_problem(doc, lines, path, kind, formats, required=format_required)):
+        raise error(path, [problem])
+    problems = schema_problems(doc, schema, lines, path)
+    if problems:
+        raise error(path, problems)
+    return doc, lines

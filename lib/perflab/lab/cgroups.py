@@ -33,7 +33,7 @@ def cgroup_hierarchies() -> dict[str, Path]:
                 v1.setdefault(opt, Path(where))
         elif kind == "cgroup2":
             v2 = Path(where)
-    roles = {k: v1[k] for k in ("cpuset", "memory", "cpuacct") if k in v1}
+    roles: dict[str, Path] = {k: v1[k] for k in ("cpuset", "memory", "cpuacct") if k in v1}
     if len(roles) == 3:
         return {**roles, **({"unified": v2} if v2 else {})}
     if v2 and {"cpuset", "memory", "cpu"} <= set((v2 / "cgroup.controllers").read_text().split()):
@@ -152,7 +152,8 @@ def cgroup_usage(cgroups: dict[str, str]) -> HostUsage:
     dirs = {role: Path(d) for role, d in cgroups.items()}
     pressure = None
     if "unified" in dirs and (dirs["unified"] / "cpu.pressure").exists():
-        pressure = float(re.search(r"some avg10=([0-9.]+)", (dirs["unified"] / "cpu.pressure").read_text())[1])
+        found = re.search(r"some avg10=([0-9.]+)", (dirs["unified"] / "cpu.pressure").read_text())
+        pressure = float(found[1]) if found else None
     if "cpuacct" in dirs:
         ticks = _keyed(dirs["cpuacct"] / "cpuacct.stat")
         hz = os.sysconf("SC_CLK_TCK")
@@ -165,8 +166,8 @@ def cgroup_usage(cgroups: dict[str, str]) -> HostUsage:
     d = dirs["unified"]
     cpu = _keyed(d / "cpu.stat")
     peak = d / "memory.peak"
-    limit = (d / "memory.max").read_text().strip()
+    max_ = (d / "memory.max").read_text().strip()
     return HostUsage(cpu["usage_usec"] / 1e6, cpu["user_usec"] / 1e6, cpu["system_usec"] / 1e6,
                      int((d / "memory.current").read_text()), int(peak.read_text()) if peak.exists() else None,
-                     None if limit == "max" else int(limit), (d / "cpuset.cpus.effective").read_text().strip(),
+                     None if max_ == "max" else int(max_), (d / "cpuset.cpus.effective").read_text().strip(),
                      pressure)

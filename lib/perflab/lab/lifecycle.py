@@ -10,13 +10,13 @@ from pathlib import Path
 
 from .. import inventory, labspec
 from ..labspec import LabSpec
-from . import model
+from . import ceph, model
 from .cgroups import CGROUP_PARENT, cgroup_dirs, cgroup_hierarchies, cgroup_usage, cgroups_up, rmdir_cgroup
 from .model import Lab, LabError, layout
 from .net import host_net_up, host_routes, link_up, ruleset
 from .shell import kill, link_exists, netns_list, sh
 from .sshd import SSHD, keygen, sshd_pid, sshd_up, wait_port
-from .state import STATE_VERSION, allocate, lab_of, read_state, write_state
+from .state import STATE_VERSION, allocate, lab_of, read_state, state_format, write_state
 from .storage import detach, devices_up, guest_device, loops_of, mounts_up
 from .vm import QEMU, VM_BOOT_TIMEOUT, vm_accel, vm_kernel, vm_up
 
@@ -78,9 +78,10 @@ def bring_up(spec: LabSpec) -> Lab:
         lab = layout(spec, slots)
         hierarchies = cgroup_hierarchies()
         vms = {h.name: {"accel": vm_accel(h.vm), "kernel": str(vm_kernel(h.vm)[0])} for h in spec.hosts if h.vm}
-        state = {"version": STATE_VERSION, "name": spec.name, "spec": spec.to_json(), "slots": slots,
+        state = {"format": STATE_VERSION, "name": spec.name, "spec": spec.to_json(), "slots": slots,
                  "cgroups": cgroup_dirs(lab, hierarchies), "loops": state["loops"] if state else {}, "vms": vms,
-                 "formatted": state.get("formatted", []) if state else []}
+                 "formatted": state.get("formatted", []) if state else [],
+                 **({"ceph": state["ceph"]} if state and "ceph" in state else {})}
         lab_dir.mkdir(exist_ok=True)
         write_state(lab_dir, state)
     try:
@@ -112,13 +113,14 @@ def _make(lab: Lab, state: dict, hierarchies: dict[str, Path]) -> None:
     for host in lab.hosts:
         host_net_up(lab, host, host.netns in existing)
     routes = host_routes(lab)
-    for host in spec.hosts:
-        for network, via, ifname in routes[host.name] if not host.vm else ():
-            sh("ip", "netns", "exec", lab.host(host.name).netns, "ip", "route", "replace", network, "via", via,
+    for described in spec.hosts:
+        for network, via, ifname in routes[described.name] if not described.vm else ():
+            sh("ip", "netns", "exec", lab.host(described.name).netns, "ip", "route", "replace", network, "via", via,
                 "dev", ifname)
-    for host in spec.hosts:
-        if host.router:
-            sh("ip", "netns", "exec", lab.host(host.name).netns, "nft", "-f", "-", input=ruleset(lab, host.name))
+    for described in spec.hosts:
+        if described.router:
+            sh("ip", "netns", "exec", lab.host(described.name).netns, "nft", "-f", "-",
+               input=ruleset(lab, described.name))
     cgroups_up(lab, hierarchies)
     devices_up(lab, state)
     known = []
@@ -134,12 +136,14 @@ def _make(lab: Lab, state: dict, hierarchies: dict[str, Path]) -> None:
     for host in lab.hosts:
         if lab.described(host.name).vm:
             try:
-                wait_port(host.address, timeout=VM_BOOT_TIMEOUT, alive=lambda: sshd_pid(lab, host.name) is not None)
+                wait_port(host.address, timeout=VM_BOOT_TIMEOUT, alive=lambda host=host: sshd_pid(lab, host.name) is not None)
             except LabError as exc:
                 raise LabError(f"lab {lab.name}: virtual host {host.name}: {exc}; its console: "
                                f"{lab.state_dir / host.name / 'console.log'}") from None
         else:
             wait_port(host.address)
+    if spec.ceph:
+        ceph.up(lab, state)
     _write_inventory(lab, state)
 
 
@@ -173,6 +177,7 @@ def status(name: str = "default") -> dict | None:
         h["usage"] = cgroup_usage(cgroups).__dict__ if cgroups and all(map(os.path.isdir, cgroups.values())) else None
     state["routes"] = host_routes(lab)
     state["inventory"] = str(lab.inventory_path)
+    state["ceph"] = lab.spec.ceph and ceph.status(lab, state)
     return state
 
 
@@ -220,6 +225,8 @@ def draw(state: dict) -> str:
             loop = guest_device(i) if spec_host.vm else state["loops"].get(f"{h['name']}/{d.name}", "not attached")
             fs = f"{d.fs}{' -o ' + d.options if d.options else ''}" if d.fs else "raw"
             out.append(f"    disk {d.name}: {loop} {d.size >> 20} MiB {fs}{', direct I/O' if d.direct_io else ''}")
+    if spec.ceph:
+        out += ceph.draw(lab_of(state), state["ceph"])
     return "\n".join(out)
 
 
@@ -229,8 +236,8 @@ def down(name: str = "default") -> list[str]:
     try:
         first = json.loads((model.STATE_ROOT / name / "state.json").read_text())
     except (OSError, ValueError):
-        first = {"version": STATE_VERSION}
-    if "version" not in first:
+        first = {"format": STATE_VERSION}
+    if state_format(first) == 1:
         return _down_v1(first)
     state = read_state(name)
     removed: list[str] = []
@@ -263,6 +270,7 @@ def down(name: str = "default") -> list[str]:
                 if loop in loops_of(path):
                     detach(loop)
                     removed.append(f"loop {loop} ({path.name})")
+    removed += ceph.down(lab, state)
     for link in lab.links:
         if link_exists(link.bridge):
             sh("ip", "link", "del", link.bridge)
@@ -315,4 +323,4 @@ def traces(name: str) -> list[str]:
               if (root / CGROUP_PARENT / name).exists()]
     loops = sh("losetup", "-n", "-O", "NAME,BACK-FILE", check=False).stdout.splitlines()
     found += [f"loop {line}" for line in loops if f"{model.STATE_ROOT}/{name}/" in line]
-    return found
+    return found + ceph.traces(name)

@@ -6,13 +6,14 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import UserError
 from ..labspec import HostSpec, LabSpec
 
 #: Where each lab keeps its state directory (state file, keys, known_hosts, inventory, disks).
 STATE_ROOT = Path(os.environ.get("PERFLAB_LAB_DIR", "/run/perflab"))
 
 
-class LabError(RuntimeError):
+class LabError(UserError, RuntimeError):
     """The lab could not be brought up, inspected or down; the message says what to do."""
 
 

@@ -16,7 +16,7 @@ def host_routes(lab: Lab) -> dict[str, list[tuple[str, str, str]]]:
     out: dict[str, list[tuple[str, str, str]]] = {}
     for host in lab.spec.hosts:
         seen = set(host.links)
-        queue = deque((link, None) for link in host.links)
+        queue: deque[tuple[str, tuple[str, str] | None]] = deque((link, None) for link in host.links)
         first: dict[str, tuple[str, str]] = {}
         while queue:
             link, hop = queue.popleft()
@@ -37,6 +37,7 @@ def host_routes(lab: Lab) -> dict[str, list[tuple[str, str, str]]]:
 def ruleset(lab: Lab, host: str) -> str:
     """The router's nftables ruleset: filter rules and masquerade, each with a counter and a comment."""
     me, router = lab.host(host), next(h.router for h in lab.spec.hosts if h.name == host)
+    assert router is not None, f"{host} is not a router"
     ifname = {p.link: p.ifname for p in me.ports}
     lines = []
     for i, rule in enumerate(router.filter):

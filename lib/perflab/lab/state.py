@@ -24,11 +24,17 @@ def read_state(name: str) -> dict | None:
         state = json.loads((model.STATE_ROOT / name / "state.json").read_text())
     except (OSError, ValueError):
         return None
-    if state.get("version") != STATE_VERSION:
+    found = state_format(state)
+    if found != STATE_VERSION:
         raise LabError(f"{model.STATE_ROOT / name}/state.json: lab {name} was brought up by another perflab version "
-                       f"(state version {state.get('version', 1)}, this one reads {STATE_VERSION}); remove it with "
-                       f"`perflab lab down --name {name}`" + ("" if "version" not in state else " of that version"))
+                       f"(state format {found}, this one reads {STATE_VERSION}); remove it with "
+                       f"`perflab lab down --name {name}`" + ("" if found == 1 else " of that version"))
     return state
+
+
+def state_format(state: dict) -> object:
+    """The format of a state file: its ``format`` (``version`` before the key was renamed; none: format 1)."""
+    return state.get("format", state.get("version", 1))
 
 
 def write_state(lab_dir: Path, state: dict) -> None:

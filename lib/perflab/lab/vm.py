@@ -9,6 +9,7 @@ import shlex
 import shutil
 from pathlib import Path
 
+from ..files import atomic_write
 from ..labspec import Vm
 from .cgroups import in_cgroups
 from .model import Lab, LabError, LabHost
@@ -81,14 +82,14 @@ def _initramfs(lab: Lab, release: str) -> Path:
     tree = lab.state_dir / "initramfs"
     (tree / "bin").mkdir(parents=True, exist_ok=True)
     (tree / "lib").mkdir(exist_ok=True)
-    shutil.copy(busybox, tree / "bin" / "busybox")
+    shutil.copy(str(busybox), tree / "bin" / "busybox")
     for module in order:
         shutil.copy(moddir / module, tree / "lib")
     (tree / "modules").write_text("".join(f"{Path(m).name}\n" for m in order))
     (tree / "init").write_text(VM_INITRAMFS_INIT)
     (tree / "init").chmod(0o755)
-    sh("sh", "-c", 'cd "$1" && find . | cpio -o -H newc --quiet | gzip -1 > "$2.tmp" && mv "$2.tmp" "$2"', "sh",
-        str(tree), str(out))
+    atomic_write(out, lambda tmp: sh("sh", "-c", 'cd "$1" && find . | cpio -o -H newc --quiet | gzip -1 > "$2"',
+                                     "sh", str(tree), str(tmp)))
     shutil.rmtree(tree)
     return out
 
@@ -96,6 +97,7 @@ def _initramfs(lab: Lab, release: str) -> Path:
 def _guest_init(lab: Lab, host: LabHost, routes: list[tuple[str, str, str]]) -> str:
     """The guest's init (run by the machine's /bin/sh from the read-only root): mounts, network, disks, sshd."""
     described, q = lab.described(host.name), shlex.quote
+    assert described.vm is not None, f"{host.name} is not a virtual host"
     fs_modules = sorted({d.fs for d in described.devices if d.fs})
     lines = ["#!/bin/sh", "# init of a perflab virtual host, written by `perflab lab up`",
              "mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev 2>/dev/null",
@@ -122,6 +124,7 @@ def vm_up(lab: Lab, host: LabHost, routes: list[tuple[str, str, str]], cgroup_pr
            vm_state: dict) -> int:
     """Boot the virtual host (unless its QEMU runs) in its cgroups; the QEMU pid."""
     vm, hdir = lab.described(host.name).vm, lab.state_dir / host.name
+    assert vm is not None, f"{host.name} is not a virtual host"
     keygen(hdir / "ssh_host_ed25519_key", f"perflab-{lab.name}-{host.name}")
     (hdir / "sshd_config").write_text(sshd_config(lab, host))
     (hdir / "guest-init.sh").write_text(_guest_init(lab, host, routes))

@@ -19,18 +19,16 @@ from typing import Any, Mapping, Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from scipy import stats as sstats
 
 from ..stats import anova
 from ..stats.describe import describe
+from ..stats.effect import ratio_fieller
 from ..stats.levels import select_rows
 from . import figures, lineage, macros, style
 from .latex import escape_latex, float_table, format_number, format_p
 
 #: ``/proc/stat`` states that count as busy CPU time (idle and iowait do not).
 BUSY_STATES = ("user", "nice", "system", "irq", "softirq", "steal")
-#: Seed used by the bootstrap of ratio CIs, so that a rebuild prints the same interval.
-BOOTSTRAP_SEED = 2000
 
 
 @dataclass
@@ -71,7 +69,7 @@ def samples(df: pd.DataFrame, *, metric: str, factors: Sequence[str], select: Ma
         data["value"] = busy.loc[data["run_id"]].to_numpy() / (data["value"].to_numpy() / 1e9)
         unit = f"CPU s per 1e9 {unit}"
         notes.append(f"busy CPU time ({', '.join(BUSY_STATES)}) seen by {cpu_host}'s monitor per 1e9 {metric}")
-    out = data[["run_id", *factors, "value"]].copy()
+    out = data[["run_id", *factors, "value", *(["block"] if "block" in data.columns else [])]].copy()
     for f in factors:
         out[f] = out[f].map(lambda v, f=f: (relabel or {}).get(f, {}).get(_label(v), _label(v)))
     return out.reset_index(drop=True), unit, notes
@@ -87,11 +85,14 @@ def _label(value: object) -> str:
 def analyse(df: pd.DataFrame, *, metric: str, factors: Sequence[str], quantity: str,
             select: Mapping[str, Any] | None = None, relabel: Mapping[str, Mapping[str, str]] | None = None,
             cpu_host: str | None = None, level: float = 0.95, typ: int = 2, source: str = "table") -> FactorialResult:
-    """Samples, per-cell description (mean and its CI at ``level``) and the factorial ANOVA of ``factors``."""
+    """Samples, per-cell description (mean and its CI at ``level``) and the factorial ANOVA of ``factors``,
+    with the block as an additive term when the samples carry RMIT blocks."""
     data, unit, notes = samples(df, metric=metric, factors=factors, select=select, relabel=relabel,
                                 cpu_host=cpu_host, source=source)
-    cells = describe(data, "value", list(factors), level, source=source)
-    table = anova.factorial_anova(data, "value", list(factors), typ=typ, source=source)
+    cells = describe(data, "value", list(factors), level, source=source, positive=bool((data["value"] > 0).all()))
+    blocked = "block" in data.columns and data["block"].notna().all() and data["block"].nunique() >= 2
+    table = anova.factorial_anova(data, "value", list(factors), typ=typ, source=source,
+                                  block="block" if blocked else None)
     notes.append(f"{table.attrs['anova_type']}; {table.attrs['formula']}")
     return FactorialResult(quantity, unit, list(factors), data, cells, table, notes)
 
@@ -245,7 +246,7 @@ def heatmap_figure(result: FactorialResult, *, x: str, y: str, panel: str | None
 def ratio(result: FactorialResult, numerator: Mapping[str, str], denominator: Mapping[str, str],
           level: float = 0.95) -> tuple[float, float, float]:
     """Ratio of the mean of the samples matching ``numerator`` to that matching ``denominator``
-    (factor -> level; unnamed factors pooled), with a percentile bootstrap CI (fixed seed)."""
+    (factor -> level; unnamed factors pooled), with Fieller's interval (:func:`perflab.stats.effect.ratio_fieller`)."""
     def pick(want: Mapping[str, str]) -> np.ndarray:
         d = result.data
         for f, v in want.items():
@@ -253,11 +254,7 @@ def ratio(result: FactorialResult, numerator: Mapping[str, str], denominator: Ma
         if len(d) < 2:
             raise ValueError(f"ratio: fewer than 2 samples match {dict(want)}")
         return d["value"].to_numpy(dtype=float)
-    a, b = pick(numerator), pick(denominator)
-    ci = sstats.bootstrap((a, b), lambda u, v, axis=-1: np.mean(u, axis=axis) / np.mean(v, axis=axis),
-                          confidence_level=level, n_resamples=2000, method="percentile", vectorized=True,
-                          random_state=np.random.default_rng(BOOTSTRAP_SEED)).confidence_interval
-    return float(a.mean() / b.mean()), float(ci.low), float(ci.high)
+    return ratio_fieller(pick(denominator), pick(numerator), level=level)
 
 
 def values(result: FactorialResult, *, name: str, scale: float, digits: int = 2,
@@ -278,9 +275,9 @@ def values(result: FactorialResult, *, name: str, scale: float, digits: int = 2,
         out[f"{name}/cell/{key}/mean"] = f"{c['mean'] / scale:.{digits}f}"
     for spec in ratios:
         est, low, high = ratio(result, spec["numerator"], spec["denominator"], level)
-        out[f"{name}/ratio/{spec['name']}"] = f"{100 * est:.0f}"
-        out[f"{name}/ratio/{spec['name']}-low"] = f"{100 * low:.0f}"
-        out[f"{name}/ratio/{spec['name']}-high"] = f"{100 * high:.0f}"
+        for suffix, v in (("", est), ("-low", low), ("-high", high)):  # Fieller may be unbounded
+            out[f"{name}/ratio/{spec['name']}{suffix}"] = (f"{100 * v:.0f}" if np.isfinite(v) else
+                                                           "$\\infty$" if v > 0 else "$-\\infty$")
     return out
 
 

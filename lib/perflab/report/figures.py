@@ -22,7 +22,7 @@ import numpy as np  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from ..files import natural_key, natural_order  # noqa: E402
+from ..files import atomic_write, natural_key, natural_order  # noqa: E402
 from . import lineage, style  # noqa: E402
 
 
@@ -36,11 +36,9 @@ def save(fig: plt.Figure, stem: str | Path, *, inputs: Sequence[str | Path], gen
         fig.draw_without_rendering()
         fig.set_layout_engine("none")
     for path in paths:
-        tmp = path.with_name(f".{path.stem}.tmp{path.suffix}")
         # No creation date: the same figure from the same data and versions is the same bytes.
-        fig.savefig(tmp, metadata={"Creator": f"perflab ({generator})", "CreationDate": None}
-                    if path.suffix == ".pdf" else None)
-        tmp.replace(path)
+        meta = {"Creator": f"perflab ({generator})", "CreationDate": None} if path.suffix == ".pdf" else None
+        atomic_write(path, lambda tmp, meta=meta: fig.savefig(tmp, metadata=meta))
     lineage.write(paths, inputs, generator=generator, details=details)
     return paths
 

@@ -5,7 +5,7 @@ host ran during the measured commands): the ``cpu_load`` (CPU-seconds per second
 of each role, summed per sample, and that load per Gbit/s of the benchmark's throughput. Cells
 are described by :func:`perflab.stats.describe.describe` (mean and its CI) and laid out as the
 seed's Tables 3.4-3.6 by :func:`perflab.report.factorial.layout`; ratios of pooled means carry
-the bootstrap CI of :func:`perflab.report.factorial.ratio`. The published side reads seed 000's
+Fieller's CI of :func:`perflab.report.factorial.ratio`. The published side reads seed 000's
 digitized firewall and point-to-point tables (columns ``source_table, firewall|endpoint, smt,
 mtu, threads, metric, value``) and averages their per-thread cells the same way.
 """
@@ -88,7 +88,7 @@ def analyse(df: pd.DataFrame, *, roles: Mapping[str, Sequence[str]], factors: Se
     results = {}
     for quantity, (column, label, unit) in QUANTITIES.items():
         sub = data[["run_id", *keys, column]].rename(columns={column: "value"})
-        cells = describe(sub, "value", keys, level, source=source)
+        cells = describe(sub, "value", keys, level, source=source, positive=bool((sub["value"] > 0).all()))
         results[quantity] = factorial.FactorialResult(label, unit, keys, sub, cells, pd.DataFrame(),
                                                       [f"cgroup cpu_load of {dict(roles)} per sample"])
     bench = data[data["role"] == ALL][["run_id", *factors, "throughput"]].reset_index(drop=True)
@@ -200,7 +200,7 @@ def _published_ratio(pub: pd.DataFrame, quantity: str, num: Mapping[str, str], d
 
 def compare(result: HostCpu, published: pd.DataFrame, *, level: float = 0.95) -> pd.DataFrame:
     """Each of :data:`COMPARISONS` with the published ratio (native and virtual firewall, NaN where
-    the seed has no such cell) and the rerun's ratio of pooled means with its bootstrap CI (NaN
+    the seed has no such cell) and the rerun's ratio of pooled means with Fieller's CI (NaN
     where the denominator is zero): columns ``key, comparison, native, virtual, rerun, low, high``."""
     rows = []
     for key, text, quantity, num, den in COMPARISONS:
@@ -258,7 +258,7 @@ def compare_tex(table: pd.DataFrame, *, name: str, level: float = 0.95) -> str:
     }).to_latex(index=False, escape=False, column_format="p{0.5\\textwidth}rrrr")
     note = ("Native, Virtual: the seed's pfSense kinds, from the 1-minute load averages of its Tables 3.3-3.7 "
             "(SMT on), means over 1, 2, 4 and 8 threads, the direct link from Table 3.7 (MTU 1500 only). Rerun: "
-            "cgroup CPU load of each lab host, ratio of pooled means over the streams, percentile bootstrap CI; "
+            "cgroup CPU load of each lab host, ratio of pooled means over the streams, Fieller's CI; "
             "-- where a ratio has no published cell or a zero denominator.")
     return float_table(body, caption=f"CPU of client, server and router compared in kind, seed and rerun "
                                      f"({escape_latex(name)}).", label=f"tab:{name}-compare", note=note)

@@ -16,6 +16,8 @@ from typing import Sequence
 
 import pandas as pd
 
+from ..stats._input import format_p as stats_format_p
+
 #: Significance markers, strictest first: (upper bound of p, marker).
 SIGNIFICANCE_LEVELS: tuple[tuple[float, str], ...] = ((0.001, "***"), (0.01, "**"), (0.05, "*"))
 
@@ -56,10 +58,12 @@ def significance_marker(p: float, levels: Sequence[tuple[float, str]] = SIGNIFIC
 
 
 def format_p(p: float, *, digits: int = 2, floor: float = 0.001, markers: bool = False) -> str:
-    """Format a p-value for LaTeX as ``0.042`` or ``$<0.001$`` (below ``floor``), optionally with markers."""
+    """Format a p-value for LaTeX by the one rule of :func:`perflab.stats.format_p` (``0.042``, ``0.0499``,
+    ``$<0.001$``), optionally with markers; ``digits`` and ``floor`` are kept for callers and ignored."""
     if p is None or math.isnan(p):
         return "--"
-    text = f"$<{floor:g}$" if p < floor else f"{p:.{digits}g}" if p < 0.1 else f"{p:.{digits}f}"
+    text = stats_format_p(p)
+    text = f"${text.replace(' ', '')}$" if text.startswith("<") else text
     return text + (significance_marker(p) if markers else "")
 
 

@@ -3,7 +3,8 @@
 Each row is a benchmark (a metric of a campaign's tidy table, or a published row): the
 mean and SD of every platform level, then the comparison of two levels (``pair``) by
 Welch's t from the summary statistics (:func:`perflab.stats.summaries.per_row`), its
-p-value, the p-value corrected over the table's rows as one family (Holm by default), and
+p-value, the p-value corrected over the table's rows as one family (Bonferroni by default, with the
+intervals adjusted the same way), and
 the relative difference with its Fieller interval. The rerun's table and the published
 one are built the same way, so they can be set side by side; a third table compares them
 in kind (:data:`perflab.stats.summaries.IN_KIND_NOTE`): the direction of the difference and
@@ -88,7 +89,7 @@ def published_summaries(path: str | Path, *, groups: Mapping[str, str]) -> pd.Da
     return out
 
 
-def table(summaries: pd.DataFrame, *, levels: Sequence[str], pair: tuple[str, str], correction: str = "holm",
+def table(summaries: pd.DataFrame, *, levels: Sequence[str], pair: tuple[str, str], correction: str = "bonferroni",
           level: float = 0.95) -> pd.DataFrame:
     """One row per benchmark: mean and SD per level, Welch's t of ``pair[1]`` against ``pair[0]``, corrected p.
 
@@ -155,7 +156,7 @@ ROWS_PER_TABLE = 18
 
 def table_latex(tab: pd.DataFrame, *, levels: Sequence[str], labels: Mapping[str, str], pair: tuple[str, str],
                 caption: str, label: str, published_p: bool = False) -> str:
-    """The table in the paper's layout: benchmark, mean (SD) per level, then the test's p, Holm's p and the effect.
+    """The table in the paper's layout: benchmark, mean (SD) per level, then the test's p, the adjusted p and the effect.
 
     At the body font (turned sideways when wider than the text); a long table is set as consecutive
     tables (:func:`perflab.report.latex.row_parts`), the correction still over all rows.
@@ -195,7 +196,9 @@ def _table_part(tab: pd.DataFrame, *, levels: Sequence[str], labels: Mapping[str
     notes = [f"Welch's $t$ from the means, SDs and $n$ of {escape_latex(b)} against {escape_latex(a)}; "
              f"{escape_latex(str(attrs.get('correction', 'Holm')))} correction over the "
              f"{attrs.get('family', len(tab))} rows of the table; relative difference of the means with "
-             f"Fieller's interval. -- : a value the source leaves unreadable."]
+             f"Fieller's {100 * attrs.get('level', 0.95):.4g}\\,\\% interval"
+             + (", adjusted as the p-values are, so that they agree" if attrs.get("correction") == "Bonferroni" else "")
+             + ". -- : a value the source leaves unreadable."]
     names = list(cols)
     values = names.index("$n$") + 1
     return latex_table(pd.DataFrame(cols), caption=caption, label=label, notes=notes, escape=False,

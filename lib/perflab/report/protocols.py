@@ -5,9 +5,9 @@ throughput, IOPS, the initiator's and the target's CPU seconds per operation (fr
 tool's ``@cost`` line) and the bytes on the wire per operation, i.e. received plus sent
 bytes of the initiator's interface on the measured link (the monitors' ``procstat``
 ``/proc/net/dev`` deltas of host ``initiator``) divided by the sample's operations.
-:func:`cells` gives each cell's mean and t interval, :func:`relative` the protocol
-comparisons (Welch's t, Fieller's interval of the relative difference, Holm over the
-table), :func:`figure` the seed's Fig. 2/4/5 layout (panels per workload, bars per
+:func:`cells` gives each cell's mean and interval (:func:`perflab.stats.describe`), :func:`relative` the
+protocol comparisons (Welch's t, Fieller's interval of the relative difference, both
+Bonferroni-adjusted over the table: :func:`perflab.stats.family.compare_family`), :func:`figure` the seed's Fig. 2/4/5 layout (panels per workload, bars per
 protocol and MTU, 95 % CI whiskers) and :func:`write` every output of the template.
 """
 
@@ -19,10 +19,10 @@ from typing import Mapping, Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from statsmodels.stats.multitest import multipletests
 
 from .. import stats
 from ..stats.describe import mean_ci
+from ..stats.family import compare_family, family_rows
 from . import figures, latex, lineage, macros, style
 
 #: Metrics of the per-run table: column -> (axis label, display scale, display unit).
@@ -90,20 +90,21 @@ def per_run(df: pd.DataFrame, *, links: Mapping[str, Sequence[object]], initiato
 
 
 def cells(runs: pd.DataFrame, metric: str, level: float = 0.95) -> pd.DataFrame:
-    """Per (protocol, workload, mtu): n, mean, SD and the t interval of the mean of ``metric``."""
-    rows = []
-    for (protocol, rw, mtu), g in runs.groupby(["protocol", "workload", "mtu"]):
-        x = g[metric].dropna().to_numpy(float)
-        low, high = mean_ci(x, level) if x.size >= 2 else (np.nan, np.nan)
-        rows.append({"protocol": protocol, "workload": rw, "mtu": mtu, "n": x.size, "mean": x.mean() if x.size else np.nan,
-                     "sd": x.std(ddof=1) if x.size >= 2 else np.nan, "ci_low": low, "ci_high": high})
-    return pd.DataFrame(rows)
+    """Per (protocol, workload, mtu): n, mean, SD and the interval of the mean of ``metric``
+    (:func:`perflab.stats.describe`, log scale: every metric here is positive)."""
+    data = runs.dropna(subset=[metric])
+    if data.empty:
+        return pd.DataFrame(columns=["protocol", "workload", "mtu", "n", "mean", "sd", "ci_low", "ci_high"])
+    desc = stats.describe(data, metric, ["protocol", "workload", "mtu"], level, positive=bool((data[metric] > 0).all()))
+    return desc.rename(columns={"mean_ci_low": "ci_low", "mean_ci_high": "ci_high"})[
+        ["protocol", "workload", "mtu", "n", "mean", "sd", "ci_low", "ci_high"]]
 
 
 def relative(runs: pd.DataFrame, metrics: Sequence[str], *, baseline: str = "aoe", level: float = 0.95) -> pd.DataFrame:
     """Every other protocol against ``baseline`` per workload, MTU and metric: Welch's t and the relative
-    difference ``other / baseline - 1`` with Fieller's interval; p-values Holm-adjusted over the table."""
-    rows = []
+    difference ``other / baseline - 1`` with Fieller's interval, both Bonferroni-adjusted over the table
+    (:func:`perflab.stats.family.compare_family`), so that each interval agrees with its adjusted p."""
+    keys, pairs = [], []
     for metric in metrics:
         for (rw, mtu), g in runs.groupby(["workload", "mtu"]):
             base = g.loc[g["protocol"] == baseline, metric].dropna()
@@ -111,15 +112,11 @@ def relative(runs: pd.DataFrame, metrics: Sequence[str], *, baseline: str = "aoe
                 x = g.loc[g["protocol"] == other, metric].dropna()
                 if len(base) < 2 or len(x) < 2:
                     continue
-                c = stats.compare(base, x, level=level, labels=(baseline, other))
-                rows.append({"metric": metric, "workload": rw, "mtu": mtu, "other": other, "n": f"{len(base)}/{len(x)}",
-                             "rel_diff": c.rel_diff, "ci_low": c.rel_diff_ci[0], "ci_high": c.rel_diff_ci[1],
-                             "p": c.p_value})
-    table = pd.DataFrame(rows, columns=["metric", "workload", "mtu", "other", "n", "rel_diff", "ci_low", "ci_high", "p"])
-    table["p_holm"] = np.nan
-    if len(table):
-        table["p_holm"] = multipletests(table["p"], method="holm")[1]
-    return table
+                keys.append({"metric": metric, "workload": rw, "mtu": mtu, "other": other, "n": f"{len(base)}/{len(x)}"})
+                pairs.append((base.to_numpy(float), x.to_numpy(float)))
+    rows = [{**k, **r} for k, r in zip(keys, family_rows(compare_family(pairs, level=level)))]
+    return pd.DataFrame(rows, columns=["metric", "workload", "mtu", "other", "n", "rel_diff", "ci_low", "ci_high", "p",
+                                       "p_adjusted", "ci_level", "correction"])
 
 
 def figure(runs: pd.DataFrame, metric: str, *, level: float = 0.95) -> plt.Figure:
@@ -168,13 +165,21 @@ def summary_latex(rel: pd.DataFrame, *, caption: str, label: str, baseline: str 
         f"vs {NAMES[baseline]}": [NAMES[o] for o in rel["other"]],
         "n": rel["n"],
         "Rel. diff.": [f"\\num{{{100 * v:+.1f}}}\\,\\%" for v in rel["rel_diff"]],
-        "95\\,\\% CI": [latex.format_ci(a, b, percent=True) for a, b in zip(rel["ci_low"], rel["ci_high"])],
-        "$p$ (Holm)": [latex.format_p(p) for p in rel["p_holm"]]})
+        f"{_level_text(rel)} CI": [latex.format_ci(a, b, percent=True) for a, b in zip(rel["ci_low"], rel["ci_high"])],
+        "$p$ (Bonf.)": [latex.format_p(p) for p in rel["p_adjusted"]]})
     return latex.latex_table(shown, caption=caption, label=label, escape=False, column_format="lllllrrr",
                              notes=["CPU/op: initiator plus target CPU time per operation; Bytes/op: bytes received "
                                     "plus sent by the initiator's storage interface per operation. "
                                     f"Relative difference of means, other protocol / {NAMES[baseline]} $-$ 1, with Fieller's "
-                                    "interval; Welch's $t$ test, $p$-values adjusted by Holm over the table."])
+                                    "interval; Welch's $t$ test. $p$-values and intervals are both Bonferroni-adjusted over the "
+                                    f"{len(rel)} comparisons of the table (each interval at {_level_text(rel)}), "
+                                    "so an interval excludes no change exactly when its adjusted $p$ is below 0.05."])
+
+
+def _level_text(rel: pd.DataFrame) -> str:
+    """The adjusted confidence level of a family's intervals, as LaTeX (e.g. ``99.7\\,\\%``)."""
+    level = float(rel["ci_level"].iloc[0]) if len(rel) else 0.95
+    return f"{100 * level:.4g}\\,\\%"
 
 
 def accounting(runs: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
@@ -272,7 +277,7 @@ def write(runs: pd.DataFrame, *, name: str, inputs: Sequence[str | Path], paper_
         label=f"tab:{name}-accounting"))
     lineage.write([out["accounting"]], [out["runs"]], generator=generator)
     values = {f"{name}/samples": str(len(runs)), f"{name}/comparisons": str(len(rel)),
-              f"{name}/significant": str(int((rel["p_holm"] < 0.05).sum())) if len(rel) else "0"}
+              f"{name}/significant": str(int((rel["p_adjusted"] < 0.05).sum())) if len(rel) else "0"}
     for metric in ("throughput", "cpu_per_op", "bytes_per_op"):
         for other in sorted(set(PROTOCOLS) - {baseline}):
             sub = rel[(rel["metric"] == metric) & (rel["other"] == other)]

@@ -7,13 +7,12 @@ from the tidy table (the benchmark's summary rows, windowed jitter from interval
 host's CPU load from its cgroup counters);
 :func:`analyse` describes every (metric, panel, scenario) cell with a mean and its CI and
 compares each scenario with the baseline scenario in the same panel (Welch's t by default),
-Holm-adjusting the p-values over all comparisons of a metric; :func:`write` draws the panels
+with p-values and intervals Bonferroni-adjusted over all comparisons of a metric; :func:`write` draws the panels
 and writes the LaTeX table and inline values.
 """
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -21,13 +20,10 @@ from typing import Mapping, Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from statsmodels.stats.power import TTestIndPower
-from statsmodels.tools.sm_exceptions import ConvergenceWarning
 
-from .. import stats
 from ..stats import windows
 from ..stats.describe import summarize
-from ..stats.multi import adjust_pvalues
+from ..stats.family import compare_family, family_rows, min_detectable
 from . import figures, latex, lineage, macros, style
 
 #: Tools whose rows are host monitors, not the benchmark.
@@ -93,31 +89,16 @@ def per_sample(df: pd.DataFrame, metric: Metric, *, factors: Sequence[str], dura
     raise ValueError(f"metric {metric.key}: source {metric.source!r} is not summary, windows, cpu or cgroup")
 
 
-def n_needed(base: np.ndarray, x: np.ndarray, *, alpha: float = 0.05, power: float = 0.8) -> float:
-    """Samples per cell for a two-sided t test to detect the observed difference of means of ``x``
-    against ``base`` with ``power``, their pooled SD taken as the spread (nan when there is no
-    difference or no spread); 2 when the statsmodels solver finds no n because 2 already suffice."""
-    mean = float(np.mean(base))
-    effect = abs(float(np.mean(x)) / mean - 1) if mean else np.nan
-    cv = float(np.sqrt((np.var(base, ddof=1) + np.var(x, ddof=1)) / 2)) / abs(mean) if mean else np.nan
-    if not (np.isfinite(effect) and np.isfinite(cv) and effect > 0 and cv > 0):
-        return np.nan
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)  # handled below: no n >= 2 solves it
-            return float(stats.n_for_effect(effect, cv, alpha=alpha, power=power))
-    except ValueError:  # the solver ran below n = 2
-        return 2.0 if TTestIndPower().power(effect_size=effect / cv, nobs1=2, alpha=alpha) >= power else np.nan
-
-
 def analyse(samples: Mapping[str, pd.DataFrame], *, panel: str, scenario: str, baseline: str,
             order: Sequence[str], level: float = 0.95, test: str | None = None) -> pd.DataFrame:
-    """Per metric, panel and scenario: n, mean, CI; against ``baseline`` in the panel: relative
-    difference, p, Holm-adjusted p (family: the comparisons of one metric) and the samples per
-    cell a t test would need to detect that difference with power 0.8 (:func:`n_needed`)."""
+    """Per metric, panel and scenario: n, mean, CI (log scale when the metric is positive); against
+    ``baseline`` in the panel: relative difference with its interval and p, both Bonferroni-adjusted over
+    the comparisons of one metric (:func:`perflab.stats.family.compare_family`), and ``mde``, the smallest
+    relative change a t test at the n used detects with power 0.8 (:func:`perflab.stats.family.min_detectable`)."""
     out = []
     for key, s in samples.items():
-        rows = []
+        rows, pairs, tested = [], [], []
+        positive = bool((s["value"] > 0).all())
         for pv in figures.natural_order(s[panel].unique()):
             g = s[s[panel] == pv]
             base = g.loc[g[scenario] == baseline, "value"].to_numpy(float)
@@ -125,22 +106,24 @@ def analyse(samples: Mapping[str, pd.DataFrame], *, panel: str, scenario: str, b
                 x = g.loc[g[scenario] == sc, "value"].to_numpy(float)
                 if x.size == 0:
                     continue
-                d = summarize(x, level)
+                d = summarize(x, level, positive=positive)
                 row = {"metric": key, panel: pv, scenario: sc, "n": d["n"], "mean": d["mean"],
-                       "ci_low": d["mean_ci_low"], "ci_high": d["mean_ci_high"],
-                       "rel_diff": np.nan, "p": np.nan, "n_needed": np.nan}
+                       "ci_low": d["mean_ci_low"], "ci_high": d["mean_ci_high"], "rel_diff": np.nan,
+                       "rel_low": np.nan, "rel_high": np.nan, "p": np.nan, "p_adjusted": np.nan, "mde": np.nan}
                 if sc != baseline and base.size >= 2 and x.size >= 2:
                     if np.ptp(np.concatenate([base, x])) == 0:
-                        row.update(rel_diff=0.0, p=1.0)  # identical constants (e.g. no loss anywhere)
+                        row.update(rel_diff=0.0, p=1.0, p_adjusted=1.0)  # identical constants (e.g. no loss anywhere)
                     elif np.ptp(base) == 0 and np.ptp(x) == 0:  # two different constants: no t statistic
                         row.update(rel_diff=float(x[0] / base[0] - 1) if base[0] else np.nan)
                     else:
-                        c = stats.compare(base, x, test=test, level=level, labels=(baseline, sc))
-                        row.update(rel_diff=c.rel_diff, p=c.p_value, n_needed=n_needed(base, x, alpha=1 - level))
+                        pairs.append((base, x))
+                        tested.append(len(rows))
+                        row["mde"] = min_detectable(base, x, alpha=1 - level)
                 rows.append(row)
-        frame = pd.DataFrame(rows)
-        frame["p_holm"] = adjust_pvalues(frame["p"].to_numpy(float), "holm")
-        out.append(frame)
+        for i, r in zip(tested, family_rows(compare_family(pairs, level=level, test=test))):
+            rows[i].update(rel_diff=r["rel_diff"], rel_low=r["ci_low"], rel_high=r["ci_high"], p=r["p"],
+                           p_adjusted=r["p_adjusted"])
+        out.append(pd.DataFrame(rows))
     return pd.concat(out, ignore_index=True)
 
 
@@ -186,7 +169,8 @@ ROWS_PER_TABLE = 16
 
 def table(result: pd.DataFrame, metrics: Sequence[Metric], *, panel: str, panel_label: str, scenario: str,
           caption: str, label: str) -> str:
-    """A LaTeX table: per metric, panel and scenario the mean [CI], change vs baseline, p, Holm p.
+    """A LaTeX table: per metric, panel and scenario the mean [CI], change vs baseline with its adjusted
+    interval, p, adjusted p and the MDE at the n used.
 
     One table per :data:`ROWS_PER_TABLE` rows (a metric of four panels and four scenarios fills one),
     each naming its metric in its first row, so that a part turned sideways fits its page."""
@@ -198,41 +182,46 @@ def table(result: pd.DataFrame, metrics: Sequence[Metric], *, panel: str, panel_
                          "Scenario": latex.escape_latex(str(r[scenario])), "n": int(r["n"]),
                          latex.header("Mean", "{[}95\\% CI{]}"): f"{latex.num(r['mean'] / m.scale)} "
                                             f"{latex.format_ci(r['ci_low'] / m.scale, r['ci_high'] / m.scale)}",
-                         "Change": "--" if np.isnan(r["rel_diff"]) else f"\\num{{{100 * r['rel_diff']:+.1f}}}\\%",
-                         "p": latex.format_p(r["p"]), latex.header("p", "(Holm)"): latex.format_p(r["p_holm"], markers=True),
-                         latex.header("n", "(0.8)"): "--" if np.isnan(r["n_needed"]) else f"{r['n_needed']:.0f}"})
+                         "Change": "--" if np.isnan(r["rel_diff"]) else f"\\num{{{100 * r['rel_diff']:+.1f}}}\\% "
+                                   f"{latex.format_ci(r['rel_low'], r['rel_high'], percent=True)}",
+                         "p": latex.format_p(r["p"]), latex.header("p", "(Bonf.)"): latex.format_p(r["p_adjusted"],
+                                                                                                  markers=True),
+                         "MDE": "--" if np.isnan(r["mde"]) else f"\\num{{{100 * r['mde']:.1f}}}\\%"})
     parts = []
     for part, cap, lab in latex.row_parts(pd.DataFrame(rows), caption=caption, label=label, size=ROWS_PER_TABLE):
         part = part.copy()
         part.loc[part["Metric"].duplicated(), "Metric"] = ""
         parts.append(latex.latex_table(part, caption=cap, label=lab, escape=False, column_format="lllrlrrrr",
                                        notes=["Change: relative difference of means against the baseline in the "
-                                              "same panel; p: Welch's t; Holm over the comparisons of one metric; "
-                                              "n (0.8): samples per cell a t test needs to detect the change with "
-                                              "power 0.8 at the observed pooled spread (unadjusted $\\alpha$ = 0.05).",
+                                              "same panel, with Fieller's interval; p: Welch's t; the interval and "
+                                              "p (Bonf.) are both Bonferroni-adjusted over the comparisons of one "
+                                              "metric, so they agree; MDE: the smallest change a t test at the n "
+                                              "used detects with power 0.8 at the pooled spread "
+                                              "(unadjusted $\\alpha$ = 0.05); a change below it is not evidence "
+                                              "of no change.",
                                               latex.significance_note()]))
     return "\n".join(parts)
 
 
 def values(result: pd.DataFrame, metrics: Sequence[Metric], *, name: str, panel: str, scenario: str,
            alpha: float = 0.05) -> dict[str, str]:
-    """Inline values: ``<name>/<metric>/<panel>/<scenario>/mean|change|p-holm`` and per metric the
-    number of comparisons and of Holm-significant ones."""
+    """Inline values: ``<name>/<metric>/<panel>/<scenario>/mean|n|change|p-adj|mde`` and per metric the
+    number of comparisons and of significant ones after Bonferroni's adjustment."""
     out: dict[str, str] = {}
     for m in metrics:
         r = result[result["metric"] == m.key]
-        tested = r[r["p_holm"].notna()]
+        tested = r[r["p_adjusted"].notna()]
         out[f"{name}/{m.key}/comparisons"] = str(len(tested))
-        out[f"{name}/{m.key}/significant"] = str(int((tested["p_holm"] < alpha).sum()))
+        out[f"{name}/{m.key}/significant"] = str(int((tested["p_adjusted"] < alpha).sum()))
         for _, row in r.iterrows():
             stem = f"{name}/{m.key}/{row[panel]}/{str(row[scenario]).replace('+', '-')}"
             out[f"{stem}/mean"] = latex.format_number(row["mean"] / m.scale)
             out[f"{stem}/n"] = str(int(row["n"]))
             if not np.isnan(row["rel_diff"]):
                 out[f"{stem}/change"] = f"\\num{{{100 * row['rel_diff']:+.1f}}}\\%"
-                out[f"{stem}/p-holm"] = latex.format_p(row["p_holm"])
-            if not np.isnan(row["n_needed"]):
-                out[f"{stem}/n-needed"] = f"{row['n_needed']:.0f}"
+                out[f"{stem}/p-adj"] = latex.format_p(row["p_adjusted"])
+            if not np.isnan(row["mde"]):
+                out[f"{stem}/mde"] = f"\\num{{{100 * row['mde']:.0f}}}\\%"
     return out
 
 

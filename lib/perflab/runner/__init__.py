@@ -39,7 +39,7 @@ import sys
 from pathlib import Path
 from typing import Callable, Mapping, TextIO
 
-from .. import __version__, contention, design, measurelock, records
+from .. import __version__, contention, design, measurelock, questions, records
 from ..inventory import HostEntry
 from ..campaign import Campaign
 from ..store import RawStore
@@ -145,6 +145,10 @@ def _run(spec: Campaign, entries: Mapping[str, HostEntry], runs: list[design.Run
         inventory={n: {"address": e.address, "local": e.local, "accept_new_host_keys": e.accept_new_host_keys}
                    | ({"emulated": True} if _emulated(e) else {})
                    for n, e in entries.items()}))
+    if not store.done_ids() and not (store.dir / questions.RECORD).exists():  # frozen with the first sample
+        frozen = questions.for_campaign_file(spec.source, spec.name)
+        if frozen is not None:
+            store.put_file(questions.RECORD, frozen)
     summary = Summary(planned=len(runs), already_done=0, raw_dir=store.dir)
     summary.notes += store.recover()
     summary.notes += _reap(spec, entries, store)

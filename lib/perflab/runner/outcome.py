@@ -5,8 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..errors import UserError
 
-class RunnerError(RuntimeError):
+
+class RunnerError(UserError, RuntimeError):
     """The campaign cannot run (a role's host is missing, a service does not start, ...)."""
 
 

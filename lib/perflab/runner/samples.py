@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import shlex
 import threading
-import time
 from functools import partial
 from typing import Any, Callable, Mapping
 
@@ -214,7 +213,7 @@ def _headline(rows: list, primary: str | None) -> str:
 def _check_outputs(tool: tools.Tool, run_: design.Run, results: list) -> tuple[str, str]:
     """(reason, progress detail): every output the tool parses must parse; the detail is the first one's headline."""
     detail = ""
-    for (cmd, host, res), name in zip(results, _file_names(results)):
+    for (cmd, _host, res), name in zip(results, _file_names(results)):
         if cmd.role != results[0][0].role:
             continue
         try:

@@ -6,8 +6,9 @@ cannot analyse with an error that says what to do. It computes and never formats
 paper (that is :mod:`perflab.report`). ``docs/statistics.md`` documents every method.
 """
 
-from ._input import DEFAULT_SEED, StatsInputError, json_value
+from ._input import DEFAULT_SEED, StatsInputError, format_p, json_value
 from .anova import aligned_rank_anova, cell_means, factorial_anova
+from .blocked import blocked_compare, has_blocks, mixed_model, paired_by_block
 from .compare import DEFAULT_TESTS, TEST_NAMES, Comparison, compare, diagnostics
 from .describe import describe, mean_ci, median_ci, summarize
 from .drift import BlockEffect, Drift, block_effect, drift, drift_table, flag_outliers, robust_z
@@ -22,7 +23,8 @@ from .summaries import per_row, published_vs_rerun, welch_from_stats
 from .table import comparison_table
 
 __all__ = [
-    "DEFAULT_SEED", "StatsInputError", "json_value",
+    "DEFAULT_SEED", "StatsInputError", "format_p", "json_value",
+    "blocked_compare", "has_blocks", "mixed_model", "paired_by_block",
     "aligned_rank_anova", "cell_means", "factorial_anova",
     "DEFAULT_TESTS", "TEST_NAMES", "Comparison", "compare", "diagnostics",
     "describe", "mean_ci", "median_ci", "summarize",

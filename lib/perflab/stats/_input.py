@@ -8,11 +8,13 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 from scipy import stats
 
+from ..errors import UserError
+
 #: Default random seed of every resampling method, so that a rerun prints the same numbers.
 DEFAULT_SEED = 20240
 
 
-class StatsInputError(ValueError):
+class StatsInputError(UserError, ValueError):
     """Raised when data cannot be analysed as asked.
 
     The message names where the data came from, what was expected, what was found,
@@ -123,10 +125,31 @@ def json_value(value: Any) -> Any:
     return value
 
 
-def p_text(p: float) -> str:
-    """A p-value for sentences: "p < 0.001", "p = 0.012", "p = 0.35" (no e-notation), "p = n/a" for nan."""
+#: The significance level p-values are printed against unless told otherwise.
+ALPHA = 0.05
+
+
+def format_p(p: float, *, alpha: float = ALPHA) -> str:
+    """A p-value as text by the one rule every output uses (docs/statistics.md, "Printing p").
+
+    Below 0.001: ``"< 0.001"``; below 0.1: three decimals (``"0.015"``); otherwise two
+    (``"0.35"``); nan: ``"n/a"``. When rounding would put the printed value on the other
+    side of ``alpha`` than ``p`` (0.0499 at three decimals is "0.050"), decimals are added
+    until it does not (``"0.0499"``), so a printed p never seems to cross ``alpha``.
+    """
     if p is None or math.isnan(p):
-        return "p = n/a"
+        return "n/a"
     if p < 0.001:
-        return "p < 0.001"
-    return f"p = {p:.2g}" if p < 0.01 else f"p = {p:.2f}"
+        return "< 0.001"
+    digits = 3 if p < 0.1 else 2
+    text = f"{p:.{digits}f}"
+    while (float(text) < alpha) != (p < alpha) and digits < 12:
+        digits += 1
+        text = f"{p:.{digits}f}"
+    return text
+
+
+def p_text(p: float, *, alpha: float = ALPHA) -> str:
+    """A p-value for sentences: "p < 0.001", "p = 0.015", "p = 0.35", "p = n/a" (rule of :func:`format_p`)."""
+    text = format_p(p, alpha=alpha)
+    return f"p {text}" if text.startswith("<") else f"p = {text}"

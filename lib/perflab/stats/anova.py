@@ -64,31 +64,37 @@ def _term_name(term: str, factors: Sequence[str]) -> str:
 
 
 def factorial_anova(df: pd.DataFrame, value: str, factors: Sequence[str], *, typ: int = 2,
-                    source: str = "table") -> pd.DataFrame:
+                    source: str = "table", block: str | None = None) -> pd.DataFrame:
     """Factorial ANOVA of ``value`` on one to three ``factors`` with all their interactions.
 
     One row per term (main effects, interactions, Residual): df, sum_sq, F, p and partial
-    eta squared (sum_sq / (sum_sq + residual sum_sq)). ``attrs`` states the type of sums of
-    squares and the formula. Assumes normal residuals with equal variance; see
-    :func:`aligned_rank_anova` for a rank-based alternative.
+    eta squared (sum_sq / (sum_sq + residual sum_sq)). With ``block`` (an RMIT design's
+    round) the block enters as an additive term, the randomized complete block ANOVA: the
+    shifts of the machine between rounds leave the residual and get a row of their own.
+    ``attrs`` states the type of sums of squares and the formula. Assumes normal residuals
+    with equal variance; see :func:`aligned_rank_anova` for a rank-based alternative.
     """
     if typ not in ANOVA_TYPES:
         raise StatsInputError("factorial_anova(typ=...)", "2 or 3", repr(typ), "Use type II or III sums of squares.")
     frame = _frame(df, value, factors, source)
     formula = _formula(len(factors), typ)
+    if block is not None:
+        frame["blk"] = df[block].astype(str).to_numpy()
+        formula += " + C(blk, Sum)" if typ == 3 else " + C(blk)"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         table = anova_lm(smf.ols(formula, data=frame).fit(), typ=typ)
     table = table.drop(index=[t for t in table.index if t == "Intercept"])
     residual = float(table.loc["Residual", "sum_sq"])
     out = pd.DataFrame({
-        "term": [t if t == "Residual" else _term_name(t, factors) for t in table.index],
+        "term": [t if t == "Residual" else block if "blk" in t else _term_name(t, factors) for t in table.index],
         "df": table["df"].to_numpy(), "sum_sq": table["sum_sq"].to_numpy() * scale_of(df[value].to_numpy()) ** 2,
         "F": table["F"].to_numpy(), "p": table["PR(>F)"].to_numpy(),
         "partial_eta_sq": (table["sum_sq"] / (table["sum_sq"] + residual)).to_numpy(),
     })
     out.loc[out["term"] == "Residual", ["F", "p", "partial_eta_sq"]] = np.nan
-    out.attrs.update(anova_type=ANOVA_TYPES[typ], formula=f"{value} ~ {' * '.join(factors)}")
+    out.attrs.update(anova_type=ANOVA_TYPES[typ],
+                     formula=f"{value} ~ {' * '.join(factors)}" + (f" + {block}" if block else ""))
     return out
 
 

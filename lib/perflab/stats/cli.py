@@ -22,6 +22,9 @@ from .levels import PER_RUN, select_rows
 from .multi import OMNIBUS_FOR_TEST, Omnibus, omnibus
 from .published import load_claims, load_published, recheck, recheck_claims
 
+#: SESOI of compare-runs for a metric no question declares.
+DEFAULT_RUN_SESOI = 0.05
+
 #: Units that get an SI prefix in printed output (values are never changed in JSON).
 PREFIXABLE = ("bit/s", "B/s", "bit", "B", "op/s", "FLOP/s", "Hz", "pkt/s")
 PREFIXES = ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
@@ -149,6 +152,10 @@ def _compare_cmd(args: argparse.Namespace) -> int:
             groups = {str(g): sub[value] for g, sub in rows.groupby(args.by, sort=True)}
         result: Comparison | None = None
         overall: Omnibus | None = None
+        if len(groups) < 2:
+            raise StatsInputError(f"{source}, --by {args.by}", "at least two groups to compare",
+                                  f"one group ({args.by} = {next(iter(groups), 'none')})",
+                                  "Choose a --by column whose values differ, or widen --where.")
         if len(groups) == 2:
             (a, xa), (b, xb) = groups.items()
             result = compare(xa, xb, test=args.test, paired=paired, level=args.level,
@@ -217,7 +224,7 @@ def _recheck_cmd(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add the ``compare`` and ``recheck`` subcommands to the ``perflab`` parser."""
+    """Add the ``compare``, ``recheck`` and ``compare-runs`` subcommands to the ``perflab`` parser."""
     p = subparsers.add_parser("compare", help="describe and compare groups of a metric",
                               description="Describe each group of --by and compare them with a named "
                                           "test (Welch's t by default), the effect that matches it, and "
@@ -248,6 +255,75 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     r.add_argument("--claims", type=Path, help="CSV of stated percentages (see docs/statistics.md)")
     r.add_argument("--json", action="store_true", help="print JSON instead of tables")
     r.set_defaults(func=_recheck_cmd)
+
+    c = subparsers.add_parser("compare-runs", help="per cell and metric, a new run of a campaign against an old one",
+                              description="The change of each cell's mean (NEW against OLD) with its Bonferroni-"
+                                          "adjusted interval, and whether it exceeds the SESOI (the campaign's "
+                                          "questions', or --sesoi). Refuses runs on different host facts.")
+    c.add_argument("old", type=Path, help="raw directory of the old run (e.g. a superseded run's checkout)")
+    c.add_argument("new", type=Path, help="raw directory of the new run")
+    c.add_argument("--metric", action="append", help="metric to compare (repeatable; default: the questions' metrics)")
+    c.add_argument("--sesoi", type=float, help=f"relative SESOI for every metric (default: the questions', else "
+                                               f"{DEFAULT_RUN_SESOI})")
+    c.add_argument("--where", action="append", metavar="COL=VALUE",
+                   help="keep rows whose dimension COL is VALUE, as for compare (default: the questions' selection)")
+    c.add_argument("--level", type=float, default=0.95, help="family confidence level (default 0.95)")
+    c.add_argument("--allow-host-change", action="store_true", help="compare runs whose host facts differ")
+    c.add_argument("--json", action="store_true", help="print JSON instead of lines")
+    c.set_defaults(func=_compare_runs_cmd)
+
+
+def _run_sesoi(new_dir: Path) -> tuple[dict[str, float], dict[str, Any], list[str]]:
+    """From the questions of the new run's campaign (questions.json, else the study): SESOI and row
+    selection per metric, and the primary metrics."""
+    from .. import questions
+    record = new_dir / questions.RECORD
+    if record.is_file():
+        frozen = questions.read_record(record)["questions"]
+    else:
+        camp = json.loads((new_dir / "campaign.json").read_text())
+        text = questions.for_campaign_file(camp["source"], camp["campaign"]) if camp.get("source") else None
+        frozen = json.loads(text)["questions"] if text else []
+    return ({q["metric"]: q["sesoi"] for q in frozen}, {q["metric"]: q.get("select") or None for q in frozen},
+            list(dict.fromkeys(q["metric"] for q in frozen)))
+
+
+def _compare_runs_cmd(args: argparse.Namespace) -> int:
+    """Per cell and metric, NEW against OLD: the change with its interval and whether it exceeds the SESOI."""
+    from .. import tidy
+    from .runs import compare_runs, host_changes
+    changed = host_changes(args.old, args.new)
+    if changed and not args.allow_host_change:
+        print(f"perflab compare-runs: error: {args.new} ran on different host facts than {args.old}: "
+              f"{'; '.join(changed[:3])}. Compare runs of the same machine, or pass --allow-host-change.",
+              file=sys.stderr)
+        return 2
+    try:
+        sesoi, selects, declared = _run_sesoi(args.new)
+        if args.where:
+            selects = {m: _where(args.where, str(args.new)) for m in (args.metric or declared)}
+        metrics = args.metric or declared
+        if not metrics:
+            raise StatsInputError(f"{args.new}", "--metric, or questions declaring the campaign's metrics",
+                                  "neither", "Name the metric(s) to compare with --metric.")
+        bounds = {m: args.sesoi if args.sesoi is not None else sesoi.get(m, DEFAULT_RUN_SESOI) for m in metrics}
+        table = compare_runs(tidy.frame(args.old)[0], tidy.frame(args.new)[0], metrics, sesoi=bounds,
+                             level=args.level, select=selects)
+    except (StatsInputError, OSError, ValueError) as exc:
+        print(f"perflab compare-runs: error: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(json_value({"old": str(args.old), "new": str(args.new), "host_changes": changed,
+                                     "rows": table.to_dict("records")}), indent=1))
+        return 0
+    for note in changed:
+        print(f"host change (allowed): {note}")
+    for _, r in table.iterrows():
+        cell = ", ".join(f"{k}={r[k]}" for k in table.columns[1:table.columns.get_loc("n_old")])
+        print(f"{r['metric']} [{cell}]: {number(100 * r['change'], 3)} % "
+              f"[{number(100 * r['ci_low'], 3)}, {number(100 * r['ci_high'], 3)}] ({100 * r['ci_level']:.4g} % CI, "
+              f"Bonferroni), {p_text(r['p_adjusted'])} adj.; SESOI ±{100 * r['sesoi']:g} %: {r['status']}")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:

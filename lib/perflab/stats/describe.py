@@ -1,6 +1,8 @@
 """Per-cell description: location, spread and confidence intervals of the mean and the median.
 
-The interval of the mean is Student's t (``scipy.stats.t.interval``); the interval of the
+The interval of the mean is Student's t (``scipy.stats.t.interval``), or, for a quantity
+that can only be positive (throughput, IOPS, latency, CPU time), the modified Cox interval
+computed on the log scale (Olsson 2005), which never has a negative bound; the interval of the
 median is distribution-free, from order statistics and the binomial distribution
 (``scipy.stats.quantile_test(...).confidence_interval``).
 """
@@ -18,14 +20,19 @@ from ._input import StatsInputError, as_sample, check_labels, check_level, scale
 
 #: Methods behind the interval columns of :func:`describe` (also stored in ``df.attrs``).
 CI_METHODS = {"mean": "Student t", "median": "distribution-free order statistics (binomial)"}
+#: Method of the mean's interval for a positive quantity (``positive=True``).
+POSITIVE_MEAN_CI = "modified Cox, log scale (Olsson 2005)"
 
 COLUMNS = ("n", "mean", "sd", "median", "cv", "min", "max",
            "mean_ci_low", "mean_ci_high", "median_ci_low", "median_ci_high")
 
 
-def mean_ci(x: Sequence[float], level: float = 0.95) -> tuple[float, float]:
-    """Student-t confidence interval of the mean of ``x``.
+def mean_ci(x: Sequence[float], level: float = 0.95, *, positive: bool = False) -> tuple[float, float]:
+    """Confidence interval of the mean of ``x``: Student's t, or with ``positive`` the modified Cox interval.
 
+    The modified Cox interval (Olsson 2005) is exp(ȳ + s²/2 ± t(level, n-1) · √(s²/n + s⁴/(2(n-1))))
+    with ȳ and s the mean and SD of log x: an interval of the arithmetic mean of a positive,
+    right-skewed quantity whose bounds stay positive. With ``positive`` a value <= 0 is refused.
     Documented edge cases: n < 2 gives (nan, nan); a constant sample gives the
     degenerate interval (mean, mean).
     """
@@ -33,6 +40,15 @@ def mean_ci(x: Sequence[float], level: float = 0.95) -> tuple[float, float]:
     level = check_level(level)
     if x.size < 2:
         return (np.nan, np.nan)
+    if positive:
+        if np.any(x <= 0):
+            raise StatsInputError("mean_ci(positive=True)", "values > 0 (a positive quantity)",
+                                  f"{int(np.sum(x <= 0))} value(s) <= 0",
+                                  "Drop failed runs explicitly, or describe the quantity without positive=True.")
+        y = np.log(x)
+        m, v, n = float(np.mean(y)), float(np.var(y, ddof=1)), x.size
+        half = stats.t.ppf(0.5 + level / 2, n - 1) * np.sqrt(v / n + v**2 / (2 * (n - 1)))
+        return (float(np.exp(m + v / 2 - half)), float(np.exp(m + v / 2 + half)))
     k = scale_of(x)
     mean = float(np.mean(x / k))
     sem = stats.sem(x / k)
@@ -53,8 +69,9 @@ def median_ci(x: Sequence[float], level: float = 0.95) -> tuple[float, float]:
     return (float(ci.low), float(ci.high))
 
 
-def summarize(x: Sequence[float], level: float = 0.95, where: str = "sample") -> dict[str, float]:
-    """Return the :data:`COLUMNS` statistics of one sample as a dict.
+def summarize(x: Sequence[float], level: float = 0.95, where: str = "sample", *,
+              positive: bool = False) -> dict[str, float]:
+    """Return the :data:`COLUMNS` statistics of one sample as a dict (``positive``: see :func:`mean_ci`).
 
     ``sd`` uses n - 1; ``cv`` is sd / mean (nan when the mean is 0); n = 1 gives nan
     for sd, cv and the intervals.
@@ -63,7 +80,7 @@ def summarize(x: Sequence[float], level: float = 0.95, where: str = "sample") ->
     n, k = x.size, scale_of(x)
     mean = float(np.mean(x / k)) * k
     sd = float(np.std(x / k, ddof=1)) * k if n > 1 else np.nan
-    low, high = mean_ci(x, level)
+    low, high = mean_ci(x, level, positive=positive)
     med_low, med_high = median_ci(x, level)
     return {
         "n": n, "mean": mean, "sd": sd, "median": float(np.median(x)),
@@ -75,10 +92,12 @@ def summarize(x: Sequence[float], level: float = 0.95, where: str = "sample") ->
 
 
 def describe(df: pd.DataFrame, value: str, by: str | list[str], level: float = 0.95, *,
-             source: str = "table") -> pd.DataFrame:
+             source: str = "table", positive: bool = False) -> pd.DataFrame:
     """One row per group of ``by``, groups in natural order (4k < 32k < 1M, 2 < 16): the group columns, then
     :data:`COLUMNS`.
 
+    ``positive`` marks a quantity that can only be positive: the mean's interval is then
+    the modified Cox interval on the log scale (:func:`mean_ci`).
     ``df.attrs["ci_method"]`` names the interval methods and ``df.attrs["level"]`` the
     level. NaN in ``value`` and blank group labels raise :class:`StatsInputError` naming
     ``source`` (the file), the column and the group.
@@ -95,9 +114,9 @@ def describe(df: pd.DataFrame, value: str, by: str | list[str], level: float = 0
     groups = [(g if isinstance(g, tuple) else (g,), sub) for g, sub in df.groupby(keys, sort=False, dropna=False)]
     for group, sub in sorted(groups, key=lambda item: [natural_key(g) for g in item[0]]):
         where = f"{source}, column {value!r}, group " + ", ".join(f"{k}={g!r}" for k, g in zip(keys, group))
-        rows.append({**dict(zip(keys, group)), **summarize(sub[value], level, where)})
+        rows.append({**dict(zip(keys, group)), **summarize(sub[value], level, where, positive=positive)})
     out = pd.DataFrame(rows, columns=[*keys, *COLUMNS])
     out["n"] = out["n"].astype(int)
-    out.attrs["ci_method"] = dict(CI_METHODS)
+    out.attrs["ci_method"] = {**CI_METHODS, **({"mean": POSITIVE_MEAN_CI} if positive else {})}
     out.attrs["level"] = level
     return out

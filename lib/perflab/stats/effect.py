@@ -168,7 +168,8 @@ def fieller_from_stats(mean_a: ArrayLike, se_a: ArrayLike, n_a: ArrayLike, mean_
 
     Solves (m_b - r m_a)^2 = t^2 (v_b - 2 r c + r^2 v_a) for the ratio r, where v are the
     squared standard errors and c their covariance (0 unless paired). The t quantile has
-    n - 1 df when paired, else Welch-Satterthwaite df at r = m_b / m_a. The interval of
+    n - 1 df when paired, else Welch's t test's own Welch-Satterthwaite df, so the interval
+    excludes 0 exactly when that test rejects at the same level (test-interval duality at r = 1). The interval of
     r is mapped to the relative difference: r - 1 for a positive mean_a, 1 - r (bounds
     swapped) for a negative one. It is (-inf, inf) when mean_a is not significantly
     different from 0 at this level, and (nan, nan) when mean_a is exactly 0. Arguments
@@ -182,8 +183,7 @@ def fieller_from_stats(mean_a: ArrayLike, se_a: ArrayLike, n_a: ArrayLike, mean_
         if paired:
             df = np.asarray(n_a, dtype=float) - 1
         else:
-            ra, rb = ratio**2 * va, vb
-            df = (ra + rb) ** 2 / (ra**2 / (np.asarray(n_a) - 1) + rb**2 / (np.asarray(n_b) - 1))
+            df = (va + vb) ** 2 / (va**2 / (np.asarray(n_a) - 1) + vb**2 / (np.asarray(n_b) - 1))
         t2 = stats.t.ppf(0.5 + level / 2, df) ** 2
         qa, qb, qc = ma**2 - t2 * va, -2 * (ma * mb - t2 * c), mb**2 - t2 * vb
         root = np.sqrt(np.maximum(qb**2 - 4 * qa * qc, 0.0))
@@ -198,6 +198,20 @@ def fieller_from_stats(mean_a: ArrayLike, se_a: ArrayLike, n_a: ArrayLike, mean_
     low, high = np.where(unbounded, -np.inf, low), np.where(unbounded, np.inf, high)
     zero = ma == 0
     return np.where(zero, np.nan, low), np.where(zero, np.nan, high)
+
+
+def ratio_fieller(a: Sequence[float], b: Sequence[float], *, level: float = 0.95) -> tuple[float, float, float]:
+    """The ratio mean_b / mean_a of independent samples with Fieller's interval: (ratio, low, high).
+
+    The one interval policy for ratios at any n (no percentile bootstrap: at n = 3 it
+    covers about 80 % of the time); a is the denominator and must have a positive mean.
+    """
+    x, y = as_pair(a, b, False)
+    if not np.mean(x) > 0:
+        raise StatsInputError("ratio_fieller", "a denominator with a positive mean", f"mean {np.mean(x):g}",
+                              "Use a positive quantity as the denominator.")
+    low, high = rel_diff_fieller(x, y, level=level)
+    return float(np.mean(y) / np.mean(x)), 1.0 + low, 1.0 + high
 
 
 def _ratio_statistic(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ._input import StatsInputError, check_labels, p_text, shapiro_p
+from .blocked import blocked_compare, has_blocks
 from .compare import Comparison, compare
 from .describe import COLUMNS as DESCRIBE_COLUMNS, describe
 from .drift import BlockEffect, block_effect, drift, flag_outliers
@@ -152,9 +153,12 @@ def analyse(df: pd.DataFrame, *, metric: str, factor: str, level: float = 0.95,
             source: str = "table") -> LevelsResult:
     """Describe ``metric`` per level of ``factor`` and compare every level with the first.
 
-    The rows are :func:`select_rows` of ``metric``. ``test`` names an independent-groups
-    test of :data:`~perflab.stats.compare.TEST_NAMES` (Welch's t by default); with more
-    than one comparison the p-values are Holm-adjusted (many-to-one, not all pairs).
+    The rows are :func:`select_rows` of ``metric``. When the rows carry a ``block`` column
+    in which blocks hold every level (an RMIT schedule), each comparison is the paired t
+    on the block differences (:func:`~perflab.stats.blocked.blocked_compare`); otherwise,
+    or when ``test`` names an independent-groups test of
+    :data:`~perflab.stats.compare.TEST_NAMES`, Welch's t by default. With more than one
+    comparison the p-values are Holm-adjusted (many-to-one, not all pairs).
     """
     sel = select_rows(df, metric, select, per_run=per_run, source=source)
     data, name = sel.data, factor
@@ -171,8 +175,13 @@ def analyse(df: pd.DataFrame, *, metric: str, factor: str, level: float = 0.95,
     def values(lv: Any) -> np.ndarray:
         return data.loc[data[factor] == lv, "value"].to_numpy()
 
-    comparisons = [compare(values(levels[0]), values(other), test=test, level=level,
-                           labels=(f"{name}={levels[0]}", f"{name}={other}")) for other in levels[1:]]
+    blocked = test is None and has_blocks(data, factor)
+    if blocked:
+        comparisons = [blocked_compare(data, "value", factor, "block", levels[0], other, level=level,
+                                       labels=(f"{name}={levels[0]}", f"{name}={other}")) for other in levels[1:]]
+    else:
+        comparisons = [compare(values(levels[0]), values(other), test=test, level=level,
+                               labels=(f"{name}={levels[0]}", f"{name}={other}")) for other in levels[1:]]
     raw_p = [c.p_value for c in comparisons]
     p_adjusted = list(adjust_pvalues(raw_p, "holm")) if len(raw_p) > 1 else raw_p
     table = checks(data, factor)
@@ -215,13 +224,31 @@ def _block_effect(data: pd.DataFrame, factor: str) -> BlockEffect | None:
 def verdict(table: pd.DataFrame, block: BlockEffect | None, *, factor: str, alpha: float = CHECK_ALPHA) -> str:
     """One plain-text sentence on independence, derived from every run-order check and the block effect.
 
-    It never claims independence when a check flags; when none flags it says so, and
-    that the checks cannot prove independence.
+    All the checks (four per level with enough runs, and the block effect's two tests) are
+    one family: they are Holm-adjusted together, so that on independent, identically
+    distributed data the sentence flags something in at most ``alpha`` of campaigns
+    (``tests/test_stats_verdict_simulation.py``). It never claims independence when a
+    check flags; when none flags it says so, and that the checks cannot prove independence.
     """
-    parts = [f"{factor} = {r[factor]}: " + ", ".join(r["flags"]) for r in table.to_dict("records") if r["flags"]]
-    if block is not None and min(block.anova_p, block.friedman_p) < alpha:
-        parts.append(f"the block (round) shifts the values (two-way ANOVA {p_text(block.anova_p)}, "
-                     f"Friedman {p_text(block.friedman_p)})")
+    named: list[tuple[str, float]] = []
+    for r in table.to_dict("records"):
+        if r["n"] < 4:
+            continue
+        lags = r["ljung_box_lags"]
+        named += [(f"{factor} = {r[factor]}: serial dependence (Ljung-Box up to lag {lags}", r["ljung_box_p"]),
+                  (f"{factor} = {r[factor]}: a monotonic trend (Mann-Kendall", r["mann_kendall_p"]),
+                  (f"{factor} = {r[factor]}: a change in level after run {r['change_at']} of {r['n']} (CUSUM",
+                   r["level_change_p"]),
+                  (f"{factor} = {r[factor]}: a change in spread across {r['variance_windows']} windows "
+                   "(Brown-Forsythe", r["variance_change_p"])]
+    if block is not None:
+        named += [("the block (round) shifts the values (two-way ANOVA", block.anova_p),
+                  ("the block (round) shifts the values (Friedman", block.friedman_p)]
+    ps = [p for _, p in named]
+    adjusted = list(adjust_pvalues(ps, "holm")) if ps else []
+    parts = [f"{text}, Holm-adjusted {p_text(q)})" for (text, _), q in zip(named, adjusted) if q < alpha]
+    serial = any(q < alpha for (text, _), q in zip(named, adjusted) if "block" not in text)
+    shifted = any(q < alpha for (text, _), q in zip(named, adjusted) if "block" in text)
     short = [str(r[factor]) for r in table.to_dict("records") if r["n"] < 4]
     if not parts and len(short) == len(table):
         return ("The run-order checks need at least 4 runs per level, which no level has"
@@ -231,8 +258,15 @@ def verdict(table: pd.DataFrame, block: BlockEffect | None, *, factor: str, alph
         return ("No run-order check flags serial dependence, a trend, a change in level or in spread"
                 + (", or a block effect" if block is not None else "")
                 + (f" (levels {', '.join(short)} have too few runs to check)" if short else "")
-                + ": nothing seen contradicts the tests' assumption of independent draws, "
-                  "though these checks cannot prove it.")
-    return ("Run-order checks flag " + "; ".join(parts) + ". The samples are therefore not independent, "
-            "identically distributed draws: the p-values and intervals overstate the evidence, and the "
-            "conditions of the hosts changed during the campaign.")
+                + f" after Holm adjustment over the {len(ps)} checks: nothing seen contradicts the tests' "
+                  "assumption of independent draws, though these checks cannot prove it.")
+    consequences = []
+    if serial:
+        consequences.append("within a level the samples are not independent draws, so the p-values and "
+                            "intervals of a test that assumes them are unreliable (too small and too narrow "
+                            "under positive serial dependence)")
+    if shifted:
+        consequences.append("the machine's conditions moved between rounds; the blocked analysis, which "
+                            "compares cells within a round, removes that shift, while an unpaired test counts "
+                            "it as noise and loses power (its p-values are then too large, not too small)")
+    return "Run-order checks flag " + "; ".join(parts) + ". So " + "; and ".join(consequences) + "."

@@ -85,16 +85,19 @@ def plan(pilot: pd.DataFrame, n: int, *, alpha: float = 0.05, power: float = 0.8
          halfwidth: float = 0.01, level: float = 0.95) -> pd.DataFrame:
     """Add planning columns to a pilot's :func:`~perflab.stats.describe` table.
 
-    Columns added per cell from its ``cv``: ``mde`` (relative minimum detectable effect
-    at ``n`` independent runs) and ``n_halfwidth`` (runs for a ``halfwidth`` CI of the
-    mean). Cells whose CV is missing or zero get nan / the minimum of 2.
+    Columns added per cell from the magnitude of its ``cv`` (sd / |mean|, so a negative
+    mean plans as a positive one): ``mde`` (relative minimum detectable effect at ``n``
+    independent runs) and ``n_halfwidth`` (runs for a ``halfwidth`` CI of the mean).
+    Cells whose CV is missing get nan for both; a zero CV (a constant pilot) gives mde 0
+    and the minimum of 2 runs.
     """
     out = pilot.copy()
-    ok = np.isfinite(out["cv"]) & (out["cv"] > 0)
-    out["mde"] = [min_detectable_effect(n, cv, alpha=alpha, power=power) if good else np.nan
-                  for cv, good in zip(out["cv"], ok)]
-    out["n_halfwidth"] = [n_for_halfwidth(cv, halfwidth, level=level) if good else 2
-                          for cv, good in zip(out["cv"], ok)]
+    cvs = np.abs(out["cv"].to_numpy(float))
+    ok = np.isfinite(cvs) & (cvs > 0)
+    out["mde"] = [min_detectable_effect(n, cv, alpha=alpha, power=power) if good else 0.0 if cv == 0 else np.nan
+                  for cv, good in zip(cvs, ok)]
+    out["n_halfwidth"] = [n_for_halfwidth(cv, halfwidth, level=level) if good else 2 if cv == 0 else np.nan
+                          for cv, good in zip(cvs, ok)]
     out.attrs.update(pilot.attrs, plan={"n": n, "alpha": alpha, "power": power,
                                         "halfwidth": halfwidth, "level": level})
     return out

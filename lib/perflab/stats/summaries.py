@@ -22,6 +22,7 @@ from scipy import stats
 
 from ._input import StatsInputError, as_sample, check_level
 from .effect import fieller_from_stats
+from .family import adjusted_level
 from .multi import CORRECTION_NAMES, adjust_pvalues
 from .published import _number
 
@@ -63,7 +64,10 @@ def per_row(table: pd.DataFrame, *, a: str, b: str, correction: str = "holm", le
     ``table`` has one row per group of a comparison (columns name, group, mean, sd, n, as
     :func:`~perflab.stats.published.load_published` reads them). The p-values of all rows
     form one family, corrected by ``correction`` (Holm by default: family-wise error; "bh"
-    for the false discovery rate); ``attrs`` names the correction and the family size.
+    for the false discovery rate); with ``"bonferroni"`` the intervals are Bonferroni's
+    simultaneous ones too (level 1 - (1 - level)/m), so that each agrees with its adjusted p
+    (:mod:`perflab.stats.family`). ``attrs`` names the correction, the family size and the
+    intervals' level.
     Rows missing a value are kept with nan results and left out of the family.
     """
     source = table.attrs.get("source", "table")
@@ -86,11 +90,13 @@ def per_row(table: pd.DataFrame, *, a: str, b: str, correction: str = "holm", le
                 cells[f"{field}_{side}"] = np.nan if blank else _number(text, f"{source}, name {name!r}, {field}")
         rows.append({"name": name, **cells})
     out = pd.DataFrame(rows)
-    res = welch_from_stats(out["mean_a"], out["sd_a"], out["n_a"], out["mean_b"], out["sd_b"], out["n_b"], level=level)
+    complete = int(out[["mean_a", "sd_a", "n_a", "mean_b", "sd_b", "n_b"]].notna().all(axis=1).sum())
+    each = adjusted_level(level, complete) if correction == "bonferroni" else level
+    res = welch_from_stats(out["mean_a"], out["sd_a"], out["n_a"], out["mean_b"], out["sd_b"], out["n_b"], level=each)
     out = pd.concat([out, res], axis=1)
     out["p_adjusted"] = adjust_pvalues(out["p"].to_numpy(), correction)
     out.attrs.update(correction=CORRECTION_NAMES[correction], family=int(np.isfinite(out["p"]).sum()),
-                     groups=(a, b), level=level)
+                     groups=(a, b), level=each)
     return out
 
 

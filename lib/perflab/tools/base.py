@@ -25,6 +25,8 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Iterable, Mapping, Sequence
 
+from ..errors import UserError
+
 #: Units a measurement may carry; values are normalised to these before they leave a parser.
 UNITS = frozenset({
     "bit/s", "byte/s", "byte", "bit", "IOPS", "s", "ns", "us", "ms", "%", "count",
@@ -41,7 +43,7 @@ _UNIT_RE = re.compile(
     r"^(?P<prefix>[kKMGTPE]?)(?P<iec>i?)(?P<base>bits?|Bytes?|bytes?|B)(?P<rate>/s(?:ec)?|ps)?$")
 
 
-class ParseError(ValueError):
+class ParseError(UserError, ValueError):
     """Raised when output cannot be turned into trustworthy measurements.
 
     The message names the source file, what was expected and what was found, so a

@@ -1,7 +1,21 @@
 """Ceph's own benchmarks (seed 001): ``rados bench``, ``rbd bench`` and ``ceph tell osd.N bench``.
 
-No Ceph cluster runs here, so perflab only parses these outputs; the tests use the
-outputs seed 001 quotes and published examples, with their origin stated.
+Each runs on a Ceph client host (role ``client``) that finds its cluster as Ceph's clients
+do, in ``/etc/ceph`` (the lab's Ceph hosts see the lab cluster's configuration there,
+``perflab.lab.ceph``; a real client has its own); ``client_id`` picks the cephx user
+(default ``admin``, whose keyring is in ``/etc/ceph``), and ``config`` (a mapping)
+overrides Ceph options for the one command (``{rbd_cache: "true"}`` becomes
+``--rbd_cache=true``, recorded with the sample's command line). The parsers read
+the thesis's outputs, published examples and outputs recorded from the lab's cluster
+(``tests/fixtures/ceph/``, origins in its ORIGIN.md).
+
+Parameters: ``rados_bench``: ``pool`` (required), ``seconds`` (10), ``mode`` (write, seq,
+rand; default write), ``concurrent`` (``-t``, 16), ``object_size`` (``-b``, write only),
+``cleanup`` (false: ``--no-cleanup``, so a later seq or rand phase has objects to read;
+default true), ``run_name``. ``rbd_bench``: ``pool`` and ``image`` (required), ``io_type``
+(write, read, readwrite), ``io_size``, ``io_threads``, ``io_total``, ``io_pattern`` (seq,
+rand), ``rw_mix_read``. ``ceph_osd_bench``: ``osd`` (id, required), ``bytes`` (total, 1 GiB
+by default as in Ceph), ``block_size`` (4 MiB).
 
 Output traps: rados bench's "MB/sec" is MiB/s (obj_bencher divides by 1024*1024) and
 its "Average IOPS" is truncated to an integer; rbd bench's final ``elapsed`` is whole
@@ -13,9 +27,9 @@ labels and numbers in separate columns), which the parsers refuse rather than gu
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Mapping
 
-from .base import (Measurement, ParseError, ParseOnly, Rows, extract_json, key_values, littles_law_ratio, number,
+from .base import (Command, Measurement, Param, ParseError, Rows, Tool, extract_json, key_values, littles_law_ratio, number,
                    quantity, require)
 
 MIB = 1024.0 * 1024.0
@@ -50,16 +64,89 @@ _RBD_FINAL = re.compile(r"^elapsed:\s+(?P<elapsed>[\d.]+)\s+ops:\s+(?P<ops>\d+)\
 _RBD_TICK = re.compile(r"^\s*(?P<sec>\d+)\s+(?P<ops>\d+)\s+(?P<rate>[\d.]+)\s+(?P<bw>[\d.]+)"
                        r"(?:\s*(?P<unit>[KMGT]?i?B/s))?\s*$",
                        re.MULTILINE)
+_RBD_MIX = re.compile(r"^(?P<dir>read|write)_ops:\s+(?P<ops>\d+)\s+(?P=dir)_ops/sec:\s+(?P<rate>[\d.]+)\s+"
+                      r"(?P=dir)_bytes/sec:\s+(?P<bw>[\d.]+)(?:\s*(?P<unit>[KMGT]iB/s))?\s*$", re.MULTILINE)
+#: Rates assumed by the expected durations (plans, sample timeouts) of runs bounded by size, not time.
+ASSUMED_BYTES_PER_SEC = 50e6
+ASSUMED_IOPS = 500.0
 _OSD_PLAIN = re.compile(r"bench: wrote (?P<total>[\d.]+) (?P<tunit>[KMG]B) "
                         r"in blocks of (?P<bs>[\d.]+) (?P<bunit>[KMG]B) "
                         r"in (?P<sec>[\d.]+) sec at (?P<rate>[\d.]+) (?P<runit>[KMG]B/sec)")
 
 
-class RadosBench(ParseOnly):
-    """Parser for ``rados bench -p POOL SECONDS write|seq|rand`` summaries."""
+class _CephClient(Tool):
+    """Base of the Ceph client tools: ``ceph-common``'s commands and the cluster options they share."""
+
+    roles = ("client",)
+    debian_packages = ("ceph-common",)
+    version_command = ("ceph", "--version")
+    #: The parameters every Ceph client tool takes.
+    CLIENT_PARAMS = (
+        Param("client_id", "word", None, "", "the cephx user (default admin), its keyring in /etc/ceph"),
+        Param("config", "options", None, "", "Ceph options for this command only, e.g. {rbd_cache: \"true\"}"),
+    )
+
+    @staticmethod
+    def cluster_args(params: Mapping[str, Any]) -> list[str]:
+        """``--id`` when ``client_id`` is set, then ``config``'s overrides."""
+        args = [f"--id={params['client_id']}"] if params.get("client_id") else []
+        config = params.get("config") or {}
+        if not isinstance(config, Mapping):
+            raise ValueError(f"config: a mapping of Ceph options to values, e.g. {{rbd_cache: false}}; "
+                             f"found {config!r}")
+        for option, value in config.items():
+            if not re.fullmatch(r"[a-z][a-z0-9_]*", str(option)):
+                raise ValueError(f"config: {option!r} is not a Ceph option name (lowercase, digits, _)")
+            value = str(value).lower() if isinstance(value, bool) else str(value)
+            args.append(f"--{option}={value}")
+        return args
+
+
+def _required(params: Mapping[str, Any], key: str, tool: str, example: str) -> str:
+    if params.get(key) in (None, ""):
+        raise ValueError(f"{tool} needs the parameter {key!r} (e.g. {example})")
+    return str(params[key])
+
+
+class RadosBench(_CephClient):
+    """``rados bench -p POOL SECONDS write|seq|rand``: RADOS object bandwidth, IOPS and latency."""
 
     name = "rados_bench"
     parser_version = 1
+    version_command = ("rados", "--version")
+    primary_metric = "bandwidth"
+    additive = frozenset({"bandwidth", "iops", "ops"})
+    operations_metric = "ops"
+    params = (
+        Param("pool", "word", None, "", "the pool to bench (required)"),
+        Param("seconds", "number", 10, "s", "how long to write, or at most to read"),
+        Param("mode", "word", "write", "", "write, or read back what a write left: seq or rand",
+              choices=("write", "seq", "rand")),
+        Param("concurrent", "int", 16, "", "operations in flight (-t)"),
+        Param("object_size", "size", None, "byte", "object size of a write (-b; default 4 MiB)"),
+        Param("cleanup", "bool", True, "", "false: keep the written objects (--no-cleanup) for seq and rand"),
+        Param("run_name", "word", None, "", "the bench's run name (--run-name)"),
+        *_CephClient.CLIENT_PARAMS,
+    )
+
+    def commands(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> list[Command]:
+        """``rados [cluster options] -p POOL bench SECONDS MODE -t N [-b SIZE] [--no-cleanup] [--run-name N]``."""
+        mode = str(params.get("mode", "write"))
+        if mode not in ("write", "seq", "rand"):
+            raise ValueError(f"rados_bench: mode {mode!r}: use write, seq or rand")
+        argv = ["rados", *self.cluster_args(params), "-p", _required(params, "pool", self.name, "pool: bench"),
+                "bench", str(params.get("seconds", 10)), mode, "-t", str(params.get("concurrent", 16))]
+        if mode == "write" and params.get("object_size"):
+            argv += ["-b", str(params["object_size"])]
+        if mode == "write" and not params.get("cleanup", True):
+            argv.append("--no-cleanup")
+        if params.get("run_name"):
+            argv += ["--run-name", str(params["run_name"])]
+        return [Command("client", tuple(argv))]
+
+    def expected_duration(self, params: Mapping[str, Any]) -> float:
+        """The bench's seconds, plus a second to connect and (write) to finish the ops in flight."""
+        return float(params.get("seconds", 10)) + 1.0
 
     def parse(self, stdout: str, stderr: str = "", *, source: str = "") -> list[Measurement]:
         """Bandwidth, IOPS and latency statistics, per-second bandwidth, Little's-law rows."""
@@ -105,11 +192,42 @@ class RadosBench(ParseOnly):
         return rows
 
 
-class RbdBench(ParseOnly):
-    """Parser for ``rbd bench --io-type ... IMAGE`` (and the older ``rbd bench-write``)."""
+class RbdBench(_CephClient):
+    """``rbd bench --io-type ... POOL/IMAGE`` through librbd (the older ``rbd bench-write`` is parsed too)."""
 
     name = "rbd_bench"
-    parser_version = 1
+    parser_version = 2
+    version_command = ("rbd", "--version")
+    primary_metric = "iops"
+    additive = frozenset({"iops", "bandwidth", "ops"})
+    operations_metric = "ops"
+    params = (
+        Param("pool", "word", None, "", "the image's pool (required)"),
+        Param("image", "word", None, "", "the image (required)"),
+        Param("io_type", "word", "write", "", "the I/O", choices=("write", "read", "readwrite")),
+        Param("io_size", "size", "4K", "byte", "bytes per I/O"),
+        Param("io_threads", "int", 16, "", "I/Os in flight"),
+        Param("io_total", "size", "64M", "byte", "bytes of I/O in the run"),
+        Param("io_pattern", "word", "seq", "", "sequential or random offsets", choices=("seq", "rand")),
+        Param("rw_mix_read", "int", None, "%", "share of reads of a readwrite run"),
+        *_CephClient.CLIENT_PARAMS,
+    )
+
+    def commands(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> list[Command]:
+        """``rbd [cluster options] bench --io-type T ... --pool POOL --image IMAGE``."""
+        argv = ["rbd", *self.cluster_args(params), "bench", "--io-type", str(params.get("io_type", "write")),
+                "--io-size", str(params.get("io_size", "4K")), "--io-threads", str(params.get("io_threads", 16)),
+                "--io-total", str(params.get("io_total", "64M")), "--io-pattern", str(params.get("io_pattern", "seq"))]
+        if params.get("rw_mix_read") is not None:
+            argv += ["--rw-mix-read", str(params["rw_mix_read"])]
+        return [Command("client", (*argv, "--pool", _required(params, "pool", self.name, "pool: bench"),
+                                   "--image", _required(params, "image", self.name, "image: img")))]
+
+    def expected_duration(self, params: Mapping[str, Any]) -> float:
+        """``io_total`` at :data:`ASSUMED_BYTES_PER_SEC` or its I/Os at :data:`ASSUMED_IOPS`, whichever is longer."""
+        total = _size(params.get("io_total", "64M"))
+        ops = total / max(_size(params.get("io_size", "4K")), 1)
+        return max(total / ASSUMED_BYTES_PER_SEC, ops / ASSUMED_IOPS) + 1.0
 
     def parse(self, stdout: str, stderr: str = "", *, source: str = "") -> list[Measurement]:
         """IOPS, ops, elapsed and bandwidth of the run, and the per-second table."""
@@ -129,6 +247,11 @@ class RbdBench(ParseOnly):
         rows.add("ops", final["ops"], "count", "ops", **dims)
         rows.add("iops", final["rate"], "IOPS", "ops/sec", **dims)
         rows.add("bandwidth", _rbd_bytes(final, source), "byte/s", "bytes/sec", **dims)
+        for mix in _RBD_MIX.finditer(stdout[final.end():]):  # readwrite: each direction's share
+            rows.add("ops", mix["ops"], "count", f"{mix['dir']}_ops", direction=mix["dir"], **dims)
+            rows.add("iops", mix["rate"], "IOPS", f"{mix['dir']}_ops/sec", direction=mix["dir"], **dims)
+            rows.add("bandwidth", _rbd_bytes(mix, source), "byte/s", f"{mix['dir']}_bytes/sec", direction=mix["dir"],
+                     **dims)
         for tick in _RBD_TICK.finditer(stdout[:final.start()]):
             window = {"interval_start": float(int(tick["sec"]) - 1), "interval_end": float(tick["sec"]), **dims}
             rows.add("iops", tick["rate"], "IOPS", f"OPS/SEC at sec {tick['sec']}", **window)
@@ -136,11 +259,31 @@ class RbdBench(ParseOnly):
         return rows
 
 
-class CephOsdBench(ParseOnly):
-    """Parser for ``ceph tell osd.N bench [TOTAL] [BLOCK]`` (JSON, or the old plain text)."""
+class CephOsdBench(_CephClient):
+    """``ceph tell osd.N bench [TOTAL] [BLOCK]``: one OSD writing through BlueStore (JSON, or the old plain text)."""
 
     name = "ceph_osd_bench"
     parser_version = 1
+    primary_metric = "bandwidth"
+    params = (
+        Param("osd", "int", None, "", "the OSD's id (required)"),
+        Param("bytes", "size", 1 << 30, "byte", "bytes the OSD writes"),
+        Param("block_size", "size", 4 << 20, "byte", "bytes per write"),
+        *_CephClient.CLIENT_PARAMS,
+    )
+
+    def commands(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> list[Command]:
+        """``ceph [cluster options] tell osd.N bench BYTES BLOCK_SIZE`` (JSON on stdout)."""
+        osd = _required(params, "osd", self.name, "osd: 0")
+        if not osd.isdigit():
+            raise ValueError(f"ceph_osd_bench: osd {osd!r}: an OSD id, e.g. 0")
+        return [Command("client", ("ceph", *self.cluster_args(params), "tell", f"osd.{osd}", "bench",
+                                   str(_size(params.get("bytes", 1 << 30))),
+                                   str(_size(params.get("block_size", 4 << 20)))))]
+
+    def expected_duration(self, params: Mapping[str, Any]) -> float:
+        """``bytes`` at :data:`ASSUMED_BYTES_PER_SEC`, plus a second for the command's round trips."""
+        return _size(params.get("bytes", 1 << 30)) / ASSUMED_BYTES_PER_SEC + 1.0
 
     def parse(self, stdout: str, stderr: str = "", *, source: str = "") -> list[Measurement]:
         """Bytes written, block size, elapsed, bandwidth and IOPS."""
@@ -164,6 +307,14 @@ class CephOsdBench(ParseOnly):
         rows.add("bandwidth", values["bytes_per_sec"], "byte/s", "bytes_per_sec")
         rows.add("iops", values["iops"], "IOPS", "iops")
         return rows
+
+
+def _size(value: Any) -> int:
+    """Bytes of a size parameter: a number, or one with K, M, G (powers of 1024; rbd's and rados's syntax)."""
+    match = re.fullmatch(r"(\d+)([KMG]?)i?B?", str(value).strip(), re.IGNORECASE)
+    if not match:
+        raise ValueError(f"size {value!r}: use bytes or a number with K, M or G (e.g. 4M)")
+    return int(match[1]) << {"": 0, "K": 10, "M": 20, "G": 30}[match[2].upper()]
 
 
 def _rbd_bytes(match: re.Match[str], source: str) -> float:

@@ -69,8 +69,8 @@ class StressNg(Tool):
     def parse(self, stdout: str, stderr: str = "", *, source: str = "") -> list[Measurement]:
         """Bogo-ops, rates over real and CPU time, and times per stressor."""
         if re.search(r"unsuccessful run completed|stress-ng: (?:error|fail):", stdout + stderr):
-            line = next(l for l in (stdout + "\n" + stderr).splitlines()
-                        if re.search(r"unsuccessful|error:|fail:", l))
+            line = next(text for text in (stdout + "\n" + stderr).splitlines()
+                        if re.search(r"unsuccessful|error:|fail:", text))
             raise ParseError(source, "a successful stress-ng run", line.strip())
         _blocks.once(stdout, *_YAML_SECTIONS, source=source)
         _blocks.once(stdout + "\n" + stderr, "dispatching hogs", "successful run completed", source=source)

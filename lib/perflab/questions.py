@@ -1,0 +1,247 @@
+"""Pre-registered questions: declared in a study before its data, frozen with the first sample.
+
+A study's ``study.yaml`` lists ``questions:`` (what each campaign is to decide: the seed's
+claim, one primary metric, the contrast and expected direction, the SESOI and its source,
+alpha, family, test and the planned n) and ``deviations:`` (a field changed after data
+exist, with the reason). :func:`load` reads and checks them (one line per problem, naming
+file, line and field). :func:`freeze` is the record the runner writes once, as
+``questions.json`` beside ``campaign.json``, when a campaign's first sample is stored; it
+holds the digest and the questions as declared then. :func:`changes` compares that record
+with today's declaration: every changed field not declared as a deviation is a problem,
+which ``perflab verify`` reports. Deciding the questions is :mod:`perflab.stats.verdict`;
+``docs/studies.md`` documents the fields.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import study, yamlfile
+
+#: Version of the ``questions.json`` record.
+RECORD_FORMAT = 1
+#: File name of the frozen record in a campaign's raw directory.
+RECORD = "questions.json"
+
+
+class QuestionError(ValueError):
+    """A question or deviation is declared wrongly; ``str()`` lists ``file:line: field: problem`` lines."""
+
+
+@dataclass(frozen=True)
+class Question:
+    """One pre-registered question of a study (fields as in ``docs/studies.md``)."""
+
+    id: str
+    study: str
+    claim: str
+    campaign: str
+    metric: str
+    factor: str
+    baseline: str
+    versus: str
+    expected: str
+    sesoi: float
+    sesoi_source: str
+    sesoi_reason: str
+    n: int
+    alpha: float = 0.05
+    family: str = ""
+    correction: str = "bonferroni"
+    test: str = "blocked"
+    select: dict[str, Any] = field(default_factory=dict)
+    within: dict[str, str] = field(default_factory=dict)
+    per_run: str | None = None
+    secondary: tuple[str, ...] = ()
+    planning: dict[str, Any] = field(default_factory=dict)
+    text: str = ""
+
+    def declared(self) -> dict[str, Any]:
+        """The question as declared (what is frozen and compared), without the study id."""
+        out = asdict(self)
+        out.pop("study")
+        out["secondary"] = list(self.secondary)
+        return out
+
+
+@dataclass(frozen=True)
+class Deviation:
+    """A declared change of one field of one question after its data existed."""
+
+    question: str
+    field: str
+    reason: str
+
+
+def _claims(root: Path, doc: dict[str, Any]) -> set[str] | None:
+    """Claim ids of the study's claims file (a published file ending in ``-claims.csv``), or None."""
+    files = [p for p in doc.get("published", []) if p.endswith("-claims.csv")]
+    if not files:
+        return None
+    with open(root / files[0], newline="", encoding="utf-8") as fh:
+        return {row["claim"] for row in csv.DictReader(fh)}
+
+
+def load(study_dir: str | Path, root: str | Path = ".") -> tuple[list[Question], list[Deviation]]:
+    """The questions and deviations of ``<study_dir>/study.yaml`` (relative to ``root``), checked.
+
+    The study schema checks each field's form (``lib/perflab/schemas/study.schema.json``);
+    this checks what refers elsewhere: the claim, the campaign, unique ids, the question a
+    deviation names. Raises :class:`QuestionError` with one ``file:line: field: problem``
+    line per problem.
+    """
+    root = Path(root)
+    folder = Path(study_dir)
+    rel = folder.relative_to(root).as_posix() if folder.is_absolute() else folder.as_posix()
+    declared = study.load(rel, root)
+    doc, lines = yamlfile.read_yaml(root / declared.declaration, study.SCHEMA, "study")
+    where = declared.declaration
+
+    def at(*path: Any) -> str:
+        key = tuple(path)
+        while key and key not in lines:
+            key = key[:-1]
+        return f"{where}:{lines.get(key, 1)}: {'.'.join(map(str, path))}"
+
+    problems: list[str] = []
+    claims = _claims(root, doc)
+    campaigns = {c.id for c in declared.campaigns}
+    out: list[Question] = []
+    seen: set[str] = set()
+    for i, q in enumerate(doc.get("questions") or []):
+        qid = str(q["id"])
+        if qid in seen:
+            problems.append(f"{at('questions', i, 'id')}: {qid!r} is declared twice; give each question its own id")
+        seen.add(qid)
+        claim = str(q["claim"])
+        if claims is not None and claim not in claims:
+            problems.append(f"{at('questions', i, 'claim')}: {claim!r} is not a claim of the study's claims file; "
+                            f"use one of {', '.join(sorted(claims)[:6])}...")
+        if claims is None and not (claim.startswith("seed:") and claim[5:].isdigit() and q.get("quote")):
+            problems.append(f"{at('questions', i, 'claim')}: expected 'seed:<line>' with a `quote:` (the study has "
+                            f"no claims file); found {claim!r}")
+        if campaigns and q["campaign"] not in campaigns:
+            problems.append(f"{at('questions', i, 'campaign')}: {q['campaign']!r} is not a campaign of this study "
+                            f"({', '.join(sorted(campaigns))})")
+        sesoi, alpha = q["sesoi"], q.get("alpha", 0.05)
+        out.append(Question(
+            id=qid, study=declared.id, claim=claim, campaign=str(q["campaign"]),
+            metric=str(q["metric"]), factor=str(q["factor"]), baseline=str(q["baseline"]), versus=str(q["versus"]),
+            expected=str(q["expected"]), sesoi=float(sesoi["value"]), sesoi_source=str(sesoi["source"]),
+            sesoi_reason=str(sesoi["reason"]), n=int(q["n"]),
+            alpha=float(alpha), family=str(q.get("family", q["campaign"])),
+            correction=str(q.get("correction", "bonferroni")), test=str(q.get("test", "blocked")),
+            select=dict(q.get("select") or {}), within={str(k): str(v) for k, v in (q.get("within") or {}).items()},
+            per_run=q.get("per_run"), secondary=tuple(q.get("secondary") or ()), planning=dict(q.get("planning") or {}),
+            text=str(q.get("text", ""))))
+    deviations = []
+    for i, d in enumerate(doc.get("deviations") or []):
+        if str(d["question"]) not in seen:
+            problems.append(f"{at('deviations', i, 'question')}: no question {d['question']!r} in this study")
+        deviations.append(Deviation(str(d["question"]), str(d["field"]), str(d["reason"])))
+    if problems:
+        raise QuestionError("\n".join(problems))
+    return out, deviations
+
+
+def family_size(questions: list[Question], q: Question) -> int:
+    """How many questions share ``q``'s family (1 when its correction is ``none``)."""
+    return 1 if q.correction == "none" else sum(1 for o in questions if o.family == q.family)
+
+
+def digest(questions: list[Question]) -> str:
+    """SHA-256 of the questions as declared (canonical JSON, sorted keys)."""
+    text = json.dumps([q.declared() for q in questions], sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def freeze(study: str, campaign: str, questions: list[Question]) -> str:
+    """The ``questions.json`` record of ``campaign``'s questions (JSON text), written once with its first sample."""
+    own = [q for q in questions if q.campaign == campaign]
+    return json.dumps({"format": RECORD_FORMAT, "kind": "questions record", "study": study, "campaign": campaign,
+                       "digest": digest(own), "questions": [q.declared() for q in own]}, indent=1, sort_keys=True) + "\n"
+
+
+def for_campaign_file(campaign_file: str | Path, campaign: str) -> str | None:
+    """The frozen record for a campaign file under ``studies/<id>/campaigns/``; None outside a study or when
+    no question of the study names ``campaign``."""
+    path = Path(campaign_file).resolve()
+    study_dir = next((p for p in path.parents if (p / "study.yaml").is_file()), None)
+    if study_dir is None:
+        return None
+    root = study_dir.parent.parent
+    questions, _ = load(study_dir.relative_to(root), root)
+    if not any(q.campaign == campaign for q in questions):
+        return None
+    return freeze(study_dir.name, campaign, questions)
+
+
+def read_record(path: str | Path) -> dict[str, Any]:
+    """Read a ``questions.json`` and check its kind and version."""
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    if data.get("kind") != "questions record" or data.get("format") != RECORD_FORMAT:
+        raise QuestionError(f"{path}: expected a questions record of format {RECORD_FORMAT}; found kind "
+                            f"{data.get('kind')!r}, format {data.get('format')!r}: upgrade perflab")
+    return data
+
+
+def changes(record: dict[str, Any], questions: list[Question], deviations: list[Deviation]) -> list[str]:
+    """Fields of the frozen questions that differ from today's declaration and are not declared deviations.
+
+    One sentence per change, naming the campaign, the question and the field; a frozen
+    question that is no longer declared is a change of every field.
+    """
+    allowed = {(d.question, d.field) for d in deviations}
+    now = {q.id: q.declared() for q in questions}
+    out = []
+    for frozen in record["questions"]:
+        qid = frozen["id"]
+        current = now.get(qid)
+        if current is None:
+            if (qid, "*") not in allowed:
+                out.append(f"campaign {record['campaign']}: question {qid} was removed after its data existed; "
+                           f"declare it under deviations: with field '*' and a reason")
+            continue
+        for key in sorted(set(frozen) | set(current)):
+            if frozen.get(key) != current.get(key) and (qid, key) not in allowed:
+                out.append(f"campaign {record['campaign']}: question {qid} field {key} changed after its data existed "
+                           f"({frozen.get(key)!r} -> {current.get(key)!r}); declare it under deviations: "
+                           "with a reason, or restore it")
+    return out
+
+
+def deviation_rows(deviations: list[Deviation]) -> list[dict[str, str]]:
+    """The deviations as plain rows for a chapter's table."""
+    return [{"question": d.question, "field": d.field, "reason": d.reason} for d in deviations]
+
+
+def frozen_problems(root: str | Path = ".") -> list[tuple[str, str]]:
+    """(raw directory's record, problem) for every frozen question changed without a declared deviation.
+
+    Reads ``data/raw/<campaign>/questions.json`` of every campaign a study under ``root``
+    declares; a study whose questions cannot be loaded is one problem.
+    """
+    root = Path(root)
+    out: list[tuple[str, str]] = []
+    try:
+        studies = study.discover(root)
+    except study.StudyError as exc:
+        return [("studies", str(exc).splitlines()[0])]
+    for s in studies:
+        records = [(c.id, root / "data/raw" / c.id / RECORD) for c in s.campaigns]
+        records = [(c, p) for c, p in records if p.is_file()]
+        if not records:
+            continue
+        try:
+            declared, deviations = load(s.folder, root)
+        except QuestionError as exc:
+            out.append((s.declaration, str(exc).splitlines()[0]))
+            continue
+        for _, path in records:
+            out += [(path.relative_to(root).as_posix(), text) for text in changes(read_record(path), declared, deviations)]
+    return out

@@ -1,0 +1,145 @@
+"""A study's pre-registered questions decided and laid out the same way in every chapter.
+
+For each question of :mod:`perflab.questions`, the rows of its campaign's tidy table are
+selected (its primary metric, its ``select`` and ``within`` levels, one value per sample)
+and :func:`perflab.stats.verdict.decide` decides it; this module writes the verdict table,
+the deviations table and the macros a chapter's prose uses for every verdict word
+(``\\plv{<study>/verdict/<question>}``), so no verdict is typed by hand.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable, Mapping
+
+import pandas as pd
+
+from .. import questions as qmod
+from ..stats import StatsInputError
+from ..stats.levels import select_rows
+from ..stats.verdict import Decision, decide
+from . import latex, lineage, macros
+
+#: Columns of the verdict table, the same in every chapter.
+COLUMNS = ("Question", "Claim", "Contrast", "Expected", "n", "Change [adj. CI]", "SESOI", "p (adj.)", "TOST p",
+           "Verdict")
+
+
+def question_rows(df: pd.DataFrame, q: qmod.Question) -> tuple[pd.DataFrame, str]:
+    """One row per measured sample of ``q``'s primary metric at its ``within`` levels; the value column."""
+    sel = select_rows(df, q.metric, q.select or None, per_run=q.per_run, source=q.campaign)
+    data = sel.data
+    for factor, level in q.within.items():
+        data = data[data[factor].astype(str) == level]
+    if data.empty:
+        raise StatsInputError(f"{q.campaign}, question {q.id}", f"samples at {q.within}", "none",
+                              "Check the question's within: levels against the campaign's factors.")
+    return data, sel.value
+
+
+def evaluate(study_dir: str | Path, root: str | Path, table: Callable[[str], pd.DataFrame | None]
+             ) -> list[tuple[qmod.Question, Decision | None, str]]:
+    """Decide every question of a study; ``table(campaign)`` gives a campaign's tidy table (None: no data yet).
+
+    A question without data, or whose data cannot be analysed, gets no decision and a note.
+    """
+    declared, _ = qmod.load(study_dir, root)
+    out = []
+    for q in declared:
+        df = table(q.campaign)
+        if df is None:
+            out.append((q, None, f"no data of {q.campaign} yet"))
+            continue
+        try:
+            data, value = question_rows(df, q)
+            d = decide(data, value=value, factor=q.factor, a=q.baseline, b=q.versus, expected=q.expected,
+                       sesoi=q.sesoi, alpha=q.alpha, m=qmod.family_size(declared, q), test=q.test)
+        except StatsInputError as exc:
+            out.append((q, None, str(exc)))
+            continue
+        out.append((q, d, "; ".join(d.notes)))
+    return out
+
+
+def _pct(x: float) -> str:
+    """A relative change in percent for a table cell (siunitx number, sign shown)."""
+    return "--" if pd.isna(x) else f"\\num{{{100 * x:+.1f}}}\\,\\%"
+
+
+def table_tex(study: str, results: list[tuple[qmod.Question, Decision | None, str]], *, caption: str,
+              label: str) -> str:
+    """The verdict table: one row per question, in declaration order."""
+    rows = []
+    for q, d, _ in results:
+        where = ", ".join(f"{k} = {v}" for k, v in q.within.items())
+        rows.append({
+            "Question": latex.escape_latex(q.id), "Claim": latex.escape_latex(q.claim),
+            "Contrast": latex.escape_latex(f"{q.metric}: {q.factor} {q.versus} vs {q.baseline}"
+                                           + (f" ({where})" if where else "")),
+            "Expected": latex.escape_latex(q.expected),
+            "n": f"{d.n_a}/{d.n_b}" if d else "0",
+            "Change [adj. CI]": f"{_pct(d.rel_diff)} {latex.format_ci(d.ci_low, d.ci_high, percent=True)}" if d else "--",
+            "SESOI": f"$\\pm$\\num{{{100 * q.sesoi:g}}}\\,\\%",
+            "p (adj.)": latex.format_p(d.p_adjusted) if d else "--",
+            "TOST p": latex.format_p(d.tost_p) if d else "--",
+            "Verdict": f"\\plv{{{study}/verdict/{q.id}}}"})
+    body = pd.DataFrame(rows, columns=list(COLUMNS))
+    notes = ["Each question was declared before its campaign's data (study.yaml, questions:). Change: relative "
+             "difference of means, versus against baseline; the test is the blocked analysis (paired $t$ on block "
+             "differences) unless noted; interval and $p$ are Bonferroni-adjusted over the question's family; "
+             "TOST: two one-sided tests within $\\pm$SESOI at $\\alpha$/m. Verdicts: equivalent (TOST), supported or "
+             "contradicted (significant, in or against the expected direction), otherwise inconclusive."]
+    secondary = [f"{q.id}: {', '.join(q.secondary)}" for q, _, _ in results if q.secondary]
+    if secondary:
+        notes.append("Secondary metrics (reported in the chapter's tables, not decided): "
+                     + latex.escape_latex("; ".join(secondary)) + ".")
+    extra = [f"{q.id}: {n}" for q, _, n in results if n]
+    if extra:
+        notes.append(latex.escape_latex("; ".join(extra)) + ".")
+    return latex.latex_table(body, caption=caption, label=label, escape=False, column_format="lllllrrrrl", notes=notes)
+
+
+def deviations_tex(devs: list[qmod.Deviation], *, caption: str, label: str) -> str:
+    """The deviations table: every change of a question after its data existed, with its reason."""
+    rows = qmod.deviation_rows(devs) or [{"question": "--", "field": "--", "reason": "none declared"}]
+    body = pd.DataFrame([{"Question": latex.escape_latex(r["question"]), "Field": latex.escape_latex(r["field"]),
+                          "Reason": latex.escape_latex(r["reason"])} for r in rows])
+    return latex.latex_table(body, caption=caption, label=label, escape=False, column_format="llp{9cm}")
+
+
+def values(study: str, results: list[tuple[qmod.Question, Decision | None, str]]) -> dict[str, str]:
+    """Macros: ``<study>/verdict/<id>`` (the verdict word), ``.../change``, ``.../ci``, ``.../p``, ``.../n``
+    per question, and ``<study>/verdicts/<word>`` counts."""
+    out: dict[str, str] = {}
+    counts = {w: 0 for w in ("supported", "contradicted", "equivalent", "inconclusive")}
+    for q, d, _ in results:
+        word = d.verdict if d else "inconclusive"
+        counts[word] += 1
+        stem = f"{study}/verdict/{q.id}"
+        out[stem] = word
+        out[f"{stem}/n"] = f"{min(d.n_a, d.n_b)}" if d else "0"
+        out[f"{stem}/change"] = _pct(d.rel_diff) if d else "--"  # no data yet: the prose still compiles
+        out[f"{stem}/ci"] = latex.format_ci(d.ci_low, d.ci_high, percent=True) if d else "--"
+        out[f"{stem}/p"] = latex.format_p(d.p_adjusted) if d else "--"
+    out.update({f"{study}/verdicts/{w}": str(c) for w, c in counts.items()})
+    out[f"{study}/verdicts/questions"] = str(len(results))
+    return out
+
+
+def write(study_dir: str | Path, root: str | Path, *, paper_dir: str | Path, tables: Mapping[str, pd.DataFrame],
+          inputs: list[str | Path], generator: str) -> dict[str, Path]:
+    """Write ``<study>-verdicts.tex`` and ``<study>-deviations.tex`` (tables) and ``<study>-verdicts.tex`` (macros)."""
+    root = Path(root)
+    study = Path(study_dir).name
+    results = evaluate(study_dir, root, lambda c: tables.get(c))
+    _, devs = qmod.load(study_dir, root)
+    paper = Path(paper_dir)
+    out = {"verdicts": lineage.atomic_text(paper / "tables" / f"{study}-verdicts.tex", table_tex(
+               study, results, caption="Pre-registered questions and their verdicts.", label=f"tab:{study}-verdicts")),
+           "deviations": lineage.atomic_text(paper / "tables" / f"{study}-deviations.tex", deviations_tex(
+               devs, caption="Changes to the questions after their data existed.", label=f"tab:{study}-deviations"))}
+    for path in out.values():
+        lineage.write([path], inputs, generator=generator)
+    out["macros"] = macros.write(paper / "macros" / f"{study}-verdicts.tex", values(study, results), inputs=inputs,
+                                 generator=generator)
+    return out

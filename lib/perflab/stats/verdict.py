@@ -1,0 +1,133 @@
+"""A pre-registered question decided by its data: supported, contradicted, equivalent or inconclusive.
+
+One contrast (level b of a factor against level a), one primary metric, a smallest effect
+size of interest (SESOI, relative to a's mean) and an expected direction, all stated before
+the data. The test is the one the design implies: the paired t on block differences for an
+RMIT schedule (:mod:`perflab.stats.blocked`), or Welch's t. Multiplicity: the question's
+family of m questions is Bonferroni-corrected, so both the p-value and the interval are
+adjusted (:mod:`perflab.stats.family`). Equivalence: two one-sided tests (TOST) within
+±SESOI at alpha / m (Schuirmann 1987; Lakens 2017). The decision, in this order:
+
+1. **equivalent**: TOST rejects both one-sided nulls (the effect is inside ±SESOI);
+2. **supported**: the difference is significant in the expected direction;
+3. **contradicted**: significant in the other direction, or, for an expected
+   equivalence, the whole interval lies outside ±SESOI;
+4. **inconclusive**: none of these (too few samples or too much spread to decide).
+
+"No difference" is therefore only ever *equivalent* (TOST) or *inconclusive*, never read from
+a non-significant p-value (Lakens, Scheel & Isager 2018).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ._input import StatsInputError, plain
+from .blocked import blocked_compare, has_blocks, paired_by_block
+from .compare import compare
+from .equivalence import tost
+from .family import adjusted_level
+from .power import n_for_effect
+
+#: The four outcomes, in the order they are decided.
+VERDICTS = ("equivalent", "supported", "contradicted", "inconclusive")
+#: Expected outcomes a question may state.
+EXPECTED = ("higher", "lower", "equivalent")
+#: Tests a question may name: the blocked (paired by block) analysis, or Welch's t.
+TESTS = ("blocked", "welch")
+#: The fewest samples per cell a question may plan (asked for by this project's users).
+MIN_N = 40
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What the data decided for one question, with the numbers behind it."""
+
+    verdict: str
+    test: str
+    n_a: int
+    n_b: int
+    rel_diff: float
+    ci_low: float
+    ci_high: float
+    ci_level: float
+    p_value: float
+    p_adjusted: float
+    tost_p: float
+    sesoi: float
+    m: int
+    notes: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        """Return the decision as a dict of plain values."""
+        return plain(asdict(self))
+
+
+def required_n(sesoi: float, cv: float, *, alpha: float = 0.05, m: int = 1, power: float = 0.8,
+               paired: bool = True) -> int:
+    """Samples per cell for a two-sided t test at alpha / m to detect ``sesoi`` with ``power``, at least :data:`MIN_N`."""
+    return max(MIN_N, n_for_effect(sesoi, cv, alpha=alpha / max(1, m), power=power, paired=paired))
+
+
+def decide(df: pd.DataFrame, *, value: str, factor: str, a: Any, b: Any, expected: str, sesoi: float,
+           alpha: float = 0.05, m: int = 1, test: str = "blocked", block: str = "block") -> Decision:
+    """Decide one question on ``df`` (one row per sample): level ``b`` of ``factor`` against level ``a``.
+
+    ``sesoi`` is relative to a's mean (0.05 = ±5 %); ``m`` is the size of the question's
+    family (Bonferroni). ``test="blocked"`` pairs by ``block`` and needs complete blocks;
+    when the data have none, Welch's t is used and a note says so.
+    """
+    if expected not in EXPECTED:
+        raise StatsInputError("decide(expected=...)", f"one of {EXPECTED}", repr(expected), "State the expected outcome.")
+    if test not in TESTS:
+        raise StatsInputError("decide(test=...)", f"one of {TESTS}", repr(test), "Name a declared test.")
+    if not sesoi > 0:
+        raise StatsInputError("decide(sesoi=...)", "a positive relative SESOI", repr(sesoi), "State the SESOI.")
+    level = adjusted_level(1 - alpha, m)
+    notes: list[str] = []
+    sub = df[df[factor].astype(str).isin([str(a), str(b)])]
+    paired = test == "blocked" and has_blocks(sub, factor, block)
+    if test == "blocked" and not paired:
+        notes.append(f"no complete blocks of {factor} = {a}, {b}: Welch's t instead of the blocked analysis")
+    if paired:
+        c = blocked_compare(sub, value, factor, block, a, b, level=level)
+        xa, xb, _ = paired_by_block(sub, value, factor, block, a, b)
+    else:
+        xa = sub.loc[sub[factor].astype(str) == str(a), value].to_numpy(float)
+        xb = sub.loc[sub[factor].astype(str) == str(b), value].to_numpy(float)
+        c = compare(xa, xb, level=level)
+    eq = tost(xa, xb, sesoi, relative=True, paired=paired, alpha=alpha / max(1, m))
+    p_adj = min(1.0, c.p_value * max(1, m)) if math.isfinite(c.p_value) else math.nan
+    low, high = c.rel_diff_ci
+    significant = p_adj < alpha
+    if eq.equivalent:
+        verdict = "equivalent"
+    elif significant and ((c.rel_diff > 0) == (expected == "higher")) and expected != "equivalent":
+        verdict = "supported"
+    elif (significant and expected != "equivalent") or (expected == "equivalent" and (low > sesoi or high < -sesoi)):
+        verdict = "contradicted"
+    else:
+        verdict = "inconclusive"
+    if verdict == "inconclusive" and min(xa.size, xb.size) < MIN_N:
+        notes.append(f"n = {min(xa.size, xb.size)} per cell, below the planned {MIN_N}")
+    return Decision(verdict=verdict, test=c.test, n_a=int(xa.size), n_b=int(xb.size), rel_diff=float(c.rel_diff),
+                    ci_low=float(low), ci_high=float(high), ci_level=level, p_value=float(c.p_value),
+                    p_adjusted=float(p_adj), tost_p=float(eq.p_value), sesoi=float(sesoi), m=int(m),
+                    notes=tuple(notes) + tuple(n for n in c.notes if "bootstrap" not in n))
+
+
+def pilot_cv(df: pd.DataFrame, *, value: str, factor: str, a: Any, b: Any, block: str = "block") -> float:
+    """The CV a power analysis needs for the question's test: of the block differences b - a relative to
+    a's mean when the data have complete blocks, else the pooled CV of the two cells."""
+    sub = df[df[factor].astype(str).isin([str(a), str(b)])]
+    if has_blocks(sub, factor, block):
+        xa, xb, _ = paired_by_block(sub, value, factor, block, a, b)
+        return float(np.std(xb - xa, ddof=1) / abs(np.mean(xa)))
+    xa = sub.loc[sub[factor].astype(str) == str(a), value].to_numpy(float)
+    xb = sub.loc[sub[factor].astype(str) == str(b), value].to_numpy(float)
+    return float(np.sqrt((np.var(xa, ddof=1) + np.var(xb, ddof=1)) / 2) / abs(np.mean(xa)))

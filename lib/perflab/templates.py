@@ -1,0 +1,108 @@
+"""Notebook templates' parameter contracts: what each ``notebooks/*.ipynb`` accepts, declared in its metadata.
+
+A template's ``metadata.perflab.parameters`` maps each parameter of its ``parameters`` cell
+to ``type`` (one of :data:`TYPES`, or a list of them), ``default`` (the cell's value),
+``required`` (the pipeline or the study must give it) and ``doc`` (a sentence). A study
+declaration's analysis is checked against it when the study is loaded (``perflab studies
+list``, ``snakemake -n``, the pipeline): an unknown parameter is refused with the nearest
+declared name, a value of another type with the declared one. The declarations mirror the
+parameters cell (``tests/test_templates.py`` fails when they drift apart).
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import io
+import json
+import tokenize
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+#: Declared type -> the Python types a value of it may have (YAML gives these).
+TYPES: dict[str, tuple[type, ...]] = {"string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,),
+                                      "list": (list,), "mapping": (dict,), "null": (type(None),),
+                                      "any": (object,)}
+
+
+def parameters_cell(notebook: Mapping[str, Any]) -> str:
+    """The source of a notebook's cell tagged ``parameters`` (papermill's convention); empty when it has none."""
+    for cell in notebook.get("cells", []):
+        if "parameters" in cell.get("metadata", {}).get("tags", []):
+            return "".join(cell["source"])
+    return ""
+
+
+def from_cell(source: str) -> dict[str, tuple[Any, str]]:
+    """Each ``name = literal  # comment`` of a parameters cell: name -> (default, comment), in order."""
+    comments = {tok.start[0]: tok.string.lstrip("# ").strip()
+                for tok in tokenize.generate_tokens(io.StringIO(source).readline) if tok.type == tokenize.COMMENT}
+    out = {}
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            out[node.targets[0].id] = (ast.literal_eval(node.value), comments.get(node.lineno, ""))
+    return out
+
+
+def type_of(value: Any) -> str:
+    """The declared type name of a default value."""
+    if isinstance(value, bool):
+        return "boolean"
+    for name in ("integer", "number", "string", "list", "mapping", "null"):
+        if isinstance(value, TYPES[name]):
+            return name
+    return "any"
+
+
+def _fits(value: Any, types: str | list[str]) -> bool:
+    names = [types] if isinstance(types, str) else types
+    for name in names:
+        if name == "any" or (isinstance(value, TYPES[name]) and not (isinstance(value, bool) and name != "boolean")):
+            return True
+    return False
+
+
+def declared(meta: Mapping[str, Any]) -> dict[str, dict[str, Any]] | None:
+    """A template's declared parameters (from ``metadata.perflab``), or None when it declares none."""
+    params = meta.get("parameters")
+    return params if isinstance(params, dict) else None
+
+
+def problems(template: str, meta: Mapping[str, Any], given: Mapping[str, Any],
+             at: Callable[[str], str]) -> list[str]:
+    """One line per parameter in ``given`` that template ``template`` does not declare or declares another type for.
+
+    ``at(name)`` is the location of a parameter (``file:line: analyses.N.parameters.name``).
+    """
+    params = declared(meta)
+    if params is None:
+        return [f"{at('')}: template {template} declares no parameters (metadata perflab.parameters); declare them "
+                "(docs/studies.md)"]
+    out = []
+    for name, value in given.items():
+        spec = params.get(str(name))
+        if spec is None:
+            near = difflib.get_close_matches(str(name), params, n=1)
+            hint = f"did you mean {near[0]!r}? " if near else ""
+            out.append(f"{at(str(name))}: template {template} has no parameter {name!r}; {hint}"
+                       f"its parameters: {', '.join(params)}")
+        elif not _fits(value, spec["type"]):
+            types = spec["type"] if isinstance(spec["type"], str) else " or ".join(spec["type"])
+            out.append(f"{at(str(name))}: template {template} expects {types} ({spec['doc']}); found {value!r}")
+    return out
+
+
+def declaration(notebook: str | Path) -> dict[str, dict[str, Any]]:
+    """The declaration a template's parameters cell implies, keeping the types and ``required`` it already declares.
+
+    A new parameter gets the type of its default and its comment as ``doc``; an existing
+    declaration keeps its (possibly wider) type and its ``required``.
+    """
+    nb = json.loads(Path(notebook).read_text())
+    old = declared(nb.get("metadata", {}).get("perflab", {})) or {}
+    out = {}
+    for name, (default, comment) in from_cell(parameters_cell(nb)).items():
+        before = old.get(name, {})
+        out[name] = {"type": before.get("type", type_of(default)), "default": default,
+                     "required": before.get("required", False), "doc": comment or before.get("doc", "")}
+    return out

@@ -1,0 +1,177 @@
+"""Pre-registered questions: declared by every seed study, checked at load, frozen with the data, decided."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from perflab import questions, verify
+from perflab.report import verdicts
+from perflab.stats.verdict import EXPECTED, MIN_N, decide, required_n
+
+ROOT = Path(__file__).resolve().parents[1]
+SEEDS = ("000-cedri", "001-unnoba-ceph", "002-pfsense-neighbour", "003-openstack-opennebula", "004-aoe-iscsi")
+#: Verdict words that only a macro may print next to a claim or question.
+VERDICT_WORDS = re.compile(r"\b(supported|unsupported|contradicted|equivalent|inconclusive|confirmed|refuted|"
+                           r"reproduced|not reproduced)\b", re.I)
+CLAIM_REF = re.compile(r"\b(C\d\d|Q\d+|claims?)\b")
+
+
+@pytest.mark.parametrize("study", SEEDS)
+def test_every_seed_study_declares_questions_with_a_sesoi_and_a_planned_n(study):
+    declared, _ = questions.load(f"studies/{study}", ROOT)
+    assert declared, f"{study} declares no question"
+    for q in declared:
+        assert 0 < q.sesoi < 1 and q.sesoi_source in ("seed", "tool", "domain") and q.sesoi_reason
+        assert q.n >= MIN_N and q.expected in EXPECTED
+        plan = q.planning
+        m = questions.family_size(declared, q)
+        assert plan["required_n"] == required_n(q.sesoi, plan["cv"], alpha=q.alpha, m=m, power=plan["power"])
+        assert q.n >= plan["required_n"] or plan.get("note"), (q.id, q.n, plan)
+
+
+def _project(tmp_path: Path, study: str = "004-aoe-iscsi") -> Path:
+    """A copy of one study with what loading it needs (its campaigns, published files, templates)."""
+    root = tmp_path / "p"
+    shutil.copytree(ROOT / "studies" / study, root / "studies" / study,
+                    ignore=shutil.ignore_patterns("real-hosts"))
+    shutil.copytree(ROOT / "notebooks", root / "notebooks")
+    (root / "data/raw/published").mkdir(parents=True)
+    for f in (ROOT / "data/raw/published").glob(f"{study}-*"):
+        shutil.copy(f, root / "data/raw/published" / f.name)
+    return root
+
+
+def _edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new, 1))
+
+
+def test_load_names_file_line_and_field_of_a_bad_question(tmp_path):
+    root = _project(tmp_path)
+    yml = root / "studies/004-aoe-iscsi/study.yaml"
+    _edit(yml, "claim: C02", "claim: C99")
+    with pytest.raises(questions.QuestionError) as err:
+        questions.load("studies/004-aoe-iscsi", root)
+    assert re.search(r"study\.yaml:\d+: questions\.1\.claim: 'C99' is not a claim", str(err.value))
+
+
+def test_a_question_changed_after_its_data_fails_verify_unless_declared(tmp_path):
+    root = _project(tmp_path)
+    declared, _ = questions.load("studies/004-aoe-iscsi", root)
+    record = questions.for_campaign_file(root / "studies/004-aoe-iscsi/campaigns/004-blockproto-r2.yaml",
+                                         "004-blockproto-r2")
+    assert json.loads(record)["digest"] == questions.digest([q for q in declared if q.campaign == "004-blockproto-r2"])
+    raw = root / "data/raw/004-blockproto-r2"
+    raw.mkdir(parents=True)
+    (raw / questions.RECORD).write_text(record)
+    assert questions.frozen_problems(root) == []
+    yml = root / "studies/004-aoe-iscsi/study.yaml"
+    _edit(yml, "sesoi: {value: 0.05, source: domain, reason: 'as in Q1: within", "sesoi: {value: 0.1, source: domain, reason: 'as in Q1: within")
+    problems = questions.frozen_problems(root)
+    assert len(problems) == 1 and "question Q2 field sesoi changed" in problems[0][1]
+    assert any("question Q2 field sesoi" in f.problem for f in verify.repository(root).findings)
+    _edit(yml, "deviations: []", "deviations:\n  - {question: Q2, field: sesoi, reason: the tool's precision was "
+                                 "found to be 8 % before the confirmatory run}")
+    assert questions.frozen_problems(root) == []
+    _, devs = questions.load("studies/004-aoe-iscsi", root)
+    assert "the tool's precision" in verdicts.deviations_tex(devs, caption="c", label="l")
+
+
+def _blocked(effect: float, sd: float, blocks: int, seed: int = 1) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    rows = []
+    for b in range(blocks):
+        shift = rng.normal(0, 5)
+        rows += [{"block": b, "cell": "a", "v": 100 + shift + rng.normal(0, sd)},
+                 {"block": b, "cell": "b", "v": 100 * (1 + effect) + shift + rng.normal(0, sd)}]
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("effect, sd, blocks, expected, verdict", [
+    (-0.20, 2.0, 40, "lower", "supported"),
+    (+0.20, 2.0, 40, "lower", "contradicted"),
+    (+0.001, 0.5, 40, "lower", "equivalent"),  # a difference, if any, smaller than the SESOI
+    (-0.02, 10.0, 5, "lower", "inconclusive"),
+    (0.0, 0.5, 40, "equivalent", "equivalent"),
+    (-0.30, 1.0, 40, "equivalent", "contradicted"),
+    (-0.05, 10.0, 5, "equivalent", "inconclusive"),
+])
+def test_the_data_decide_the_verdict(effect, sd, blocks, expected, verdict):
+    d = decide(_blocked(effect, sd, blocks), value="v", factor="cell", a="a", b="b", expected=expected, sesoi=0.05, m=2)
+    assert d.verdict == verdict and d.test == "paired t" and d.m == 2 and d.ci_level == pytest.approx(0.975)
+
+
+def test_verdicts_of_a_study_are_written_as_table_and_macros(tmp_path):
+    from perflab import tidy
+    table = tidy.frame(ROOT / "data/raw/004-blockproto-r2")[0]
+    out = verdicts.write("studies/004-aoe-iscsi", ROOT, paper_dir=tmp_path, tables={"004-blockproto-r2": table},
+                         inputs=[], generator="test")
+    text = out["macros"].read_text()
+    words = re.findall(r"\\plset\{004-aoe-iscsi/verdict/Q\d\}\{(\w+)\}", text)
+    assert len(words) == 3 and set(words) <= {"supported", "contradicted", "equivalent", "inconclusive"}
+    table_text = out["verdicts"].read_text()
+    assert "\\plv{004-aoe-iscsi/verdict/Q1}" in table_text and "Secondary metrics" in table_text
+
+
+@pytest.mark.parametrize("study", SEEDS)
+def test_chapters_take_verdicts_from_macros_only(study):
+    """A verdict word typed within a sentence of a claim or question id must come from \\plv."""
+    text = (ROOT / "studies" / study / "chapter.tex").read_text()
+    assert f"tables/{study}-verdicts.tex" in text and f"tables/{study}-deviations.tex" in text
+    prose = re.sub(r"\\(plv|ref|label|plinput)\{[^}]*\}", "MACRO", text)
+    prose = "\n".join(line.split("%")[0] for line in prose.splitlines())
+    for sentence in re.split(r"(?<=[.;:])\s+", prose):
+        if CLAIM_REF.search(sentence):
+            typed = VERDICT_WORDS.findall(sentence)
+            assert not typed, f"{study}: hand-typed verdict {typed} in: {sentence.strip()[:200]}"
+
+
+@pytest.mark.parametrize("study", SEEDS)
+def test_chapters_speak_of_the_machine_not_of_how_they_were_made(study):
+    text = (ROOT / "studies" / study / "chapter.tex").read_text().lower()
+    assert not re.search(r"(?<!ssh )(?<!iscsi )\bsessions?\b|\bhelpers?\b|\bagents? (?:wrote|made|ran)", text)
+
+
+def test_the_schema_refuses_a_question_with_too_few_samples(tmp_path):
+    from perflab import study
+    root = _project(tmp_path)
+    yml = root / "studies/004-aoe-iscsi/study.yaml"
+    _edit(yml, "  n: 40\n", "  n: 12\n")
+    with pytest.raises(study.StudyError, match=r"study\.yaml:\d+: questions\.0\.n"):
+        questions.load("studies/004-aoe-iscsi", root)
+
+
+def test_the_runner_freezes_the_questions_with_the_first_sample(tmp_path, monkeypatch):
+    import os
+
+    from perflab import campaign as campaign_mod, inventory, runner, tools
+    monkeypatch.setitem(tools.REGISTRY, "probe", "helpers:Probe")
+    root = tmp_path / "p"
+    (root / "studies/demo/campaigns").mkdir(parents=True)
+    (root / "studies/demo/campaigns/c.yaml").write_text(
+        "campaign: frozen\nbenchmark: {tool: probe}\nprograms: [cmd]\nhosts: {client: h1}\n"
+        "factors: {cmd: ['echo 1', 'echo 2']}\nrepetitions: 1\nwarmups: 0\nseed: 1\n"
+        "fingerprints: false\n")
+    question = ("  - {id: Q1, claim: 'seed:1', quote: q, campaign: frozen, metric: value, factor: cmd, baseline: 'echo 1',\n"
+                "     versus: 'echo 2', expected: higher, sesoi: {value: 0.05, source: domain, reason: r}, n: 40}\n")
+    decl = root / "studies/demo/study.yaml"
+    decl.write_text("format: 1\nstudy: demo\ntitle: t\ndemo: true\ncampaigns:\n  - {file: campaigns/c.yaml}\n"
+                    f"questions:\n{question}")
+    c = campaign_mod.load(root / "studies/demo/campaigns/c.yaml")
+    runner.run(c, inventory.localhost(), tmp_path / "raw", stream=open(os.devnull, "w"), limit=1)
+    record = questions.read_record(tmp_path / "raw/frozen" / questions.RECORD)
+    assert [q["id"] for q in record["questions"]] == ["Q1"] and record["questions"][0]["sesoi"] == 0.05
+    decl.write_text(decl.read_text().replace("value: 0.05", "value: 0.2"))
+    runner.run(c, inventory.localhost(), tmp_path / "raw", stream=open(os.devnull, "w"))  # resumes
+    again = questions.read_record(tmp_path / "raw/frozen" / questions.RECORD)
+    assert again == record  # written once, with the first sample; the change is visible to verify
+    declared, devs = questions.load("studies/demo", root)
+    assert any("field sesoi changed" in t for t in questions.changes(again, declared, devs))
