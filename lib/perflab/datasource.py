@@ -14,7 +14,6 @@ data are one).
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 

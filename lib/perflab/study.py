@@ -151,7 +151,8 @@ def load(folder: str | Path, root: str | Path = ".") -> Study:
             problems.append(f"{at('published', i)}: {pub} is not under {PUBLISHED_DIR}/ (published data is raw data)")
         elif not (root / pub).is_file():
             problems.append(f"{at('published', i)}: {pub} does not exist")
-    campaigns, lab_ids = [], []
+    campaigns: list[CampaignRef] = []
+    lab_ids: list[str | None] = []
     for i, ref in enumerate(doc.get("campaigns", [])):
         file = f"{rel}/{ref['file']}"
         lab_ids.append(None)

@@ -194,7 +194,8 @@ def cite_works(text: str) -> str:
     """``text`` with each work of :data:`WORKS` it names followed by its citation, e.g. ``Delacre et al.~\\cite{...}``."""
     for name, key in WORKS.items():
         author, year = name.rsplit(" ", 1)
-        text = re.sub(rf"{re.escape(author)},? {year}", lambda _m: f"{author}~\\cite{{{key}}}", text)
+        cited = f"{author}~\\cite{{{key}}}"  # a literal backslash, escaped again for re.sub's template
+        text = re.sub(rf"{re.escape(author)},? {year}", cited.replace("\\", "\\\\"), text)
     return text
 
 

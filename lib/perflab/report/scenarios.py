@@ -97,7 +97,9 @@ def analyse(samples: Mapping[str, pd.DataFrame], *, panel: str, scenario: str, b
     relative change a t test at the n used detects with power 0.8 (:func:`perflab.stats.family.min_detectable`)."""
     out = []
     for key, s in samples.items():
-        rows, pairs, tested = [], [], []
+        rows: list[dict] = []
+        pairs: list[tuple] = []
+        tested: list = []
         positive = bool((s["value"] > 0).all())
         for pv in figures.natural_order(s[panel].unique()):
             g = s[s[panel] == pv]

@@ -188,8 +188,8 @@ def _notebooks(site: _Site, notebooks: Sequence[Path]) -> dict[Path, Path]:
         name = f"{nb_path.parent.name}-{nb_path.stem}.html" if nb_path.stem == "experiment" else f"{nb_path.stem}.html"
         page = site.out / "html" / name
         home = Path(os.path.relpath(site.out / "index.html", page.parent)).as_posix()
-        body = re.sub(r"(<body[^>]*>)", lambda m: m.group(1) + f"<p style=\"padding:.5em 1em\"><a href=\"{home}\">"
-                      "&larr; review site index</a></p>", _SCRIPT.sub("", body), count=1)
+        back = f"<p style=\"padding:.5em 1em\"><a href=\"{home}\">&larr; review site index</a></p>"
+        body = re.sub(r"(<body[^>]*>)", r"\1" + back.replace("\\", "\\\\"), _SCRIPT.sub("", body), count=1)
         pages[nb_path] = atomic_text(page, body)
         site.index(nb_path.as_posix(), "notebook", page, "executed notebook")
     return pages

@@ -39,6 +39,7 @@ def _group(tex: str, i: int) -> tuple[str, int]:
         return "", i
     if tex[i] != "{":
         m = re.match(r"\\[A-Za-z]+|\\.|.", tex[i:], re.S)
+        assert m is not None  # "." with DOTALL matches any character
         return m.group(0), i + m.end()
     depth = 0
     for j in range(i, len(tex)):
@@ -78,6 +79,7 @@ def inline(tex: str, *, code: bool = False) -> str:
         c = tex[i]
         if c == "\\":
             m = re.match(r"\\([A-Za-z]+)\*?|\\(.)", tex[i:], re.S)
+            assert m is not None  # a backslash and any character
             name, i = m.group(1) or m.group(2), i + m.end()
             if name in ("num", "qty", "SI", "unit", "si"):
                 i = _optional(tex, i)

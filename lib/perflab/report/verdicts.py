@@ -44,7 +44,7 @@ def evaluate(study_dir: str | Path, root: str | Path, table: Callable[[str], pd.
     A question without data, or whose data cannot be analysed, gets no decision and a note.
     """
     declared, _ = qmod.load(study_dir, root)
-    out = []
+    out: list[tuple[qmod.Question, Decision | None, str]] = []
     for q in declared:
         df = table(q.campaign)
         if df is None:

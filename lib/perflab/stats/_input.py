@@ -56,7 +56,7 @@ def check_level(level: float) -> float:
     return float(level)
 
 
-def as_pair(a: Sequence[float], b: Sequence[float], paired: bool, min_n: int = 2,
+def as_pair(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray, paired: bool, min_n: int = 2,
             labels: tuple[str, str] = ("a", "b")) -> tuple[np.ndarray, np.ndarray]:
     """Return samples a and b as float arrays of at least ``min_n`` values, equally long when paired.
 

@@ -171,7 +171,7 @@ def _normality_note(what: str, test: str, n: int) -> str:
             f"unless the data are strongly skewed or heavy-tailed; {shift}")
 
 
-def compare(a: Sequence[float], b: Sequence[float], *, test: str | None = None, paired: bool = False,
+def compare(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray, *, test: str | None = None, paired: bool = False,
             level: float = 0.95, labels: tuple[str, str] = ("a", "b"), n_resamples: int = 9999,
             seed: int | None = DEFAULT_SEED) -> Comparison:
     """Compare b against a with a two-sided test and the effect that matches it, at ``level``.

@@ -40,7 +40,7 @@ class Equivalence:
         return plain(asdict(self))
 
 
-def tost(a: Sequence[float], b: Sequence[float], margin: float, *, relative: bool = True,
+def tost(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray, margin: float, *, relative: bool = True,
          paired: bool = False, alpha: float = 0.05, equal_var: bool = False) -> Equivalence:
     """Test whether mean_b - mean_a lies within ±``margin``.
 

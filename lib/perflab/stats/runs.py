@@ -62,7 +62,8 @@ def compare_runs(old: pd.DataFrame, new: pd.DataFrame, metrics: Sequence[str], *
     the SESOI and ``status`` (exceeds / within / unclear). ``select`` maps a metric to its row selection
     (as :func:`perflab.stats.levels.select_rows` takes it). Cells of one run only are left out."""
     keys = factors(new)
-    rows, pairs = [], []
+    rows: list[dict] = []
+    pairs: list[tuple] = []
     for metric in metrics:
         bound = sesoi.get(metric, np.nan) if isinstance(sesoi, Mapping) else float(sesoi)
         where = (select or {}).get(metric)
