@@ -11,6 +11,7 @@ import pytest
 
 from helpers import ROOT_ONLY, load_campaign
 from perflab import campaign as campaign_mod, records, runner, tidy
+from perflab.store import RawStore
 
 LEVELS = """\
 campaign: levels
@@ -118,6 +119,8 @@ def test_preflight_names_every_missing_thing_and_nothing_runs(probe, tmp_path, c
     assert "host h1: / has " in text and "the campaign needs 1000000000000 MiB" in text
     assert "command sh" not in text
     assert not (tmp_path / "raw/levels/samples").exists()
+    owner = RawStore(tmp_path / "raw", c.name).owner
+    assert not [p for p in Path("/sys/fs/cgroup").rglob(f"perflab-{owner}")], "the process registry outlived the run"
     assert cli.main(["plan", str(tmp_path / "c.yaml"), "--check", "--inventory", "localhost"]) == 1
     assert "4 problem(s)" in capsys.readouterr().out
 

@@ -43,6 +43,8 @@ def session(spec: Campaign, entries: Mapping[str, HostEntry], runs: list[design.
                 summary.notes.append(note)
         problems = preflight.check(spec, hosts)
         if problems:
+            for host in hosts.values():  # nothing ran: the registries just made go again
+                host.close_registry()
             raise RunnerError(f"{spec.source}: the hosts are not ready for this campaign (nothing was run):\n  "
                               + "\n  ".join(problems))
         engine = Engine(spec, hosts, store, progress)
