@@ -14,13 +14,24 @@ rule paper_index:
         "perflab studies index --paper-dir paper {params.demos}"
 
 
+# How every campaign was measured (window, samples overlapping another campaign's, contention,
+# monitors), one sentence per campaign and a paragraph per study, from the verified raw data.
+rule evidence:
+    input:
+        [f"data/processed/{c}.verified" for c in CAMPAIGNS],
+    output:
+        "paper/macros/evidence.tex",
+    shell:
+        "perflab evidence --macros {output} > /dev/null"
+
+
 rule paper:
     input:
         sources=["paper/main.tex", "paper/perflab.sty", "paper/references.bib", "config/config.yaml"]
         + sorted(str(p) for p in Path("paper/frame").glob("*.tex")) + [s.chapter for s in STUDIES if s.chapter],
         index=rules.paper_index.output,
         generated=[f for a in ANALYSES for k, f in a.outputs.items() if k != "notebook"]
-        + [f for s in STUDIES for f in s.macro_files()],
+        + [f for s in STUDIES for f in s.macro_files()] + rules.evidence.output,
     output:
         "paper/main.pdf",
     log:

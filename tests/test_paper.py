@@ -142,3 +142,18 @@ def test_a_wide_table_of_a_few_rows_gets_two_column_sets_keyed_by_its_row_names(
     tex = latex.latex_table(frame, caption="c", label="l")
     assert tex.count("\\begin{plfit}") == 2 and tex.count("\\begin{tabular}") == 3
     assert latex.auto_column_sets(frame.iloc[:, :5]) == []
+
+
+def test_the_cross_study_summary_has_a_row_per_question_and_types_no_verdict():
+    from perflab import questions, study
+    from perflab.report import frame
+
+    table = frame.summary_table(ROOT)
+    declared = [(s.id, q.id) for s in study.discover(ROOT, demos=False)
+                for q in questions.load(ROOT / s.folder, ROOT)[0]]
+    assert len(declared) >= 5
+    for sid, qid in declared:
+        assert f"\\plv{{{sid}/verdict/{qid}}}" in table
+    body = table.split("\\midrule", 1)[1]
+    for word in ("supported", "contradicted", "equivalent", "inconclusive"):
+        assert word not in body.lower(), "a verdict word typed into the summary"

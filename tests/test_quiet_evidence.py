@@ -38,7 +38,8 @@ def repo(tmp_path, monkeypatch):
     folder = tmp_path / "studies/s1"
     (folder / "campaigns").mkdir(parents=True)
     (folder / "study.yaml").write_text("format: 1\nstudy: s1\ntitle: t\ncampaigns:\n  - file: campaigns/a.yaml\n")
-    (folder / "campaigns/a.yaml").write_text("campaign: a\n")
+    (folder / "campaigns/a.yaml").write_text("format: 1\ncampaign: a\nbenchmark: {tool: iperf3, params: {duration: 1}}\n"
+                                              "hosts: {client: h1, server: h2}\nfactors: {parallel: [1, 2]}\n")
     raw = tmp_path / "data/raw"
     _campaign(raw, "a", "studies/s1/campaigns/a.yaml", [(0, 10), (20, 30), (40, 50)],
               contended=[False, True, False], monitors=True)
@@ -93,6 +94,7 @@ def test_touching_samples_do_not_overlap_and_one_sentence_per_campaign_says_it_a
     assert "was not recorded" in evidence.sentence(found["e"])
     values = evidence.macro_values(list(found.values()))
     assert values["a/evidence/contended"] == "1" and values["a/evidence/sentence"] == text
+    assert values["s1/evidence"].startswith(text), "a study's paragraph is its campaigns' sentences"
     rows = evidence.site_rows(list(found.values()))
     assert [r["campaign"] for r in rows] == ["a", "b", "c", "e"] and rows[0]["study_campaign"] is True
 
@@ -103,6 +105,7 @@ def test_perflab_evidence_prints_the_summary_and_writes_the_chapters_inline_valu
     assert cli.main(["evidence", "--macros", "paper/macros/evidence.tex"]) == 0
     text = (repo / "paper/macros/evidence.tex").read_text()
     assert "\\plset{a/evidence/contended}{1}" in text
+    assert "\\plset{s1/evidence}{Campaign a stored 3 samples" in text
     assert "\\plset{c/evidence/sentence}{Campaign c stored 1 sample," in text
     assert (repo / "paper/macros/evidence.lineage.json").exists()
 

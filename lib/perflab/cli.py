@@ -299,7 +299,10 @@ def _evidence(args: argparse.Namespace) -> int:
     if args.macros:
         from .report import macros
 
-        out = macros.write(args.macros, evidence.macro_values(found), generator="perflab evidence --macros",
+        from .report.latex import escape_latex
+
+        values = {key: escape_latex(text) for key, text in evidence.macro_values(found).items()}
+        out = macros.write(args.macros, values, generator="perflab evidence --macros",
                            inputs=[Path(ev.raw_dir) / store.MANIFEST for ev in found])
         print(f"evidence: {out}")
     elif args.json:

@@ -208,17 +208,22 @@ def lines(found: list[CampaignEvidence]) -> list[str]:
 
 
 def macro_values(found: list[CampaignEvidence]) -> dict[str, str]:
-    """Inline values for the chapters (``\\plv{<campaign>/evidence/...}``): the sentence and its counts.
+    """Inline values for the chapters, as plain text (the report escapes them for LaTeX).
 
-    Keys per campaign: ``sentence``, ``samples``, ``overlapping``, ``recorded``, ``contended``.
-    Values are LaTeX-safe (campaign names' underscores escaped).
+    Per campaign, ``<campaign>/evidence/`` ``sentence``, ``samples``, ``overlapping``, ``recorded`` and
+    ``contended``; per study, ``<study>/evidence``: the sentences of the study's campaigns, one after
+    the other (what a chapter prints about how its data were measured).
     """
-    out = {}
+    out: dict[str, str] = {}
+    studies: dict[str, list[str]] = {}
     for ev in found:
         key = f"{ev.campaign}/evidence"
-        out[f"{key}/sentence"] = sentence(ev).replace("_", r"\_")
+        out[f"{key}/sentence"] = sentence(ev)
         for name in ("samples", "overlapping", "recorded", "contended"):
             out[f"{key}/{name}"] = str(getattr(ev, name))
+        if ev.study:
+            studies.setdefault(ev.study, []).append(sentence(ev))
+    out |= {f"{study}/evidence": " ".join(said) for study, said in studies.items()}
     return out
 
 
