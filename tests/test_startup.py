@@ -49,3 +49,9 @@ def test_a_plugin_command_gets_its_full_parser(capsys):
     with pytest.raises(SystemExit):
         cli.main(["parse", "--help"])
     assert "--stderr" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("command", ["compare", "recheck", "compare-runs"])
+def test_a_statistics_commands_help_imports_no_statistics(command):
+    loaded = _modules_after([command, "--help"])
+    assert "perflab" in loaded and not loaded & {*HEAVY, "numpy"}

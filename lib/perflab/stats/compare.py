@@ -25,14 +25,10 @@ from scipy import stats
 
 from ._input import (DEFAULT_SEED, StatsInputError, as_pair, check_labels, check_level, p_text, plain,
                      scale_of, shapiro_p)
+from .names import TEST_NAMES
 from .effect import (BOOTSTRAP_MIN_N, Interval, cliffs_delta, hedges_g, hodges_lehmann, rel_diff,
                      rel_diff_bootstrap, rel_diff_fieller)
 
-#: Human names of the tests, by the key accepted in ``compare(test=...)``.
-TEST_NAMES = {
-    "welch": "Welch's t", "student": "Student's t", "mannwhitney": "Mann-Whitney U",
-    "paired-t": "paired t", "wilcoxon": "Wilcoxon signed-rank",
-}
 PAIRED_TESTS = frozenset({"paired-t", "wilcoxon"})
 RANK_TESTS = frozenset({"mannwhitney", "wilcoxon"})
 #: The test used when none is named: Welch's t for independent groups, the paired t for paired ones.

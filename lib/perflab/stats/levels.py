@@ -23,9 +23,8 @@ from .compare import Comparison, compare
 from .describe import COLUMNS as DESCRIBE_COLUMNS, describe
 from .drift import BlockEffect, block_effect, drift, flag_outliers
 from .multi import adjust_pvalues
+from .names import PER_RUN
 
-#: Per-run aggregations accepted by ``select_rows(per_run=...)``.
-PER_RUN = {"mean": "mean", "median": "median"}
 #: ``select`` value meaning "any non-empty value of this dimension".
 ANY = "*"
 #: Significance level of the run-order checks behind :func:`verdict`.
