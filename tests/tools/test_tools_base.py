@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from perflab import tools
-from perflab.tools.base import (Measurement, ParseError, ParseOnly, Rows, extract_json, in_windows,
+from perflab.tools.base import (Measurement, ParseError, ParseOnly, Rows, extract_json,
                                 littles_law_flags, littles_law_ratio, number, quantity, require, seconds,
                                 unit_factor)
 
@@ -76,15 +76,6 @@ def test_rows_scale_values_and_keep_missing_values_missing():
 def test_measurement_refuses_unknown_units():
     with pytest.raises(ValueError, match="furlong"):
         Measurement("x", 1.0, "furlong")
-
-
-def test_in_windows_keeps_aggregate_intervals_inside_each_window():
-    rows = [Measurement("jitter", float(i), "s", {"interval_start": float(i), "interval_end": float(i + 10)})
-            for i in range(0, 600, 10)]
-    rows.append(Measurement("jitter", 99.0, "s", {"interval_start": 90.0, "interval_end": 100.0, "stream": 3}))
-    picked = in_windows(rows, "jitter", [(90, 100), (190, 200), (290, 300), (390, 400), (490, 500)])
-    assert [r.value for r in picked] == [90.0, 190.0, 290.0, 390.0, 490.0]
-    assert picked[0].dims["window"] == "90-100"
 
 
 def test_littles_law_ratio_and_flags():

@@ -23,7 +23,7 @@ import math
 import re
 import shlex
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Iterable, Mapping, Sequence
+from typing import Any, ClassVar, Iterable, Mapping
 
 from ..errors import UserError
 
@@ -342,28 +342,6 @@ def key_values(text: str, separator: str = ":") -> dict[str, str]:
         key, sep, value = line.partition(separator)
         if sep and key.strip():
             out[key.strip()] = value.strip()
-    return out
-
-
-def in_windows(measurements: Iterable[Measurement], metric: str,
-               windows: Sequence[tuple[float, float]]) -> list[Measurement]:
-    """Interval rows of ``metric`` that lie inside one of ``windows`` ([start, end] in s).
-
-    Each returned row gains a ``window`` dim ("90-100"). Seed 002 averages the jitter
-    reported for 90-100, 190-200, ... 490-500 s of 10-minute iperf runs this way. An
-    interval belongs to a window when it starts at or after the window start and ends
-    at or before the window end (a small tolerance absorbs 10.0001-style end times).
-    """
-    out: list[Measurement] = []
-    for row in measurements:
-        start, end = row.dims.get("interval_start"), row.dims.get("interval_end")
-        if row.metric != metric or start is None or end is None or "stream" in row.dims:
-            continue
-        for low, high in windows:
-            tolerance = 1e-3 * max(high - low, 1.0)
-            if start >= low - tolerance and end <= high + tolerance:
-                label = f"{low:g}-{high:g}"
-                out.append(Measurement(row.metric, row.value, row.unit, {**row.dims, "window": label}))
     return out
 
 
