@@ -25,7 +25,7 @@ def test_a_figure_sidecar_names_everything_a_reviewer_needs(project):
     record = json.loads((project / "paper/figures/demo-throughput.lineage.json").read_text())
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=project, capture_output=True, text=True).stdout.strip()
     assert record["format"] == 2 and record["git"]["commit"] == head
-    assert record["notebook"]["path"] == "notebooks/analysis.ipynb" and len(record["notebook"]["sha256"]) == 64
+    assert record["notebook"]["path"] == "notebooks/compare-levels.ipynb" and len(record["notebook"]["sha256"]) == 64
     assert record["parameters"] == {"campaign": "demo", "metric": "throughput", "factor": "parallel"}
     assert record["campaigns"][0]["raw_dir"] == "data/raw/demo"
     assert len(record["hosts"]) == 4 and all(k.startswith(("h1-", "h2-")) for k in record["hosts"])
@@ -37,7 +37,7 @@ def test_perflab_lineage_prints_the_chain_down_to_raw_files_and_hosts(project, c
     assert cli.main(["lineage", "paper/tables/demo-throughput-summary.tex"]) == 0
     out = capsys.readouterr().out
     assert "paper/tables/demo-throughput-summary.tex  sha256" in out and "(matches)" in out
-    assert "made by notebooks/analysis.ipynb" in out and "parameters: campaign='demo'" in out
+    assert "made by notebooks/compare-levels.ipynb" in out and "parameters: campaign='demo'" in out
     assert "input data/processed/demo.parquet" in out
     assert "from raw campaign data/raw/demo: 8 samples, 0 quarantined" in out
     assert "raw files: 38 in the manifest; all match" in out  # with the directory's README.md
@@ -45,11 +45,11 @@ def test_perflab_lineage_prints_the_chain_down_to_raw_files_and_hosts(project, c
 
 
 def test_a_changed_notebook_shows_in_lineage_and_fails_verify(project, capsys):
-    (project / "notebooks/analysis.ipynb").write_text("{}")
+    (project / "notebooks/compare-levels.ipynb").write_text("{}")
     assert cli.main(["lineage", "paper/figures/demo-throughput.pdf"]) == 1
     assert "CHANGED since recorded" in capsys.readouterr().out
     report = verify.repository(project)
-    assert any(f.path == "notebooks/analysis.ipynb" and "generating notebook changed" in f.problem
+    assert any(f.path == "notebooks/compare-levels.ipynb" and "generating notebook changed" in f.problem
                for f in report.findings)
 
 
