@@ -124,3 +124,23 @@ def test_a_failed_up_says_so_and_removes_what_it_made():
     finally:
         lab_mod.down(name)
     assert leftovers(name) == []
+
+
+def test_lab_down_removes_cgroups_made_inside_a_host_and_kills_their_processes():
+    """A run killed with kill -9 leaves its process registry (a cgroup inside the host's); down still removes all."""
+    if not lab_mod.cgroup_hierarchies():
+        pytest.skip("no usable cgroup hierarchy mounted")
+    name = f"k{os.getpid() % 100000}"
+    created = lab_mod.up(name, 1)
+    try:
+        entry = inventory.load(created.inventory_path)["h1"]
+        host_dir = next(d for d in (entry.cgroups or {}).values() if "unified" in d or "cpu" not in d)
+        child = os.path.join(host_dir, "perflab-left", "h1")
+        os.makedirs(child)
+        sleeper = __import__("subprocess").Popen(["sleep", "301.25"])
+        with open(os.path.join(child, "cgroup.procs"), "w") as fh:
+            fh.write(str(sleeper.pid))
+    finally:
+        lab_mod.down(name)
+    assert sleeper.wait(timeout=10) == -9, "the registry's process was killed"
+    assert leftovers(name) == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import re
 import shlex
 import subprocess
@@ -94,7 +95,18 @@ def cgroups_up(lab: Lab, hierarchies: dict[str, Path]) -> None:
 
 
 def rmdir_cgroup(d: Path, timeout: float = 5.0) -> None:
-    """Remove a cgroup directory, waiting while killed processes leave it."""
+    """Remove a cgroup directory, waiting while killed processes leave it.
+
+    Cgroups made inside it (a campaign's process registry on a lab host, left by a run that was
+    killed) go first, deepest first, their processes killed: they are the host's processes too.
+    """
+    for sub in sorted((p for p in d.iterdir() if p.is_dir()), key=lambda p: p.name) if d.is_dir() else []:
+        for pid in (sub / "cgroup.procs").read_text().split() if (sub / "cgroup.procs").exists() else []:
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        rmdir_cgroup(sub, timeout)
     deadline = time.monotonic() + timeout
     while True:
         try:
