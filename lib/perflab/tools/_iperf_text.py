@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from statistics import fmean
 from typing import Iterable
 
-from .base import ParseError, Rows, number, quantity
+from .base import Param, ParseError, Rows, number, quantity
 
 _LINE = re.compile(
     r"^\[\s*(?P<id>\*?\s*\d+|SUM(?:-\d+)?)\]\s+(?P<start>\d+(?:\.\d+)?)\s*-\s*(?P<end>\d+(?:\.\d+)?)\s+sec\s+"
@@ -297,3 +297,17 @@ def require_sum(reports: list[Report], *, source: str) -> None:
             raise ParseError(source, "iperf2's final [SUM] line for a run of several streams (-P > 1), after the "
                              "streams' final lines", f"{len(finals)} streams' final lines and no [SUM] line after "
                              "them (output cut or edited?)")
+
+
+def common_params(port: int) -> tuple[Param, ...]:
+    """The parameters iperf2 and iperf3 share (their server listens on ``port`` by default)."""
+    return (
+        Param("protocol", "word", "tcp", "", "tcp or udp", choices=("tcp", "udp")),
+        Param("port", "int", port, "", "the server's port"),
+        Param("duration", "number", 10, "s", "how long the client sends"),
+        Param("parallel", "int", 1, "", "parallel client streams (-P)"),
+        Param("reverse", "bool", False, "", "the server sends and the client receives (-R)"),
+        Param("length", "size", None, "byte", "the length of a read or write buffer; for UDP the datagram size (-l)"),
+        Param("bitrate", "size", None, "bit/s", "the target rate (-b); for UDP the offered load"),
+        Param("interval", "number", None, "s", "seconds between periodic reports (-i)"),
+    )

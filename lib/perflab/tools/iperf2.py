@@ -30,14 +30,7 @@ class Iperf2(Tool):
     debian_packages = ("iperf",)
     version_command = ("iperf", "-v")
     params = (
-        Param("protocol", "word", "tcp", "", "tcp or udp", choices=("tcp", "udp")),
-        Param("port", "int", DEFAULT_PORT, "", "the server's port"),
-        Param("duration", "number", 10, "s", "how long the client sends"),
-        Param("parallel", "int", 1, "", "parallel client streams (-P)"),
-        Param("reverse", "bool", False, "", "the server sends and the client receives (-R)"),
-        Param("length", "size", None, "byte", "the length of a read or write buffer; for UDP the datagram size (-l)"),
-        Param("bitrate", "size", None, "bit/s", "the target rate (-b); for UDP the offered load"),
-        Param("interval", "number", None, "s", "seconds between periodic reports (-i)"),
+        *_iperf_text.common_params(DEFAULT_PORT),
         Param("csv", "bool", False, "", "CSV reports (-y C) instead of text"),
         Param("enhanced", "bool", True, "", "enhanced text reports (-e); only without csv"),
     )
