@@ -234,7 +234,7 @@ def _verify(args: argparse.Namespace) -> int:
     from . import evidence, verify
 
     if args.raw_dir and args.rebuild:
-        raise ValueError("--rebuild reruns the analyses behind every output of the repository, not of one raw "
+        raise UserError("--rebuild reruns the analyses behind every output of the repository, not of one raw "
                          "directory; run `perflab verify --rebuild` without a path")
     started = time.monotonic()
 

@@ -15,6 +15,7 @@ import sys
 from typing import Callable
 
 from .campaign import Campaign
+from .errors import UserError
 
 #: Device files that are not storage (writing them destroys nothing).
 HARMLESS = frozenset({"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/stdout",
@@ -24,7 +25,7 @@ _REFORMAT = re.compile(r"\b(mkfs(\.\w+)?|wipefs|zpool\s+create|mdadm\s+(--create
 _WRITES = re.compile(r"write|rw|trim", re.I)
 
 
-class DestructiveError(ValueError):
+class DestructiveError(UserError, ValueError):
     """An undeclared or unconfirmed destructive campaign; one line saying what to add or pass."""
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from . import study, yamlfile
+from .errors import UserError
 
 #: Version of the ``questions.json`` record.
 RECORD_FORMAT = 1
@@ -29,7 +30,7 @@ RECORD_FORMAT = 1
 RECORD = "questions.json"
 
 
-class QuestionError(ValueError):
+class QuestionError(UserError, ValueError):
     """A question or deviation is declared wrongly; ``str()`` lists ``file:line: field: problem`` lines."""
 
 

@@ -24,6 +24,7 @@ from typing import Any, Mapping, TextIO
 from . import campaign as campaign_mod, preflight
 from .inventory import HostEntry
 from .campaign import Campaign
+from .errors import UserError
 
 #: Where a rehearsal writes when no ``--raw`` is given (``scratch/`` is ignored by git).
 DEFAULT_ROOT = "scratch/rehearsal"
@@ -35,7 +36,7 @@ SHORTEST: dict[str, Any] = {"duration": 1, "runtime": 1, "time": 1, "interval": 
 _SIZE = re.compile(r"^(\d+(?:\.\d+)?)\s*([kKmMgGtT]?)i?[bB]?$")
 
 
-class RehearsalError(ValueError):
+class RehearsalError(UserError, ValueError):
     """A rehearsal the user asked for cannot be made (e.g. into ``data/raw``); one line."""
 
 
