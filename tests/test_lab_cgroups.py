@@ -11,6 +11,7 @@ pytestmark = [ROOT_ONLY, pytest.mark.lab]
 
 NAME = f"c{os.getpid() % 100000}"
 TEXT = f"""\
+format: 1
 lab: {NAME}
 links: {{lan: }}
 hosts:
@@ -42,9 +43,9 @@ def hosts(lab):
 #: One CPU-bound stress-ng worker on h1 (cpuset 0) for 1 s, h2 idle, with monitors.
 BUSY_CAMPAIGN = """\
 campaign: busy
-benchmark: {tool: stress-ng, params: {stressors: {cpu: 1}, duration: 1}}
+benchmark: {tool: stress-ng, params: {stressors: {cpu: 1}}}
 hosts: {client: h1, idle: h2}
-factors: {load: [one]}
+factors: {duration: [1]}
 repetitions: 2
 warmups: 0
 seed: 1
