@@ -77,7 +77,7 @@ def test_committed_real_hosts_data_switch_the_analysis_and_the_chapter_says_so(t
     assert squeeze("its figure's data: the lab stand-in (campaign unnoba-fio-grid on labs/001-unnoba-ceph.yaml; h1:") \
         in lab_text
     name = f"c{os.getpid() % 100000}"
-    created = lab_mod.bring_up(labspec.load(f"{name}.yaml", text=f"lab: {name}\nlinks:\n  lan: {{mtu: 1500}}\n"
+    created = lab_mod.bring_up(labspec.load(f"{name}.yaml", text=f"format: 1\nlab: {name}\nlinks:\n  lan: {{mtu: 1500}}\n"
                                                                   "hosts:\n  client: {links: [lan]}\n"))
     try:
         entries = inventory.load(created.inventory_path)
