@@ -10,7 +10,7 @@ import pandas as pd
 
 from perflab.stats.levels import _block_effect, checks, verdict
 
-CAMPAIGNS = 200
+CAMPAIGNS = 100
 
 
 def _campaign(rng: np.random.Generator, *, blocks: int = 12, shift: float = 0.0) -> pd.DataFrame:
