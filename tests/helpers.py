@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import os
 import subprocess
 from pathlib import Path
@@ -18,6 +19,12 @@ ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="the lab needs root (ne
 def leftovers(name: str) -> list[str]:
     """Namespaces, links, sshd processes, cgroups and loop devices of lab ``name`` still on the machine."""
     return lab_mod.traces(name)
+
+
+def monitor_text(host_dir: Path, name: str) -> str:
+    """A stored monitor file's text: ``<name>.gz`` gunzipped (how the runner stores the large ones), else ``<name>``."""
+    packed = host_dir / f"{name}.gz"
+    return gzip.decompress(packed.read_bytes()).decode() if packed.is_file() else (host_dir / name).read_text()
 
 
 def campaign_record(name: str = "c", factors: dict | None = None, digest: str = "d",

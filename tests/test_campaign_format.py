@@ -164,6 +164,8 @@ fingerprints: false
 def test_monitors_reach_the_tidy_table_per_host_and_never_as_summary_rows(lab_inventory, tmp_path):
     c = load_campaign(MONITORED, tmp_path)
     assert runner.run(c, lab_inventory, tmp_path / "raw", stream=open(os.devnull, "w")).complete
+    stored = {p.name for p in (tmp_path / "raw/monitored/samples").glob("*/monitors/h1/*")}
+    assert {"sar.json.gz", "proc-before.txt.gz", "proc-after.txt.gz"} <= stored and "sar.json" not in stored
     df, quarantine = tidy.frame(tmp_path / "raw/monitored")
     assert quarantine.empty, list(quarantine["reason"])
     mon = df[df["tool"].isin(["sadf", "procstat"])]

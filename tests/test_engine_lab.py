@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import ROOT_ONLY, load_campaign
+from helpers import ROOT_ONLY, load_campaign, monitor_text
 from perflab import design, remote, runner, store
 from perflab.ledger import Ledger
 
@@ -57,7 +57,7 @@ def test_neighbour_runs_only_in_its_cells_with_monitors_settle_and_warmups(probe
         assert m["settle"]["satisfied"] and set(m["settle"]["loads"]) == {"h1", "h3"}
         assert m["warmup"] == m["run_id"].split("-")[-2].startswith("w")
         for host in ("h1", "h3"):
-            sar = json.loads((summary.raw_dir / "samples" / m["run_id"] / "monitors" / host / "sar.json").read_text())
+            sar = json.loads(monitor_text(summary.raw_dir / "samples" / m["run_id"] / "monitors" / host, "sar.json"))
             assert "sysstat" in sar
     assert sorted(p.name for p in (summary.raw_dir / "blocks" / "0").iterdir()) == [
         "differences.json", "fingerprint-after-h1.json", "fingerprint-after-h3.json",

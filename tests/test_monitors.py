@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import secrets
 import shutil
@@ -118,3 +119,13 @@ def test_monitors_on_two_lab_hosts_see_the_sample_traffic(hosts):
     assert received >= 12
     assert _running(name) == []
     assert h1.check(f"ls {h1.workdir} | grep -c {name} || true").strip() == "0"
+
+
+def test_the_large_monitor_files_are_stored_gzipped_the_same_bytes_each_time():
+    files = {"sar.json": '{"cpu-load": [{"cpu": "all", "usr": 1.0}]}\n' * 200, "proc-before.txt": "==> /proc/stat <==\n",
+             "sadc.log": "a warning\n"}
+    stored = monitors.at_rest(files)
+    assert set(stored) == {"sar.json.gz", "proc-before.txt.gz", "sadc.log"}
+    assert gzip.decompress(stored["sar.json.gz"]).decode() == files["sar.json"]
+    assert len(stored["sar.json.gz"]) * 5 < len(files["sar.json"].encode())
+    assert monitors.at_rest(dict(files)) == stored  # no time or name in the header

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from helpers import ROOT_ONLY, leftovers
+from helpers import ROOT_ONLY, leftovers, monitor_text
 from perflab import campaign as campaign_mod, lab as lab_mod, labspec, remote, runner, tidy
 from perflab.report import protocols
 from perflab.tools import blockproto, get
@@ -209,8 +209,8 @@ def test_each_protocol_service_starts_serves_and_stops_and_per_op_metrics_match_
         sample = summary.raw_dir / "samples" / row.run_id
         meta = json.loads((sample / "meta.json").read_text())
         assert {s["name"] for s in meta["services"]} >= {f"service-{n}" for n in ("aoe-std", "tgtd", "iscsi-lun", "nbd")}
-        before = (sample / "monitors/ini/proc-before.txt").read_text()
-        after = (sample / "monitors/ini/proc-after.txt").read_text()
+        before = monitor_text(sample / "monitors/ini", "proc-before.txt")
+        after = monitor_text(sample / "monitors/ini", "proc-after.txt")
         wire = _net_bytes(after, "eth1") - _net_bytes(before, "eth1")
         assert wire > 0 and row.bytes_per_op == pytest.approx(wire / row.ops, rel=1e-12)
         cost = json.loads(re.search(r"^@cost (.*)$", (sample / "stdout").read_text(), re.M)[1])

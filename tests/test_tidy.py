@@ -130,3 +130,38 @@ def test_batches_join_into_the_same_table_as_one_batch(raw, monkeypatch):
     batched, _ = tidy.frame(raw.dir)
     assert set(whole["tool"]) == {"iperf3", "ping"} and {"stream", "seq"} <= set(whole.columns)
     pd.testing.assert_frame_equal(batched, whole, check_exact=True)
+
+
+def _monitored_sample(tmp_path: Path, sar: bytes) -> Path:
+    """A sample directory whose host h1 has a stored ``sar.json.gz`` with the bytes ``sar``."""
+    host = tmp_path / "c/samples/r1/monitors/h1"
+    host.mkdir(parents=True)
+    (host / "sar.json.gz").write_bytes(sar)
+    return host.parent.parent
+
+
+def test_a_gzipped_monitor_file_gives_the_rows_of_its_text(tmp_path):
+    from perflab import monitors
+
+    text = (Path(__file__).parent / "fixtures/sysstat/sadf_u_all_q_dev_d.json").read_text()
+    sample = _monitored_sample(tmp_path, monitors.at_rest({"sar.json": text})["sar.json.gz"])
+    batch, quarantine = tidy._Batch(), []
+    tidy.monitor_rows(batch, sample, tmp_path, {"run_id": "r1"}, quarantine)
+    plain = tmp_path / "plain/samples/r1/monitors/h1"
+    plain.mkdir(parents=True)
+    (plain / "sar.json").write_text(text)
+    unpacked = tidy._Batch()
+    tidy.monitor_rows(unpacked, plain.parent.parent, tmp_path, {"run_id": "r1"}, quarantine)
+    assert quarantine == [] and batch.rows > 0 and batch.rows == unpacked.rows
+    assert batch.columns["value"] == unpacked.columns["value"]
+
+
+def test_a_damaged_gzipped_monitor_file_is_quarantined_naming_it(tmp_path):
+    from perflab import monitors
+
+    packed = monitors.at_rest({"sar.json": '{"sysstat": {"hosts": []}}\n' * 50})["sar.json.gz"]
+    sample = _monitored_sample(tmp_path, packed[: len(packed) // 2])
+    quarantine: list = []
+    tidy.monitor_rows(tidy._Batch(), sample, tmp_path, {"run_id": "r1"}, quarantine)
+    assert len(quarantine) == 1 and "a complete gzip file" in quarantine[0]["reason"]
+    assert quarantine[0]["source"].endswith("monitors/h1/sar.json.gz")

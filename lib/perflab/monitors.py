@@ -10,7 +10,10 @@ the data file and removes every file, all in one round trip; it does so itself r
 than through :meth:`Host.stop` because the after-snapshot must be complete before the
 conversion. :func:`monitoring` wraps a sample so that its monitors are stopped
 whatever happens to the sample. Files returned by :func:`stop` (names relative to the
-sample's ``monitors/<host>/`` directory):
+sample's ``monitors/<host>/`` directory; :func:`at_rest` gzips the three large ones,
+``sar.json``, ``proc-before.txt`` and ``proc-after.txt``, before they are stored, so that a
+sample's directory holds ``sar.json.gz`` and so on: ``zcat`` reads them, tidy decompresses
+them itself):
 
 - ``sar.json``: ``sadf -j <file> -- -A``, every activity sadc collected, one statistics
   record per completed second (parsed by :mod:`perflab.tools.sysstat`). Because ``-A``
@@ -41,6 +44,7 @@ import math
 import re
 import secrets
 import shlex
+import gzip
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Iterator, Sequence
@@ -58,6 +62,9 @@ INTERVAL = 1
 SADC_PATHS = ("/usr/lib/sysstat/sadc", "/usr/lib64/sa/sadc", "/usr/libexec/sysstat/sadc", "/usr/lib/sa/sadc")
 #: Kernel counters snapshotted at start and stop.
 PROC_FILES = ("/proc/uptime", "/proc/loadavg", "/proc/stat", "/proc/net/dev", "/proc/net/snmp", "/proc/diskstats")
+
+#: Monitor files stored gzip-compressed (``<name>.gz``): sysstat's JSON and the /proc snapshots, 6-8x smaller.
+COMPRESSED = ("sar.json", "proc-before.txt", "proc-after.txt")
 
 _SAFE_RE = re.compile(r"[^A-Za-z0-9._-]+")
 #: A host cgroup's CPU counters (cgroup v1 cpuacct, cgroup v2), read by :func:`cgroup_snapshot`.
@@ -139,6 +146,13 @@ def stop(handle: MonitorHandle) -> dict[str, str]:
                            files)
     files["sar.json"] = sections["sar"] + "\n"
     return files
+
+
+def at_rest(files: dict[str, str]) -> dict[str, bytes | str]:
+    """The monitor ``files`` as they are stored: those named in :data:`COMPRESSED` gzipped (as ``<name>.gz``,
+    no name or time in the gzip header, so equal text gives equal bytes), the others unchanged."""
+    return {(f"{name}.gz" if name in COMPRESSED else name):
+            (gzip.compress(text.encode(), mtime=0) if name in COMPRESSED else text) for name, text in files.items()}
 
 
 def study_policy(monitored: bool, source: str) -> str | None:

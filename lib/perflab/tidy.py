@@ -23,6 +23,7 @@ for the manifest check, and nothing is returned unless every file matches.
 from __future__ import annotations
 
 import fnmatch
+import gzip
 import hashlib
 import json
 import time
@@ -108,7 +109,7 @@ class RawReader:
         """The file at ``path`` (inside the campaign) as text; raises ``FileNotFoundError`` when absent."""
         data = path.read_bytes()
         self.hashed[path.relative_to(self.raw_dir).as_posix()] = hashlib.sha256(data).hexdigest()
-        return data.decode("utf-8", errors="replace")
+        return _decoded(path, data)
 
 
 def _parse(raw_dir: Path, reader: RawReader) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -280,17 +281,18 @@ def monitor_rows(batch: _Batch, sample_dir: Path, base: Path, common: dict[str, 
     """
     read = read or _read
     for hdir in sorted(p for p in (sample_dir / "monitors").glob("*") if p.is_dir()):
-        inputs = {"sadf": [hdir / "sar.json"], "procstat": [hdir / "proc-before.txt", hdir / "proc-after.txt"],
-                  "cgroup": [hdir / "cgroup-before.txt", hdir / "cgroup-after.txt"]}
+        inputs = {"sadf": [_stored(hdir, "sar.json")],
+                  "procstat": [_stored(hdir, "proc-before.txt"), _stored(hdir, "proc-after.txt")],
+                  "cgroup": [_stored(hdir, "cgroup-before.txt"), _stored(hdir, "cgroup-after.txt")]}
         for name, files in inputs.items():
             if not all(f.is_file() for f in files):
-                continue
-            text = "".join(read(f) for f in files)
-            if name == "sadf" and _no_intervals(text):
                 continue
             source = files[0].relative_to(base).as_posix()
             parser = tools.get(name)
             try:
+                text = "".join(read(f) for f in files)
+                if name == "sadf" and _no_intervals(text):
+                    continue
                 found = parser.parse(text, source=source)
             except ParseError as exc:
                 quarantine.append({**common, "host": hdir.name, "source": source, "reason": str(exc)})
@@ -322,8 +324,26 @@ def _no_intervals(sar_json: str) -> bool:
     return all(not h.get("statistics") for h in hosts) if isinstance(hosts, list) else False
 
 
+def _stored(host_dir: Path, name: str) -> Path:
+    """A monitor file as stored: ``<name>.gz`` when the runner compressed it (see
+    :func:`perflab.monitors.at_rest`), else ``<name>`` (campaigns measured before)."""
+    packed = host_dir / f"{name}.gz"
+    return packed if packed.is_file() else host_dir / name
+
+
+def _decoded(path: Path, data: bytes) -> str:
+    """A raw file's bytes as text, gunzipped first when its name ends in ``.gz``."""
+    if path.suffix == ".gz":
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError) as exc:
+            raise ParseError(str(path), "a complete gzip file",
+                             f"{exc}: the raw file is damaged; check it with `perflab verify`") from exc
+    return data.decode("utf-8", errors="replace")
+
+
 def _read(path: Path) -> str:
-    return path.read_text(encoding="utf-8", errors="replace")
+    return _decoded(path, path.read_bytes())
 
 
 def write(raw_dir: str | Path, out_dir: str | Path, *, csv: bool = False) -> dict[str, Path]:

@@ -115,7 +115,7 @@ class Engine:
         return {"satisfied": res.satisfied, "waited": round(res.waited, 3), "loads": dict(res.loads),
                 "polls": res.polls, "max_load1": res.max_load1}
 
-    def _measure(self, run_: design.Run, measured: list[list[Measured]], files: dict[str, str],
+    def _measure(self, run_: design.Run, measured: list[list[Measured]], files: dict[str, bytes | str],
                  contended: dict[str, Any]) -> tuple[list, str]:
         """Run the measured commands under the monitors; monitor files go into ``files``, the machine's
         contention during the commands into ``contended``."""
@@ -134,7 +134,7 @@ class Engine:
         except monitors.MonitorError as exc:
             files["monitors/errors.txt"] = f"{exc}\n"
         for host, produced in outputs.items():
-            files.update({f"monitors/{host}/{name}": text for name, text in produced.items()})
+            files.update({f"monitors/{host}/{name}": data for name, data in monitors.at_rest(produced).items()})
         return results, reason
 
     def sample(self, run_: design.Run) -> bool:
