@@ -18,7 +18,7 @@ rule paper_index:
 # monitors), one sentence per campaign and a paragraph per study, from the verified raw data.
 rule evidence:
     input:
-        [f"data/processed/{c}.verified" for c in CAMPAIGNS],
+        [f"data/processed/{c}.verified" for c in MEASURED],
     output:
         "paper/macros/evidence.tex",
     shell:
@@ -31,7 +31,7 @@ rule paper:
         + sorted(str(p) for p in Path("paper/frame").glob("*.tex")) + [s.chapter for s in STUDIES if s.chapter],
         index=rules.paper_index.output,
         generated=[f for a in ANALYSES for k, f in a.outputs.items() if k != "notebook"]
-        + [f for s in STUDIES for f in s.macro_files()] + rules.evidence.output,
+        + [f for s in STUDIES for f in s.macro_files() if f not in WAITING] + rules.evidence.output,
     output:
         "paper/main.pdf",
     log:

@@ -3,7 +3,7 @@
 
 rule report:
     input:
-        experiments=[f"data/raw/{c}/experiment.ipynb" for c in sorted(CAMPAIGNS) if not CAMPAIGNS[c].counterpart_of],
+        experiments=[f"data/raw/{c}/experiment.ipynb" for c in sorted(MEASURED) if not MEASURED[c].counterpart_of],
         analyses=[a.outputs["notebook"] for a in ANALYSES],
         paper="paper/main.pdf",
     output:

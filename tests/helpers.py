@@ -6,11 +6,12 @@ import gzip
 import os
 import subprocess
 from pathlib import Path
-from typing import Any, Mapping
+from contextlib import contextmanager
+from typing import Any, Iterator, Mapping
 
 import pytest
 
-from perflab import campaign as campaign_mod, lab as lab_mod, records
+from perflab import campaign as campaign_mod, inventory, lab as lab_mod, labspec, records, store
 from perflab.tools.base import Command, Measurement, Param, Rows, Tool
 
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="the lab needs root (network namespaces, sshd)")
@@ -21,8 +22,25 @@ def leftovers(name: str) -> list[str]:
     return lab_mod.traces(name)
 
 
+@contextmanager
+def lab_entries(prefix: str, text: str) -> Iterator[list]:
+    """The inventory of a lab described by ``text`` (a lab file with ``{name}`` for its name), named ``prefix`` and
+    this test process's pid, brought up for the block and removed (and checked gone) after it."""
+    name = f"{prefix}{os.getpid() % 100000}"
+    created = lab_mod.bring_up(labspec.load(f"{name}.yaml", text=text.format(name=name)))
+    try:
+        yield inventory.load(created.inventory_path)
+    finally:
+        lab_mod.down(name)
+        assert leftovers(name) == [], f"lab {name} left things behind"
+
+
 def monitor_text(host_dir: Path, name: str) -> str:
-    """A stored monitor file's text: ``<name>.gz`` gunzipped (how the runner stores the large ones), else ``<name>``."""
+    """A stored monitor file's text: a member of ``<host_dir>.tar.xz`` (how the store keeps a host's monitor
+    files), else ``<name>.gz`` gunzipped, else ``<name>`` (campaigns measured before)."""
+    archive = host_dir.with_name(host_dir.name + store.MONITOR_ARCHIVE)
+    if archive.is_file():
+        return store.unpack_monitors(archive.read_bytes(), str(archive))[name]
     packed = host_dir / f"{name}.gz"
     return gzip.decompress(packed.read_bytes()).decode() if packed.is_file() else (host_dir / name).read_text()
 

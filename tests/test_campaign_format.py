@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from helpers import ROOT_ONLY, load_campaign
-from perflab import campaign as campaign_mod, records, runner, tidy
+from perflab import campaign as campaign_mod, records, runner, store, tidy
 from perflab.store import RawStore
 
 LEVELS = """\
@@ -164,8 +164,10 @@ fingerprints: false
 def test_monitors_reach_the_tidy_table_per_host_and_never_as_summary_rows(lab_inventory, tmp_path):
     c = load_campaign(MONITORED, tmp_path)
     assert runner.run(c, lab_inventory, tmp_path / "raw", stream=open(os.devnull, "w")).complete
-    stored = {p.name for p in (tmp_path / "raw/monitored/samples").glob("*/monitors/h1/*")}
-    assert {"sar.json.gz", "proc-before.txt.gz", "proc-after.txt.gz"} <= stored and "sar.json" not in stored
+    archives = sorted((tmp_path / "raw/monitored/samples").glob("*/monitors/h1.tar.xz"))
+    assert len(archives) == 2 and not list((tmp_path / "raw/monitored/samples").glob("*/monitors/h1/"))
+    members = store.unpack_monitors(archives[0].read_bytes(), str(archives[0]))
+    assert {"sar.json", "proc-before.txt", "proc-after.txt"} <= set(members)
     df, quarantine = tidy.frame(tmp_path / "raw/monitored")
     assert quarantine.empty, list(quarantine["reason"])
     mon = df[df["tool"].isin(["sadf", "procstat"])]

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers import ROOT_ONLY, leftovers
-from perflab import campaign as campaign_mod, inventory, lab as lab_mod, labspec, records, runner, store, tidy
+from helpers import ROOT_ONLY, lab_entries
+from perflab import campaign as campaign_mod, records, runner, store, tidy
 
 pytestmark = [ROOT_ONLY, pytest.mark.lab]
 
@@ -36,13 +36,8 @@ hosts:
 @pytest.fixture(scope="module")
 def entries():
     """The inventory of a four-host lab named after this test process, removed (and checked gone) at the end."""
-    name = f"p{os.getpid() % 100000}"
-    created = lab_mod.bring_up(labspec.load(f"{name}.yaml", text=LAB.format(name=name)))
-    try:
-        yield inventory.load(created.inventory_path)
-    finally:
-        lab_mod.down(name)
-        assert leftovers(name) == [], f"lab {name} left things behind"
+    with lab_entries("p", LAB) as found:
+        yield found
 
 
 def shortened(example: str, tmp_path: Path, **changes) -> campaign_mod.Campaign:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gzip
 import json
 import secrets
 import shutil
@@ -121,11 +120,51 @@ def test_monitors_on_two_lab_hosts_see_the_sample_traffic(hosts):
     assert h1.check(f"ls {h1.workdir} | grep -c {name} || true").strip() == "0"
 
 
-def test_the_large_monitor_files_are_stored_gzipped_the_same_bytes_each_time():
-    files = {"sar.json": '{"cpu-load": [{"cpu": "all", "usr": 1.0}]}\n' * 200, "proc-before.txt": "==> /proc/stat <==\n",
-             "sadc.log": "a warning\n"}
-    stored = monitors.at_rest(files)
-    assert set(stored) == {"sar.json.gz", "proc-before.txt.gz", "sadc.log"}
-    assert gzip.decompress(stored["sar.json.gz"]).decode() == files["sar.json"]
-    assert len(stored["sar.json.gz"]) * 5 < len(files["sar.json"].encode())
-    assert monitors.at_rest(dict(files)) == stored  # no time or name in the header
+def test_a_hosts_monitor_files_are_stored_as_one_archive_the_same_bytes_each_time():
+    from perflab import store
+
+    files = {"monitors/h1/sar.json": '{"cpu-load": [{"cpu": "all", "usr": 1.0}]}\n' * 200,
+             "monitors/h1/proc-before.txt": "==> /proc/stat <==\n", "monitors/h2/sadc.log": "a warning\n",
+             "monitors/errors.txt": "h3: no sadc\n", "stdout": b"out"}
+    stored = store.pack_monitors(files)
+    assert set(stored) == {"monitors/h1.tar.xz", "monitors/h2.tar.xz", "monitors/errors.txt", "stdout"}
+    members = store.unpack_monitors(stored["monitors/h1.tar.xz"], "h1")  # type: ignore[arg-type]
+    assert members == {"sar.json": files["monitors/h1/sar.json"], "proc-before.txt": "==> /proc/stat <==\n"}
+    assert len(stored["monitors/h1.tar.xz"]) * 5 < len(files["monitors/h1/sar.json"].encode())
+    assert store.pack_monitors(dict(files)) == stored  # no owner or time in the archive
+    with pytest.raises(ValueError, match="h1: not a complete tar.xz archive"):
+        store.unpack_monitors(stored["monitors/h1.tar.xz"][:40], "h1")  # type: ignore[index]
+
+
+def test_the_hosts_monitors_start_together_and_a_failed_start_stops_the_others(monkeypatch):
+    """Two hosts' starts meet at a barrier (sequential starts would time out there); when one start fails, the
+    monitor that did start is stopped and the failure is raised."""
+    import threading
+
+    barrier = threading.Barrier(2, timeout=10)
+    stopped: list[str] = []
+
+    class FakeHost:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+    def fake_start(host, name):
+        barrier.wait()  # both starts are in flight at once
+        if host.name == "bad":
+            raise MonitorError("host bad: cannot start")
+        return monitors.MonitorHandle(host, name, None, "/tmp/x")  # type: ignore[arg-type]
+
+    def fake_stop(handle):
+        stopped.append(handle.host.name)
+        return {"proc-before.txt": "x\n"}
+
+    monkeypatch.setattr(monitors, "start", fake_start)
+    monkeypatch.setattr(monitors, "stop", fake_stop)
+    with pytest.raises(MonitorError, match="cannot start"):
+        with monitors.monitoring([FakeHost("good"), FakeHost("bad")], "s"):
+            raise AssertionError("the body must not run when a monitor did not start")
+    assert stopped == ["good"]
+    barrier.reset()
+    with monitors.monitoring([FakeHost("good"), FakeHost("also")], "s") as outputs:
+        pass
+    assert sorted(outputs) == ["also", "good"] and sorted(stopped) == ["also", "good", "good"]

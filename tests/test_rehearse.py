@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import io
 import json
-import os
 from pathlib import Path
 
 import pytest
 
-from helpers import ROOT_ONLY, leftovers
-from perflab import campaign as campaign_mod, inventory, lab as lab_mod, labspec, rehearse
+from helpers import ROOT_ONLY, lab_entries
+from perflab import campaign as campaign_mod, rehearse
 from test_real_hosts import kit_campaigns
 
 pytestmark = [ROOT_ONLY, pytest.mark.lab]
@@ -27,13 +26,8 @@ LAB = "format: 1\nlab: {name}\nlinks:\n  lan: {{mtu: 1500}}\nhosts:\n" + "".join
 @pytest.fixture(scope="module")
 def entries():
     """The inventory of a lab playing every real host, named after this test process, removed at the end."""
-    name = f"r{os.getpid() % 100000}"
-    created = lab_mod.bring_up(labspec.load(f"{name}.yaml", text=LAB.format(name=name)))
-    try:
-        yield inventory.load(created.inventory_path)
-    finally:
-        lab_mod.down(name)
-        assert leftovers(name) == [], f"lab {name} left things behind"
+    with lab_entries("r", LAB) as found:
+        yield found
 
 
 @pytest.mark.parametrize("path", kit_campaigns(), ids=lambda p: p.name)

@@ -107,9 +107,13 @@ order: 60
 chapter: chapter.tex
 campaigns:
   - file: campaigns/sixth-ping.yaml
+  - {file: campaigns/sixth-later.yaml, planned: true}
 analyses:
   - notebook: compare-levels
     campaign: sixth-ping
+    parameters: {metric: rtt_avg, factor: size, factor_label: Payload, quantity: RTT, scale: 1.0e-6, unit: us}
+  - notebook: compare-levels
+    campaign: sixth-later
     parameters: {metric: rtt_avg, factor: size, factor_label: Payload, quantity: RTT, scale: 1.0e-6, unit: us}
 """
 SIXTH_CAMPAIGN = """\
@@ -128,9 +132,12 @@ def test_a_sixth_study_is_one_new_folder_and_the_pipeline_finds_it(tmp_path):
     folder = _declare(tmp_path, "999-sixth", SIXTH)
     (folder / "campaigns").mkdir()
     (folder / "campaigns/sixth-ping.yaml").write_text(SIXTH_CAMPAIGN)
+    (folder / "campaigns/sixth-later.yaml").write_text(SIXTH_CAMPAIGN.replace("sixth-ping", "sixth-later"))
     (folder / "chapter.tex").write_text("\\chapter{Sixth}\n\\plv{sixth-ping/plan/repetitions} repetitions.\n")
     found = {s.id: s for s in study.discover(tmp_path)}
     assert found["999-sixth"].analyses[0].outputs["macros"] == "paper/macros/sixth-ping-rtt-avg.tex"
+    later = next(c for c in found["999-sixth"].campaigns if c.id == "sixth-later")
+    assert later.planned and later.pending(tmp_path)
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
     dry = subprocess.run(["snakemake", "-n", "--cores", "1", "--config", "demos=False"], cwd=tmp_path, env=env,
                          capture_output=True, text=True, timeout=120)
@@ -139,6 +146,11 @@ def test_a_sixth_study_is_one_new_folder_and_the_pipeline_finds_it(tmp_path):
         assert job in dry.stdout, job
     assert "data/raw/sixth-ping/experiment.ipynb" in dry.stdout
     assert "tool-iperf2" not in dry.stdout, "demos=False must leave the demo study out"
+    # a planned campaign without data is neither measured nor waited for, until it is named
+    assert "data/raw/sixth-later/" not in dry.stdout and "sixth_later" not in dry.stdout
+    named = subprocess.run(["snakemake", "-n", "--cores", "1", "data/raw/sixth-later/experiment.ipynb"], cwd=tmp_path,
+                           env=env, capture_output=True, text=True, timeout=120)
+    assert named.returncode == 0 and "data/raw/sixth-later/experiment.ipynb" in named.stdout, named.stderr[-2000:]
 
 
 def test_an_analysis_reads_every_campaign_its_parameters_name():

@@ -64,6 +64,18 @@ def test_blockproto_refuses_iscsi_writes_and_parses_each_initiator():
     rows = {m.metric: m.value for m in tool.parse(iscsi, source="t")}
     assert rows["ops"] == 3000 and rows["bytes"] == 3000 * 4096 and rows["initiator_cpu_per_op"] == 0.3 / 3000
     assert rows["target_cpu_per_op"] == 0.6 / 3000
+    assert "loop_cpu" not in rows, "iscsi-perf does not report the CPU of its I/O alone"
+    bench = ('{"rw": "randread", "bs": 4096, "ops": 2000, "bytes": 8192000, "elapsed": 2.0, "export_size": 1, '
+             '"cpu_user": 0.25, "cpu_system": 0.15}\n\n@cost {"returncode": 0, "elapsed": 2.3, "initiator_cpu": 0.6, '
+             '"target_cpu": 0.2, "target_processes": 1}\n')
+    rows = {m.metric: m.value for m in tool.parse(bench, source="t")}
+    assert rows["loop_cpu"] == pytest.approx(0.4) and rows["loop_cpu_per_op"] == pytest.approx(0.4 / 2000)
+    assert rows["initiator_cpu_per_op"] == pytest.approx(0.6 / 2000), "the whole process, start-up included"
+    perflab_nbd = tool.commands({"protocol": "nbd", "initiator": "perflab", "rw": "read", "runtime": 2},
+                                {"server": "198.18.0.2"})[1].argv
+    assert "--nbd" in perflab_nbd and "198.18.0.2:10809" in perflab_nbd and "fio" not in perflab_nbd
+    with pytest.raises(ValueError, match="initiator"):
+        tool.commands({"protocol": "aoe", "initiator": "perflab"}, {"server": "198.18.0.2"})
 
 
 def test_blockproto_ships_the_aoe_script_to_the_host_under_a_relative_digest_path():
@@ -191,6 +203,41 @@ def _net_bytes(text: str, iface: str) -> int:
             fields = line.split(":", 1)[1].split()
             return int(fields[0]) + int(fields[8])
     raise AssertionError(f"no {iface} in the snapshot")
+
+
+@ROOT_ONLY
+@pytest.mark.lab
+def test_perflab_nbd_initiator_reads_back_what_it_wrote_and_benches_like_the_aoe_one(aoe_lab):
+    """The same load loop drives NBD: what it writes through nbdkit is on the device, and bench reports its
+    operations and the CPU of its loop alone."""
+    device = subprocess.run(["losetup", "-j", str(aoe_lab.device_file("tgt", "disk")), "-nO", "NAME"],
+                            capture_output=True, text=True, check=True).stdout.split()[0]
+    server = aoe_lab.host("tgt").port("std").address
+    nbd = subprocess.Popen([*_netns("tgt"), "nbdkit", "--foreground", "--exit-with-parent", "-i", server, "-p", "10811",
+                            "file", device], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        script = (f"import sys; sys.path.insert(0, {str(AOE.parent)!r}); import aoe, os, time\n"
+                  "for _ in range(100):\n"
+                  "    try:\n"
+                  f"        c = aoe.NbdInitiator({server!r}, 10811); break\n"
+                  "    except OSError: time.sleep(0.05)\n"
+                  "data = bytes(range(256)) * 10\n"
+                  "c.write(9, data); assert c.read(9, 5) == data, 'read back differs'\n"
+                  "print(c.size); c.close()")
+        size = subprocess.run([*_netns("ini"), "python3", "-c", script], capture_output=True, text=True, check=True)
+        assert int(size.stdout) == 32 << 20, "the export is the 32 MiB device"
+        with open(device, "rb") as disk:
+            disk.seek(9 * 512)
+            assert disk.read(2560) == bytes(range(256)) * 10
+        out = subprocess.run([*_netns("ini"), "python3", str(AOE), "bench", "--nbd", f"{server}:10811", "--rw",
+                              "randread", "--bs", "4096", "--size", str(16 << 20), "--runtime", "0.5"],
+                             capture_output=True, text=True, check=True).stdout
+        result = json.loads(out)
+        assert result["ops"] > 0 and result["bytes"] == result["ops"] * 4096 and result["export_size"] == 32 << 20
+        assert 0 < result["cpu_user"] + result["cpu_system"] <= result["elapsed"] * 1.05 + 0.02
+    finally:
+        nbd.terminate()
+        nbd.wait(timeout=10)
 
 
 @ROOT_ONLY

@@ -132,36 +132,46 @@ def test_batches_join_into_the_same_table_as_one_batch(raw, monkeypatch):
     pd.testing.assert_frame_equal(batched, whole, check_exact=True)
 
 
-def _monitored_sample(tmp_path: Path, sar: bytes) -> Path:
-    """A sample directory whose host h1 has a stored ``sar.json.gz`` with the bytes ``sar``."""
-    host = tmp_path / "c/samples/r1/monitors/h1"
-    host.mkdir(parents=True)
-    (host / "sar.json.gz").write_bytes(sar)
-    return host.parent.parent
+def _monitored_sample(tmp_path: Path, name: str, data: bytes) -> Path:
+    """A sample directory under ``tmp_path/c`` whose ``monitors/`` holds one file ``name`` with ``data``."""
+    target = tmp_path / "c/samples/r1/monitors" / name
+    target.parent.mkdir(parents=True)
+    target.write_bytes(data)
+    return tmp_path / "c/samples/r1"
 
 
-def test_a_gzipped_monitor_file_gives_the_rows_of_its_text(tmp_path):
-    from perflab import monitors
+SAR = (Path(__file__).parent / "fixtures/sysstat/sadf_u_all_q_dev_d.json").read_text()
 
-    text = (Path(__file__).parent / "fixtures/sysstat/sadf_u_all_q_dev_d.json").read_text()
-    sample = _monitored_sample(tmp_path, monitors.at_rest({"sar.json": text})["sar.json.gz"])
+
+def _rows(sample: Path, base: Path) -> tuple[list, list]:
     batch, quarantine = tidy._Batch(), []
-    tidy.monitor_rows(batch, sample, tmp_path, {"run_id": "r1"}, quarantine)
-    plain = tmp_path / "plain/samples/r1/monitors/h1"
-    plain.mkdir(parents=True)
-    (plain / "sar.json").write_text(text)
-    unpacked = tidy._Batch()
-    tidy.monitor_rows(unpacked, plain.parent.parent, tmp_path, {"run_id": "r1"}, quarantine)
-    assert quarantine == [] and batch.rows > 0 and batch.rows == unpacked.rows
-    assert batch.columns["value"] == unpacked.columns["value"]
+    tidy.monitor_rows(batch, sample, base, {"run_id": "r1"}, quarantine)
+    return batch.columns.get("value", []), quarantine
 
 
-def test_a_damaged_gzipped_monitor_file_is_quarantined_naming_it(tmp_path):
-    from perflab import monitors
+def test_every_stored_form_of_a_monitor_file_gives_the_same_rows(tmp_path):
+    """A host's archive (today's runs), a file gzipped on its own and a plain file (earlier runs)."""
+    import gzip
 
-    packed = monitors.at_rest({"sar.json": '{"sysstat": {"hosts": []}}\n' * 50})["sar.json.gz"]
-    sample = _monitored_sample(tmp_path, packed[: len(packed) // 2])
-    quarantine: list = []
-    tidy.monitor_rows(tidy._Batch(), sample, tmp_path, {"run_id": "r1"}, quarantine)
-    assert len(quarantine) == 1 and "a complete gzip file" in quarantine[0]["reason"]
-    assert quarantine[0]["source"].endswith("monitors/h1/sar.json.gz")
+    archive = store.pack_monitors({"monitors/h1/sar.json": SAR})["monitors/h1.tar.xz"]
+    forms = {"archive": ("h1.tar.xz", archive), "gzip": ("h1/sar.json.gz", gzip.compress(SAR.encode(), mtime=0)),
+             "plain": ("h1/sar.json", SAR.encode())}
+    values = {}
+    for form, (name, data) in forms.items():
+        values[form], quarantine = _rows(_monitored_sample(tmp_path / form, name, data), tmp_path / form)  # type: ignore[arg-type]
+        assert quarantine == [] and values[form], form
+    assert values["archive"] == values["gzip"] == values["plain"]
+
+
+@pytest.mark.parametrize("name, data, where", [
+    ("h1.tar.xz", "archive", "monitors/h1.tar.xz"),
+    ("h1/sar.json.gz", "gzip", "monitors/h1/sar.json.gz"),
+])
+def test_a_damaged_monitor_file_is_quarantined_naming_it(tmp_path, name, data, where):
+    import gzip
+
+    whole = (store.pack_monitors({"monitors/h1/sar.json": SAR})["monitors/h1.tar.xz"] if data == "archive"
+             else gzip.compress(SAR.encode(), mtime=0))
+    _, quarantine = _rows(_monitored_sample(tmp_path, name, whole[: len(whole) // 2]), tmp_path)  # type: ignore[index]
+    assert len(quarantine) == 1 and "complete" in quarantine[0]["reason"]
+    assert quarantine[0]["source"].endswith(where) and quarantine[0]["host"] == "h1"

@@ -37,4 +37,4 @@ def test_tool_campaign_runs_and_analyses(name, lab_inventory, tmp_path):
     result = levels.analyse(df, metric=params["metric"], factor=params["factor"], select=params.get("select"))
     assert list(result.summary["n"]) == [2, 2]
     assert (result.data["value"] > 0).all()
-    assert any((tmp_path / name / "samples").glob("*/monitors/*/sar.json.gz")), "monitors stored no sysstat data"
+    assert any((tmp_path / name / "samples").glob("*/monitors/*.tar.xz")), "monitors stored no sysstat data"

@@ -1,4 +1,4 @@
-"""A small user-space ATA over Ethernet (AoE) initiator: query config, read and write sectors.
+"""Small user-space block initiators: ATA over Ethernet (AoE), and NBD for the same load loop.
 
 AoE (Coraid's specification AoEr11) carries ATA commands in raw Ethernet frames of
 ethertype 0x88A2. This module speaks it on an ``AF_PACKET`` socket bound to one interface
@@ -7,15 +7,21 @@ target such as ``vblade`` can be used where the kernel has no ``aoe`` module. It
 READ/WRITE SECTORS EXT (LBA48) commands, at most the target's advertised sectors per
 frame, several frames in flight per I/O, and retransmits a frame whose answer is late.
 
+:class:`NbdInitiator` speaks the NBD protocol (fixed newstyle handshake, one export, one
+request in flight) over TCP, so that the same load loop (:func:`bench`) drives AoE and NBD
+and a protocol comparison is not also a comparison of load generators (fio drives NBD too).
+
 It imports only the standard library so that a lab host can run it as a script::
 
     python3 aoe.py query --iface eth0 --major 1 --minor 1
     python3 aoe.py bench --peer 198.18.1.12 --major 1 --minor 1 --rw randread --bs 4096 --runtime 5
+    python3 aoe.py bench --nbd 198.18.1.12:10809 --rw randread --bs 4096 --runtime 5
     python3 aoe.py cost --procs vblade -- python3 aoe.py bench ...
 
-``bench`` prints one JSON object: operations, bytes, elapsed seconds, frames sent (at most
-the target's advertised buffer count unanswered at a time) and retransmitted, and the
-process's own user and system CPU seconds. ``--peer ADDR`` picks the interface whose IPv4
+``bench`` prints one JSON object: operations, bytes, elapsed seconds, the process's own user
+and system CPU seconds during the I/O loop alone (so without the interpreter's start-up and
+the connection), and for AoE the frames sent (at most the target's advertised buffer count
+unanswered at a time) and retransmitted. ``--peer ADDR`` picks the interface whose IPv4
 network holds ADDR (the target's address on the link to use).
 ``cost`` runs any initiator command, passes its output through and appends a line
 ``@cost {...}`` with the command's CPU seconds (its rusage) and the CPU seconds the named
@@ -57,6 +63,82 @@ QUERY_ARGS = struct.Struct("!HHBBH")  # buffer count, firmware, sectors per fram
 
 class AoEError(RuntimeError):
     """The target answered with an error, did not answer, or the arguments are impossible."""
+
+
+#: NBD protocol constants (the NBD protocol document, "fixed newstyle negotiation").
+NBD_MAGIC, NBD_IHAVEOPT = b"NBDMAGIC", 0x49484156454F5054
+NBD_FLAG_FIXED_NEWSTYLE, NBD_FLAG_NO_ZEROES = 0x1, 0x2
+NBD_OPT_EXPORT_NAME = 1
+NBD_REQUEST_MAGIC, NBD_REPLY_MAGIC = 0x25609513, 0x67446698
+NBD_CMD_READ, NBD_CMD_WRITE, NBD_CMD_DISC = 0, 1, 2
+NBD_REQUEST = struct.Struct("!IHHQQI")  # magic, command flags, type, handle, offset, length
+NBD_REPLY = struct.Struct("!IIQ")  # magic, error, handle
+
+
+class NbdInitiator:
+    """An NBD client for the default export of ``host``:``port``: fixed newstyle handshake, then one request
+    in flight at a time (the AoE initiator's discipline, so that the two compare)."""
+
+    def __init__(self, host: str, port: int, *, timeout: float = 10.0) -> None:
+        self.sock = socket.create_connection((host, port), timeout=timeout)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.handle = 0
+        hello = self._recv(18)
+        if hello[:8] != NBD_MAGIC or struct.unpack("!Q", hello[8:16])[0] != NBD_IHAVEOPT:
+            raise AoEError(f"NBD server {host}:{port}: expected the fixed newstyle greeting; found {hello!r}")
+        flags = struct.unpack("!H", hello[16:18])[0]
+        mine = NBD_FLAG_FIXED_NEWSTYLE | (flags & NBD_FLAG_NO_ZEROES)
+        self.sock.sendall(struct.pack("!I", mine) + struct.pack("!QII", NBD_IHAVEOPT, NBD_OPT_EXPORT_NAME, 0))
+        self.size, self.flags = struct.unpack("!QH", self._recv(10))
+        if not mine & NBD_FLAG_NO_ZEROES:
+            self._recv(124)
+
+    def _recv(self, n: int) -> bytes:
+        parts, got = [], 0
+        while got < n:
+            chunk = self.sock.recv(n - got)
+            if not chunk:
+                raise AoEError(f"NBD server closed the connection ({got} of {n} bytes received)")
+            parts.append(chunk)
+            got += len(chunk)
+        return b"".join(parts)
+
+    def _request(self, command: int, offset: int, length: int, data: bytes = b"") -> bytes:
+        self.handle += 1
+        self.sock.sendall(NBD_REQUEST.pack(NBD_REQUEST_MAGIC, 0, command, self.handle, offset, length) + data)
+        magic, error, handle = NBD_REPLY.unpack(self._recv(NBD_REPLY.size))
+        if magic != NBD_REPLY_MAGIC or handle != self.handle:
+            raise AoEError(f"NBD reply: expected magic {NBD_REPLY_MAGIC:#x} handle {self.handle}; "
+                           f"found {magic:#x} handle {handle}")
+        if error:
+            raise AoEError(f"NBD server: error {error} for a {'write' if data else 'read'} at offset {offset}")
+        return self._recv(length) if command == NBD_CMD_READ else b""
+
+    def read(self, lba: int, count: int) -> bytes:
+        """Read ``count`` sectors from sector ``lba``."""
+        return self._request(NBD_CMD_READ, lba * SECTOR, count * SECTOR)
+
+    def write(self, lba: int, data: bytes) -> None:
+        """Write ``data`` (a whole number of sectors) from sector ``lba``."""
+        self._request(NBD_CMD_WRITE, lba * SECTOR, len(data), data)
+
+    def describe(self) -> dict[str, int]:
+        """The export's size in bytes (what ``bench`` reports beside its counts)."""
+        return {"export_size": self.size}
+
+    def close(self) -> None:
+        """Say goodbye (NBD_CMD_DISC) and close the connection."""
+        try:
+            self.sock.sendall(NBD_REQUEST.pack(NBD_REQUEST_MAGIC, 0, NBD_CMD_DISC, 0, 0, 0))
+        except OSError:
+            pass
+        self.sock.close()
+
+    def __enter__(self) -> "NbdInitiator":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 @dataclass(frozen=True)
@@ -184,6 +266,11 @@ class Initiator:
             parts.append(answer[start:start + n * SECTOR])
         return b"".join(parts)
 
+    def describe(self) -> dict[str, int]:
+        """Frames sent and retransmitted, and the target's sectors per frame (what ``bench`` reports)."""
+        target = self.target or self.query()
+        return {"frames": self.frames, "retransmits": self.retransmits, "max_sectors": target.max_sectors}
+
     def write(self, lba: int, data: bytes) -> None:
         """Write ``data`` (a whole number of sectors) from sector ``lba``."""
         if not data or len(data) % SECTOR:
@@ -194,13 +281,15 @@ class Initiator:
                 raise AoEError(f"AoE target {self.major}.{self.minor}: ATA error status {status:#x} writing lba {lba}")
 
 
-def bench(ini: Initiator, rw: str, bs: int, runtime: float, size: int, seed: int = 1) -> dict[str, float]:
-    """Issue ``bs``-byte reads or writes (sequential or random within ``size`` bytes) for ``runtime`` s."""
+def bench(ini: Initiator | NbdInitiator, rw: str, bs: int, runtime: float, size: int,
+          seed: int = 1) -> dict[str, object]:
+    """Issue ``bs``-byte reads or writes (sequential or random within ``size`` bytes) for ``runtime`` s, one at a
+    time; the CPU seconds are the process's own during the loop."""
     if rw not in ("read", "write", "randread", "randwrite"):
         raise AoEError(f"--rw {rw!r}: use read, write, randread or randwrite")
     if bs <= 0 or bs % SECTOR or size < bs:
         raise AoEError(f"--bs {bs} --size {size}: bs must be a positive multiple of {SECTOR} and size at least bs")
-    target = ini.query()
+    ini.describe()  # AoE: the query config, before the clock starts
     rng = random.Random(seed)
     sectors, slots = bs // SECTOR, size // bs
     payload = os.urandom(bs)
@@ -216,8 +305,7 @@ def bench(ini: Initiator, rw: str, bs: int, runtime: float, size: int, seed: int
         ops += 1
     elapsed = time.monotonic() - start
     after = resource.getrusage(resource.RUSAGE_SELF)
-    return {"rw": rw, "bs": bs, "ops": ops, "bytes": ops * bs, "elapsed": elapsed, "frames": ini.frames,
-            "retransmits": ini.retransmits, "max_sectors": target.max_sectors,
+    return {"rw": rw, "bs": bs, "ops": ops, "bytes": ops * bs, "elapsed": elapsed, **ini.describe(),
             "cpu_user": after.ru_utime - before.ru_utime, "cpu_system": after.ru_stime - before.ru_stime}
 
 
@@ -279,6 +367,7 @@ def main(argv: list[str] | None = None) -> int:
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("--iface")
     where.add_argument("--peer", help="the target's IPv4 address: use the interface on its network")
+    where.add_argument("--nbd", metavar="HOST:PORT", help="bench an NBD server's default export instead (bench only)")
     parser.add_argument("--major", type=int, default=1)
     parser.add_argument("--minor", type=int, default=1)
     parser.add_argument("--lba", type=int, default=0)
@@ -290,6 +379,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args(argv)
     try:
+        if args.nbd:
+            if args.action != "bench":
+                parser.error("--nbd: only bench speaks NBD")
+            host, _, port = args.nbd.rpartition(":")
+            with NbdInitiator(host, int(port)) as nbd:
+                print(json.dumps(bench(nbd, args.rw, args.bs, args.runtime, args.size, args.seed)))
+            return 0
         with Initiator(args.iface or iface_for(args.peer), args.major, args.minor) as ini:
             if args.action == "query":
                 t = ini.query()

@@ -173,7 +173,8 @@ def _studies(args: argparse.Namespace) -> int:
         print(f"{s.id}  {s.title}{'  (demo)' if s.demo else ''}")
         print(f"  declared in {s.declaration}; chapter {s.chapter or '(none)'}; part {s.part}")
         for c in s.campaigns:
-            print(f"  campaign {c.id}: {c.file}" + (f" on {c.inventory}" if c.inventory else ""))
+            print(f"  campaign {c.id}: {c.file}" + (f" on {c.inventory}" if c.inventory else "")
+                  + ("  (planned: not measured yet)" if c.pending() else ""))
         for p in s.published:
             print(f"  published {p}")
         for a in s.analyses:

@@ -10,10 +10,10 @@ the data file and removes every file, all in one round trip; it does so itself r
 than through :meth:`Host.stop` because the after-snapshot must be complete before the
 conversion. :func:`monitoring` wraps a sample so that its monitors are stopped
 whatever happens to the sample. Files returned by :func:`stop` (names relative to the
-sample's ``monitors/<host>/`` directory; :func:`at_rest` gzips the three large ones,
-``sar.json``, ``proc-before.txt`` and ``proc-after.txt``, before they are stored, so that a
-sample's directory holds ``sar.json.gz`` and so on: ``zcat`` reads them, tidy decompresses
-them itself):
+sample's ``monitors/<host>/`` directory; the store keeps each host's files as one archive,
+``monitors/<host>.tar.xz``, whose members are those files verbatim (:func:`perflab.store.pack_monitors`:
+``tar xJf`` unpacks it, tidy reads it itself; campaigns measured before kept the files
+themselves, some gzipped one by one, and tidy reads those too):
 
 - ``sar.json``: ``sadf -j <file> -- -A``, every activity sadc collected, one statistics
   record per completed second (parsed by :mod:`perflab.tools.sysstat`). Because ``-A``
@@ -44,7 +44,7 @@ import math
 import re
 import secrets
 import shlex
-import gzip
+from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Iterator, Sequence
@@ -62,9 +62,6 @@ INTERVAL = 1
 SADC_PATHS = ("/usr/lib/sysstat/sadc", "/usr/lib64/sa/sadc", "/usr/libexec/sysstat/sadc", "/usr/lib/sa/sadc")
 #: Kernel counters snapshotted at start and stop.
 PROC_FILES = ("/proc/uptime", "/proc/loadavg", "/proc/stat", "/proc/net/dev", "/proc/net/snmp", "/proc/diskstats")
-
-#: Monitor files stored gzip-compressed (``<name>.gz``): sysstat's JSON and the /proc snapshots, 6-8x smaller.
-COMPRESSED = ("sar.json", "proc-before.txt", "proc-after.txt")
 
 _SAFE_RE = re.compile(r"[^A-Za-z0-9._-]+")
 #: A host cgroup's CPU counters (cgroup v1 cpuacct, cgroup v2), read by :func:`cgroup_snapshot`.
@@ -148,13 +145,6 @@ def stop(handle: MonitorHandle) -> dict[str, str]:
     return files
 
 
-def at_rest(files: dict[str, str]) -> dict[str, bytes | str]:
-    """The monitor ``files`` as they are stored: those named in :data:`COMPRESSED` gzipped (as ``<name>.gz``,
-    no name or time in the gzip header, so equal text gives equal bytes), the others unchanged."""
-    return {(f"{name}.gz" if name in COMPRESSED else name):
-            (gzip.compress(text.encode(), mtime=0) if name in COMPRESSED else text) for name, text in files.items()}
-
-
 def study_policy(monitored: bool, source: str) -> str | None:
     """Why a campaign may not run as it is: a study's campaign with its monitors off (None: it may run).
 
@@ -190,7 +180,9 @@ def cgroup_snapshot(cgroups: dict[str, str]) -> str:
 def monitoring(hosts: Sequence[Host], name: str) -> Iterator[dict[str, dict[str, str]]]:
     """Monitor ``hosts`` during the ``with`` body; the yielded dict is filled with host -> files on exit.
 
-    Every monitor started is stopped, also when the body or a later start raises; an
+    The monitors of all hosts start together and stop together (one thread per host, each over
+    its own connection), so the sample waits for the slowest host's round trips rather than
+    their sum. Every monitor started is stopped, also when the body or another start raises; an
     error of the body wins over an error of stopping. After stopping every monitor the
     first stop error is raised again, when the body succeeded.
     """
@@ -198,19 +190,30 @@ def monitoring(hosts: Sequence[Host], name: str) -> Iterator[dict[str, dict[str,
     outputs: dict[str, dict[str, str]] = {}
     failed = False
     try:
-        for host in hosts:
-            handles.append(start(host, name))
+        with ThreadPoolExecutor(max_workers=max(1, len(hosts))) as pool:
+            started = [pool.submit(start, host, name) for host in hosts]
+            wait(started)
+        problems = [f.exception() for f in started]
+        handles = [f.result() for f, problem in zip(started, problems) if problem is None]
+        first = next((problem for problem in problems if problem is not None), None)
+        if first is not None:
+            raise first
         yield outputs
     except BaseException:
         failed = True
         raise
     finally:
         errors: list[Exception] = []
-        for handle in handles:
+
+        def stop_one(handle: MonitorHandle) -> None:
             try:
                 outputs[handle.host.name] = stop(handle)
             except (MonitorError, HostError) as exc:
                 outputs[handle.host.name] = getattr(exc, "files", {})
                 errors.append(exc)
+
+        if handles:
+            with ThreadPoolExecutor(max_workers=len(handles)) as pool:
+                list(pool.map(stop_one, handles))
         if errors and not failed:
             raise errors[0]

@@ -61,13 +61,25 @@ class Question:
     secondary: tuple[str, ...] = ()
     planning: dict[str, Any] = field(default_factory=dict)
     text: str = ""
+    #: Instead of a campaign: a published summaries table of the study and the row (``name``) it is about.
+    published: str = ""
+    item: str = ""
 
     def declared(self) -> dict[str, Any]:
-        """The question as declared (what is frozen and compared), without the study id."""
+        """The question as declared (what is frozen and compared), without the study id (and without the
+        published-table fields when it names a campaign)."""
         out = asdict(self)
         out.pop("study")
         out["secondary"] = list(self.secondary)
+        for key in ("published", "item"):
+            if not out[key]:
+                out.pop(key)
         return out
+
+    @property
+    def source(self) -> str:
+        """What decides the question: its campaign, or ``<published table>: <item>``."""
+        return self.campaign or f"{self.published}: {self.item}"
 
 
 @dataclass(frozen=True)
@@ -86,6 +98,25 @@ def _claims(root: Path, doc: dict[str, Any]) -> set[str] | None:
         return None
     with open(root / files[0], newline="", encoding="utf-8") as fh:
         return {row["claim"] for row in csv.DictReader(fh)}
+
+
+def published_rows(root: Path, published: str, item: str) -> dict[str, dict[str, str]]:
+    """The rows of a published summaries table whose ``name`` is ``item``, by ``group``."""
+    with open(root / published, newline="", encoding="utf-8") as fh:
+        return {row["group"]: row for row in csv.DictReader(fh) if row.get("name") == item}
+
+
+def _published_problems(root: Path, doc: dict[str, Any], published: str, item: str, q: dict[str, Any]) -> list[str]:
+    """What is wrong with a question's published table and row (nothing: an empty list)."""
+    if published not in doc.get("published", []):
+        return [f"{published!r} is not one of the study's published files; list it under published:"]
+    if str(q.get("test", "welch")) != "welch":
+        return ["a published table has no blocks: use test: welch"]
+    rows = published_rows(root, published, item)
+    missing = [g for g in (str(q["baseline"]), str(q["versus"])) if g not in rows]
+    if missing:
+        return [f"no row with name {item!r} and group {', '.join(map(repr, missing))} in {published}"]
+    return []
 
 
 def load(study_dir: str | Path, root: str | Path = ".") -> tuple[list[Question], list[Deviation]]:
@@ -126,20 +157,25 @@ def load(study_dir: str | Path, root: str | Path = ".") -> tuple[list[Question],
         if claims is None and not (claim.startswith("seed:") and claim[5:].isdigit() and q.get("quote")):
             problems.append(f"{at('questions', i, 'claim')}: expected 'seed:<line>' with a `quote:` (the study has "
                             f"no claims file); found {claim!r}")
-        if campaigns and q["campaign"] not in campaigns:
-            problems.append(f"{at('questions', i, 'campaign')}: {q['campaign']!r} is not a campaign of this study "
+        campaign, published = str(q.get("campaign", "")), str(q.get("published", ""))
+        if campaign and campaigns and campaign not in campaigns:
+            problems.append(f"{at('questions', i, 'campaign')}: {campaign!r} is not a campaign of this study "
                             f"({', '.join(sorted(campaigns))})")
+        if published:
+            problems += [f"{at('questions', i, 'published')}: {text}"
+                         for text in _published_problems(root, doc, published, str(q["item"]), q)]
         sesoi, alpha = q["sesoi"], q.get("alpha", 0.05)
         out.append(Question(
-            id=qid, study=declared.id, claim=claim, campaign=str(q["campaign"]),
+            id=qid, study=declared.id, claim=claim, campaign=campaign,
             metric=str(q["metric"]), factor=str(q["factor"]), baseline=str(q["baseline"]), versus=str(q["versus"]),
             expected=str(q["expected"]), sesoi=float(sesoi["value"]), sesoi_source=str(sesoi["source"]),
             sesoi_reason=str(sesoi["reason"]), n=int(q["n"]),
-            alpha=float(alpha), family=str(q.get("family", q["campaign"])),
-            correction=str(q.get("correction", "bonferroni")), test=str(q.get("test", "blocked")),
+            alpha=float(alpha), family=str(q.get("family", campaign or Path(published).stem)),
+            correction=str(q.get("correction", "bonferroni")),
+            test=str(q.get("test", "welch" if published else "blocked")),
             select=dict(q.get("select") or {}), within={str(k): str(v) for k, v in (q.get("within") or {}).items()},
             per_run=q.get("per_run"), secondary=tuple(q.get("secondary") or ()), planning=dict(q.get("planning") or {}),
-            text=str(q.get("text", ""))))
+            text=str(q.get("text", "")), published=published, item=str(q.get("item", ""))))
     deviations = []
     for i, d in enumerate(doc.get("deviations") or []):
         if str(d["question"]) not in seen:

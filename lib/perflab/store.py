@@ -9,8 +9,9 @@ Layout of a campaign directory::
     samples/<run-id>/      stdout, stderr, meta.json[, monitors/...] of a successful sample; with
                            several hosts per measured role or several phases also stdout@<host>
                            and stdout+<phase> (meta.json's "commands" names each command's files);
-                           monitors/<host>/ holds sar.json, proc-before/after.txt and, on lab
-                           hosts, cgroup-before/after.txt (the host's own CPU counters)
+                           monitors/<host>.tar.xz holds sar.json, proc-before/after.txt and, on
+                           lab hosts, cgroup-before/after.txt (the host's own CPU counters), verbatim
+                           (`tar xJf` unpacks it; campaigns measured before keep monitors/<host>/)
     failed/<run-id>.a<k>/  the same for a failed attempt k, kept as evidence
     blocks/<block>/        per-block extras such as host fingerprints
     verify/<time>-c<cell>.json   the checks (`verify:`) of a cell's setup steps, with their output
@@ -28,12 +29,15 @@ from __future__ import annotations
 import errno
 import fcntl
 import hashlib
+import io
+import lzma
 import os
 import json
 import re
 import shutil
 import socket
 import sys
+import tarfile
 import time
 from collections import Counter
 from contextlib import contextmanager
@@ -61,6 +65,45 @@ class StoreError(UserError, RuntimeError):
 
 #: Bytes hashed per read of a large file; a smaller file is read in one piece sized to it.
 HASH_CHUNK = 1 << 20
+
+
+#: Suffix of a host's monitor archive in a sample's ``monitors/`` directory (see :func:`pack_monitors`).
+MONITOR_ARCHIVE = ".tar.xz"
+
+
+def pack_monitors(files: Mapping[str, bytes | str]) -> dict[str, bytes | str]:
+    """A sample's files as they are stored: every ``monitors/<host>/<name>`` of one host packed into one
+    ``monitors/<host>.tar.xz`` (members sorted by name, no owner or time, so equal files give equal bytes:
+    a 5-s sample's monitor files of one host, about 7 KB gzipped one by one, take about 4 KB), the other
+    files unchanged."""
+    hosts: dict[str, dict[str, bytes]] = {}
+    out: dict[str, bytes | str] = {}
+    for path, data in files.items():
+        parts = path.split("/")
+        if len(parts) == 3 and parts[0] == "monitors":
+            hosts.setdefault(parts[1], {})[parts[2]] = data.encode() if isinstance(data, str) else data
+        else:
+            out[path] = data
+    for host, members in hosts.items():
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w:xz", format=tarfile.PAX_FORMAT, preset=9) as tar:
+            for name in sorted(members):
+                info = tarfile.TarInfo(name)
+                info.size, info.mode, info.mtime = len(members[name]), 0o644, 0
+                tar.addfile(info, io.BytesIO(members[name]))
+        out[f"monitors/{host}{MONITOR_ARCHIVE}"] = buf.getvalue()
+    return out
+
+
+def unpack_monitors(data: bytes, source: str = "") -> dict[str, str]:
+    """The members of a host's monitor archive (name -> text); raises ``ValueError`` naming ``source`` when
+    the archive is damaged."""
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:xz") as tar:
+            return {m.name: tar.extractfile(m).read().decode("utf-8", errors="replace")  # type: ignore[union-attr]
+                    for m in tar.getmembers() if m.isfile()}
+    except (tarfile.TarError, lzma.LZMAError, EOFError, OSError) as exc:
+        raise ValueError(f"{source or 'monitor archive'}: not a complete tar.xz archive ({exc})") from exc
 
 
 def sha256_file(path: Path) -> str:
@@ -239,7 +282,8 @@ class RawStore:
         return len(list(fdir.glob(f"{run_id}.a*"))) if fdir.is_dir() else 0
 
     def put_sample(self, run_id: str, files: Mapping[str, bytes | str], *, failed: bool = False) -> Path:
-        """Store one sample's files atomically (a failed attempt under failed/) and checksum them."""
+        """Store one sample's files atomically (a failed attempt under failed/) and checksum them; the files of
+        ``monitors/<host>/`` go into one archive per host (:func:`pack_monitors`)."""
         if failed:
             final = self.dir / "failed" / f"{run_id}.a{self.attempts(run_id) + 1}"
         else:
@@ -249,7 +293,7 @@ class RawStore:
         tmp = final.parent / f".tmp-{final.name}-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
         with _disk_space(f"storing sample {final.relative_to(self.dir)}", tmp):
-            self._write_sample(tmp, final, files)
+            self._write_sample(tmp, final, pack_monitors(files))
         return final
 
     def _write_sample(self, tmp: Path, final: Path, files: Mapping[str, bytes | str]) -> None:

@@ -51,6 +51,12 @@ class CampaignRef:
     inventory: str | None = None
     #: For a real-hosts campaign whose committed data the analyses read: the lab campaign it stands for.
     counterpart_of: str | None = None
+    #: Declared before its data (``planned: true``): the pipeline measures it only when asked by name.
+    planned: bool = False
+
+    def pending(self, root: str | Path = ".") -> bool:
+        """A planned campaign whose complete run is not in ``data/raw`` yet: the pipeline leaves it out."""
+        return self.planned and not (Path(root) / self.raw_record).is_file()
 
     @property
     def raw_record(self) -> str:
@@ -165,7 +171,7 @@ def load(folder: str | Path, root: str | Path = ".") -> Study:
         declared = camp.doc.get("study")
         if declared is not None and declared != doc["study"]:
             problems.append(f"{at('campaigns', i, 'file')}: {file} says study {declared!r}; this is {doc['study']!r}")
-        campaigns.append(CampaignRef(camp.name, file, ref.get("inventory")))
+        campaigns.append(CampaignRef(camp.name, file, ref.get("inventory"), planned=bool(ref.get("planned", False))))
     ids = {c.id for c in campaigns}
     analyses = []
     for i, a in enumerate(doc.get("analyses", [])):

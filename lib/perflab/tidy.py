@@ -105,11 +105,15 @@ class RawReader:
         #: The campaign record's schedule, once read (so the manifest check does not read it again).
         self.schedule: list[str] | None = None
 
-    def text(self, path: Path) -> str:
-        """The file at ``path`` (inside the campaign) as text; raises ``FileNotFoundError`` when absent."""
+    def bytes(self, path: Path) -> bytes:
+        """The file at ``path`` (inside the campaign) as bytes; raises ``FileNotFoundError`` when absent."""
         data = path.read_bytes()
         self.hashed[path.relative_to(self.raw_dir).as_posix()] = hashlib.sha256(data).hexdigest()
-        return _decoded(path, data)
+        return data
+
+    def text(self, path: Path) -> str:
+        """The file at ``path`` (inside the campaign) as text (gunzipped when it ends in ``.gz``)."""
+        return _decoded(path, self.bytes(path))
 
 
 def _parse(raw_dir: Path, reader: RawReader) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -143,7 +147,7 @@ def _parse(raw_dir: Path, reader: RawReader) -> tuple[pd.DataFrame, pd.DataFrame
         counts = [n for own, measurements, _ in parts if own["host"] != "all"
                   if (n := tool.operations(measurements)) is not None]
         monitor_rows(batch, sdir, raw_dir.parent, common, quarantine, operations=sum(counts) if counts else None,
-                     read=reader.text)
+                     read=reader.text, read_bytes=reader.bytes)
         if batch.rows >= BATCH_ROWS:
             tables.append(batch.table())
             batch = _Batch()
@@ -266,42 +270,93 @@ class _Batch:
 
 def monitor_rows(batch: _Batch, sample_dir: Path, base: Path, common: dict[str, Any],
                  quarantine: list[dict[str, Any]], *, operations: float | None = None,
-                 read: Callable[[Path], str] | None = None) -> None:
+                 read: Callable[[Path], str] | None = None, read_bytes: Callable[[Path], bytes] | None = None) -> None:
     """Add a sample's monitor rows to ``batch``: per host, sysstat's means, /proc and cgroup deltas.
 
     They carry the host monitored in ``host``, the monitor's parser in ``tool`` (``sadf``,
     ``procstat``, ``cgroup``) and are never summary rows, so an analysis of the benchmark's
-    metrics never picks them up by accident. A monitor file that does not parse is
-    quarantined. With the benchmark's ``operations`` count (see
+    metrics never picks them up by accident. A monitor file (or a host's archive) that does not
+    parse is quarantined. With the benchmark's ``operations`` count (see
     :meth:`perflab.tools.base.Tool.operations`), each host also gets its costs per
     operation: ``cpu_seconds_per_op`` (tool ``cgroup``: the host's own CPU time) and
     ``cpu_time_per_op`` and ``bytes_per_op`` (tool ``procstat``, see
     :func:`perflab.tools.procfs.per_operation`; its CPU time is the kernel's, i.e. the
-    whole machine's on a lab host). ``read`` reads a monitor file (default: as text).
+    whole machine's on a lab host). ``read`` reads a monitor file as text and ``read_bytes`` a
+    host's archive (defaults: from disk). The sources of rows from an archive are
+    ``<archive>:<member>``.
     """
     read = read or _read
-    for hdir in sorted(p for p in (sample_dir / "monitors").glob("*") if p.is_dir()):
-        inputs = {"sadf": [_stored(hdir, "sar.json")],
-                  "procstat": [_stored(hdir, "proc-before.txt"), _stored(hdir, "proc-after.txt")],
-                  "cgroup": [_stored(hdir, "cgroup-before.txt"), _stored(hdir, "cgroup-after.txt")]}
-        for name, files in inputs.items():
-            if not all(f.is_file() for f in files):
+    read_bytes = read_bytes or Path.read_bytes
+    mdir = sample_dir / "monitors"
+    for entry in sorted(mdir.iterdir()) if mdir.is_dir() else []:
+        members: _MonitorDir | _MonitorArchive
+        if entry.is_dir():
+            host, members = entry.name, _MonitorDir(entry, base, read)
+        elif entry.name.endswith(store.MONITOR_ARCHIVE):
+            host = entry.name[: -len(store.MONITOR_ARCHIVE)]
+            where = entry.relative_to(base).as_posix()
+            try:
+                members = _MonitorArchive(where, store.unpack_monitors(read_bytes(entry), where))
+            except ValueError as exc:
+                quarantine.append({**common, "host": host, "source": where, "reason": str(exc)})
                 continue
-            source = files[0].relative_to(base).as_posix()
+        else:
+            continue
+        for name, files in MONITOR_FILES.items():
+            if not all(members.has(f) for f in files):
+                continue
+            source = members.source(files[0])
             parser = tools.get(name)
             try:
-                text = "".join(read(f) for f in files)
+                text = "".join(members.text(f) for f in files)
                 if name == "sadf" and _no_intervals(text):
                     continue
                 found = parser.parse(text, source=source)
             except ParseError as exc:
-                quarantine.append({**common, "host": hdir.name, "source": source, "reason": str(exc)})
+                quarantine.append({**common, "host": host, "source": source, "reason": str(exc)})
                 continue
             kept = [m for m in found if "timestamp" not in m.dims and "interval_start" not in m.dims]
             if operations:
                 kept += per_operation(name, kept, operations)
-            batch.add({**common, "tool": name, "host": hdir.name}, kept, parser_version=parser.parser_version,
+            batch.add({**common, "tool": name, "host": host}, kept, parser_version=parser.parser_version,
                       source=source, summary=False)
+
+
+#: The monitor parsers and the files each reads (in order), by their names as the monitors write them.
+MONITOR_FILES = {"sadf": ("sar.json",), "procstat": ("proc-before.txt", "proc-after.txt"),
+                 "cgroup": ("cgroup-before.txt", "cgroup-after.txt")}
+
+
+class _MonitorDir:
+    """A host's monitor files as separate files (campaigns measured before the archives), some gzipped."""
+
+    def __init__(self, folder: Path, base: Path, read: Callable[[Path], str]) -> None:
+        self.folder, self.base, self.read = folder, base, read
+
+    def has(self, name: str) -> bool:
+        return _stored(self.folder, name).is_file()
+
+    def source(self, name: str) -> str:
+        return _stored(self.folder, name).relative_to(self.base).as_posix()
+
+    def text(self, name: str) -> str:
+        return self.read(_stored(self.folder, name))
+
+
+class _MonitorArchive:
+    """A host's monitor files as the members of its archive."""
+
+    def __init__(self, where: str, members: dict[str, str]) -> None:
+        self.where, self.members = where, members
+
+    def has(self, name: str) -> bool:
+        return name in self.members
+
+    def source(self, name: str) -> str:
+        return f"{self.where}:{name}"
+
+    def text(self, name: str) -> str:
+        return self.members[name]
 
 
 def per_operation(monitor: str, rows: list[Measurement], operations: float) -> list[Measurement]:
@@ -325,8 +380,8 @@ def _no_intervals(sar_json: str) -> bool:
 
 
 def _stored(host_dir: Path, name: str) -> Path:
-    """A monitor file as stored: ``<name>.gz`` when the runner compressed it (see
-    :func:`perflab.monitors.at_rest`), else ``<name>`` (campaigns measured before)."""
+    """A monitor file kept as a separate file: ``<name>.gz`` when it was gzipped on its own (the first
+    campaigns measured for the record), else ``<name>`` (campaigns measured before them)."""
     packed = host_dir / f"{name}.gz"
     return packed if packed.is_file() else host_dir / name
 

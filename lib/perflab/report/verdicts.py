@@ -17,9 +17,12 @@ import pandas as pd
 from .. import questions as qmod
 from ..stats import StatsInputError
 from ..stats.levels import select_rows
-from ..stats.verdict import Decision, decide
+from ..stats.verdict import Decision, decide, decide_summary
 from . import latex, lineage, macros
 
+#: The verdict macro of a question whose campaign has no data yet (counted as ``pending``), and its note's start.
+PENDING = "not yet measured"
+NO_DATA = "no data of"
 #: Columns of the verdict table, the same in every chapter.
 COLUMNS = ("Question", "Claim", "Contrast", "Expected", "n", "Change [adj. CI]", "SESOI", "p (adj.)", "TOST p",
            "Verdict")
@@ -39,16 +42,28 @@ def question_rows(df: pd.DataFrame, q: qmod.Question) -> tuple[pd.DataFrame, str
 
 def evaluate(study_dir: str | Path, root: str | Path, table: Callable[[str], pd.DataFrame | None]
              ) -> list[tuple[qmod.Question, Decision | None, str]]:
-    """Decide every question of a study; ``table(campaign)`` gives a campaign's tidy table (None: no data yet).
+    """Decide every question of a study; ``table(campaign)`` gives a campaign's tidy table (None: no data yet);
+    a question on a published table is decided from its summaries (:func:`perflab.stats.verdict.decide_summary`).
 
     A question without data, or whose data cannot be analysed, gets no decision and a note.
     """
     declared, _ = qmod.load(study_dir, root)
     out: list[tuple[qmod.Question, Decision | None, str]] = []
     for q in declared:
+        if q.published:
+            rows = qmod.published_rows(Path(root), q.published, q.item)
+            a, b = ((float(rows[g]["mean"]), float(rows[g]["sd"]), int(rows[g]["n"])) for g in (q.baseline, q.versus))
+            try:
+                d = decide_summary(a, b, expected=q.expected, sesoi=q.sesoi, alpha=q.alpha,
+                                   m=qmod.family_size(declared, q))
+            except StatsInputError as exc:
+                out.append((q, None, str(exc)))
+                continue
+            out.append((q, d, "; ".join(d.notes)))
+            continue
         df = table(q.campaign)
         if df is None:
-            out.append((q, None, f"no data of {q.campaign} yet"))
+            out.append((q, None, f"{NO_DATA} {q.campaign} yet"))
             continue
         try:
             data, value = question_rows(df, q)
@@ -74,7 +89,7 @@ def table_tex(study: str, results: list[tuple[qmod.Question, Decision | None, st
         where = ", ".join(f"{k} = {v}" for k, v in q.within.items())
         rows.append({
             "Question": latex.escape_latex(q.id), "Claim": latex.escape_latex(q.claim),
-            "Contrast": latex.escape_latex(f"{q.metric}: {q.factor} {q.versus} vs {q.baseline}"
+            "Contrast": latex.escape_latex(f"{q.item or q.metric}: {q.factor} {q.versus} vs {q.baseline}"
                                            + (f" ({where})" if where else "")),
             "Expected": latex.escape_latex(q.expected),
             "n": f"{d.n_a}/{d.n_b}" if d else "0",
@@ -108,13 +123,15 @@ def deviations_tex(devs: list[qmod.Deviation], *, caption: str, label: str) -> s
 
 
 def values(study: str, results: list[tuple[qmod.Question, Decision | None, str]]) -> dict[str, str]:
-    """Macros: ``<study>/verdict/<id>`` (the verdict word), ``.../change``, ``.../ci``, ``.../p``, ``.../n``
-    per question, and ``<study>/verdicts/<word>`` counts."""
+    """Macros: ``<study>/verdict/<id>`` (the verdict word, or "not yet measured" before its campaign's data),
+    ``.../change``, ``.../ci``, ``.../p``, ``.../n`` per question, and ``<study>/verdicts/<word>`` counts
+    (``pending`` for the questions without data)."""
     out: dict[str, str] = {}
-    counts = {w: 0 for w in ("supported", "contradicted", "equivalent", "inconclusive")}
-    for q, d, _ in results:
-        word = d.verdict if d else "inconclusive"
-        counts[word] += 1
+    counts = {w: 0 for w in ("supported", "contradicted", "equivalent", "inconclusive", "pending")}
+    for q, d, note in results:
+        pending = d is None and note.startswith(NO_DATA)
+        word = d.verdict if d else (PENDING if pending else "inconclusive")
+        counts["pending" if pending else word] += 1
         stem = f"{study}/verdict/{q.id}"
         out[stem] = word
         out[f"{stem}/n"] = f"{min(d.n_a, d.n_b)}" if d else "0"
@@ -132,7 +149,8 @@ def write(study_dir: str | Path, root: str | Path, *, paper_dir: str | Path, tab
     root = Path(root)
     study = Path(study_dir).name
     results = evaluate(study_dir, root, lambda c: tables.get(c))
-    _, devs = qmod.load(study_dir, root)
+    declared, devs = qmod.load(study_dir, root)
+    inputs = [*inputs, *sorted({q.published for q in declared if q.published})]
     paper = Path(paper_dir)
     out = {"verdicts": lineage.atomic_text(paper / "tables" / f"{study}-verdicts.tex", table_tex(
                study, results, caption="Pre-registered questions and their verdicts.", label=f"tab:{study}-verdicts")),

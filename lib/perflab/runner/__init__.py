@@ -11,7 +11,7 @@ host is fingerprinted (``blocks/<b>/fingerprint-before-<host>.json``); when it e
 new cell, the previous cell's teardown and the new cell's setup steps run; the cell's
 neighbour loads start (and loads of other cells stop); services start; the settle
 condition is waited for; then sysstat monitors run on every involved host while the
-measured commands run, and their files go into the sample's ``monitors/<host>/``. When a
+measured commands run, and their files go into the sample's ``monitors/<host>.tar.xz``. When a
 block ends, the hosts are fingerprinted again and the differences (before/after per host,
 between hosts, since the previous block) are printed and stored in
 ``blocks/<b>/differences.json``. Teardown, neighbours, services and monitors are stopped

@@ -117,8 +117,9 @@ class Engine:
 
     def _measure(self, run_: design.Run, measured: list[list[Measured]], files: dict[str, bytes | str],
                  contended: dict[str, Any]) -> tuple[list, str]:
-        """Run the measured commands under the monitors; monitor files go into ``files``, the machine's
-        contention during the commands into ``contended``."""
+        """Run the measured commands under the monitors; monitor files go into ``files`` (as
+        ``monitors/<host>/<name>``, packed per host when stored), the machine's contention during the
+        commands into ``contended``."""
         results: list = []
         reason = ""
         watched = [self.hosts[n] for n in self.hosts] if self.spec.monitors else []
@@ -134,7 +135,7 @@ class Engine:
         except monitors.MonitorError as exc:
             files["monitors/errors.txt"] = f"{exc}\n"
         for host, produced in outputs.items():
-            files.update({f"monitors/{host}/{name}": data for name, data in monitors.at_rest(produced).items()})
+            files.update({f"monitors/{host}/{name}": text for name, text in produced.items()})
         return results, reason
 
     def sample(self, run_: design.Run) -> bool:

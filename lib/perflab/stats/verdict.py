@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy import stats as st
 
 from ._input import StatsInputError, plain
 from .blocked import blocked_compare, has_blocks, paired_by_block
@@ -33,6 +34,7 @@ from .compare import compare
 from .equivalence import tost
 from .family import adjusted_level
 from .power import n_for_effect
+from .summaries import welch_from_stats
 
 #: The four outcomes, in the order they are decided.
 VERDICTS = ("equivalent", "supported", "contradicted", "inconclusive")
@@ -104,21 +106,63 @@ def decide(df: pd.DataFrame, *, value: str, factor: str, a: Any, b: Any, expecte
     eq = tost(xa, xb, sesoi, relative=True, paired=paired, alpha=alpha / max(1, m))
     p_adj = min(1.0, c.p_value * max(1, m)) if math.isfinite(c.p_value) else math.nan
     low, high = c.rel_diff_ci
-    significant = p_adj < alpha
-    if eq.equivalent:
-        verdict = "equivalent"
-    elif significant and ((c.rel_diff > 0) == (expected == "higher")) and expected != "equivalent":
-        verdict = "supported"
-    elif (significant and expected != "equivalent") or (expected == "equivalent" and (low > sesoi or high < -sesoi)):
-        verdict = "contradicted"
-    else:
-        verdict = "inconclusive"
+    verdict = _verdict(eq.equivalent, p_adj < alpha, c.rel_diff, low, high, expected, sesoi)
     if verdict == "inconclusive" and min(xa.size, xb.size) < MIN_N:
         notes.append(f"n = {min(xa.size, xb.size)} per cell, below the planned {MIN_N}")
     return Decision(verdict=verdict, test=c.test, n_a=int(xa.size), n_b=int(xb.size), rel_diff=float(c.rel_diff),
                     ci_low=float(low), ci_high=float(high), ci_level=level, p_value=float(c.p_value),
                     p_adjusted=float(p_adj), tost_p=float(eq.p_value), sesoi=float(sesoi), m=int(m),
                     notes=tuple(notes) + tuple(n for n in c.notes if "bootstrap" not in n))
+
+
+def _verdict(equivalent: bool, significant: bool, rel_diff: float, low: float, high: float, expected: str,
+             sesoi: float) -> str:
+    """The verdict word, decided in the order of the module docstring."""
+    if equivalent:
+        return "equivalent"
+    if significant and ((rel_diff > 0) == (expected == "higher")) and expected != "equivalent":
+        return "supported"
+    if (significant and expected != "equivalent") or (expected == "equivalent" and (low > sesoi or high < -sesoi)):
+        return "contradicted"
+    return "inconclusive"
+
+
+def decide_summary(a: tuple[float, float, int], b: tuple[float, float, int], *, expected: str, sesoi: float,
+                   alpha: float = 0.05, m: int = 1) -> Decision:
+    """Decide one question from published summaries ``(mean, sd, n)`` of level a and level b.
+
+    Welch's t from the summaries (:func:`perflab.stats.summaries.welch_from_stats`: Fieller
+    interval of the relative difference at the family-adjusted level) and TOST as two one-sided
+    Welch tests against ±``sesoi`` times a's mean (Schuirmann 1987), both at alpha / m. The
+    samples behind a published mean are not available, so nothing is checked of their
+    distribution; the decision note says so.
+    """
+    if expected not in EXPECTED:
+        raise StatsInputError("decide_summary(expected=...)", f"one of {EXPECTED}", repr(expected),
+                              "State the expected outcome.")
+    (ma, sa, na), (mb, sb, nb) = a, b
+    if min(na, nb) < 2 or min(sa, sb) < 0 or not sesoi > 0:
+        raise StatsInputError("decide_summary", "n >= 2 per level, SDs >= 0 and a positive SESOI",
+                              f"n {na}, {nb}; SD {sa}, {sb}; SESOI {sesoi}", "Check the published row and the question.")
+    level = adjusted_level(1 - alpha, m)
+    row = welch_from_stats(ma, sa, na, mb, sb, nb, level=level).iloc[0]
+    se = math.sqrt(sa**2 / na + sb**2 / nb)
+    margin = sesoi * abs(ma)
+    if se > 0:
+        lower = float(st.t.sf((mb - ma + margin) / se, row["df"]))
+        upper = float(st.t.cdf((mb - ma - margin) / se, row["df"]))
+        tost_p = max(lower, upper)
+    else:
+        tost_p = 0.0 if abs(mb - ma) < margin else 1.0
+    p = float(row["p"]) if se > 0 else (0.0 if mb != ma else 1.0)
+    p_adj = min(1.0, p * max(1, m))
+    low, high = float(row["rel_diff_ci_low"]), float(row["rel_diff_ci_high"])
+    verdict = _verdict(tost_p < alpha / max(1, m), p_adj < alpha, float(row["rel_diff"]), low, high, expected, sesoi)
+    return Decision(verdict=verdict, test="Welch t from the published mean, SD and n", n_a=int(na), n_b=int(nb),
+                    rel_diff=float(row["rel_diff"]), ci_low=low, ci_high=high, ci_level=level, p_value=p,
+                    p_adjusted=p_adj, tost_p=tost_p, sesoi=float(sesoi), m=int(m),
+                    notes=("decided from the published summaries: the samples are not available, so their "
+                           "distribution and independence cannot be checked",))
 
 
 def pilot_cv(df: pd.DataFrame, *, value: str, factor: str, a: Any, b: Any, block: str = "block") -> float:

@@ -8,6 +8,10 @@ in flight for iSCSI and NBD; the AoE initiator keeps one I/O in flight, split in
 frames as the target's frame size needs), ``iqn`` (iSCSI target name, LUN 1), ``port``
 (NBD, default 10809).
 
+``initiator`` (NBD only): ``fio`` (default, fio's ``nbd`` engine) or ``perflab``
+(``aoe.py bench --nbd``, the load loop that drives AoE, so that AoE and NBD can be compared
+with one load generator, and NBD's two generators with each other).
+
 ``jobfile`` (NBD only): a fio job file (INI, path relative to the project root) whose
 ``[global]`` and job sections become fio's command-line options, after the engine, URI and
 runtime set here (so the file names no engine, URI, filename or runtime).
@@ -23,7 +27,10 @@ digest, so the commands name that path and a raw sample says which version of th
 
 Rows: ``ops`` (reads and writes; fio's flushes are the ``flushes`` row), ``bytes``, ``elapsed`` (s), ``iops``, ``throughput`` (byte/s),
 ``initiator_cpu`` and ``target_cpu`` (s), ``initiator_cpu_per_op`` and
-``target_cpu_per_op`` (s/op). iscsi-perf prints only its average IOPS (an integer):
+``target_cpu_per_op`` (s/op): the whole initiator process, start-up included; and
+``loop_cpu`` (s) and ``loop_cpu_per_op`` (s/op), the initiator's CPU during its I/O alone
+(``aoe.py bench``'s own rusage around its loop; fio's ``usr_cpu`` + ``sys_cpu`` over each
+job's runtime), where the initiator reports it (iscsi-perf does not). iscsi-perf prints only its average IOPS (an integer):
 its ``ops`` are that average times ``runtime``.
 """
 
@@ -58,7 +65,7 @@ class BlockProto(Tool):
 
     name = "blockproto"
     operations_metric = "ops"
-    parser_version = 2
+    parser_version = 3
     primary_metric = "iops"
     roles = ("client", "server")
     debian_packages = ("vblade", "tgt", "libiscsi-bin", "nbdkit", "fio")
@@ -72,6 +79,8 @@ class BlockProto(Tool):
         Param("depth", "int", 1, "", "I/Os in flight"),
         Param("jobfile", "path", None, "", "nbd only: a fio job file (relative to the project root) instead of rw/bs/size/depth"),
         Param("port", "int", 10809, "", "nbd only: the server's port"),
+        Param("initiator", "word", "fio", "", "nbd only: fio's nbd engine, or perflab's load loop (aoe.py bench)",
+              choices=("fio", "perflab")),
         Param("iqn", "word", "iqn.2026-11.org.perflab:disk", "", "iscsi only: the target's IQN"),
     )
 
@@ -89,6 +98,10 @@ class BlockProto(Tool):
         jobfile = params.get("jobfile")
         if jobfile is not None and protocol != "nbd":
             raise ValueError(f"blockproto parameter jobfile: only protocol nbd runs fio job files (not {protocol!r})")
+        initiator = params.get("initiator", "fio")
+        if initiator not in ("fio", "perflab") or (initiator == "perflab" and (protocol != "nbd" or jobfile)):
+            raise ValueError(f"blockproto parameter initiator: {initiator!r} with protocol {protocol!r}; use fio or "
+                             "perflab, and perflab only for nbd without a job file")
         if protocol == "aoe":
             inner = ["python3", HOST_SCRIPT, "bench", "--peer", server, "--rw", rw, "--bs", str(bs),
                      "--size", str(size), "--runtime", f"{runtime:g}"]
@@ -101,6 +114,9 @@ class BlockProto(Tool):
             inner = ["iscsi-perf", "-t", str(int(runtime)), "-b", str(bs // 512), "-m", str(depth),
                      *(["-r"] if rw.startswith("rand") else []),
                      f"iscsi://{server}/{params.get('iqn', 'iqn.2026-11.org.perflab:disk')}/1"]
+        elif initiator == "perflab":
+            inner = ["python3", HOST_SCRIPT, "bench", "--nbd", f"{server}:{int(params.get('port', 10809))}",
+                     "--rw", rw, "--bs", str(bs), "--size", str(size), "--runtime", f"{runtime:g}"]
         else:
             inner = ["fio", "--output-format=json", "--ioengine=nbd", f"--uri=nbd://{server}:{int(params.get('port', 10809))}",
                      f"--runtime={runtime:g}", "--time_based"]
@@ -125,7 +141,7 @@ class BlockProto(Tool):
         if cost.get("returncode"):
             raise ParseError(source, "returncode 0 in the @cost line", f"returncode {cost['returncode']}")
         body = stdout[:_COST.search(stdout).start()]
-        flushes = None
+        flushes = loop_cpu = None
         if "iops average" in body:
             runtime = float(search(re.compile(r"will run for (\d+(?:\.\d+)?) seconds"), body, source=source,
                                    expected="iscsi-perf's 'will run for N seconds'")[1])
@@ -142,8 +158,12 @@ class BlockProto(Tool):
                 nbytes = float(sum(job[d]["io_bytes"] for job in jobs for d in ("read", "write")))
                 elapsed = max(float(job["job_runtime"]) for job in jobs) / 1000.0
                 flushes = float(sum(job.get("sync", {}).get("total_ios", 0) for job in jobs))
+                if all("usr_cpu" in job and "sys_cpu" in job for job in jobs):
+                    loop_cpu = sum((float(job["usr_cpu"]) + float(job["sys_cpu"])) / 100.0
+                                   * float(job["job_runtime"]) / 1000.0 for job in jobs)
             else:
                 ops, nbytes, elapsed = float(doc["ops"]), float(doc["bytes"]), float(doc["elapsed"])
+                loop_cpu = float(doc["cpu_user"]) + float(doc["cpu_system"])
         if ops <= 0 or elapsed <= 0:
             raise ParseError(source, "a positive operation count and elapsed time", f"ops {ops}, elapsed {elapsed}")
         rows = Rows(source)
@@ -156,6 +176,9 @@ class BlockProto(Tool):
         rows.add("throughput", nbytes / elapsed, "byte/s", "bytes per second")
         rows.add("initiator_cpu", cost["initiator_cpu"], "s", "initiator CPU seconds")
         rows.add("initiator_cpu_per_op", cost["initiator_cpu"] / ops, "s/op", "initiator CPU per operation")
+        if loop_cpu is not None:
+            rows.add("loop_cpu", loop_cpu, "s", "initiator CPU seconds during its I/O")
+            rows.add("loop_cpu_per_op", loop_cpu / ops, "s/op", "initiator CPU per operation during its I/O")
         if cost.get("target_cpu") is not None:
             rows.add("target_cpu", cost["target_cpu"], "s", "target CPU seconds")
             rows.add("target_cpu_per_op", cost["target_cpu"] / ops, "s/op", "target CPU per operation")

@@ -3,8 +3,8 @@
 Lab hosts share the kernel's ``/proc/stat``, so the machine's CPU counters cannot say
 which host used the CPU; each lab host runs in its own cgroup instead (docs/lab.md). The
 runner reads, on the controller, ``/proc/uptime`` and the cgroup's CPU counters right
-before and after a sample's measured commands (``monitors/<host>/cgroup-before.txt`` and
-``cgroup-after.txt``, see :func:`perflab.monitors.cgroup_snapshot`). This parser reads the
+before and after a sample's measured commands (``cgroup-before.txt`` and ``cgroup-after.txt``
+in the sample's ``monitors/<host>.tar.xz``, see :func:`perflab.monitors.cgroup_snapshot`). This parser reads the
 two snapshots concatenated and yields:
 
 - ``cpu_seconds`` (s): CPU time of everything the host ran (user plus system), from
