@@ -81,7 +81,7 @@ def test_studies_list_and_lineage_print_json(tmp_path):
     run = _perflab("studies", "list", "--json")
     studies = {s["id"]: s for s in json.loads(run.stdout)}
     assert set(studies) == {p.parent.name for p in (ROOT / "studies").glob("*/study.yaml")}
-    assert "pfsense-neighbour-r2" in [c["id"] for c in studies["002-pfsense-neighbour"]["campaigns"]]
+    assert "pfsense-confirm-64" in [c["id"] for c in studies["002-pfsense-neighbour"]["campaigns"]]
     (tmp_path / "out.tex").write_text("\\plset{x}{1}\n")
     (tmp_path / "in.csv").write_text("a\n1\n")
     subprocess.run([sys.executable, "-c", "from perflab.report import lineage; "

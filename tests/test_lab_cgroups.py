@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from helpers import ROOT_ONLY, leftovers, load_campaign
+from helpers import ROOT_ONLY, leftovers, load_campaign, monitor_text
 from perflab import inventory, lab as lab_mod, labspec, remote, runner, tidy
 
 pytestmark = [ROOT_ONLY, pytest.mark.lab]
@@ -60,7 +60,7 @@ def test_each_sample_records_its_hosts_own_cpu_time_in_the_tidy_table(lab, tmp_p
     assert summary.complete and not summary.failed
     for sample in (summary.raw_dir / "samples").iterdir():
         for host in ("h1", "h2"):
-            before = (sample / "monitors" / host / "cgroup-before.txt").read_text()
+            before = monitor_text(sample / "monitors" / host, "cgroup-before.txt")
             assert before.startswith("==> /proc/uptime <==") and f"/{NAME}/{host}/" in before
     rows, quarantined = tidy.frame(summary.raw_dir)
     assert quarantined.empty

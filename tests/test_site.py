@@ -248,13 +248,13 @@ def test_a_study_page_shows_an_analysis_whose_outputs_are_named_exactly_after_it
     repo = Path(__file__).resolve().parents[1]
     for folder in ("data/raw/published", "studies", "notebooks"):
         shutil.copytree(repo / folder, tmp_path / folder)
-    for sub, name in (("figures", "pfsense-neighbour-udp.png"), ("tables", "pfsense-neighbour-udp.tex")):
+    for sub, name in (("figures", "pfsense-confirm-64-udp.png"), ("tables", "pfsense-confirm-64-udp.tex")):
         (tmp_path / "paper" / sub).mkdir(parents=True, exist_ok=True)
         (tmp_path / "paper" / sub / name).write_bytes(b"% the scenarios template's output\n")
     site.build([], tmp_path / "reports", root=tmp_path)
     page = (tmp_path / "reports/studies/002-pfsense-neighbour.html").read_text()
-    udp = page[page.index("pfsense-neighbour-udp"):page.index("pfsense-neighbour-jitter")]
-    assert "figure pfsense-neighbour-udp" in udp and "the scenarios template&#x27;s output" in udp
+    udp = page[page.index("pfsense-confirm-64-udp"):page.index("pfsense-confirm-64-cpu")]
+    assert "figure pfsense-confirm-64-udp" in udp and "the scenarios template&#x27;s output" in udp
     assert "No figure or table yet" not in udp
 
 
@@ -269,21 +269,21 @@ def test_a_campaign_page_shows_what_the_declarations_made_from_it_not_what_its_n
     repo = Path(__file__).resolve().parents[1]
     for folder in ("data/raw/published", "studies", "notebooks"):
         shutil.copytree(repo / folder, tmp_path / folder)
-    for name in ("004-blockproto", "004-blockproto-r2", "pfsense-neighbour-r2"):
+    for name in ("004-blockproto", "004-blockproto-r2", "pfsense-confirm-64"):
         _raw_campaign(tmp_path, name)
     (tmp_path / "paper/figures").mkdir(parents=True)
-    for name in ("004-blockproto-r2-protocols-throughput", "pfsense-neighbour-udp", "pfsense-neighbour-jitter",
-                 "pfsense-neighbour-cpu", "pfsense-neighbour-ping-idle"):
+    for name in ("004-blockproto-r2-protocols-throughput", "pfsense-confirm-64-udp", "pfsense-confirm-64-cpu",
+                 "pfsense-confirm-ping-idle"):
         (tmp_path / "paper/figures" / f"{name}.png").write_bytes(b"\x89PNG")
     site.build([], tmp_path / "reports", root=tmp_path)
     old = (tmp_path / "reports/campaigns/004-blockproto.html").read_text()
     assert "004-blockproto-r2" not in old and "No study declares this campaign" in old
     r2 = (tmp_path / "reports/campaigns/004-blockproto-r2.html").read_text()
     assert "figure 004-blockproto-r2-protocols-throughput" in r2 and "studies/004-aoe-iscsi.html" in r2
-    neighbour = (tmp_path / "reports/campaigns/pfsense-neighbour-r2.html").read_text()
-    for name in ("pfsense-neighbour-udp", "pfsense-neighbour-jitter", "pfsense-neighbour-cpu"):
+    neighbour = (tmp_path / "reports/campaigns/pfsense-confirm-64.html").read_text()
+    for name in ("pfsense-confirm-64-udp", "pfsense-confirm-64-cpu"):
         assert f'id="{name}"' in neighbour and f"figure {name}" in neighbour, name
-    assert "pfsense-neighbour-ping-idle" not in neighbour, "the ping campaign's analysis is not this campaign's"
+    assert "pfsense-confirm-ping-idle" not in neighbour, "the ping campaign's analysis is not this campaign's"
 
 
 def test_a_generated_table_reads_as_html_with_true_minus_and_commands_as_typed():

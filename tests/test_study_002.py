@@ -1,5 +1,6 @@
 """Study 002 (a filtering router beside a noisy neighbour): published claims, windowed jitter,
-a short run of every scenario on the study's lab, and the chapter's tables from the committed data."""
+a short run of every scenario on the study's lab, and the chapter's tables from the committed
+confirmatory data."""
 
 from __future__ import annotations
 
@@ -118,15 +119,15 @@ def test_every_scenario_runs_through_the_router_on_the_study_lab(study_lab, tmp_
     UDP flow crossed the firewall host, the metrics the analysis needs are there, and the firewall's
     and the neighbour's cgroups were read around every sample."""
     name, entries = study_lab
-    campaign = _short(STUDY / "campaigns/pfsense-neighbour-r2.yaml", tmp_path,
-                      (("repetitions: 8", "repetitions: 1"), ("duration: 6,", "duration: 1,"),
+    campaign = _short(STUDY / "campaigns/pfsense-confirm-512-1518.yaml", tmp_path,
+                      (("repetitions: 40", "repetitions: 1"), ("warmups: 1", "warmups: 0"), ("duration: 6,", "duration: 1,"),
                        ("timeout: 40", "timeout: 20"), ("fingerprints: true", "fingerprints: false")),
-                      drop=('label: "64"',))
+                      drop=('label: "512"',))
     before = lab_mod.router_counters(name, "fw")
     assert runner.run(campaign, entries, tmp_path / "raw", stream=open(os.devnull, "w")).complete
     after = lab_mod.router_counters(name, "fw")
     loads = {}
-    for sample in (tmp_path / "raw/pfsense-neighbour-r2/samples").iterdir():
+    for sample in (tmp_path / "raw/pfsense-confirm-512-1518/samples").iterdir():
         meta = json.loads((sample / "meta.json").read_text())
         loads[meta["cell"]["scenario"]] = " ".join(str(n) for n in meta.get("neighbours", []))
         got = {m.metric for m in get("iperf3").parse((sample / "stdout").read_text()) if not m.dims}
@@ -138,8 +139,8 @@ def test_every_scenario_runs_through_the_router_on_the_study_lab(study_lab, tmp_
     assert "stress-ng" in loads["stress+net"] and "--bidir" in loads["stress+net"]
     grown = after["filter 0"][0] - before.get("filter 0", (0, 0))[0]
     assert grown > 4 * 7000, grown  # about 4 x 1 s of 7500 datagrams/s hit the UDP accept rule
-    tidy.write(tmp_path / "raw/pfsense-neighbour-r2", tmp_path / "processed")
-    df = tidy.load(tmp_path / "processed/pfsense-neighbour-r2.parquet")
+    tidy.write(tmp_path / "raw/pfsense-confirm-512-1518", tmp_path / "processed")
+    df = tidy.load(tmp_path / "processed/pfsense-confirm-512-1518.parquet")
     for host in ("fw", "nb"):
         cpu = scenarios.per_sample(df, scenarios.Metric(key=host, label=host, source="cgroup", name=host),
                                    factors=["frame", "scenario"])
@@ -174,12 +175,12 @@ def test_a_short_calibration_runs_and_gives_a_rate(study_lab, tmp_path):
 
 @pytest.fixture(scope="module")
 def committed(tmp_path_factory) -> Path:
-    raw = ROOT / "data/raw/pfsense-neighbour-r2"
+    raw = ROOT / "data/raw/pfsense-confirm-512-1518"
     if not (raw / "MANIFEST.sha256").exists():
-        pytest.skip("the short rerun's raw data is not committed")
+        pytest.skip("the confirmatory run's raw data is not committed")
     out = tmp_path_factory.mktemp("processed")
     tidy.write(raw, out)
-    return out / "pfsense-neighbour-r2.parquet"
+    return out / "pfsense-confirm-512-1518.parquet"
 
 
 @pytest.fixture(scope="module")
@@ -198,7 +199,8 @@ def calibrated(tmp_path_factory) -> pd.DataFrame:
 
 def test_the_campaigns_offer_the_calibrated_rates(calibrated):
     assert calibrated["rate"].notna().all() and (calibrated["n"] == 3).all()
-    for name in ("pfsense-neighbour-r2", "pfsense-neighbour-60s", "pfsense-neighbour-full"):
+    for name in ("pfsense-confirm-64", "pfsense-confirm-512-1518", "pfsense-confirm-8192", "pfsense-neighbour-60s",
+                 "pfsense-neighbour-full"):
         frames = campaign_mod.load(STUDY / f"campaigns/{name}.yaml").doc["factors"]["frame"]
         for level in frames:
             row = calibrated.loc[int(level["label"])]
@@ -207,15 +209,16 @@ def test_the_campaigns_offer_the_calibrated_rates(calibrated):
             assert int(level["label"]) == level["set"]["length"] + calibrate.UDP_FRAME_OVERHEAD
 
 
-def test_chapter_tables_from_the_committed_rerun(committed, tmp_path):
+def test_chapter_tables_from_the_committed_confirmatory_run(committed, tmp_path):
     metrics = [scenarios.Metric(key="throughput", label="Throughput", unit="Mbit/s", scale=1e6, name="throughput"),
-               scenarios.Metric(key="jitter", label="Windowed jitter", unit="ms", scale=1e-3, source="windows",
-                                name="jitter"),
+               scenarios.Metric(key="jitter", label="Jitter", unit="ms", scale=1e-3, name="jitter"),
                scenarios.Metric(key="fw", label="Firewall CPU", unit="% of a CPU", scale=0.01, source="cgroup", name="fw")]
     df = tidy.load(committed)
-    samples = {m.key: scenarios.per_sample(df, m, factors=["frame", "scenario"], duration=6) for m in metrics}
+    samples = {m.key: scenarios.per_sample(df, m, factors=["frame", "scenario"]) for m in metrics}
     result = scenarios.analyse(samples, panel="frame", scenario="scenario", baseline="alone", order=ORDER)
-    assert len(result) == 3 * 2 * 4 and set(result["n"]) == {8}
+    reps = campaign_mod.load(STUDY / "campaigns/pfsense-confirm-512-1518.yaml").doc["repetitions"]
+    assert len(result) == 3 * 2 * 4 and set(result["n"]) == {reps}
+    assert result["blocked"].all(), "an RMIT campaign's scenarios are compared within its blocks"
     tested = result[result["scenario"] != "alone"]
     assert tested["p_adjusted"].notna().all() and (tested["p_adjusted"] >= tested["p"]).all()
     assert (tested["mde"].dropna() > 0).all()
@@ -223,7 +226,7 @@ def test_chapter_tables_from_the_committed_rerun(committed, tmp_path):
                           scenario="scenario", order=ORDER, caption="c", source=str(committed), paper_dir=tmp_path)
     text = out["table"].read_text()
     # a row per metric and frame, and again in every further column set of a table split into sets
-    assert text.count("stress+net") >= 3 * 2 and "Bonf" in text and "MDE" in text and "(0.8)" not in text
+    assert text.count("stress+net") >= 3 * 2 and "Bonf" in text and "MDE" in text and "RMIT blocks" in text
     assert "\\plset{t002/jitter/1518/stress-net/mean}" in out["macros"].read_text()
 
 

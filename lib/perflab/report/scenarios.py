@@ -6,7 +6,8 @@ from the tidy table (the benchmark's summary rows, windowed jitter from interval
 :mod:`perflab.stats.windows`, a CPU's busy share from the monitors' /proc deltas, or a lab
 host's CPU load from its cgroup counters);
 :func:`analyse` describes every (metric, panel, scenario) cell with a mean and its CI and
-compares each scenario with the baseline scenario in the same panel (Welch's t by default),
+compares each scenario with the baseline scenario in the same panel (the paired t on the RMIT
+blocks when every block holds both cells, :mod:`perflab.stats.blocked`; Welch's t otherwise),
 with p-values and intervals Bonferroni-adjusted over all comparisons of a metric; :func:`write` draws the panels
 and writes the LaTeX table and inline values.
 """
@@ -22,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from ..stats import windows
+from ..stats.blocked import has_blocks, paired_by_block
 from ..stats.describe import summarize
 from ..stats.family import compare_family, family_rows, min_detectable
 from . import figures, latex, lineage, macros, style
@@ -53,12 +55,13 @@ class Metric:
 
 def per_sample(df: pd.DataFrame, metric: Metric, *, factors: Sequence[str], duration: float | None = None,
                where: Mapping[str, object] | None = None) -> pd.DataFrame:
-    """One row per measured sample: run_id, the ``factors`` and ``value`` of ``metric``."""
+    """One row per measured sample: run_id, its RMIT ``block`` (where the table has one), the ``factors``
+    and ``value`` of ``metric``."""
     df = df[~df["warmup"].astype(bool)]
     for col, level in (where or {}).items():
         df = df[df[col].astype(str) == str(level)]
     bench = df[~df["tool"].isin(MONITOR_TOOLS)]
-    keys = ["run_id", *factors]
+    keys = ["run_id", *(["block"] if "block" in df.columns else []), *factors]
     if metric.source == "summary":
         rows = bench[(bench["metric"] == metric.name) & bench["summary"].astype(bool)]
         if "interval_start" in rows:
@@ -94,13 +97,19 @@ def analyse(samples: Mapping[str, pd.DataFrame], *, panel: str, scenario: str, b
     """Per metric, panel and scenario: n, mean, CI (log scale when the metric is positive); against
     ``baseline`` in the panel: relative difference with its interval and p, both Bonferroni-adjusted over
     the comparisons of one metric (:func:`perflab.stats.family.compare_family`), and ``mde``, the smallest
-    relative change a t test at the n used detects with power 0.8 (:func:`perflab.stats.family.min_detectable`)."""
+    relative change a t test at the n used detects with power 0.8 (:func:`perflab.stats.family.min_detectable`).
+
+    Without a named ``test``, a metric whose samples carry RMIT blocks holding every scenario of every
+    panel is compared by the paired t on the block differences (column ``blocked`` True), so that a shift
+    of the machine between rounds cancels; otherwise by Welch's t."""
     out = []
     for key, s in samples.items():
         rows: list[dict] = []
         pairs: list[tuple] = []
         tested: list = []
         positive = bool((s["value"] > 0).all())
+        blocked = test is None and "block" in s.columns and all(
+            has_blocks(s[s[panel] == pv], scenario) for pv in s[panel].unique())
         for pv in figures.natural_order(s[panel].unique()):
             g = s[s[panel] == pv]
             base = g.loc[g[scenario] == baseline, "value"].to_numpy(float)
@@ -111,18 +120,20 @@ def analyse(samples: Mapping[str, pd.DataFrame], *, panel: str, scenario: str, b
                 d = summarize(x, level, positive=positive)
                 row = {"metric": key, panel: pv, scenario: sc, "n": d["n"], "mean": d["mean"],
                        "ci_low": d["mean_ci_low"], "ci_high": d["mean_ci_high"], "rel_diff": np.nan,
-                       "rel_low": np.nan, "rel_high": np.nan, "p": np.nan, "p_adjusted": np.nan, "mde": np.nan}
+                       "rel_low": np.nan, "rel_high": np.nan, "p": np.nan, "p_adjusted": np.nan, "mde": np.nan,
+                       "blocked": blocked}
                 if sc != baseline and base.size >= 2 and x.size >= 2:
                     if np.ptp(np.concatenate([base, x])) == 0:
                         row.update(rel_diff=0.0, p=1.0, p_adjusted=1.0)  # identical constants (e.g. no loss anywhere)
                     elif np.ptp(base) == 0 and np.ptp(x) == 0:  # two different constants: no t statistic
                         row.update(rel_diff=float(x[0] / base[0] - 1) if base[0] else np.nan)
                     else:
-                        pairs.append((base, x))
+                        a, b = paired_by_block(g, "value", scenario, "block", baseline, sc)[:2] if blocked else (base, x)
+                        pairs.append((a, b))
                         tested.append(len(rows))
-                        row["mde"] = min_detectable(base, x, alpha=1 - level)
+                        row["mde"] = min_detectable(a, b, alpha=1 - level, paired=blocked)
                 rows.append(row)
-        for i, r in zip(tested, family_rows(compare_family(pairs, level=level, test=test))):
+        for i, r in zip(tested, family_rows(compare_family(pairs, level=level, test=test, paired=blocked))):
             rows[i].update(rel_diff=r["rel_diff"], rel_low=r["ci_low"], rel_high=r["ci_high"], p=r["p"],
                            p_adjusted=r["p_adjusted"])
         out.append(pd.DataFrame(rows))
@@ -190,16 +201,20 @@ def table(result: pd.DataFrame, metrics: Sequence[Metric], *, panel: str, panel_
                          "p": latex.format_p(r["p"]), latex.header("p", "(Bonf.)"): latex.format_p(r["p_adjusted"],
                                                                                                   markers=True),
                          "MDE": "--" if np.isnan(r["mde"]) else f"\\num{{{100 * r['mde']:.1f}}}\\%"})
+    how = ("the paired t on the differences within the RMIT blocks (every block holds each cell once)"
+           if bool(result["blocked"].all()) else "Welch's t" if not result["blocked"].any()
+           else "the paired t on the RMIT blocks where every block holds both cells, Welch's t otherwise")
+    spread = "the spread of the block differences" if bool(result["blocked"].all()) else "the pooled spread"
     parts = []
     for part, cap, lab in latex.row_parts(pd.DataFrame(rows), caption=caption, label=label, size=ROWS_PER_TABLE):
         part = part.copy()
         part.loc[part["Metric"].duplicated(), "Metric"] = ""
         parts.append(latex.latex_table(part, caption=cap, label=lab, escape=False, column_format="lllrlrrrr",
                                        notes=["Change: relative difference of means against the baseline in the "
-                                              "same panel, with Fieller's interval; p: Welch's t; the interval and "
+                                              f"same panel, with Fieller's interval; p: {how}; the interval and "
                                               "p (Bonf.) are both Bonferroni-adjusted over the comparisons of one "
                                               "metric, so they agree; MDE: the smallest change a t test at the n "
-                                              "used detects with power 0.8 at the pooled spread "
+                                              f"used detects with power 0.8 at {spread} "
                                               "(unadjusted $\\alpha$ = 0.05); a change below it is not evidence "
                                               "of no change.",
                                               latex.significance_note()]))
