@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -30,11 +31,28 @@ def test_pressure_and_stat_lines_are_read_as_the_kernel_writes_them():
 
 
 def test_the_busiest_commands_outside_the_lab_are_summed_by_name():
-    before = {1: ("stress-ng-cpu", 100), 2: ("stress-ng-cpu", 50), 3: ("python", 10), 4: ("idle", 5)}
-    after = {1: ("stress-ng-cpu", 190), 2: ("stress-ng-cpu", 150), 3: ("python", 60), 4: ("idle", 5), 5: ("new", 9)}
+    P = contention.Proc
+    before = {1: P("stress-ng-cpu", 100), 2: P("stress-ng-cpu", 50), 3: P("python", 10), 4: P("idle", 5),
+              6: P("ksoftirqd/0", 7, True), 7: P("kworker/1:2-loop0", 3, True)}
+    after = {1: P("stress-ng-cpu", 190), 2: P("stress-ng-cpu", 150), 3: P("python", 60), 4: P("idle", 5),
+             5: P("new", 9), 6: P("ksoftirqd/0", 37, True), 7: P("kworker/1:2-loop0", 8, True)}
     assert contention.busiest(before, after, 1.0) == [
-        {"name": "stress-ng-cpu", "cpus": 1.9, "processes": 2, "pids": [2, 1]},
-        {"name": "python", "cpus": 0.5, "processes": 1, "pids": [3]}]
+        {"name": "stress-ng-cpu", "cpus": 1.9, "processes": 2, "pids": [2, 1], "kernel": False},
+        {"name": "python", "cpus": 0.5, "processes": 1, "pids": [3], "kernel": False},
+        {"name": "ksoftirqd/0", "cpus": 0.3, "processes": 1, "pids": [6], "kernel": True}]
+    assert contention.kernel_cpus(before, after, 1.0) == 0.35  # ksoftirqd 30 ticks + the loop worker's 5, of 100
+
+
+def test_a_scan_of_the_processes_tells_the_kernels_threads_from_user_processes():
+    child = subprocess.Popen(["sleep", "30"])
+    try:
+        procs = contention.processes()
+    finally:
+        child.kill()
+        child.wait()
+    assert procs[child.pid].name == "sleep" and not procs[child.pid].kernel
+    kthreadd = [pid for pid, p in procs.items() if p.name == "kthreadd"]  # the parent of every kernel thread
+    assert kthreadd and procs[kthreadd[0]].kernel
 
 
 def _reading(t, *, some=0.0, busy=0, steal=0, total=0, lab=None, own=None, load1=0.5, psi=True):
@@ -165,9 +183,11 @@ def test_every_sample_records_the_machines_contention_and_the_tidy_table_carries
     assert len(metas) == 4 and {m.format for m in metas} == {4}
     for m in metas:
         c = m.contention
-        assert c["format"] == 1 and c["contended"] is False and c["bounds"]["max_other_cpus"] == 64
+        assert c["format"] == 2 and c["contended"] is False and c["bounds"]["max_other_cpus"] == 64
         assert set(c) >= {"seconds", "cpu_pressure", "io_pressure", "memory_pressure", "steal", "load1",
-                          "busy_cpus", "lab_cpus", "own_cpus", "other_cpus", "exceeded"}
+                          "busy_cpus", "lab_cpus", "own_cpus", "other_cpus", "kernel_cpus", "busiest", "exceeded"}
+        assert 0 <= c["kernel_cpus"] and all(set(b) == {"name", "cpus", "processes", "pids", "kernel"}
+                                             for b in c["busiest"])
     assert sorted(p.parent.name for p in (tmp_path / "raw/c/blocks").glob("*/quiet.json")) == ["0", "1"]
     df, _ = tidy.frame(tmp_path / "raw/c")
     assert str(df["contended"].dtype) == "boolean" and not df["contended"].any()

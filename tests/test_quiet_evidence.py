@@ -13,8 +13,9 @@ T0 = 1_800_000_000.0
 
 
 def _campaign(raw: Path, name: str, source: str, spans: list[tuple[float, float]], *,
-              contended: list[bool | None] | None = None, monitors: bool = False) -> None:
-    """A committed campaign made by hand: one sample per (start, end) offset from T0."""
+              contended: list[bool | None] | None = None, monitors: bool = False, kernel: bool = False) -> None:
+    """A committed campaign made by hand: one sample per (start, end) offset from T0 (``kernel``: contention
+    format 2, with the kernel's threads' CPU)."""
     s = RawStore(raw, name)
     s.begin(records.CampaignRecord(campaign=name, design_digest="d", spec={"factors": {}}, source=source,
                                    perflab="test", python="3", schedule=[], inventory={}))
@@ -22,6 +23,8 @@ def _campaign(raw: Path, name: str, source: str, spans: list[tuple[float, float]
         record = None
         if contended is not None:
             record = {"format": 1, "other_cpus": 0.1 * (i + 1), "contended": contended[i]}
+            if kernel:
+                record.update(format=2, kernel_cpus=0.05 * (i + 1), busiest=[])
         meta = records.SampleMeta(
             campaign=name, run_id=f"r{i}", tool="iperf3", cell={}, cell_index=0, repetition=i, warmup=False,
             block=i, position=0, seed=1, attempt=1, status="ok", reason=None, roles={}, settle=None, neighbours=[],
@@ -92,6 +95,7 @@ def test_touching_samples_do_not_overlap_and_one_sentence_per_campaign_says_it_a
     assert "none of them ran while another campaign measured" in text
     assert "1 of the 3 samples with a contention record were contended" in text and text.endswith("sample.")
     assert "was not recorded" in evidence.sentence(found["e"])
+    assert "kernel's threads" not in text, "format 1 records say nothing of the kernel's threads"
     values = evidence.macro_values(list(found.values()))
     assert values["a/evidence/contended"] == "1" and values["a/evidence/sentence"] == text
     assert values["s1/evidence"].startswith(text), "a study's paragraph is its campaigns' sentences"
@@ -114,3 +118,11 @@ def test_perflab_evidence_prints_the_summary_and_writes_the_chapters_inline_valu
                    "(`perflab evidence` counts them); this passes once they are measured again, alone")
 def test_the_committed_study_campaigns_were_measured_alone():
     assert evidence.study_overlaps(Path(__file__).resolve().parents[1]) == 0
+
+
+def test_the_sentence_says_how_much_of_the_cpu_outside_the_lab_was_the_kernels_threads(tmp_path):
+    _campaign(tmp_path, "k", "k.yaml", [(0, 10), (20, 30), (40, 50)], contended=[True, True, False], kernel=True)
+    (ev,) = evidence.collect(tmp_path, tmp_path)
+    assert ev.kernel_cpus_median == pytest.approx(0.1) and ev.other_cpus_median == pytest.approx(0.2)
+    assert ("the CPU used outside the lab had a median of 0.20 and a maximum of 0.30 CPUs (the kernel's threads "
+            "there: a median of 0.10 CPUs)") in evidence.sentence(ev)

@@ -14,7 +14,10 @@ its hosts):
   process (the runner and the ssh clients it starts, in a cgroup of their own,
   ``perflab-own/<pid>``, see :func:`own_cgroup`), so that the rest, ``other_cpus``, is
   the CPU that processes outside the lab and outside perflab used;
-- when the gate waits, the processes outside the lab using CPU, by name, to say what is busy.
+- the processes outside the lab using CPU, by name, telling the kernel's own threads
+  (``kworker``, ``ksoftirqd``, a loop device's worker: flag ``PF_KTHREAD``) from user
+  processes: when the gate waits, to say what is busy; during a sample, to say what the CPU
+  counted outside the lab was (``kernel_cpus``, ``busiest``).
 
 :class:`Quiet` is a campaign's ``quiet:`` section (docs/campaigns.md): bounds on these
 values. Before each block, :class:`Gate` waits (at most ``max_wait`` seconds, saying what
@@ -28,7 +31,11 @@ a sample is recorded but not judged, because the measured commands cause pressur
 Contended samples are kept and counted (:mod:`perflab.evidence`), never dropped.
 
 Format history of the contention record (``meta.json``'s ``contention``) and of the gate
-record: format 1 (perflab 0.1), the fields of :func:`delta` and :meth:`Gate.before_block`.
+record: format 1 (perflab 0.1), the fields of :func:`delta` and :meth:`Gate.before_block`;
+format 2 adds to a sample's record ``kernel_cpus`` (the CPUs the kernel's threads outside
+every cgroup of the lab used during the sample) and ``busiest`` (the commands outside the lab
+that used the most CPU, each with ``kernel``), and to the gate's names ``kernel``. Format 1
+records are read as without them.
 """
 
 from __future__ import annotations
@@ -40,13 +47,13 @@ import time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping, NamedTuple
 
 import yaml
 
 log = logging.getLogger(__name__)
 
-FORMAT = 1
+FORMAT = 2
 #: Pressure resources read from ``/proc/pressure/``.
 PRESSURE = ("cpu", "io", "memory")
 #: Where the lab keeps its hosts' cgroups under a hierarchy's root (as :data:`perflab.lab.CGROUP_PARENT`).
@@ -57,8 +64,18 @@ OWN_CGROUP = "perflab-own"
 USER_HZ = 100
 #: Seconds between two "still waiting" lines of the gate.
 ANNOUNCE_SECONDS = 30.0
-#: Processes named when the gate waits.
+#: Processes named when the gate waits, and in a sample's record.
 BUSIEST = 3
+#: ``/proc/<pid>/stat``'s flag of a kernel thread (``PF_KTHREAD``, include/linux/sched.h).
+PF_KTHREAD = 0x00200000
+
+
+class Proc(NamedTuple):
+    """A process as :func:`processes` sees it: its command name, CPU ticks so far, and whether it is a kernel thread."""
+
+    name: str
+    ticks: int
+    kernel: bool = False
 
 
 @dataclass(frozen=True)
@@ -273,23 +290,37 @@ def delta(before: Reading, after: Reading) -> dict[str, Any]:
     return record
 
 
-def busiest(before: Mapping[int, tuple[str, int]], after: Mapping[int, tuple[str, int]], seconds: float,
+def _used(before: Mapping[int, Proc], after: Mapping[int, Proc], seconds: float) -> list[tuple[Proc, int, float]]:
+    """(process, pid, CPUs) of every process of both scans that used CPU in between."""
+    return [(p, pid, (p.ticks - before[pid].ticks) / USER_HZ / max(seconds, 1e-9)) for pid, p in after.items()
+            if pid in before and p.ticks > before[pid].ticks]
+
+
+def busiest(before: Mapping[int, Proc], after: Mapping[int, Proc], seconds: float,
             n: int = BUSIEST) -> list[dict[str, Any]]:
     """The ``n`` commands outside the lab that used the most CPU between two :func:`processes` scans.
 
-    Processes of one command name count together (``pids``: up to three of them, busiest first).
+    Processes of one command name count together (``pids``: up to three of them, busiest first;
+    ``kernel``: the command is a kernel thread).
     """
     by_name: dict[str, list[tuple[float, int]]] = {}
-    for pid, (name, ticks) in after.items():
-        if pid in before and ticks > before[pid][1]:
-            by_name.setdefault(name, []).append(((ticks - before[pid][1]) / USER_HZ / max(seconds, 1e-9), pid))
+    kernel: dict[str, bool] = {}
+    for p, pid, cpus in _used(before, after, seconds):
+        by_name.setdefault(p.name, []).append((cpus, pid))
+        kernel[p.name] = kernel.get(p.name, False) or p.kernel
     ranked = sorted(by_name.items(), key=lambda kv: -sum(c for c, _ in kv[1]))[:n]
     return [{"name": name, "cpus": round(sum(c for c, _ in used), 3), "processes": len(used),
-             "pids": [pid for _, pid in sorted(used, reverse=True)[:3]]} for name, used in ranked]
+             "pids": [pid for _, pid in sorted(used, reverse=True)[:3]], "kernel": kernel[name]}
+            for name, used in ranked]
 
 
-def processes() -> dict[int, tuple[str, int]]:
-    """pid -> (name, CPU ticks so far) of every process outside the lab's and perflab's cgroups but this one."""
+def kernel_cpus(before: Mapping[int, Proc], after: Mapping[int, Proc], seconds: float) -> float:
+    """CPUs the kernel's threads outside the lab kept busy on average between two :func:`processes` scans."""
+    return round(sum(cpus for p, _, cpus in _used(before, after, seconds) if p.kernel), 4)
+
+
+def processes() -> dict[int, Proc]:
+    """pid -> :class:`Proc` of every process outside the lab's and perflab's cgroups but this one."""
     out = {}
     me = os.getpid()
     for entry in os.scandir("/proc"):
@@ -303,7 +334,7 @@ def processes() -> dict[int, tuple[str, int]]:
             continue
         name, rest = stat[stat.find("(") + 1:stat.rfind(")")], stat[stat.rfind(")") + 2:].split()
         if len(rest) > 12:
-            out[int(entry.name)] = (name, int(rest[11]) + int(rest[12]))
+            out[int(entry.name)] = Proc(name, int(rest[11]) + int(rest[12]), bool(int(rest[6]) & PF_KTHREAD))
     return out
 
 
@@ -419,13 +450,22 @@ class Gate:
 
     @contextmanager
     def sample(self, record: dict[str, Any] | None = None) -> Iterator[dict[str, Any]]:
-        """Read the counters around the block's body; ``record`` (yielded) is filled with the contention record."""
+        """Read the counters around the block's body; ``record`` (yielded) is filled with the contention record.
+
+        The processes outside the lab are scanned before and after (outside the measured commands), so
+        the record says which of them used CPU during the sample and how much of it was the kernel's threads.
+        """
         record = {} if record is None else record
+        procs = processes()
         before = read(self.root)
         try:
             yield record
         finally:
-            record.update(delta(before, read(self.root)))
+            after = read(self.root)
+            now = processes()
+            record.update(delta(before, after))
+            record["kernel_cpus"] = kernel_cpus(procs, now, record["seconds"])
+            record["busiest"] = busiest(procs, now, record["seconds"])
             q = self.quiet
             exceeded = q.exceeded(record, during=True) if q else []
             gate_gave_up = bool(self.current) and not self.current["quiet"]
@@ -438,8 +478,8 @@ class Gate:
 
 def _names(named: list[dict[str, Any]]) -> str:
     return "" if not named else "; busiest outside the lab: " + ", ".join(
-        f"{p['name']} ({p['cpus']:.2f} CPUs, {p['processes']} process{'es' if p['processes'] > 1 else ''}: "
-        f"pid {', '.join(map(str, p['pids']))})" for p in named)
+        f"{p['name']} ({'kernel thread, ' if p.get('kernel') else ''}{p['cpus']:.2f} CPUs, {p['processes']} "
+        f"process{'es' if p['processes'] > 1 else ''}: pid {', '.join(map(str, p['pids']))})" for p in named)
 
 
 def _json(doc: Mapping[str, Any]) -> str:

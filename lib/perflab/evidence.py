@@ -9,7 +9,8 @@ samples' ``meta.json`` and the blocks' gate records:
   must have none, since all labs of a machine share its CPUs, memory and disks;
 - its contention statistics (meta format 4, :mod:`perflab.contention`): how many samples
   carry a record, how many are ``contended``, the median and largest CPU used outside the
-  lab, the gates' waits; campaigns measured before the record existed say so;
+  lab and (contention format 2) the median of it that the kernel's threads used, the
+  gates' waits; campaigns measured before the record existed say so;
 - whether monitors ran (samples with a ``monitors/`` directory).
 
 ``perflab verify`` prints :func:`lines` and fails for a study campaign with overlapping
@@ -46,6 +47,8 @@ class CampaignEvidence:
     contended: int = 0
     other_cpus_median: float | None = None
     other_cpus_max: float | None = None
+    #: Median CPUs of the kernel's threads outside the lab during a sample (None: not recorded, format 1).
+    kernel_cpus_median: float | None = None
     gates: int = 0
     gates_gave_up: int = 0
     gate_wait: float = 0.0
@@ -94,6 +97,7 @@ def campaign(raw_dir: str | Path, root: str | Path = ".") -> CampaignEvidence:
     ev = CampaignEvidence(record.campaign, raw_dir.as_posix(), declared.study if declared else None,
                           bool(declared and declared.demo), 0, None, None)
     others: list[float] = []
+    kernel: list[float] = []
     sample_dirs = sorted(p for p in (raw_dir / "samples").iterdir() if not p.name.startswith(".")) \
         if (raw_dir / "samples").is_dir() else []
     for sdir in sample_dirs:
@@ -111,11 +115,15 @@ def campaign(raw_dir: str | Path, root: str | Path = ".") -> CampaignEvidence:
             ev.contended += bool(meta.contention.get("contended"))
             if meta.contention.get("other_cpus") is not None:
                 others.append(float(meta.contention["other_cpus"]))
+            if meta.contention.get("kernel_cpus") is not None:
+                kernel.append(float(meta.contention["kernel_cpus"]))
     ev.intervals.sort()
     if ev.intervals:
         ev.start, ev.end = ev.intervals[0][0], max(b for _, b in ev.intervals)
     if others:
         ev.other_cpus_median, ev.other_cpus_max = statistics.median(others), max(others)
+    if kernel:
+        ev.kernel_cpus_median = statistics.median(kernel)
     for gate in sorted(raw_dir.glob("blocks/*/quiet*.json")):
         doc = json.loads(gate.read_text())
         ev.gates += 1
@@ -185,6 +193,8 @@ def sentence(ev: CampaignEvidence) -> str:
     else:
         cpu = (f"; the CPU used outside the lab had a median of {ev.other_cpus_median:.2f} and a maximum of "
                f"{ev.other_cpus_max:.2f} CPUs" if ev.other_cpus_median is not None else "")
+        if cpu and ev.kernel_cpus_median is not None:
+            cpu += f" (the kernel's threads there: a median of {ev.kernel_cpus_median:.2f} CPUs)"
         gates = (f", {ev.gates_gave_up} of {ev.gates} blocks began after the quiet gate gave up waiting"
                  if ev.gates_gave_up else "")
         parts.append(f"{ev.contended} of the {ev.recorded} samples with a contention record were contended{gates}{cpu}")

@@ -8,7 +8,8 @@ sample's host group (an integer; missing for campaigns without groups).
 Samples whose ``meta.json`` records the machine's contention (format 4, see
 :mod:`perflab.contention`) give every row the columns of :data:`CONTENTION_COLUMNS`:
 ``contended`` (a nullable boolean: null when the campaign stated no quiet bounds) and
-``contention_<value>`` (CPUs used outside the lab, pressure shares, steal, load); a
+``contention_<value>`` (CPUs used outside the lab, by the kernel's threads there (null before
+contention format 2), pressure shares, steal, load); a
 campaign whose samples have no such record has none of these columns.
 
 The raw directory is verified against its manifest first; a sample whose output does not
@@ -50,8 +51,8 @@ BASE_COLUMNS = ["campaign", "run_id", "block", "position", "repetition", "warmup
 
 
 #: The contention record's values each row carries as ``contention_<name>`` columns (with ``contended``).
-CONTENTION_COLUMNS = ("other_cpus", "own_cpus", "lab_cpus", "busy_cpus", "cpu_pressure", "io_pressure",
-                      "memory_pressure", "steal", "load1")
+CONTENTION_COLUMNS = ("other_cpus", "kernel_cpus", "own_cpus", "lab_cpus", "busy_cpus", "cpu_pressure",
+                      "io_pressure", "memory_pressure", "steal", "load1")
 
 
 def contention_columns(record: dict[str, Any] | None) -> dict[str, Any]:
