@@ -24,7 +24,9 @@ def _campaign(raw: Path, name: str, source: str, spans: list[tuple[float, float]
         if contended is not None:
             record = {"format": 1, "other_cpus": 0.1 * (i + 1), "contended": contended[i]}
             if kernel:
-                record.update(format=2, kernel_cpus=0.05 * (i + 1), busiest=[])
+                busy = ["CPU used outside the lab 0.20 CPUs > 0.1 CPUs", "steal 1.20 % > 1 %"]
+                record.update(format=2, kernel_cpus=0.05 * (i + 1), busiest=[],
+                              exceeded=["steal 2.10 % > 1 %"] if i == 0 else busy)
         meta = records.SampleMeta(
             campaign=name, run_id=f"r{i}", tool="iperf3", cell={}, cell_index=0, repetition=i, warmup=False,
             block=i, position=0, seed=1, attempt=1, status="ok", reason=None, roles={}, settle=None, neighbours=[],
@@ -124,5 +126,8 @@ def test_the_sentence_says_how_much_of_the_cpu_outside_the_lab_was_the_kernels_t
     _campaign(tmp_path, "k", "k.yaml", [(0, 10), (20, 30), (40, 50)], contended=[True, True, False], kernel=True)
     (ev,) = evidence.collect(tmp_path, tmp_path)
     assert ev.kernel_cpus_median == pytest.approx(0.1) and ev.other_cpus_median == pytest.approx(0.2)
+    assert (ev.contended, ev.contended_steal) == (2, 1), "the second sample was also busy outside the lab"
+    assert ("2 of the 3 samples with a contention record were contended (1 of them only for the time the "
+            "hypervisor stole from this machine)") in evidence.sentence(ev)
     assert ("the CPU used outside the lab had a median of 0.20 and a maximum of 0.30 CPUs (the kernel's threads "
             "there: a median of 0.10 CPUs)") in evidence.sentence(ev)

@@ -8,7 +8,8 @@ samples' ``meta.json`` and the blocks' gate records:
   ran (``overlapping``; per other campaign in ``overlapping_with``): a study's campaigns
   must have none, since all labs of a machine share its CPUs, memory and disks;
 - its contention statistics (meta format 4, :mod:`perflab.contention`): how many samples
-  carry a record, how many are ``contended``, the median and largest CPU used outside the
+  carry a record, how many are ``contended`` (and how many of those only for the
+  hypervisor's steal), the median and largest CPU used outside the
   lab and (contention format 2) the median of it that the kernel's threads used, the
   gates' waits; campaigns measured before the record existed say so;
 - whether monitors ran (samples with a ``monitors/`` directory).
@@ -45,6 +46,8 @@ class CampaignEvidence:
     end: float | None
     recorded: int = 0
     contended: int = 0
+    #: Contended samples whose only exceeded bound was the hypervisor's steal (nothing on this machine ran).
+    contended_steal: int = 0
     other_cpus_median: float | None = None
     other_cpus_max: float | None = None
     #: Median CPUs of the kernel's threads outside the lab during a sample (None: not recorded, format 1).
@@ -113,6 +116,9 @@ def campaign(raw_dir: str | Path, root: str | Path = ".") -> CampaignEvidence:
         if meta.contention is not None:
             ev.recorded += 1
             ev.contended += bool(meta.contention.get("contended"))
+            exceeded = meta.contention.get("exceeded") or []
+            ev.contended_steal += bool(meta.contention.get("contended") and exceeded
+                                       and all(str(e).startswith("steal ") for e in exceeded))
             if meta.contention.get("other_cpus") is not None:
                 others.append(float(meta.contention["other_cpus"]))
             if meta.contention.get("kernel_cpus") is not None:
@@ -197,7 +203,10 @@ def sentence(ev: CampaignEvidence) -> str:
             cpu += f" (the kernel's threads there: a median of {ev.kernel_cpus_median:.2f} CPUs)"
         gates = (f", {ev.gates_gave_up} of {ev.gates} blocks began after the quiet gate gave up waiting"
                  if ev.gates_gave_up else "")
-        parts.append(f"{ev.contended} of the {ev.recorded} samples with a contention record were contended{gates}{cpu}")
+        steal = (f" ({ev.contended_steal} of them only for the time the hypervisor stole from this machine)"
+                 if ev.contended_steal else "")
+        parts.append(f"{ev.contended} of the {ev.recorded} samples with a contention record were contended{steal}"
+                     f"{gates}{cpu}")
     parts.append(f"monitors ran for {ev.monitors} samples" if ev.monitors not in ("all", "none")
                  else f"monitors ran for {'every' if ev.monitors == 'all' else 'no'} sample")
     return "; ".join(parts) + "."
