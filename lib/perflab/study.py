@@ -171,6 +171,10 @@ def load(folder: str | Path, root: str | Path = ".") -> Study:
         declared = camp.doc.get("study")
         if declared is not None and declared != doc["study"]:
             problems.append(f"{at('campaigns', i, 'file')}: {file} says study {declared!r}; this is {doc['study']!r}")
+        if not camp.monitors and not (root / "data/raw" / camp.name / "campaign.json").is_file():
+            # the runner refuses it (perflab.monitors.study_policy); say so now, not when it is measured
+            problems.append(f"{at('campaigns', i, 'file')}: {file}: monitors: false: a study's campaign runs with "
+                            "its monitors on; remove `monitors: false` (campaigns measured before this rule keep it)")
         campaigns.append(CampaignRef(camp.name, file, ref.get("inventory"), planned=bool(ref.get("planned", False))))
     ids = {c.id for c in campaigns}
     analyses = []
