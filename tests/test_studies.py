@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from helpers import copy_project
-from perflab import campaign as campaign_mod, study
+from perflab import study
 
 ROOT = Path(__file__).resolve().parents[1]
 STUDIES = study.discover(ROOT)
@@ -99,17 +99,17 @@ def test_a_campaign_declared_by_two_studies_is_refused(tmp_path):
         study.discover(root)
 
 
-def test_a_campaign_with_its_monitors_off_is_refused_when_the_study_loads_unless_its_data_exist(tmp_path):
+def test_a_planned_campaign_with_its_monitors_off_is_refused_when_the_study_loads(tmp_path):
     root = _project(tmp_path)
     folder = root / "studies/iperf3-streams"
     camp = next(folder.glob("campaigns/*.yaml"))
-    name = campaign_mod.load(camp).name
     camp.write_text(camp.read_text() + "monitors: false\n")
+    assert study.load("studies/iperf3-streams", root), "a campaign measured before the rule keeps its declaration"
+    decl = folder / "study.yaml"
+    decl.write_text(decl.read_text().replace(f"  - file: campaigns/{camp.name}\n",
+                                             f"  - file: campaigns/{camp.name}\n    planned: true\n"))
     with pytest.raises(study.StudyError, match=rf"study.yaml:\d+: campaigns.0.file: .*{camp.name}: monitors: false"):
         study.load("studies/iperf3-streams", root)
-    (root / "data/raw" / name).mkdir(parents=True)
-    (root / "data/raw" / name / "campaign.json").write_text("{}")  # measured before the rule: kept as it was
-    assert study.load("studies/iperf3-streams", root).campaigns[0].id == name
 
 
 SIXTH = """\

@@ -171,10 +171,11 @@ def load(folder: str | Path, root: str | Path = ".") -> Study:
         declared = camp.doc.get("study")
         if declared is not None and declared != doc["study"]:
             problems.append(f"{at('campaigns', i, 'file')}: {file} says study {declared!r}; this is {doc['study']!r}")
-        if not camp.monitors and not (root / "data/raw" / camp.name / "campaign.json").is_file():
-            # the runner refuses it (perflab.monitors.study_policy); say so now, not when it is measured
+        if ref.get("planned") and not camp.monitors:
+            # the runner refuses it (perflab.monitors.study_policy); say so when it is declared, not when it is measured
             problems.append(f"{at('campaigns', i, 'file')}: {file}: monitors: false: a study's campaign runs with "
-                            "its monitors on; remove `monitors: false` (campaigns measured before this rule keep it)")
+                            "its monitors on, and this planned one would be refused when measured; remove "
+                            "`monitors: false`")
         campaigns.append(CampaignRef(camp.name, file, ref.get("inventory"), planned=bool(ref.get("planned", False))))
     ids = {c.id for c in campaigns}
     analyses = []
