@@ -1,6 +1,7 @@
-"""A real Ceph cluster on the lab: up to HEALTH_OK, a rados bench and a fio rbd sample through perflab, and
-nothing left behind by ``down`` (processes, mounts, block files, keys, cgroups, namespaces)."""
+"""A real Ceph cluster on the lab: study 001's lab file up to HEALTH_OK, a rados bench and a fio rbd sample
+through perflab, and nothing left behind by ``down`` (processes, mounts, block files, keys, cgroups, namespaces)."""
 
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -17,9 +18,12 @@ pytestmark = [ROOT_ONLY, pytest.mark.lab, pytest.mark.slow,
               pytest.mark.skipif(not all(map(shutil.which, ("ceph-mon", "ceph-mgr", "ceph-osd", "ceph"))),
                                  reason="Ceph's packages are not installed (make deps)")]
 
+ROOT = Path(__file__).resolve().parent.parent
+#: The shipped Ceph lab (tests/test_lab_spec.py leaves it to this test: one cluster brought up, not two).
+SHIPPED = ROOT / "labs" / "001-ceph.yaml"
 NAME = f"c{os.getpid() % 100000}"
-# The smallest cluster that shows every part: monitor and manager, one HDD-like OSD (throttled),
-# a client; pools of size 1.
+# The smallest cluster that shows every part, for the failure half way: monitor and manager, one
+# HDD-like OSD (throttled), a client.
 LAB = f"""\
 format: 1
 lab: {NAME}
@@ -79,19 +83,21 @@ def _run(campaign: Path, inv: Path, raw: Path) -> str:
 
 
 def test_ceph_lab_up_bench_down_leaves_nothing(tmp_path):
-    spec = labspec.load(f"{NAME}.yaml", text=LAB)
+    spec = dataclasses.replace(labspec.load(SHIPPED), name=NAME)
     lab = lab_mod.bring_up(spec)
     try:
         assert cephlab.health(lab)["status"] == "HEALTH_OK"
         fsid = cephlab.conf_path(lab).read_text().split("fsid = ")[1].split()[0]
         lab_mod.bring_up(spec)  # idempotent: the same cluster, not a second set of OSDs
         assert cephlab.conf_path(lab).read_text().split("fsid = ")[1].split()[0] == fsid
-        assert cephlab._ceph_cmd(lab, "osd", "ls").split() == ["0"]
+        assert cephlab._ceph_cmd(lab, "osd", "ls").split() == [str(i) for i in range(6)]
         drawn = lab_mod.draw(lab_mod.status(NAME))
-        assert "ceph: HEALTH_OK" in drawn and "osd.0" in drawn and "EMULATED HDD" in drawn
+        assert "ceph: HEALTH_OK" in drawn and "osd.5" in drawn and "EMULATED HDD" in drawn
         entries = inventory.load(lab.inventory_path)
-        with remote.connect(entries) as hosts:  # the client finds the cluster in /etc/ceph, as a real client
-            assert hosts["client"].check("ceph osd crush get-device-class osd.0").split() == ["hdd"]
+        with remote.connect(entries) as hosts:  # each host answers SSH under its name; the client finds the
+            assert {n: h.check("hostname").strip() for n, h in hosts.items()} == {n: n for n in entries}
+            classes = hosts["client"].check("ceph osd crush get-device-class osd.0 osd.1")  # cluster in /etc/ceph
+            assert classes.split() == ["hdd", "ssd"], "the lab file's order: osd1's hdd, then its ssd"
         (tmp_path / "t-rados.yaml").write_text(RADOS + SETUP)
         (tmp_path / "t-fio.yaml").write_text(FIO + FIO_SETUP)
         rados = {m.metric: m.value for m in tools.get("rados_bench").parse(
@@ -104,7 +110,7 @@ def test_ceph_lab_up_bench_down_leaves_nothing(tmp_path):
         verified = sorted(p.name for p in (tmp_path / "raw" / "t-fio" / "verify").iterdir())
         assert len(verified) == 2, "the pool's setup and teardown were both checked"
         block = lab.state_dir / "ceph" / "osd.0" / "block"
-        assert block.stat().st_size == 2 << 30 and block.stat().st_blocks * 512 < 2 << 30, "a sparse block file"
+        assert block.stat().st_size == 8 << 30 and block.stat().st_blocks * 512 < 8 << 30, "a sparse block file"
         assert any("ceph-osd" in t for t in leftovers(NAME))
     finally:
         removed = lab_mod.down(NAME)

@@ -126,8 +126,10 @@ def test_subnets_avoid_other_labs_and_keep_their_slot(tmp_path, monkeypatch):
 @ROOT_ONLY
 @pytest.mark.lab
 @pytest.mark.slow
-@pytest.mark.parametrize("path", sorted(p for p in (ROOT / "labs").glob("*.yaml") if p.name != "virtual.yaml"),
-                         ids=lambda p: p.name)  # virtual.yaml boots a guest: tests/test_lab_vm.py does that once
+@pytest.mark.parametrize("path", sorted(p for p in (ROOT / "labs").glob("*.yaml")
+                                       if p.name not in ("virtual.yaml", "001-ceph.yaml")), ids=lambda p: p.name)
+# virtual.yaml boots a guest and 001-ceph.yaml a Ceph cluster: tests/test_lab_vm.py and tests/test_ceph_lab.py
+# bring each up once (hostnames over SSH there too)
 def test_shipped_lab_files_come_up_answer_ssh_and_go_down(path):
     spec = dataclasses.replace(labspec.load(path), name=f"e{os.getpid() % 100000}")
     if any(h.vm for h in spec.hosts) and not shutil.which(lab_mod.QEMU):

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
 
-from perflab import cli, evidence, records
+from perflab import cli, contention, evidence, records
 from perflab.store import RawStore
 
 T0 = 1_800_000_000.0
@@ -25,7 +26,8 @@ def _campaign(raw: Path, name: str, source: str, spans: list[tuple[float, float]
             record = {"format": 1, "other_cpus": 0.1 * (i + 1), "contended": contended[i]}
             if kernel:
                 busy = ["CPU used outside the lab 0.20 CPUs > 0.1 CPUs", "steal 1.20 % > 1 %"]
-                record.update(format=2, kernel_cpus=0.05 * (i + 1), busiest=[],
+                record.update(format=2, kernel_cpus=0.05 * (i + 1), busiest=[], steal=0.021 if i == 0 else 0.012,
+                              bounds=asdict(contention.STUDY_DEFAULT),
                               exceeded=["steal 2.10 % > 1 %"] if i == 0 else busy)
         meta = records.SampleMeta(
             campaign=name, run_id=f"r{i}", tool="iperf3", cell={}, cell_index=0, repetition=i, warmup=False,

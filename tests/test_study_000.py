@@ -8,6 +8,7 @@ import hashlib
 import io
 import math
 import os
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -241,6 +242,9 @@ def test_chapter_tables_from_committed_raw_data(name, tmp_path):
                           ratios=p.get("ratios", []), generator="test")
     assert all(path.stat().st_size > 0 for paths in out.values() for path in paths)
     assert "\\plfloat{" in (tmp_path / "tables" / f"{name}-layout.tex").read_text()
+    for kind in ("layout", "anova"):  # captions in words: no analysis or campaign name in them
+        caption = re.search(r"\\caption\{(.*)\}\\label", (tmp_path / "tables" / f"{name}-{kind}.tex").read_text())
+        assert caption and name not in caption[1] and a.campaign not in caption[1], caption
 
 
 # --- per-host CPU by role (seed 000's Tables 3.4-3.6) -------------------------------------------

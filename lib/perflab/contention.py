@@ -95,8 +95,8 @@ class Quiet:
     window: float = 5.0
     max_wait: float = 300.0
 
-    def exceeded(self, record: Mapping[str, Any], *, during: bool = False) -> list[str]:
-        """The bounds ``record`` (see :func:`delta`) exceeds, each as ``what value > bound``.
+    def breaches(self, record: Mapping[str, Any], *, during: bool = False) -> list[tuple[str, str]]:
+        """The bounds ``record`` (see :func:`delta`) exceeds, each as its record key and ``what value > bound``.
 
         ``during`` judges a sample: only the CPU used outside the lab and the steal.
         """
@@ -110,8 +110,12 @@ class Quiet:
         for key, bound, label, scale, unit in checks:
             value = record.get(key)
             if bound is not None and value is not None and value * scale > bound:
-                out.append(f"{label} {value * scale:.2f}{unit} > {bound:g}{unit}")
+                out.append((key, f"{label} {value * scale:.2f}{unit} > {bound:g}{unit}"))
         return out
+
+    def exceeded(self, record: Mapping[str, Any], *, during: bool = False) -> list[str]:
+        """The bounds ``record`` exceeds, each as ``what value > bound`` (:meth:`breaches`' text)."""
+        return [text for _, text in self.breaches(record, during=during)]
 
 
 #: The default of a study's campaign, stated in docs/campaigns.md: the rest of the machine

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from . import records
-from .contention import declaring_study
+from .contention import Quiet, declaring_study
 
 
 @dataclass
@@ -92,6 +92,16 @@ def _interval(meta: records.SampleMeta) -> tuple[float, float] | None:
     return (min(a for a, _ in times), max(b for _, b in times)) if times else None
 
 
+def _steal_only(record: dict[str, Any]) -> bool:
+    """Whether a contended sample's only exceeded bound was the hypervisor's steal, judged again
+    from the record's values and bounds (not from the words of its ``exceeded`` list)."""
+    bounds = record.get("bounds")
+    if not record.get("contended") or not bounds:
+        return False
+    keys = [key for key, _ in Quiet(**bounds).breaches(record, during=True)]
+    return keys == ["steal"] and len(record.get("exceeded") or []) == 1
+
+
 def campaign(raw_dir: str | Path, root: str | Path = ".") -> CampaignEvidence:
     """The evidence of one campaign directory (overlaps with others are filled in by :func:`collect`)."""
     raw_dir, root = Path(raw_dir), Path(root)
@@ -116,9 +126,7 @@ def campaign(raw_dir: str | Path, root: str | Path = ".") -> CampaignEvidence:
         if meta.contention is not None:
             ev.recorded += 1
             ev.contended += bool(meta.contention.get("contended"))
-            exceeded = meta.contention.get("exceeded") or []
-            ev.contended_steal += bool(meta.contention.get("contended") and exceeded
-                                       and all(str(e).startswith("steal ") for e in exceeded))
+            ev.contended_steal += _steal_only(meta.contention)
             if meta.contention.get("other_cpus") is not None:
                 others.append(float(meta.contention["other_cpus"]))
             if meta.contention.get("kernel_cpus") is not None:

@@ -25,7 +25,7 @@ from ..stats.describe import describe
 from ..stats.effect import ratio_fieller
 from ..stats.levels import select_rows
 from . import figures, lineage, macros, style
-from .latex import escape_latex, float_table, format_number, format_p
+from .latex import escape_latex, float_table, format_number, format_p, in_prose, in_words
 
 #: ``/proc/stat`` states that count as busy CPU time (idle and iowait do not).
 BUSY_STATES = ("user", "nice", "system", "irq", "softirq", "steal")
@@ -304,10 +304,10 @@ def write(result: FactorialResult, *, name: str, source: str | Path, paper_dir: 
     plt.close(fig)
     texts = {
         "layout": layout_tex(layout(result, rows=rows, scale=scale, digits=digits),
-                             caption=f"{result.quantity} ({unit}) per cell ({name}).", label=f"tab:{name}-layout",
+                             caption=f"{result.quantity} ({unit}) per cell.", label=f"tab:{name}-layout",
                              over=labels.get(last, last), level=level),
         "anova": anova_tex(result, caption=f"{result.quantity}: factorial ANOVA over "
-                                           f"{' x '.join(labels.get(f, f) for f in result.factors)} ({name}).",
+                                           f"{in_words([in_prose(labels.get(f, f)) for f in result.factors])}.",
                            label=f"tab:{name}-anova"),
     }
     for kind, text in texts.items():

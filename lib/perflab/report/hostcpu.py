@@ -237,7 +237,7 @@ def layout_tables(result: HostCpu, *, name: str, rows: str, digits: int = 1, lev
         what = "the three roles together" if role == ALL else f"the {role}"
         out.append(factorial.layout_tex(
             grid, caption=f"CPU load of {what} in % of one CPU, from its cgroup, per cell; columns: "
-                          f"{', '.join(labels.get(f, f) for f in across)} ({name}).",
+                          f"{', '.join(labels.get(f, f) for f in across)}.",
             label=f"tab:{name}-{role}", over=labels.get(rows, rows), level=level))
     return "\n".join(out)
 
@@ -260,8 +260,8 @@ def compare_tex(table: pd.DataFrame, *, name: str, level: float = 0.95) -> str:
             "(SMT on), means over 1, 2, 4 and 8 threads, the direct link from Table 3.7 (MTU 1500 only). Rerun: "
             "cgroup CPU load of each lab host, ratio of pooled means over the streams, Fieller's CI; "
             "-- where a ratio has no published cell or a zero denominator.")
-    return float_table(body, caption=f"CPU of client, server and router compared in kind, seed and rerun "
-                                     f"({escape_latex(name)}).", label=f"tab:{name}-compare", note=note)
+    return float_table(body, caption="CPU of client, server and router compared in kind, seed and rerun.",
+                       label=f"tab:{name}-compare", note=note)
 
 
 def figure(result: HostCpu, *, x: str, trace: Sequence[str], labels: Mapping[str, str] | None = None

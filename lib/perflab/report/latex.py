@@ -34,6 +34,17 @@ def escape_latex(text: str) -> str:
     return "".join(_LATEX_SPECIALS.get(ch, ch) for ch in text)
 
 
+def in_prose(label: str) -> str:
+    """A label inside a sentence: first letter lowercased unless the first word is an acronym (``HPL``)."""
+    return label[:1].lower() + label[1:] if len(label) > 1 and not label[1].isupper() else label
+
+
+def in_words(items: Sequence[str]) -> str:
+    """Items as a caption says them: ``a``, ``a and b``, ``a, b and c``."""
+    items = list(items)
+    return " and ".join(items) if len(items) < 3 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
 def format_number(value: object, digits: int = 3) -> str:
     """Format a number with ``digits`` significant digits in fixed notation (12345.6 -> "12346", not
     "1.23e+04"; e-notation only below 1e-6 or from 1e15); nan/None as an en dash, inf as ±∞."""

@@ -16,7 +16,7 @@ import pandas as pd
 from ..stats.levels import LevelsResult, analyse
 from . import figures, lineage, macros, tables
 from ..files import slug
-from .latex import ci_decimals, escape_latex, fixed, format_number, format_p, num
+from .latex import ci_decimals, escape_latex, fixed, format_number, format_p, in_prose, num
 from .tables import estimate, level_text, p_phrase
 
 __all__ = ["analyse", "output_stem", "write", "section_tex", "sentence"]
@@ -47,19 +47,19 @@ def write(result: LevelsResult, *, campaign: str, source: str | Path, paper_dir:
                              details={"metric": result.metric, "factor": result.factor, "n": n_total})
     desc_tex = tables.describe_table(
         result.summary, factor=result.factor, factor_label=factor_label, scale=scale, unit=unit,
-        caption=f"{escape_latex(quantity)} per level of {escape_latex(_in_prose(factor_label))} "
-                f"({escape_latex(campaign)}); warm-up samples excluded.",
+        caption=f"{escape_latex(quantity)} per level of {escape_latex(in_prose(factor_label))}; "
+                "warm-up samples excluded.",
         label=f"tab:{stem}-summary")
     notes = ["Holm-adjusted $p$-values (each level against the baseline) are used for the decisions in the "
              "text."] if len(result.comparisons) > 1 else []
     cmp_tex = tables.comparison_table(
         result.comparisons, p_adjusted=result.p_adjusted, scale=scale, unit=unit,
-        caption=f"{escape_latex(quantity)}: each level of {escape_latex(_in_prose(factor_label))} against "
+        caption=f"{escape_latex(quantity)}: each level of {escape_latex(in_prose(factor_label))} against "
                 f"{escape_latex(result.comparisons[0].labels[0]) if result.comparisons else 'the baseline'}.",
         label=f"tab:{stem}-comparison", notes=notes) if result.comparisons else ""
     checks_tex = tables.checks_table(result.checks, result.block, factor=result.factor, factor_label=factor_label,
                                      caption=f"{escape_latex(quantity)}: assumptions and run-order checks per level "
-                                             f"of {escape_latex(_in_prose(factor_label))} ({escape_latex(campaign)}).",
+                                             f"of {escape_latex(in_prose(factor_label))}.",
                                      label=f"tab:{stem}-checks")
     table_paths = []
     for kind, text in (("summary", desc_tex), ("comparison", cmp_tex), ("checks", checks_tex)):
@@ -97,7 +97,7 @@ def section_tex(result: LevelsResult, *, stem: str, title: str, quantity: str, f
         reading, "",
         "\\begin{figure}[htbp]\\centering",
         f"\\includegraphics[width=\\textwidth]{{{stem}.pdf}}",
-        f"\\caption{{{escape_latex(quantity)} per level of {escape_latex(_in_prose(factor_label))}: "
+        f"\\caption{{{escape_latex(quantity)} per level of {escape_latex(in_prose(factor_label))}: "
         f"{'; '.join(panels)}.}}",
         f"\\label{{fig:{stem}}}", "\\end{figure}", "",
         *(f"\\plinput{{tables/{stem}-{kind}.tex}}" for kind in ("summary", "comparison", "checks")), ""])
@@ -134,11 +134,6 @@ def _values(result: LevelsResult, *, campaign: str, scale: float) -> dict[str, s
                        f"{ck}/hedges-g": num(c.hedges_g, 3),
                        f"{ck}/cliffs-delta": num(c.cliffs_delta, 3)})
     return values
-
-
-def _in_prose(label: str) -> str:
-    """A label inside a sentence: first letter lowercased unless the first word is an acronym (``HPL``)."""
-    return label[:1].lower() + label[1:] if len(label) > 1 and not label[1].isupper() else label
 
 
 def _bound(value: float, decimals: int | None) -> str:

@@ -86,11 +86,11 @@ def write(study: str, published_dir: str | Path, paper_dir: str | Path, *, gener
     pvals, claims, inputs = run(study, published_dir)
     paper = Path(paper_dir)
     out = {"pvalues": lineage.atomic_text(paper / "tables" / f"{study}-recheck-p.tex", recheck_table_latex(
-        pvals, caption=f"Published $p$-values of study {study} recomputed from its summary statistics.",
+        pvals, caption="Published $p$-values recomputed from the study's summary statistics.",
         label=f"tab:{study}-recheck-p"))}
     if len(claims):
         out["claims"] = lineage.atomic_text(paper / "tables" / f"{study}-recheck-claims.tex", claims_table(
-            claims, caption=f"Percentages stated in the text of study {study}, recomputed.",
+            claims, caption="Percentages stated in the study's text, recomputed.",
             label=f"tab:{study}-recheck-claims"))
     for path in out.values():
         lineage.write([path], inputs, generator=generator)

@@ -24,7 +24,7 @@ from scipy import stats as sps
 
 from ..stats.describe import describe
 from . import figures, lineage, macros, style
-from .latex import escape_latex, format_number, latex_table
+from .latex import escape_latex, format_number, in_prose, latex_table
 
 
 @dataclass
@@ -369,11 +369,11 @@ def write(result: Sweep, *, name: str, paper_dir: str | Path, inputs: Sequence[s
     plt.close(fig)
     texts = {
         "summary": summary_table(result, scale=scale, unit=unit, quantity=quantity, xlabel=xlabel,
-                                 caption=f"{quantity} over {xlabel}: mean and 95\\,\\% Student-t interval per cell "
-                                         f"(campaign {name.split('--')[0]}).", label=f"tab:{name}-summary"),
-        "littles": littles_table(result, caption=f"Little's-law consistency per cell ({name}).",
-                                 label=f"tab:{name}-littles"),
-        "kind": kind_table(result, xlabel=xlabel, caption=f"Published and rerun {quantity.lower()} over {xlabel}, "
+                                 caption=f"{quantity} over {xlabel}: mean and 95\\,\\% Student-t interval per cell.",
+                                 label=f"tab:{name}-summary"),
+        "littles": littles_table(result, label=f"tab:{name}-littles",
+                                 caption=f"Little's-law consistency of {in_prose(quantity)} over {xlabel} per cell."),
+        "kind": kind_table(result, xlabel=xlabel, caption=f"Published and rerun {in_prose(quantity)} over {xlabel}, "
                                                           "compared in kind.", label=f"tab:{name}-kind"),
     }
     for key, text in texts.items():
