@@ -96,8 +96,9 @@ def test_ceph_lab_up_bench_down_leaves_nothing(tmp_path):
         entries = inventory.load(lab.inventory_path)
         with remote.connect(entries) as hosts:  # each host answers SSH under its name; the client finds the
             assert {n: h.check("hostname").strip() for n, h in hosts.items()} == {n: n for n in entries}
-            classes = hosts["client"].check("ceph osd crush get-device-class osd.0 osd.1")  # cluster in /etc/ceph
-            assert classes.split() == ["hdd", "ssd"], "the lab file's order: osd1's hdd, then its ssd"
+            classes = [hosts["client"].check(f"ceph osd crush get-device-class osd.{i}").split()[-1]  # /etc/ceph
+                       for i in (0, 1)]
+            assert classes == ["hdd", "ssd"], "the lab file's order: osd1's hdd, then its ssd"
         (tmp_path / "t-rados.yaml").write_text(RADOS + SETUP)
         (tmp_path / "t-fio.yaml").write_text(FIO + FIO_SETUP)
         rados = {m.metric: m.value for m in tools.get("rados_bench").parse(

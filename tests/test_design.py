@@ -54,3 +54,11 @@ def test_sequential_runs_each_cell_in_a_row():
 def test_zip_crossing_pairs_levels():
     cells = campaign_mod.cells({"a": (1, 2), "b": ("x", "y")}, "zip")
     assert [dict(c.levels) for c in cells] == [{"a": 1, "b": "x"}, {"a": 2, "b": "y"}]
+
+
+def test_counts_written_as_whole_floats_schedule_as_integers():
+    """The schema's "integer" admits 5.0 and -0.0 (found by the campaign-file fuzzer): they plan as 5 and 0."""
+    text = TEXT.replace("repetitions: 5", "repetitions: 5.0").replace("warmups: 2", "warmups: -0.0")
+    spec = campaign_mod.load("d.yaml", text=text.replace("{seed}", "3.0").replace("{design}", "rmit"))
+    assert (spec.repetitions, spec.warmups, spec.seed) == (5, 0, 3)
+    assert len(design.schedule(spec)) == 8 * 5

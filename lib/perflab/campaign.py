@@ -298,6 +298,10 @@ def load(path: str | Path, *, text: str | None = None) -> Campaign:
     return from_doc(doc, path)
 
 
+def _int_or_none(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
 def from_doc(doc: Mapping[str, Any], source: str) -> Campaign:
     """The campaign of a document already checked (a campaign file's, or the one a raw ``campaign.json``
     recorded); nothing is checked again, so a record keeps reading under newer, stricter checks."""
@@ -318,10 +322,11 @@ def from_doc(doc: Mapping[str, Any], source: str) -> Campaign:
             name=d["name"], on=d["on"], start=d["start"], ready=d.get("ready"), stop=d.get("stop"),
             scope=d.get("scope", "campaign"), order=d.get("order", 0), timeout=float(d.get("timeout", 30)),
             cells={k: tuple(v) for k, v in d.get("cells", {}).items()}) for d in doc.get("services", [])),
-        crossing=doc.get("crossing", "grid"), repetitions=doc.get("repetitions", 40),
-        warmups=doc.get("warmups", 1), design=doc.get("design", "rmit"),
-        seed=doc.get("seed", None if doc.get("design", "rmit") == "rmit" else 0),
-        timeout=doc.get("timeout"), retries=doc.get("retries", 1), source=path, doc=doc,
+        # counts as ints: the schema's "integer" also admits a float with no fraction (2.0, -0.0)
+        crossing=doc.get("crossing", "grid"), repetitions=int(doc.get("repetitions", 40)),
+        warmups=int(doc.get("warmups", 1)), design=doc.get("design", "rmit"),
+        seed=_int_or_none(doc.get("seed", None if doc.get("design", "rmit") == "rmit" else 0)),
+        timeout=doc.get("timeout"), retries=int(doc.get("retries", 1)), source=path, doc=doc,
         settle=None if settle is None else Settle(
             tuple(settle.get("hosts", sorted(doc_roles(doc)))), float(settle["max_load1"]),
             float(settle.get("timeout", 120)), float(settle.get("poll", 1))),
@@ -330,7 +335,7 @@ def from_doc(doc: Mapping[str, Any], source: str) -> Campaign:
         neighbours=tuple(Neighbour(n["on"], n["run"], {k: tuple(v) for k, v in n.get("cells", {}).items()})
                          for n in doc.get("neighbours", [])),
         monitors=doc.get("monitors", True), fingerprints=doc.get("fingerprints", True),
-        groups=groups, parallel_groups=doc.get("parallel_groups", len(groups) or 1),
+        groups=groups, parallel_groups=int(doc.get("parallel_groups", len(groups) or 1)),
         reconnect=Reconnect(**{k: float(v) if k != "attempts" else v for k, v in doc.get("reconnect", {}).items()}),
         text=frozenset(doc.get("text", ())),
     )
