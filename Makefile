@@ -12,6 +12,7 @@ SNAKEMAKE := snakemake --cores $(CORES) --printshellcmds --rerun-incomplete
 
 reproduce: install unlock ## install everything and run the whole pipeline on the embedded lab
 	$(SNAKEMAKE)
+	@echo "Labs kept up so that a campaign can resume:"; perflab lab list
 
 test: install lint ## install everything, lint, and run the test suite
 	pytest

@@ -35,9 +35,13 @@ def test_up_status_down_from_a_file(tmp_path, capsys):
         assert cli.main(["lab", "status", "--name", name]) == 0
         drawing = capsys.readouterr().out
         assert f"lab {name} (from {path})" in drawing and "MTU 9000" in drawing and ": x1 -- x2" in drawing
+        assert cli.main(["lab", "list"]) == 0
+        assert f"lab {name} is up; remove it with: perflab lab down --name {name}" in capsys.readouterr().out
     finally:
         code = cli.main(["lab", "down", "--name", name])
     assert code == 0 and "removed bridge" in capsys.readouterr().out
+    cli.main(["lab", "list"])
+    assert f"lab {name} is up" not in capsys.readouterr().out
     assert leftovers(name) == []
     assert cli.main(["lab", "status", "--name", name]) == 1
 

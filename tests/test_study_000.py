@@ -334,9 +334,13 @@ def test_host_cpu_tables_in_the_seed_layout_and_their_files(tmp_path):
     pub = hostcpu.published_cells(PUBLISHED / "000-cedri-firewall.csv", PUBLISHED / "000-cedri-p2p.csv")
     source = PUBLISHED / "000-cedri-firewall.csv"
     out = hostcpu.write(result, pub, name="h", source=source, published_files=[], paper_dir=tmp_path,
-                        rows="parallel", x="parallel", trace=["path", "mtu"], generator="test")
+                        rows="parallel", x="parallel", trace=["path", "mtu"], generator="test",
+                        labels={"parallel": "parallel streams", "mtu": "MTU (B)"})
     layout_tex = (tmp_path / "tables" / "h-layout.tex").read_text()
     assert layout_tex.count("\\plfloat{") == 4 and "tab:h-router" in layout_tex
+    # headers in words: the row factor by its label, columns by their levels, the note naming their factors
+    assert "parallel streams & 1500, direct & 1500, nat" in layout_tex and "=" not in layout_tex.split("\\midrule")[0]
+    assert "Columns: MTU (B), path." in layout_tex
     assert "\\label{tab:h-compare}" in (tmp_path / "tables" / "h-compare.tex").read_text()
     inline = (tmp_path / "macros" / "h.tex").read_text()
     assert "{h/cmp/router-share-1500/rerun}{0.17}" in inline and "{h/1500/nat/gbits}{4.00}" in inline

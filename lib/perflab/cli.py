@@ -59,6 +59,10 @@ def _lab(args: argparse.Namespace) -> int:
         if created.spec.ceph:
             print(lab_ceph.summary(created))
         return 0
+    if args.lab_cmd == "list":
+        up = lab.names()
+        print("\n".join(f"lab {n} is up; remove it with: perflab lab down --name {n}" for n in up) or "no lab is up")
+        return 0
     name = args.name or "default"
     if args.lab_cmd == "down":
         removed = lab.down(name)
@@ -374,7 +378,7 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
                         "router, cgroups and devices of a lab file (docs/lab.md). Needs root.",
                         epilog="examples: perflab lab up --hosts 2; perflab lab up --file labs/routed.yaml; "
                         "perflab lab status; perflab lab down")
-    lsub = lp.add_subparsers(dest="lab_cmd", required=True, metavar="{up,down,status,inventory}")
+    lsub = lp.add_subparsers(dest="lab_cmd", required=True, metavar="{up,down,status,inventory,list}")
     up = lsub.add_parser("up", help="create (or complete) the lab; idempotent")
     up.add_argument("--file", help="lab description (YAML, see docs/lab.md), e.g. labs/routed.yaml; "
                     "without it: a flat lab of --hosts hosts on one link")
@@ -387,6 +391,7 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
                                     "inventory": "print the inventory file's path"}[name])
     for sp in lsub.choices.values():
         sp.add_argument("--name", help="lab name (default: the file's lab, else default)")
+    lsub.add_parser("list", help="name every lab that is up on this machine, with the command that removes it")
     lsub.choices["status"].add_argument("--json", action="store_true")
     lp.set_defaults(func=_lab)
 

@@ -20,10 +20,10 @@ from .model import STATE_ROOT, Lab, LabError, LabHost, LabLink, Port
 from .net import router_counters
 from .resolve import resolve_inventory
 from .sshd import SSHD
-from .state import SLOTS, STATE_VERSION, load
+from .state import SLOTS, STATE_VERSION, load, names
 from .vm import QEMU, VM_BOOT_TIMEOUT, vm_accel
 
 __all__ = ["CGROUP_PARENT", "DEBIAN_PACKAGES", "QEMU", "SLOTS", "SSHD", "STATE_ROOT", "STATE_VERSION",
            "VM_BOOT_TIMEOUT", "HostUsage", "Lab", "LabError", "LabHost", "LabLink", "Port", "bring_up",
-           "cgroup_hierarchies", "down", "draw", "load", "require_root", "resolve_inventory", "router_counters",
+           "cgroup_hierarchies", "down", "draw", "load", "names", "require_root", "resolve_inventory", "router_counters",
            "status", "traces", "up", "usage", "vm_accel"]

@@ -53,6 +53,11 @@ def load(name: str = "default") -> Lab | None:
     return None if state is None else lab_of(state)
 
 
+def names() -> list[str]:
+    """Names of the labs that are up on this machine (those with a state file), sorted."""
+    return sorted(path.parent.name for path in model.STATE_ROOT.glob("*/state.json"))
+
+
 def _used_slots(own: str) -> set[int]:
     """Slots taken by other labs' state files or by any IPv4 address of this machine's root namespace."""
     used = set()

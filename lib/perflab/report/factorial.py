@@ -146,17 +146,25 @@ def layout(result: FactorialResult, *, rows: str | Sequence[str], scale: float =
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 
 
-def layout_tex(table: pd.DataFrame, *, caption: str, label: str, over: str, level: float = 0.95) -> str:
+def layout_tex(table: pd.DataFrame, *, caption: str, label: str, over: str, level: float = 0.95,
+               labels: Mapping[str, str] | None = None) -> str:
     """A grid table from :func:`layout` (cells are mean [CI]), never shrunk: turned sideways whole, caption
     and note with it, when wider than the text (:func:`perflab.report.latex.float_table`); ``over`` names
-    the factor the ``mean`` rows average over."""
+    the factor the ``mean`` rows average over. Headers are in words: a row factor by its label in
+    ``labels``, a column by its levels alone, the note naming the factors they are levels of."""
+    labels = labels or {}
     is_value = ["=" in str(c) or c == "value" for c in table.columns]
-    shown = pd.DataFrame({escape_latex(str(c)): [_NUMBER.sub(lambda m: f"\\num{{{m[0]}}}", str(v)) if value
-                                                 else escape_latex(str(v)) for v in table[c]]
-                          for c, value in zip(table.columns, is_value)})
+    first = next((str(c) for c in table.columns if "=" in str(c)), "")
+    across = [part.split("=", 1)[0] for part in first.split(", ")] if first else []
+    heads = [", ".join(part.split("=", 1)[1] for part in str(c).split(", ")) if "=" in str(c)
+             else labels.get(str(c), str(c)) for c in table.columns]
+    shown = pd.DataFrame({escape_latex(h): [_NUMBER.sub(lambda m: f"\\num{{{m[0]}}}", str(v)) if value
+                                            else escape_latex(str(v)) for v in table[c]]
+                          for h, c, value in zip(heads, table.columns, is_value)})
     body = shown.to_latex(index=False, escape=False, column_format="".join("r" if v else "l" for v in is_value))
-    note = (f"Each cell: mean [{100 * level:.0f}\\% CI of the mean]; rows \\emph{{mean}}: mean of the cell "
-            f"means over the levels of {escape_latex(over)}.")
+    columns = (f"Columns: {escape_latex(', '.join(labels.get(f, f) for f in across))}. " if across else "")
+    note = (f"{columns}Each cell: mean [{100 * level:.0f}\\% CI of the mean]; rows \\emph{{mean}}: mean of the "
+            f"cell means over the levels of {escape_latex(over)}.")
     return float_table("\\setlength{\\tabcolsep}{3pt}" + body.strip(), caption=escape_latex(caption), label=label,
                        note=note)
 
@@ -305,7 +313,7 @@ def write(result: FactorialResult, *, name: str, source: str | Path, paper_dir: 
     texts = {
         "layout": layout_tex(layout(result, rows=rows, scale=scale, digits=digits),
                              caption=f"{result.quantity} ({unit}) per cell.", label=f"tab:{name}-layout",
-                             over=labels.get(last, last), level=level),
+                             over=labels.get(last, last), level=level, labels=labels),
         "anova": anova_tex(result, caption=f"{result.quantity}: factorial ANOVA over "
                                            f"{in_words([in_prose(labels.get(f, f)) for f in result.factors])}.",
                            label=f"tab:{name}-anova"),

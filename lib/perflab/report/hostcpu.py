@@ -227,18 +227,13 @@ def layout_tables(result: HostCpu, *, name: str, rows: str, digits: int = 1, lev
     """One table per role in the layout of seed 000's Tables 3.4-3.6 (``rows`` down, the other
     factors across, mean [CI] of the CPU load in percent of one CPU per cell, a mean row), as LaTeX."""
     labels = labels or {}
-    across = [f for f in result.load.factors if f not in ("role", rows)]
     out = []
     for role in result.roles:
         grid = factorial.layout(for_role(result.load, role), rows=rows, scale=0.01, digits=digits)
-        grid.columns = [", ".join(part.split("=", 1)[1] for part in str(c).split(", ")) if "=" in str(c) else c
-                        for c in grid.columns]
-        grid = grid.rename(columns={rows: labels.get(rows, rows)})
         what = "the three roles together" if role == ALL else f"the {role}"
         out.append(factorial.layout_tex(
-            grid, caption=f"CPU load of {what} in % of one CPU, from its cgroup, per cell; columns: "
-                          f"{', '.join(labels.get(f, f) for f in across)}.",
-            label=f"tab:{name}-{role}", over=labels.get(rows, rows), level=level))
+            grid, caption=f"CPU load of {what} in % of one CPU, from its cgroup, per cell.",
+            label=f"tab:{name}-{role}", over=labels.get(rows, rows), level=level, labels=labels))
     return "\n".join(out)
 
 
