@@ -213,3 +213,20 @@ def test_saving_the_same_figure_twice_gives_the_same_bytes(fig, tmp_path):
     first = [p.read_bytes() for p in figures.save(fig, tmp_path / "a", inputs=[], generator="test")]
     second = [p.read_bytes() for p in figures.save(fig, tmp_path / "b", inputs=[], generator="test")]
     assert first == second, "a rebuilt figure can be compared byte for byte"
+
+
+def test_interaction_figure_draws_a_cell_of_one_repeated_value():
+    """A cell whose samples all print the same value (a tool's precision) has interval ends that can
+    differ from its mean by rounding alone; the figure draws it with a zero-length bar."""
+    from perflab.report import factorial
+
+    mean = 11534336.0
+    cells = pd.DataFrame({"device_class": ["hdd", "ssd"], "cache": ["off", "off"], "n": [40, 40],
+                          "mean": [mean, 2e8], "mean_ci_low": [mean * (1 + 1e-15), 1.9e8],
+                          "mean_ci_high": [mean * (1 - 1e-15), 2.1e8]})
+    result = factorial.FactorialResult("bandwidth", "byte/s", ["device_class", "cache"], pd.DataFrame(), cells,
+                                       pd.DataFrame())
+    fig = factorial.interaction_figure(result, x="cache", trace="device_class", ylabel="MiB/s", scale=2**20)
+    bars = [seg for c in fig.axes[0].collections for seg in c.get_segments()]
+    assert bars and all(seg[1][1] >= seg[0][1] for seg in bars)
+    plt.close(fig)

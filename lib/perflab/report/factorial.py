@@ -205,8 +205,10 @@ def interaction_figure(result: FactorialResult, *, x: str, trace: str, panel: st
                 continue
             m = line.loc[[xs[k] for k in pos]]
             look = style.look(i)
-            ax.errorbar(pos, m["mean"] / scale, yerr=[(m["mean"] - m["mean_ci_low"]) / scale,
-                                                      (m["mean_ci_high"] - m["mean"]) / scale],
+            # a cell of one repeated value (a tool's printed precision) has a zero-width interval,
+            # whose ends may then differ from its mean by rounding: never a negative bar
+            low, high = ((m["mean"] - m["mean_ci_low"]).clip(lower=0), (m["mean_ci_high"] - m["mean"]).clip(lower=0))
+            ax.errorbar(pos, m["mean"] / scale, yerr=[low / scale, high / scale],
                         capsize=2, markersize=4, label=f"{labels.get(trace, trace)} {t}", **look)
         ax.set_xticks(range(len(xs)), xs)
         ax.set_xlabel(labels.get(x, x))
