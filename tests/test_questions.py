@@ -207,3 +207,10 @@ def test_the_runner_freezes_the_questions_with_the_first_sample(tmp_path, monkey
     assert again == record  # written once, with the first sample; the change is visible to verify
     declared, devs = questions.load("studies/demo", root)
     assert any("field sesoi changed" in t for t in questions.changes(again, declared, devs))
+
+
+def test_a_note_shared_by_questions_is_said_once_with_its_numbers_per_question():
+    note = "normality is rejected (Shapiro-Wilk p < 0.001); robust at n = {} unless skewed"
+    said = verdicts._grouped([("Q1", note.format(80)), ("Q2", note.format(40)), ("Q3", "loss"), ("Q4", "loss")])
+    assert said.count("normality is rejected") == 1 and "Q1: < 0.001, 80; Q2: < 0.001, 40" in said
+    assert "Q3, Q4: loss" in said

@@ -3,6 +3,8 @@ design has them, Welch's t otherwise."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -45,5 +47,9 @@ def test_the_table_names_the_test_it_used():
     for blocks, words in ((True, "paired t on the differences within the RMIT blocks"), (False, "p: Welch's t")):
         result = scenarios.analyse({"t": _samples(shift, blocks=blocks)}, panel="frame", scenario="scenario",
                                    baseline="alone", order=ORDER)
-        assert words in scenarios.table(result, metric, panel="frame", panel_label="Frame", scenario="scenario",
-                                        caption="c", label="l")
+        text = scenarios.table(result, metric, panel="frame", panel_label="Frame", scenario="scenario",
+                               caption="c", label="l")
+        assert words in text
+        # a mean above its interval, a change above its adjusted interval: columns narrow enough to stand upright
+        assert re.search(r"\\plcell\{\\num\{[\d.]+\}\\\\\{\}\[", text)
+        assert re.search(r"\\plcell\{\\num\{[+-][\d.]+\}\\,\\%\\\\\{\}\[", text)

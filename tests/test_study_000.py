@@ -339,8 +339,11 @@ def test_host_cpu_tables_in_the_seed_layout_and_their_files(tmp_path):
     layout_tex = (tmp_path / "tables" / "h-layout.tex").read_text()
     assert layout_tex.count("\\plfloat{") == 4 and "tab:h-router" in layout_tex
     # headers in words: the row factor by its label, columns by their levels, the note naming their factors
-    assert "parallel streams & 1500, direct & 1500, nat" in layout_tex and "=" not in layout_tex.split("\\midrule")[0]
-    assert "Columns: MTU (B), path." in layout_tex
+    # (levels one above the other, a mean above its interval: the grid stays narrow enough to stand upright)
+    assert ("parallel streams & \\plhead{1500\\\\{}direct} & \\plhead{1500\\\\{}nat}" in layout_tex
+            and "=" not in layout_tex.split("\\midrule")[0])
+    assert "Columns: MTU (B) above path." in layout_tex
+    assert re.search(r"\\plcell\{\\num\{[\d.]+\}\\\\\{\}\[\\num\{[\d.]+\}, \\num\{[\d.]+\}\]\}", layout_tex)
     assert "\\label{tab:h-compare}" in (tmp_path / "tables" / "h-compare.tex").read_text()
     inline = (tmp_path / "macros" / "h.tex").read_text()
     assert "{h/cmp/router-share-1500/rerun}{0.17}" in inline and "{h/1500/nat/gbits}{4.00}" in inline

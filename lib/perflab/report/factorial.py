@@ -25,7 +25,7 @@ from ..stats.describe import describe
 from ..stats.effect import ratio_fieller
 from ..stats.levels import select_rows
 from . import figures, lineage, macros, style
-from .latex import escape_latex, float_table, format_number, format_p, in_prose, in_words
+from .latex import cell, escape_latex, float_table, format_number, format_p, header, in_prose, in_words
 
 #: ``/proc/stat`` states that count as busy CPU time (idle and iowait do not).
 BUSY_STATES = ("user", "nice", "system", "irq", "softirq", "steal")
@@ -146,25 +146,31 @@ def layout(result: FactorialResult, *, rows: str | Sequence[str], scale: float =
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 
 
+def _grid_cell(text: str) -> str:
+    """A grid cell's LaTeX: its numbers by siunitx (true minus), a mean above its interval (narrow columns)."""
+    mean, _, interval = text.partition(" [")
+    return cell(*(_NUMBER.sub(lambda m: f"\\num{{{m[0]}}}", t) for t in (mean, "[" + interval if interval else "")))
+
+
 def layout_tex(table: pd.DataFrame, *, caption: str, label: str, over: str, level: float = 0.95,
                labels: Mapping[str, str] | None = None) -> str:
-    """A grid table from :func:`layout` (cells are mean [CI]), never shrunk: turned sideways whole, caption
-    and note with it, when wider than the text (:func:`perflab.report.latex.float_table`); ``over`` names
+    """A grid table from :func:`layout` (cells are mean above [CI]), never shrunk: turned sideways whole,
+    caption and note with it, when wider than the text even so (:func:`perflab.report.latex.float_table`); ``over`` names
     the factor the ``mean`` rows average over. Headers are in words: a row factor by its label in
-    ``labels``, a column by its levels alone, the note naming the factors they are levels of."""
+    ``labels``, a column by its levels alone (one above the other), the note naming the factors they are
+    levels of."""
     labels = labels or {}
     is_value = ["=" in str(c) or c == "value" for c in table.columns]
     first = next((str(c) for c in table.columns if "=" in str(c)), "")
     across = [part.split("=", 1)[0] for part in first.split(", ")] if first else []
-    heads = [", ".join(part.split("=", 1)[1] for part in str(c).split(", ")) if "=" in str(c)
-             else labels.get(str(c), str(c)) for c in table.columns]
-    shown = pd.DataFrame({escape_latex(h): [_NUMBER.sub(lambda m: f"\\num{{{m[0]}}}", str(v)) if value
-                                            else escape_latex(str(v)) for v in table[c]]
+    heads = [header(*(escape_latex(part.split("=", 1)[1]) for part in str(c).split(", "))) if "=" in str(c)
+             else escape_latex(labels.get(str(c), str(c))) for c in table.columns]
+    shown = pd.DataFrame({h: [_grid_cell(str(v)) if value else escape_latex(str(v)) for v in table[c]]
                           for h, c, value in zip(heads, table.columns, is_value)})
     body = shown.to_latex(index=False, escape=False, column_format="".join("r" if v else "l" for v in is_value))
-    columns = (f"Columns: {escape_latex(', '.join(labels.get(f, f) for f in across))}. " if across else "")
-    note = (f"{columns}Each cell: mean [{100 * level:.0f}\\% CI of the mean]; rows \\emph{{mean}}: mean of the "
-            f"cell means over the levels of {escape_latex(over)}.")
+    columns = (f"Columns: {escape_latex(' above '.join(labels.get(f, f) for f in across))}. " if across else "")
+    note = (f"{columns}Each cell: mean above its {100 * level:.0f}\\% CI [low, high]; rows \\emph{{mean}}: "
+            f"mean of the cell means over the levels of {escape_latex(over)}.")
     return float_table("\\setlength{\\tabcolsep}{3pt}" + body.strip(), caption=escape_latex(caption), label=label,
                        note=note)
 

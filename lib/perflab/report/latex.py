@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import re
+import textwrap
 from typing import Sequence
 
 import pandas as pd
@@ -104,6 +105,15 @@ def fixed(value: float, decimals: int) -> str:
     return text.lstrip("-") if float(text) == 0 else text
 
 
+def percent_change(rel: float) -> str:
+    """A relative change in percent, to three significant digits with its sign (``+0.0320 %``, never
+    ``+0.0 %``), for a table cell or an inline value; nan as an en dash."""
+    if rel is None or (isinstance(rel, float) and math.isnan(rel)):
+        return "--"
+    pct = 100 * float(rel)
+    return f"\\num{{{'+' if pct > 0 else ''}{format_number(pct, 3)}}}\\,\\%"
+
+
 def format_ci(low: float, high: float, *, digits: int = 3, percent: bool = False, decimals: int | None = None) -> str:
     """Format an interval as ``[\\num{low}, \\num{high}]`` (``decimals`` places, else ``digits`` significant
     digits); ``percent`` multiplies by 100 and adds ``\\%``; an undefined end is an en dash."""
@@ -125,6 +135,25 @@ def header(*lines: str) -> str:
     """A column header set on several lines (``\\plhead`` of ``perflab.sty``), to keep a table narrow."""
     # "{}" after the line break: a line starting with "[" is text, not the break's optional skip.
     return "\\plhead{" + "\\\\{}".join(lines) + "}" if len(lines) > 1 else lines[0]
+
+
+def cell(*lines: str, align: str = "r") -> str:
+    """A table cell set on several lines (``\\plcell`` of ``perflab.sty``), its first line on the row's
+    baseline, e.g. a mean above its interval; ``align`` is ``r`` or ``l``; one line is returned as it is."""
+    lines = tuple(line for line in lines if line)
+    if len(lines) < 2:
+        return lines[0] if lines else ""
+    return f"\\plcell{'[l]' if align == 'l' else ''}{{" + "\\\\{}".join(lines) + "}"
+
+
+def wrapped(text: str, width: int = 20, *, mark: str = "") -> str:
+    """Plain ``text``, escaped, as a left-aligned :func:`cell` of lines of at most ``width`` characters
+    (broken at spaces only), ``mark`` (LaTeX) after its last line: a long verdict or status that would
+    make its table too wide to stand upright."""
+    lines = [escape_latex(line) for line in textwrap.wrap(text, width, break_long_words=False,
+                                                          break_on_hyphens=False)] or [""]
+    lines[-1] += mark
+    return cell(*lines, align="l")
 
 
 _PLAIN_NUMBER = re.compile(r"^(-?)(\d*)(?:\.(\d+))?$")
@@ -273,19 +302,24 @@ def auto_column_sets(df: pd.DataFrame, align: Sequence[str] = ()) -> list[list[s
     return [keys + rest[:half], keys + rest[half:]]
 
 
+#: The space between two columns of a ``narrow`` table (LaTeX's default is 6pt on each side).
+NARROW_COLSEP = "4pt"
+
+
 def latex_table(df: pd.DataFrame, *, caption: str, label: str, notes: Sequence[str] = (),
                 column_format: str | None = None, escape: bool = True, align: Sequence[str] = (),
-                column_sets: Sequence[Sequence[str]] = ()) -> str:
+                column_sets: Sequence[Sequence[str]] = (), narrow: bool = False) -> str:
     """Return a complete generated table for ``df`` (its index is not printed), see :func:`float_table`.
 
     A table of one or two rows and many columns but no column sets is set transposed
     (:func:`_transposed`), upright.
     A table of more than :data:`ROWS_PER_PART` rows is set in parts (:func:`row_parts`); a part's
     caption says which rows it holds (escape ``caption`` yourself then, or keep ``escape``).
-    A wide table stays one tabular, turned sideways when wider than the text;
-    ``column_sets`` name the columns of the narrower tabulars it is split into only when it
-    is wider than the page even sideways. Cells are formatted by :func:`tabular` (``align``
-    names text columns of plain numbers to align on the decimal marker). With ``escape`` the
+    A table wider than the text is set as its ``column_sets`` (the columns of narrower tabulars,
+    stacked) when each of them fits the text width, else turned sideways whole (the sets stacked
+    there only when it is wider than the page even sideways). Cells are formatted by :func:`tabular` (``align``
+    names text columns of plain numbers to align on the decimal marker); ``narrow`` sets the columns
+    :data:`NARROW_COLSEP` apart on each side, for a table of many columns to stand upright. With ``escape`` the
     string cells, headers and caption are LaTeX-escaped; pass ``escape=False`` when they
     already hold LaTeX (math, ``\\%``). ``notes`` are LaTeX as given (e.g.
     :func:`significance_note`), set as one justified footnote-size paragraph under the
@@ -300,8 +334,9 @@ def latex_table(df: pd.DataFrame, *, caption: str, label: str, notes: Sequence[s
                            note=" ".join(notes))
     if len(df) > ROWS_PER_PART:
         return "\n".join(latex_table(part, caption=cap, label=lab, notes=notes, column_format=column_format,
-                                      escape=escape, align=align, column_sets=column_sets)
+                                      escape=escape, align=align, column_sets=column_sets, narrow=narrow)
                           for part, cap, lab in row_parts(df, caption=caption, label=label))
-    sets = [tabular(df[list(cols)], escape=escape, align=align) for cols in column_sets]
-    return float_table(tabular(df, column_format=column_format, escape=escape, align=align), caption=esc(caption),
-                       label=label, note=" ".join(notes), column_sets=sets)
+    colsep = f"\\setlength{{\\tabcolsep}}{{{NARROW_COLSEP}}}" if narrow else ""
+    sets = [colsep + tabular(df[list(cols)], escape=escape, align=align) for cols in column_sets]
+    return float_table(colsep + tabular(df, column_format=column_format, escape=escape, align=align),
+                       caption=esc(caption), label=label, note=" ".join(notes), column_sets=sets)

@@ -24,7 +24,7 @@ from ..stats.levels import select_rows
 from ..stats.published import load_published
 from ..stats.summaries import IN_KIND_NOTE, per_row
 from . import macros
-from .latex import escape_latex, format_ci, format_number, format_p, header, latex_table, row_parts
+from .latex import escape_latex, format_ci, format_number, format_p, header, latex_table, percent_change, row_parts
 
 
 #: Version of the row tables this module writes beside the LaTeX (CSV, column ``format``).
@@ -191,7 +191,7 @@ def _table_part(tab: pd.DataFrame, *, levels: Sequence[str], labels: Mapping[str
         cols["$p$ Welch"].append(format_p(r["p"]) if finite else "--")
         cols[list(cols)[-2]].append(format_p(r["p_adjusted"]) if finite else "--")
         cols[list(cols)[-1]].append(
-            f"\\num{{{100 * r['rel_diff']:+.1f}}}\\,\\% {format_ci(r['rel_diff_ci_low'], r['rel_diff_ci_high'], digits=2, percent=True)}"
+            f"{percent_change(r['rel_diff'])} {format_ci(r['rel_diff_ci_low'], r['rel_diff_ci_high'], digits=2, percent=True)}"
             if finite else "--")
     notes = [f"Welch's $t$ from the means, SDs and $n$ of {escape_latex(b)} against {escape_latex(a)}; "
              f"{escape_latex(str(attrs.get('correction', 'Holm')))} correction over the "
@@ -258,7 +258,7 @@ def write(*, name: str, rerun: pd.DataFrame | None, published: pd.DataFrame, lev
               f"{name}/published-significant": str(int((published["p_adjusted"] < 0.05).sum()))}
     if rerun is not None:
         put("rerun", table_latex(rerun, levels=levels, labels=labels, pair=pair,
-                                 caption=f"{escape_latex(title)}: rerun on the lab's stand-in platforms",
+                                 caption=f"{escape_latex(title)}: rerun",
                                  label=f"tab:{name}-rerun"), rerun)
         kind = in_kind(rerun, published, pair=pair, native=native)
         put("inkind", in_kind_latex(kind, labels=labels, pair=pair, native=native,

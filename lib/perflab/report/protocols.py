@@ -164,7 +164,7 @@ def summary_latex(rel: pd.DataFrame, *, caption: str, label: str, baseline: str 
         "Workload": [TITLES.get(w, w) for w in rel["workload"]], "MTU": rel["mtu"].astype(int).astype(str),
         f"vs {NAMES[baseline]}": [NAMES[o] for o in rel["other"]],
         "n": rel["n"],
-        "Rel. diff.": [f"\\num{{{100 * v:+.1f}}}\\,\\%" for v in rel["rel_diff"]],
+        "Rel. diff.": [latex.percent_change(v) for v in rel["rel_diff"]],
         f"{_level_text(rel)} CI": [latex.format_ci(a, b, percent=True) for a, b in zip(rel["ci_low"], rel["ci_high"])],
         "$p$ (Bonf.)": [latex.format_p(p) for p in rel["p_adjusted"]]})
     return latex.latex_table(shown, caption=caption, label=label, escape=False, column_format="lllllrrr",
@@ -282,7 +282,7 @@ def write(runs: pd.DataFrame, *, name: str, inputs: Sequence[str | Path], paper_
         for other in sorted(set(PROTOCOLS) - {baseline}):
             sub = rel[(rel["metric"] == metric) & (rel["other"] == other)]
             if len(sub):
-                values[f"{name}/{metric}/{other}/median-rel"] = f"\\num{{{100 * sub['rel_diff'].median():+.1f}}}\\,\\%"
+                values[f"{name}/{metric}/{other}/median-rel"] = latex.percent_change(sub["rel_diff"].median())
                 values[f"{name}/{metric}/{other}/{baseline}-better"] = str(int(
                     ((sub["rel_diff"] < 0) if metric == "throughput" else (sub["rel_diff"] > 0)).sum()))
                 values[f"{name}/{metric}/{other}/cells"] = str(len(sub))

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pandas as pd
 
 from ..stats import published
 from . import lineage, macros
-from .latex import escape_latex, format_number, format_p, header, latex_table, row_parts, s_column
+from .latex import (cell, escape_latex, format_number, format_p, header, latex_table, row_parts, s_column,
+                    wrapped)
 
 
 def run(study: str, published_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFrame, list[Path]]:
@@ -25,12 +27,18 @@ def run(study: str, published_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFra
     return pvals, claims, [*tables, *([claims_file] if claims_file.exists() else [])]
 
 
+#: Rows per part of the p-value table: its two column sets, stacked upright, fit one page.
+RECHECK_ROWS = 12
+#: Rows per part of the claims table: rows whose verdict takes up to three lines fit one page.
+CLAIM_ROWS = 16
+
+
 def recheck_table_latex(result: pd.DataFrame, *, caption: str = "Re-check of published p-values",
                         label: str = "tab:recheck") -> str:
     """A booktabs table of :func:`perflab.stats.published.recheck`: comparison, the two means (siunitx ``S``
     columns), published and recomputed p, status. Flagged rows carry a dagger; uncertain digitizations an
     asterisk on the name. When every row compares the same two groups they are named once, in the note; a
-    long table is set in parts (:func:`perflab.report.latex.row_parts`), each row on one line."""
+    long table is set in parts of :data:`RECHECK_ROWS` rows (:func:`perflab.report.latex.row_parts`)."""
 
     def p_cell(row: pd.Series, test: str) -> str:
         if f"p_{test}" not in row or pd.isna(row.get(f"p_{test}")):
@@ -47,7 +55,9 @@ def recheck_table_latex(result: pd.DataFrame, *, caption: str = "Re-check of pub
         header("Published", "$p$"): [escape_latex(str(p)) or "--" for p in result["published_p"]],
         header("Student", "$p$"): [p_cell(r, "student") for _, r in result.iterrows()],
         header("Welch", "$p$"): [p_cell(r, "welch") for _, r in result.iterrows()],
-        "Status": [escape_latex(s) + (r" $\dagger$" if f else "") for s, f in zip(result["status"], result["flag"])],
+        # the status on two lines, its reason or tests below it: "reproduced" above "(Student and Welch)"
+        "Status": [cell(*(escape_latex(part) for part in re.split(r"(?<=:) | (?=\()", s)), align="l")
+                   + (r" $\dagger$" if f else "") for s, f in zip(result["status"], result["flag"])],
     })
     groups = (f"$a$: {escape_latex(str(next(iter(pairs))[0]))}, $b$: {escape_latex(str(next(iter(pairs))[1]))} in "
               "every row" if same else "$a$, $b$: the groups in the order named")
@@ -62,23 +72,29 @@ def recheck_table_latex(result: pd.DataFrame, *, caption: str = "Re-check of pub
     return "\n".join(latex_table(part, caption=cap, label=lab, notes=notes, escape=False, column_format=fmt,
                                   align=("Mean $a$", "Mean $b$"),
                                   column_sets=[names[:names.index("Mean $b$") + 2], names[:1] + names[-3:]])
-                      for part, cap, lab in row_parts(table, caption=caption, label=label))
+                      for part, cap, lab in row_parts(table, caption=caption, label=label, size=RECHECK_ROWS))
 
 
 def claims_table(claims: pd.DataFrame, *, caption: str, label: str) -> str:
-    """A booktabs table of re-checked percentage claims: stated value, each formula's value, verdict."""
+    """A booktabs table of re-checked percentage claims: stated value, each formula's value, verdict (in parts
+    of :data:`CLAIM_ROWS` rows)."""
     formulas = [c for c in claims.columns if c.startswith("pct_") and c != "pct_share"]
     rows = []
     for r in claims.to_dict("records"):
-        row = {"Claim": r["claim"], "Line": str(r["line"]), "Kind": r["kind"], "Stated (\\%)": format_number(r["stated"], 4)}
-        for f in formulas:
-            row[escape_latex(f.removeprefix("pct_"))] = format_number(r[f], 4)
-        row["Verdict"] = escape_latex(str(r["status"])) + (" $\\dagger$" if r["flag"] else "")
+        row = {"Claim": r["claim"], "Line": str(r["line"]), "Kind": r["kind"],
+               header("Stated", "(\\%)"): format_number(r["stated"], 4)}
+        for f in formulas:  # a long formula's header broken after its slash: "(a-b)/" above "mean(a,b)"
+            name = f.removeprefix("pct_")
+            parts = re.split(r"(?<=/)", name) if len(name) > 8 else [name]
+            row[header(*(escape_latex(p) for p in parts))] = format_number(r[f], 4)
+        row["Verdict"] = wrapped(str(r["status"]), 18, mark=" $\\dagger$" if r["flag"] else "")
         rows.append(row)
     note = ("Each stated percentage recomputed from the published means with every formula a reader might use "
             "(a: the group said to be better, b: the other), per item and aggregated as the text says; "
             "$\\dagger$: no formula reproduces the stated value at its printed precision.")
-    return latex_table(pd.DataFrame(rows), caption=caption, label=label, notes=[note], escape=False)
+    return "\n".join(latex_table(part, caption=cap, label=lab, notes=[note], escape=False, narrow=True)
+                     for part, cap, lab in row_parts(pd.DataFrame(rows), caption=caption, label=label,
+                                                     size=CLAIM_ROWS))
 
 
 def write(study: str, published_dir: str | Path, paper_dir: str | Path, *, generator: str) -> dict[str, Path]:

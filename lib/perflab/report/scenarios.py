@@ -183,24 +183,36 @@ ROWS_PER_TABLE = 16
 
 def table(result: pd.DataFrame, metrics: Sequence[Metric], *, panel: str, panel_label: str, scenario: str,
           caption: str, label: str) -> str:
-    """A LaTeX table: per metric, panel and scenario the mean [CI], change vs baseline with its adjusted
-    interval, p, adjusted p and the MDE at the n used.
+    """A LaTeX table: per metric, panel and scenario the mean above its CI, change vs baseline above its
+    adjusted interval, its adjusted p and the MDE at the n used.
 
     One table per :data:`ROWS_PER_TABLE` rows (a metric of four panels and four scenarios fills one),
-    each naming its metric in its first row, so that a part turned sideways fits its page."""
+    each naming its metric in its first row; a column that would hold one value throughout (the n of
+    every cell, a campaign's one panel) is said once in the note instead, so that the table stands upright."""
+    shown = result[result["metric"].isin([m.key for m in metrics])]
+    # a column of one value (every cell's n, a campaign's one frame size) is said once, in the note
+    one_n = shown["n"].nunique() == 1
+    one_panel = shown[panel].astype(str).nunique() == 1
     rows = []
     for m in metrics:
         for _, r in result[result["metric"] == m.key].iterrows():
-            rows.append({"Metric": latex.escape_latex(f"{m.label} ({m.unit})" if m.unit else m.label),
-                         latex.escape_latex(panel_label): str(r[panel]),
-                         "Scenario": latex.escape_latex(str(r[scenario])), "n": int(r["n"]),
-                         latex.header("Mean", "{[}95\\% CI{]}"): f"{latex.num(r['mean'] / m.scale)} "
-                                            f"{latex.format_ci(r['ci_low'] / m.scale, r['ci_high'] / m.scale)}",
-                         "Change": "--" if np.isnan(r["rel_diff"]) else f"\\num{{{100 * r['rel_diff']:+.1f}}}\\% "
-                                   f"{latex.format_ci(r['rel_low'], r['rel_high'], percent=True)}",
-                         "p": latex.format_p(r["p"]), latex.header("p", "(Bonf.)"): latex.format_p(r["p_adjusted"],
-                                                                                                  markers=True),
-                         "MDE": "--" if np.isnan(r["mde"]) else f"\\num{{{100 * r['mde']:.1f}}}\\%"})
+            row = {"Metric": latex.cell(latex.escape_latex(m.label),
+                                        latex.escape_latex(f"({m.unit})") if m.unit else "", align="l")}
+            if not one_panel:
+                row[latex.escape_latex(panel_label)] = str(r[panel])
+            row["Scenario"] = latex.escape_latex(str(r[scenario]))
+            if not one_n:
+                row["n"] = str(int(r["n"]))
+            row.update({
+                latex.header("Mean", "{[}95\\% CI{]}"): latex.cell(
+                    latex.num(r["mean"] / m.scale), latex.format_ci(r["ci_low"] / m.scale, r["ci_high"] / m.scale)),
+                latex.header("Change", "{[}adj. CI{]}"): "--" if np.isnan(r["rel_diff"]) else latex.cell(
+                    latex.percent_change(r["rel_diff"]), latex.format_ci(r["rel_low"], r["rel_high"], digits=2, percent=True)),
+                latex.header("p", "(Bonf.)"): latex.format_p(r["p_adjusted"], markers=True),
+                "MDE": "--" if np.isnan(r["mde"]) else f"\\num{{{100 * r['mde']:.1f}}}\\%"})
+            rows.append(row)
+    said = ([f"{latex.escape_latex(panel_label)}: {latex.escape_latex(str(shown[panel].iloc[0]))}"] if one_panel
+            else []) + ([f"n = {int(shown['n'].iloc[0])} samples in every cell"] if one_n else [])
     how = ("the paired t on the differences within the RMIT blocks (every block holds each cell once)"
            if bool(result["blocked"].all()) else "Welch's t" if not result["blocked"].any()
            else "the paired t on the RMIT blocks where every block holds both cells, Welch's t otherwise")
@@ -209,10 +221,13 @@ def table(result: pd.DataFrame, metrics: Sequence[Metric], *, panel: str, panel_
     for part, cap, lab in latex.row_parts(pd.DataFrame(rows), caption=caption, label=label, size=ROWS_PER_TABLE):
         part = part.copy()
         part.loc[part["Metric"].duplicated(), "Metric"] = ""
-        parts.append(latex.latex_table(part, caption=cap, label=lab, escape=False, column_format="lllrlrrrr",
-                                       notes=["Change: relative difference of means against the baseline in the "
+        parts.append(latex.latex_table(part, caption=cap, label=lab, escape=False,
+                                       column_format="l" * (3 - one_panel) + "r" * (5 - one_n),
+                                       narrow=True,
+                                       notes=[("; ".join(said) + ". ") * bool(said)
+                                              + "Change: relative difference of means against the baseline in the "
                                               f"same panel, with Fieller's interval; p: {how}; the interval and "
-                                              "p (Bonf.) are both Bonferroni-adjusted over the comparisons of one "
+                                              "p are both Bonferroni-adjusted over the comparisons of one "
                                               "metric, so they agree; MDE: the smallest change a t test at the n "
                                               f"used detects with power 0.8 at {spread} "
                                               "(unadjusted $\\alpha$ = 0.05); a change below it is not evidence "
@@ -236,7 +251,7 @@ def values(result: pd.DataFrame, metrics: Sequence[Metric], *, name: str, panel:
             out[f"{stem}/mean"] = latex.format_number(row["mean"] / m.scale)
             out[f"{stem}/n"] = str(int(row["n"]))
             if not np.isnan(row["rel_diff"]):
-                out[f"{stem}/change"] = f"\\num{{{100 * row['rel_diff']:+.1f}}}\\%"
+                out[f"{stem}/change"] = latex.percent_change(row["rel_diff"])
                 out[f"{stem}/p-adj"] = latex.format_p(row["p_adjusted"])
             if not np.isnan(row["mde"]):
                 out[f"{stem}/mde"] = f"\\num{{{100 * row['mde']:.0f}}}\\%"

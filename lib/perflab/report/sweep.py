@@ -24,7 +24,7 @@ from scipy import stats as sps
 
 from ..stats.describe import describe
 from . import figures, lineage, macros, style
-from .latex import escape_latex, format_number, in_prose, latex_table
+from .latex import escape_latex, format_number, header, in_prose, latex_table
 
 
 @dataclass
@@ -326,12 +326,13 @@ def littles_table(result: Sweep, *, caption: str, label: str, tolerance: float =
     rows = []
     for _, r in rerun.iterrows():
         row = {c.replace("_", " "): escape_latex(str(r[c])) for c in cell}
+        # headers on two lines: the table stays narrow enough to stand upright
         row.update({"$n$": str(int(r["n"])), "IOPS": format_number(r["iops"]),
-                    "latency (ms)": format_number(1e3 * r["latency_s"]),
-                    "IOPS $\\times$ lat.": format_number(r["concurrency"]),
-                    "jobs $\\times$ QD": format_number(r["outstanding"]), "ratio": mark(r["ratio"])})
+                    header("latency", "(ms)"): format_number(1e3 * r["latency_s"]),
+                    header("IOPS", "$\\times$ lat."): format_number(r["concurrency"]),
+                    header("jobs", "$\\times$ QD"): format_number(r["outstanding"]), "ratio": mark(r["ratio"])})
         if "pub" in rerun.columns:
-            row["published ratio"] = "--" if pd.isna(r["pub"]) else mark(r["pub"])
+            row[header("published", "ratio")] = "--" if pd.isna(r["pub"]) else mark(r["pub"])
         rows.append(row)
     note = (f"Little's law for a closed loop: IOPS $\\times$ mean latency (per sample, averaged over the cell's "
             f"samples; IOPS and latency columns: means) equals "

@@ -74,8 +74,8 @@ def comparison_table(comparisons: Sequence[Comparison], *, caption: str, label: 
     The first shows the test, its statistic and the p-value (and the adjusted one when
     ``p_adjusted`` is given); the second the effect the test is about with its interval (in
     ``unit``, values divided by ``scale``) and in percent; the third the two standardized
-    effect sizes (the column sets when even a sideways page is too narrow). The note names each test's reason, the effect, the interval methods and the
-    diagnostics.
+    effect sizes (the column sets, stacked upright, when the whole is wider than the text). The note names each
+    test's reason, the effect, the interval methods and the diagnostics.
     """
     level = level_text(comparisons[0].level) if comparisons else ""
     adjusted = list(p_adjusted) if len(p_adjusted) == len(comparisons) and len(comparisons) > 1 else []
@@ -104,7 +104,7 @@ def comparison_table(comparisons: Sequence[Comparison], *, caption: str, label: 
     sets = [list(rows[0]) for rows in (tests, effects, sizes)] if comparisons else []
     frame = pd.DataFrame([{**a, **b, **c} for a, b, c in zip(tests, effects, sizes)])
     aligned = [c for c in frame.columns if c not in ("Comparison", "$n$", "Test") and "$p" not in c]
-    return latex_table(frame, caption=caption, label=label, escape=False, align=aligned, column_sets=sets,
+    return latex_table(frame, caption=caption, label=label, escape=False, align=aligned, column_sets=sets, narrow=True,
                        notes=[*how, "Effects are rounded to the precision of their interval; the last part gives the "
                               "standardized effect sizes.", *notes,
                               significance_note() + "."])

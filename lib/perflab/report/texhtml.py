@@ -1,9 +1,9 @@
 """Generated LaTeX tables as HTML, for the review site: a reviewer reads the table, not its source.
 
 Understands what :mod:`perflab.report.latex` writes (booktabs tabulars in ``\\pltabbox``,
-``\\plfloat`` captions, ``\\plnote`` notes, ``\\plhead`` headers, siunitx ``\\num``/``\\SI``/
-``\\qty``/``\\percent``, ``\\multicolumn``) and the inline LaTeX of cells (math, ``\\textbf``,
-``\\texttt``, escaped specials). A macro it does not know keeps its arguments' text.
+``\\plfloat`` captions, ``\\plnote`` notes, ``\\plhead`` headers and ``\\plcell`` cells on several
+lines, siunitx ``\\num``/``\\SI``/``\\qty``/``\\percent``, ``\\multicolumn``) and the inline LaTeX of
+cells (math, ``\\textbf``, ``\\texttt``, escaped specials). A macro it does not know keeps its arguments' text.
 """
 
 from __future__ import annotations
@@ -92,7 +92,8 @@ def inline(tex: str, *, code: bool = False) -> str:
                 else:
                     unit = inline(args[1]) if len(args) > 1 else ""
                     out.append(_number(args[0]) + ("" if not unit or unit == "%" else "\u202f") + unit)
-            elif name == "plhead":
+            elif name in ("plhead", "plcell"):
+                i = _optional(tex, i)
                 arg, i = _group(tex, i)
                 out.append("<br>".join(inline(part) for part in re.split(r"\\\\(?:\{\})?", arg)))
             elif name == "multicolumn":

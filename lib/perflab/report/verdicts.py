@@ -9,6 +9,8 @@ the deviations table and the macros a chapter's prose uses for every verdict wor
 
 from __future__ import annotations
 
+import re
+
 from pathlib import Path
 from typing import Callable, Mapping
 
@@ -23,9 +25,11 @@ from . import latex, lineage, macros
 #: The verdict macro of a question whose campaign has no data yet (counted as ``pending``), and its note's start.
 PENDING = "not yet measured"
 NO_DATA = "no data of"
-#: Columns of the verdict table, the same in every chapter.
-COLUMNS = ("Question", "Claim", "Contrast", "Expected", "n", "Change [adj. CI]", "SESOI", "p (adj.)", "TOST p",
-           "Verdict")
+#: The verdict table's two column sets, the same in every chapter, each narrow enough to stand upright on
+#: the text width: what each question asks, then what its data answer (the question's id in both).
+ASKED = ("Question", "Claim", "Contrast", "Expected")
+ANSWERED = ("Question", "n", latex.header("Change", "{[}adj. CI{]}"), "SESOI", latex.header("p", "(adj.)"),
+            latex.header("TOST", "p"), "Verdict")
 
 
 def question_rows(df: pd.DataFrame, q: qmod.Question) -> tuple[pd.DataFrame, str]:
@@ -76,42 +80,57 @@ def evaluate(study_dir: str | Path, root: str | Path, table: Callable[[str], pd.
     return out
 
 
-def _pct(x: float) -> str:
-    """A relative change in percent for a table cell (siunitx number, sign shown)."""
-    return "--" if pd.isna(x) else f"\\num{{{100 * x:+.1f}}}\\,\\%"
+#: A number of a note, with its sign when it is a bound: ``< 0.001``, ``40``.
+_NUMBER = re.compile(r"[<>] ?\d+(?:\.\d+)?|\d+(?:\.\d+)?")
+
+
+def _grouped(notes: list[tuple[str, str]]) -> str:
+    """Notes per question, said once for the questions they share: ``Q1, Q2: text``; notes that differ only
+    in their numbers (a p-value, an n) are one note, its numbers listed per question in brackets."""
+    groups: dict[str, list[tuple[str, str]]] = {}
+    for qid, text in notes:
+        groups.setdefault(re.sub(r"\d+(?:\.\d+)?", "#", text), []).append((qid, text))
+    said = []
+    for shape, members in groups.items():
+        ids = ", ".join(qid for qid, _ in members)
+        if len({text for _, text in members}) == 1:
+            said.append(f"{ids}: {members[0][1]}")
+        else:
+            numbers = "; ".join(f"{qid}: {', '.join(_NUMBER.findall(text))}" for qid, text in members)
+            said.append(f"{ids}: {shape.replace('#', 'x')} [x per question: {numbers}]")
+    return "; ".join(said)
 
 
 def table_tex(study: str, results: list[tuple[qmod.Question, Decision | None, str]], *, caption: str,
               label: str) -> str:
-    """The verdict table: one row per question, in declaration order."""
+    """The verdict table: one row per question, in declaration order; upright as its two column sets
+    (:data:`ASKED`, :data:`ANSWERED`) when the whole is wider than the text."""
     rows = []
     for q, d, _ in results:
         where = ", ".join(f"{k} = {v}" for k, v in q.within.items())
-        rows.append({
-            "Question": latex.escape_latex(q.id), "Claim": latex.escape_latex(q.claim),
-            "Contrast": latex.escape_latex(f"{q.item or q.metric}: {q.factor} {q.versus} vs {q.baseline}"
-                                           + (f" ({where})" if where else "")),
-            "Expected": latex.escape_latex(q.expected),
-            "n": f"{d.n_a}/{d.n_b}" if d else "0",
-            "Change [adj. CI]": f"{_pct(d.rel_diff)} {latex.format_ci(d.ci_low, d.ci_high, percent=True)}" if d else "--",
-            "SESOI": f"$\\pm$\\num{{{100 * q.sesoi:g}}}\\,\\%",
-            "p (adj.)": latex.format_p(d.p_adjusted) if d else "--",
-            "TOST p": latex.format_p(d.tost_p) if d else "--",
-            "Verdict": f"\\plv{{{study}/verdict/{q.id}}}"})
-    body = pd.DataFrame(rows, columns=list(COLUMNS))
+        change = (latex.cell(latex.percent_change(d.rel_diff), latex.format_ci(d.ci_low, d.ci_high, percent=True)) if d else "--")
+        rows.append(dict(zip(ASKED + ANSWERED[1:], (
+            latex.escape_latex(q.id), latex.escape_latex(q.claim),
+            latex.cell(latex.escape_latex(f"{q.item or q.metric}: {q.factor} {q.versus} vs {q.baseline}"),
+                       latex.escape_latex(f"({where})") if where else "", align="l"),
+            latex.escape_latex(q.expected), f"{d.n_a}/{d.n_b}" if d else "0", change,
+            f"$\\pm$\\num{{{100 * q.sesoi:g}}}\\,\\%", latex.format_p(d.p_adjusted) if d else "--",
+            latex.format_p(d.tost_p) if d else "--", f"\\plv{{{study}/verdict/{q.id}}}"))))
+    body = pd.DataFrame(rows, columns=list(ASKED + ANSWERED[1:]))
     notes = ["Each question was declared before its campaign's data (study.yaml, questions:). Change: relative "
              "difference of means, versus against baseline; the test is the blocked analysis (paired $t$ on block "
              "differences) unless noted; interval and $p$ are Bonferroni-adjusted over the question's family; "
              "TOST: two one-sided tests within $\\pm$SESOI at $\\alpha$/m. Verdicts: equivalent (TOST), supported or "
              "contradicted (significant, in or against the expected direction), otherwise inconclusive."]
-    secondary = [f"{q.id}: {', '.join(q.secondary)}" for q, _, _ in results if q.secondary]
+    secondary = _grouped([(q.id, ", ".join(q.secondary)) for q, _, _ in results if q.secondary])
     if secondary:
         notes.append("Secondary metrics (reported in the chapter's tables, not decided): "
-                     + latex.escape_latex("; ".join(secondary)) + ".")
-    extra = [f"{q.id}: {n}" for q, _, n in results if n]
+                     + latex.escape_latex(secondary) + ".")
+    extra = _grouped([(q.id, n) for q, _, n in results if n])
     if extra:
-        notes.append(latex.escape_latex("; ".join(extra)) + ".")
-    return latex.latex_table(body, caption=caption, label=label, escape=False, column_format="lllllrrrrl", notes=notes)
+        notes.append(latex.escape_latex(extra) + ".")
+    return latex.latex_table(body, caption=caption, label=label, escape=False, column_format="lllllrrrrl", notes=notes,
+                             column_sets=[list(ASKED), list(ANSWERED)])
 
 
 def deviations_tex(devs: list[qmod.Deviation], *, caption: str, label: str) -> str:
@@ -135,7 +154,7 @@ def values(study: str, results: list[tuple[qmod.Question, Decision | None, str]]
         stem = f"{study}/verdict/{q.id}"
         out[stem] = word
         out[f"{stem}/n"] = f"{min(d.n_a, d.n_b)}" if d else "0"
-        out[f"{stem}/change"] = _pct(d.rel_diff) if d else "--"  # no data yet: the prose still compiles
+        out[f"{stem}/change"] = latex.percent_change(d.rel_diff) if d else "--"  # no data yet: the prose still compiles
         out[f"{stem}/ci"] = latex.format_ci(d.ci_low, d.ci_high, percent=True) if d else "--"
         out[f"{stem}/p"] = latex.format_p(d.p_adjusted) if d else "--"
     out.update({f"{study}/verdicts/{w}": str(c) for w, c in counts.items()})
