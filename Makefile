@@ -6,6 +6,8 @@ PYTHON ?= python3
 BIN := $(abspath $(VENV))/bin
 export PATH := $(BIN):$(PATH)
 CORES ?= 1
+# processes of the test suite (pytest-xdist): the lab's tests run in one of them, one after the other
+TEST_WORKERS ?= 2
 SNAKEMAKE := snakemake --cores $(CORES) --printshellcmds --rerun-incomplete
 
 .PHONY: reproduce test lint install deps venv lock bench help rerun clean-outputs lab-up lab-down jupyter unlock
@@ -14,8 +16,8 @@ reproduce: install unlock ## install everything and run the whole pipeline on th
 	$(SNAKEMAKE)
 	@echo "Labs kept up so that a campaign can resume:"; perflab lab list
 
-test: install lint ## install everything, lint, and run the test suite
-	pytest
+test: install lint ## install everything, lint, and run the test suite (in TEST_WORKERS processes, the lab's tests in one)
+	pytest -n $(TEST_WORKERS) --dist loadgroup
 
 lint: install ## ruff and mypy over the code (configured in pyproject.toml)
 	ruff check .

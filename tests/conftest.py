@@ -10,7 +10,25 @@ from helpers import leftovers
 from perflab import inventory, lab as lab_mod, measurelock, remote, tools
 
 #: A live campaign of the suite waits this long for another campaign measuring on the machine, then skips.
-os.environ.setdefault(measurelock.WAIT_ENV, "120")
+#: Run in two processes (pytest-xdist, ``-n 2``), a unit test's short local campaign may wait for a lab test's
+#: campaign of the other process, which holds the machine's lock for up to a few minutes (the Ceph lab).
+os.environ.setdefault(measurelock.WAIT_ENV, "600" if os.environ.get("PYTEST_XDIST_WORKER") else "120")
+
+#: Fixtures that bring up or reach the session's lab: a test using one runs in the lab's process.
+LAB_FIXTURES = frozenset({"lab", "lab_inventory", "hosts"})
+
+
+def pytest_collection_modifyitems(config, items):
+    """In two processes (``--dist loadgroup``), every test of a module with a lab test, or reaching the session
+    lab, runs in one process, one after the other (one lab, one campaign at a time); the others share both."""
+    def module(item):
+        return getattr(getattr(item, "module", None), "__name__", None)
+
+    lab_modules = {module(item) for item in items
+                   if item.get_closest_marker("lab") or LAB_FIXTURES & set(getattr(item, "fixturenames", ()))}
+    for item in items:
+        if module(item) in lab_modules - {None}:
+            item.add_marker(pytest.mark.xdist_group("lab"))
 
 
 @pytest.hookimpl(hookwrapper=True)
