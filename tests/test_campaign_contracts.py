@@ -151,7 +151,7 @@ def test_the_repository_has_campaigns_of_every_kind():
 
 
 def test_planned_is_one_summary_with_the_tool_for_every_consumer(tmp_path):
-    hpcc = campaign_mod.load(ROOT / "studies/003-openstack-opennebula/campaigns/003-hpcc.yaml")
+    hpcc = campaign_mod.load(ROOT / "studies/003-openstack-opennebula/real-hosts/kvm-hpcc.yaml")
     planned = hpcc.planned()
     assert planned["tool"] == "hpcc" and planned["params"] == dict(hpcc.params)
     info = runner.plan(hpcc)

@@ -12,8 +12,8 @@ from helpers import copy_project
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
-STUDY = "003-openstack-opennebula"
-CAMPAIGN = "003-iperf"
+STUDY = "iperf3-streams"
+CAMPAIGN = "iperf3-streams"
 
 
 def _snakemake(project: Path, *args: str) -> subprocess.CompletedProcess:

@@ -15,7 +15,7 @@ import pytest
 
 from helpers import ROOT_ONLY, leftovers
 from perflab import campaign as campaign_mod, inventory, lab as lab_mod, labspec, records, runner, tidy
-from perflab.report import calibrate as calibrate_report, scenarios
+from perflab.report import calibrate as calibrate_report, scenarios, verdicts
 from perflab.stats import calibrate, windows
 from perflab.stats._input import StatsInputError
 from perflab.stats.family import min_detectable
@@ -279,3 +279,16 @@ def test_calibrated_rates_match_hand_computed_values():
         calibrate.highest_rates(samples, threshold=0)
     with pytest.raises(StatsInputError, match="no column"):
         calibrate.highest_rates(samples.rename(columns={"pps": "rate"}))
+
+
+def test_the_latency_and_fragmented_udp_questions_are_decided_from_the_committed_runs():
+    """Q5-Q7 (ping) and Q8 (8192 bytes), declared before their campaigns' data, decided by the blocked test."""
+    tables = {c: tidy.frame(ROOT / "data/raw" / c)[0] for c in ("pfsense-confirm-ping", "pfsense-confirm-8192")}
+    results = {q.id: d for q, d, _ in verdicts.evaluate(STUDY, ROOT, tables.get) if q.id in {"Q5", "Q6", "Q7", "Q8"}}
+    assert all(d is not None and d.n_a == d.n_b == 40 and d.test == "paired t" for d in results.values())
+    # fragmented datagrams beside the stressed, talking neighbour: a change well within +-5 %
+    assert results["Q8"].verdict == "equivalent" and -0.05 < results["Q8"].ci_low < results["Q8"].ci_high < 0.05
+    # the round-trip times: intervals that hold no change, at 40 blocks
+    for q in ("Q5", "Q6", "Q7"):
+        assert results[q].verdict == "inconclusive" and results[q].ci_low < 0 < results[q].ci_high, q
+
