@@ -17,7 +17,8 @@ reproduce: install unlock ## install everything and run the whole pipeline on th
 	@echo "Labs kept up so that a campaign can resume:"; perflab lab list
 
 test: install lint ## install everything, lint, and run the test suite (in TEST_WORKERS processes, the lab's tests in one)
-	pytest -n $(TEST_WORKERS) --dist loadgroup
+	pytest -n $(TEST_WORKERS) --dist loadgroup -m "not alone"
+	pytest -m alone
 
 lint: install ## ruff and mypy over the code (configured in pyproject.toml)
 	ruff check .

@@ -9,10 +9,14 @@ import pytest
 from helpers import leftovers
 from perflab import inventory, lab as lab_mod, measurelock, remote, tools
 
-#: A live campaign of the suite waits this long for another campaign measuring on the machine, then skips.
-#: Run in two processes (pytest-xdist, ``-n 2``), a unit test's short local campaign may wait for a lab test's
-#: campaign of the other process, which holds the machine's lock for up to a few minutes (the Ceph lab).
-os.environ.setdefault(measurelock.WAIT_ENV, "600" if os.environ.get("PYTEST_XDIST_WORKER") else "120")
+
+def pytest_configure(config):
+    """A live campaign of the suite waits 120 s for another campaign measuring on the machine, then skips; in
+    two processes (pytest-xdist ``-n 2``, set here before the processes start, which inherit it) 600 s, since
+    a campaign of the other process may hold the machine's lock for minutes (the Ceph lab, a pipeline run)."""
+    parallel = bool(getattr(config.option, "numprocesses", None)) or hasattr(config, "workerinput")
+    os.environ.setdefault(measurelock.WAIT_ENV, "600" if parallel else "120")
+
 
 #: Fixtures that bring up or reach the session's lab: a test using one runs in the lab's process.
 LAB_FIXTURES = frozenset({"lab", "lab_inventory", "hosts"})

@@ -97,6 +97,7 @@ def test_two_campaigns_started_at_once_on_two_labs_measure_one_after_the_other(t
     assert first.end <= second.start, "the second campaign's window starts after the first one's ends"
 
 
+@pytest.mark.alone
 @pytest.mark.skipif(shutil.which("stress-ng") is None, reason="stress-ng is not installed")
 def test_a_campaign_waits_at_its_first_block_while_stress_ng_runs_and_proceeds_when_it_stops(lab_inventory, tmp_path):
     (tmp_path / "busy.yaml").write_text(CAMPAIGN.format(name="busy")
