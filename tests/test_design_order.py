@@ -9,7 +9,7 @@ from perflab import campaign as campaign_mod, design
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Committed RMIT campaigns: their campaign.json holds the seed and the planned order, their ledger the order run.
-CAMPAIGNS = ("004-blockproto", "004-blockproto-r2", "004-macro-r2",
+CAMPAIGNS = ("004-confirm-protocols", "004-confirm-mtu",
              "pfsense-calibrate", "pfsense-confirm-64", "pfsense-confirm-512-1518", "pfsense-confirm-8192",
              "pfsense-confirm-ping")
 #: The stored campaign's fields that decide its schedule (the others may no longer validate under today's rules).

@@ -97,7 +97,7 @@ def _one_error_line(done: subprocess.CompletedProcess, *expected: str) -> str:
 
 
 def test_plan_check_with_the_localhost_inventory_for_hosts_it_lacks_is_one_line():
-    done = _perflab("plan", "studies/004-aoe-iscsi/campaigns/004-blockproto-r2.yaml", "--check",
+    done = _perflab("plan", "studies/004-aoe-iscsi/campaigns/004-confirm-protocols.yaml", "--check",
                     "--inventory", "localhost")
     _one_error_line(done, "inventory localhost has no host 'ini', 'tgt'")
 

@@ -142,10 +142,8 @@ def test_a_published_question_names_a_published_table_and_an_existing_row(tmp_pa
 
 def test_verdicts_of_a_study_are_written_as_table_and_macros(tmp_path):
     from perflab import tidy
-    table = tidy.frame(ROOT / "data/raw/004-blockproto-r2")[0]
-    # the short run's table stands in for the confirmatory campaigns' (the same factors and levels)
-    out = verdicts.write("studies/004-aoe-iscsi", ROOT, paper_dir=tmp_path,
-                         tables={"004-confirm-protocols": table, "004-confirm-mtu": table}, inputs=[], generator="test")
+    tables = {c: tidy.frame(ROOT / "data/raw" / c)[0] for c in ("004-confirm-protocols", "004-confirm-mtu")}
+    out = verdicts.write("studies/004-aoe-iscsi", ROOT, paper_dir=tmp_path, tables=tables, inputs=[], generator="test")
     text = out["macros"].read_text()
     words = re.findall(r"\\plset\{004-aoe-iscsi/verdict/Q\d\}\{(\w+)\}", text)
     assert len(words) == 3 and set(words) <= {"supported", "contradicted", "equivalent", "inconclusive"}

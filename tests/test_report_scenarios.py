@@ -53,3 +53,25 @@ def test_the_table_names_the_test_it_used():
         # a mean above its interval, a change above its adjusted interval: columns narrow enough to stand upright
         assert re.search(r"\\plcell\{\\num\{[\d.]+\}\\\\\{\}\[", text)
         assert re.search(r"\\plcell\{\\num\{[+-][\d.]+\}\\,\\%\\\\\{\}\[", text)
+
+
+def test_each_panel_level_gets_its_own_table_named_in_its_caption():
+    """Two frame sizes: two tables (labels l, l-2), each caption naming its frame, no frame column; one frame size:
+    one table, the frame said in the note. Loss with zeros: no mean interval below 0, no change below -100 %."""
+    shift = np.arange(8.0)
+    two = pd.concat([_samples(shift), _samples(shift).assign(frame="1518", value=lambda d: d["value"] * 3)])
+    metric = [scenarios.Metric(key="t", label="T", unit="u")]
+    result = scenarios.analyse({"t": two}, panel="frame", scenario="scenario", baseline="alone", order=ORDER)
+    text = scenarios.table(result, metric, panel="frame", panel_label="Frame", scenario="scenario", caption="UDP",
+                           label="tab:l", panel_unit="B")
+    assert re.findall(r"\\caption\{([^}]*)\}\\label\{([^}]*)\}", text) == [("UDP: Frame 64 B", "tab:l"),
+                                                                            ("UDP: Frame 1518 B", "tab:l-2")]
+    assert "& Frame &" not in text and "Frame &" not in text.split("\\midrule")[0]
+    one = scenarios.table(scenarios.analyse({"t": _samples(shift)}, panel="frame", scenario="scenario",
+                                            baseline="alone", order=ORDER),
+                          metric, panel="frame", panel_label="Frame", scenario="scenario", caption="UDP",
+                          label="tab:o", panel_unit="B")
+    assert one.count("\\caption{") == 1 and "Frame 64 B; n = 8 samples in every cell." in one
+    loss = _samples(shift).assign(value=[0.0] * 10 + [0.3, 0.0, 0.0, 0.4, 0.1, 2.0])
+    res = scenarios.analyse({"loss": loss}, panel="frame", scenario="scenario", baseline="alone", order=ORDER)
+    assert (res["ci_low"] >= 0).all() and (res["rel_low"].dropna() >= -1).all()

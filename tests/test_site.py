@@ -269,17 +269,17 @@ def test_a_campaign_page_shows_what_the_declarations_made_from_it_not_what_its_n
     repo = Path(__file__).resolve().parents[1]
     for folder in ("data/raw/published", "studies", "notebooks"):
         shutil.copytree(repo / folder, tmp_path / folder)
-    for name in ("004-blockproto", "004-blockproto-r2", "pfsense-confirm-64"):
+    for name in ("004-confirm", "004-confirm-protocols", "pfsense-confirm-64"):
         _raw_campaign(tmp_path, name)
     (tmp_path / "paper/figures").mkdir(parents=True)
-    for name in ("004-blockproto-r2-protocols-throughput", "pfsense-confirm-64-udp", "pfsense-confirm-64-cpu",
+    for name in ("004-confirm-protocols-protocols-throughput", "pfsense-confirm-64-udp", "pfsense-confirm-64-cpu",
                  "pfsense-confirm-ping-idle"):
         (tmp_path / "paper/figures" / f"{name}.png").write_bytes(b"\x89PNG")
     site.build([], tmp_path / "reports", root=tmp_path)
-    old = (tmp_path / "reports/campaigns/004-blockproto.html").read_text()
-    assert "004-blockproto-r2" not in old and "No study declares this campaign" in old
-    r2 = (tmp_path / "reports/campaigns/004-blockproto-r2.html").read_text()
-    assert "figure 004-blockproto-r2-protocols-throughput" in r2 and "studies/004-aoe-iscsi.html" in r2
+    old = (tmp_path / "reports/campaigns/004-confirm.html").read_text()
+    assert "004-confirm-protocols" not in old and "No study declares this campaign" in old
+    made = (tmp_path / "reports/campaigns/004-confirm-protocols.html").read_text()
+    assert "figure 004-confirm-protocols-protocols-throughput" in made and "studies/004-aoe-iscsi.html" in made
     neighbour = (tmp_path / "reports/campaigns/pfsense-confirm-64.html").read_text()
     for name in ("pfsense-confirm-64-udp", "pfsense-confirm-64-cpu"):
         assert f'id="{name}"' in neighbour and f"figure {name}" in neighbour, name

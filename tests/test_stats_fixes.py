@@ -23,6 +23,35 @@ def test_positive_quantities_get_intervals_without_negative_bounds():
     assert d.loc[0, "mean_ci_low"] > 0 and "log scale" in d.attrs["ci_method"]["mean"]
 
 
+def test_a_quantity_with_zeros_that_cannot_be_negative_gets_an_interval_cut_at_zero():
+    """Packet loss of forty samples, most of them 0: Student's t reaches below 0, the cut interval does not,
+    and its upper end is Student's; a negative value is refused; the flags follow the values."""
+    from perflab.stats.describe import range_flags
+    from perflab.stats.family import compare_family, family_rows
+
+    loss = np.array([0.0] * 37 + [0.01, 0.02, 0.2])
+    student = mean_ci(loss)
+    assert student[0] < 0
+    low, high = mean_ci(loss, nonnegative=True)
+    assert low == 0.0 and high == student[1]
+    assert range_flags(loss) == {"positive": False, "nonnegative": True}
+    assert range_flags([1.0, 2.0]) == {"positive": True, "nonnegative": False}
+    assert range_flags([-1.0, 2.0]) == {"positive": False, "nonnegative": False}
+    d = describe(pd.DataFrame({"g": ["a"] * 40, "v": loss}), "v", "g", **range_flags(loss))
+    assert d.loc[0, "mean_ci_low"] == 0.0 and "cut at 0" in d.attrs["ci_method"]["mean"]
+    try:
+        mean_ci(np.array([0.0, -0.1, 0.2]), nonnegative=True)
+    except ValueError as exc:
+        assert "cannot be negative" in str(exc)
+    else:
+        raise AssertionError("a negative value of a quantity that cannot be negative was accepted")
+    # a change of such a quantity: Fieller's interval around a baseline mean near 0 is unbounded; cut at -100 %
+    other = np.array([0.0] * 36 + [0.05, 0.1, 0.3, 0.02])
+    [row] = family_rows(compare_family([(loss, other)]), nonnegative=True)
+    [raw] = family_rows(compare_family([(loss, other)]))
+    assert raw["ci_low"] < -1 and row["ci_low"] == -1.0 and row["ci_high"] == raw["ci_high"]
+
+
 def test_modified_cox_interval_covers_the_lognormal_mean():
     rng = np.random.default_rng(11)
     draws, n, sigma = 2000, 10, 0.5

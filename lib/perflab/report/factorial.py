@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from ..stats import anova
-from ..stats.describe import describe
+from ..stats.describe import describe, range_flags
 from ..stats.effect import ratio_fieller
 from ..stats.levels import select_rows
 from . import figures, lineage, macros, style
@@ -89,7 +89,7 @@ def analyse(df: pd.DataFrame, *, metric: str, factors: Sequence[str], quantity: 
     with the block as an additive term when the samples carry RMIT blocks."""
     data, unit, notes = samples(df, metric=metric, factors=factors, select=select, relabel=relabel,
                                 cpu_host=cpu_host, source=source)
-    cells = describe(data, "value", list(factors), level, source=source, positive=bool((data["value"] > 0).all()))
+    cells = describe(data, "value", list(factors), level, source=source, **range_flags(data["value"]))
     blocked = "block" in data.columns and data["block"].notna().all() and data["block"].nunique() >= 2
     table = anova.factorial_anova(data, "value", list(factors), typ=typ, source=source,
                                   block="block" if blocked else None)

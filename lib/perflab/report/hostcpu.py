@@ -20,7 +20,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from ..stats.describe import describe
+from ..stats.describe import describe, range_flags
 from . import factorial, figures, lineage, macros, style
 from .latex import escape_latex, float_table
 
@@ -88,7 +88,7 @@ def analyse(df: pd.DataFrame, *, roles: Mapping[str, Sequence[str]], factors: Se
     results = {}
     for quantity, (column, label, unit) in QUANTITIES.items():
         sub = data[["run_id", *keys, column]].rename(columns={column: "value"})
-        cells = describe(sub, "value", keys, level, source=source, positive=bool((sub["value"] > 0).all()))
+        cells = describe(sub, "value", keys, level, source=source, **range_flags(sub["value"]))
         results[quantity] = factorial.FactorialResult(label, unit, keys, sub, cells, pd.DataFrame(),
                                                       [f"cgroup cpu_load of {dict(roles)} per sample"])
     bench = data[data["role"] == ALL][["run_id", *factors, "throughput"]].reset_index(drop=True)

@@ -24,7 +24,7 @@ import pandas as pd
 
 from ..stats import windows
 from ..stats.blocked import has_blocks, paired_by_block
-from ..stats.describe import summarize
+from ..stats.describe import range_flags, summarize
 from ..stats.family import compare_family, family_rows, min_detectable
 from . import figures, latex, lineage, macros, style
 
@@ -94,7 +94,8 @@ def per_sample(df: pd.DataFrame, metric: Metric, *, factors: Sequence[str], dura
 
 def analyse(samples: Mapping[str, pd.DataFrame], *, panel: str, scenario: str, baseline: str,
             order: Sequence[str], level: float = 0.95, test: str | None = None) -> pd.DataFrame:
-    """Per metric, panel and scenario: n, mean, CI (log scale when the metric is positive); against
+    """Per metric, panel and scenario: n, mean, CI (log scale when the metric is positive, cut at 0 when it
+    cannot be negative: :func:`perflab.stats.describe.range_flags`); against
     ``baseline`` in the panel: relative difference with its interval and p, both Bonferroni-adjusted over
     the comparisons of one metric (:func:`perflab.stats.family.compare_family`), and ``mde``, the smallest
     relative change a t test at the n used detects with power 0.8 (:func:`perflab.stats.family.min_detectable`).
@@ -107,7 +108,7 @@ def analyse(samples: Mapping[str, pd.DataFrame], *, panel: str, scenario: str, b
         rows: list[dict] = []
         pairs: list[tuple] = []
         tested: list = []
-        positive = bool((s["value"] > 0).all())
+        flags = range_flags(s["value"])
         blocked = test is None and "block" in s.columns and all(
             has_blocks(s[s[panel] == pv], scenario) for pv in s[panel].unique())
         for pv in figures.natural_order(s[panel].unique()):
@@ -117,7 +118,7 @@ def analyse(samples: Mapping[str, pd.DataFrame], *, panel: str, scenario: str, b
                 x = g.loc[g[scenario] == sc, "value"].to_numpy(float)
                 if x.size == 0:
                     continue
-                d = summarize(x, level, positive=positive)
+                d = summarize(x, level, **flags)
                 row = {"metric": key, panel: pv, scenario: sc, "n": d["n"], "mean": d["mean"],
                        "ci_low": d["mean_ci_low"], "ci_high": d["mean_ci_high"], "rel_diff": np.nan,
                        "rel_low": np.nan, "rel_high": np.nan, "p": np.nan, "p_adjusted": np.nan, "mde": np.nan,
@@ -133,7 +134,8 @@ def analyse(samples: Mapping[str, pd.DataFrame], *, panel: str, scenario: str, b
                         tested.append(len(rows))
                         row["mde"] = min_detectable(a, b, alpha=1 - level, paired=blocked)
                 rows.append(row)
-        for i, r in zip(tested, family_rows(compare_family(pairs, level=level, test=test, paired=blocked))):
+        for i, r in zip(tested, family_rows(compare_family(pairs, level=level, test=test, paired=blocked),
+                                            nonnegative=flags["positive"] or flags["nonnegative"])):
             rows[i].update(rel_diff=r["rel_diff"], rel_low=r["ci_low"], rel_high=r["ci_high"], p=r["p"],
                            p_adjusted=r["p_adjusted"])
         out.append(pd.DataFrame(rows))
@@ -182,58 +184,64 @@ ROWS_PER_TABLE = 16
 
 
 def table(result: pd.DataFrame, metrics: Sequence[Metric], *, panel: str, panel_label: str, scenario: str,
-          caption: str, label: str) -> str:
+          caption: str, label: str, panel_unit: str = "") -> str:
     """A LaTeX table: per metric, panel and scenario the mean above its CI, change vs baseline above its
     adjusted interval, its adjusted p and the MDE at the n used.
 
-    One table per :data:`ROWS_PER_TABLE` rows (a metric of four panels and four scenarios fills one),
-    each naming its metric in its first row; a column that would hold one value throughout (the n of
-    every cell, a campaign's one panel) is said once in the note instead, so that the table stands upright."""
+    One table per panel level (its caption names the level, e.g. the frame size), each set in parts of at
+    most :data:`ROWS_PER_TABLE` rows, naming its metric in its first row; labels ``label``, ``label-2``, ...
+    in that order. A value that would fill a column throughout (a table's panel level, the n of every cell)
+    is said in the caption or the note instead, so that the table stands upright."""
     shown = result[result["metric"].isin([m.key for m in metrics])]
-    # a column of one value (every cell's n, a campaign's one frame size) is said once, in the note
     one_n = shown["n"].nunique() == 1
-    one_panel = shown[panel].astype(str).nunique() == 1
-    rows = []
-    for m in metrics:
-        for _, r in result[result["metric"] == m.key].iterrows():
-            row = {"Metric": latex.cell(latex.escape_latex(m.label),
-                                        latex.escape_latex(f"({m.unit})") if m.unit else "", align="l")}
-            if not one_panel:
-                row[latex.escape_latex(panel_label)] = str(r[panel])
-            row["Scenario"] = latex.escape_latex(str(r[scenario]))
-            if not one_n:
-                row["n"] = str(int(r["n"]))
-            row.update({
-                latex.header("Mean", "{[}95\\% CI{]}"): latex.cell(
-                    latex.num(r["mean"] / m.scale), latex.format_ci(r["ci_low"] / m.scale, r["ci_high"] / m.scale)),
-                latex.header("Change", "{[}adj. CI{]}"): "--" if np.isnan(r["rel_diff"]) else latex.cell(
-                    latex.percent_change(r["rel_diff"]), latex.format_ci(r["rel_low"], r["rel_high"], digits=2, percent=True)),
-                latex.header("p", "(Bonf.)"): latex.format_p(r["p_adjusted"], markers=True),
-                "MDE": "--" if np.isnan(r["mde"]) else f"\\num{{{100 * r['mde']:.1f}}}\\%"})
-            rows.append(row)
-    said = ([f"{latex.escape_latex(panel_label)}: {latex.escape_latex(str(shown[panel].iloc[0]))}"] if one_panel
-            else []) + ([f"n = {int(shown['n'].iloc[0])} samples in every cell"] if one_n else [])
+    levels = figures.natural_order(shown[panel].unique())
+    frames = []
+    for pv in levels:
+        rows = []
+        for m in metrics:
+            for _, r in shown[(shown["metric"] == m.key) & (shown[panel] == pv)].iterrows():
+                row = {"Metric": latex.cell(latex.escape_latex(m.label),
+                                            latex.escape_latex(f"({m.unit})") if m.unit else "", align="l"),
+                       "Scenario": latex.escape_latex(str(r[scenario]))}
+                if not one_n:
+                    row["n"] = str(int(r["n"]))
+                row.update({
+                    latex.header("Mean", "{[}95\\% CI{]}"): latex.cell(
+                        latex.num(r["mean"] / m.scale), latex.format_ci(r["ci_low"] / m.scale, r["ci_high"] / m.scale)),
+                    latex.header("Change", "{[}adj. CI{]}"): "--" if np.isnan(r["rel_diff"]) else latex.cell(
+                        latex.percent_change(r["rel_diff"]),
+                        latex.format_ci(r["rel_low"], r["rel_high"], digits=2, percent=True)),
+                    latex.header("p", "(Bonf.)"): latex.format_p(r["p_adjusted"], markers=True),
+                    "MDE": "--" if np.isnan(r["mde"]) else f"\\num{{{100 * r['mde']:.1f}}}\\%"})
+                rows.append(row)
+        frames.append((pv, pd.DataFrame(rows)))
+    level_text = {pv: latex.escape_latex(f"{panel_label} {pv} {panel_unit}".strip()) for pv in levels}
+    said = ([level_text[levels[0]]] if len(levels) == 1 else []) + \
+        ([f"n = {int(shown['n'].iloc[0])} samples in every cell"] if one_n else [])
     how = ("the paired t on the differences within the RMIT blocks (every block holds each cell once)"
            if bool(result["blocked"].all()) else "Welch's t" if not result["blocked"].any()
            else "the paired t on the RMIT blocks where every block holds both cells, Welch's t otherwise")
     spread = "the spread of the block differences" if bool(result["blocked"].all()) else "the pooled spread"
-    parts = []
-    for part, cap, lab in latex.row_parts(pd.DataFrame(rows), caption=caption, label=label, size=ROWS_PER_TABLE):
+    notes = [("; ".join(said) + ". ") * bool(said)
+             + "Change: relative difference of means against the baseline in the "
+             f"same {latex.escape_latex(panel_label.lower())}, with Fieller's interval; p: {how}; the interval and "
+             "p are both Bonferroni-adjusted over the comparisons of one "
+             "metric, so they agree; MDE: the smallest change a t test at the n "
+             f"used detects with power 0.8 at {spread} "
+             "(unadjusted $\\alpha$ = 0.05); a change below it is not evidence "
+             "of no change.",
+             latex.significance_note()]
+    parts: list[tuple[pd.DataFrame, str]] = []
+    for pv, frame in frames:
+        named = f"{caption}: {level_text[pv]}" if len(levels) > 1 else caption
+        parts += [(part, cap) for part, cap, _ in latex.row_parts(frame, caption=named, label=label, size=ROWS_PER_TABLE)]
+    out = []
+    for i, (part, cap) in enumerate(parts):
         part = part.copy()
         part.loc[part["Metric"].duplicated(), "Metric"] = ""
-        parts.append(latex.latex_table(part, caption=cap, label=lab, escape=False,
-                                       column_format="l" * (3 - one_panel) + "r" * (5 - one_n),
-                                       narrow=True,
-                                       notes=[("; ".join(said) + ". ") * bool(said)
-                                              + "Change: relative difference of means against the baseline in the "
-                                              f"same panel, with Fieller's interval; p: {how}; the interval and "
-                                              "p are both Bonferroni-adjusted over the comparisons of one "
-                                              "metric, so they agree; MDE: the smallest change a t test at the n "
-                                              f"used detects with power 0.8 at {spread} "
-                                              "(unadjusted $\\alpha$ = 0.05); a change below it is not evidence "
-                                              "of no change.",
-                                              latex.significance_note()]))
-    return "\n".join(parts)
+        out.append(latex.latex_table(part, caption=cap, label=label if i == 0 else f"{label}-{i + 1}", escape=False,
+                                     column_format="ll" + "r" * (5 - one_n), narrow=True, notes=notes))
+    return "\n".join(out)
 
 
 def values(result: pd.DataFrame, metrics: Sequence[Metric], *, name: str, panel: str, scenario: str,
@@ -269,7 +277,7 @@ def write(samples: Mapping[str, pd.DataFrame], result: pd.DataFrame, metrics: Se
     plt.close(fig)
     tab = lineage.atomic_text(paper / "tables" / f"{name}.tex",
                               table(result, metrics, panel=panel, panel_label=panel_label, scenario=scenario,
-                                    caption=caption, label=f"tab:{name}"))
+                                    caption=caption, label=f"tab:{name}", panel_unit=panel_unit))
     lineage.write([tab], [source], generator=generator)
     mac = macros.write(paper / "macros" / f"{name}.tex",
                        values(result, metrics, name=name, panel=panel, scenario=scenario),

@@ -66,7 +66,13 @@ def min_detectable(a: Sequence[float], b: Sequence[float], *, alpha: float = 0.0
     return min_detectable_effect(n, sd / base, alpha=alpha, power=power, paired=paired)
 
 
-def family_rows(results: Sequence[tuple[Comparison, float]]) -> list[dict[str, Any]]:
-    """Plain rows of a family: relative change with its adjusted interval, p, adjusted p, the interval's level."""
-    return [{"rel_diff": c.rel_diff, "ci_low": c.rel_diff_ci[0], "ci_high": c.rel_diff_ci[1], "p": c.p_value,
-             "p_adjusted": q, "ci_level": c.level, "correction": FAMILY_CORRECTION} for c, q in results]
+def family_rows(results: Sequence[tuple[Comparison, float]], *, nonnegative: bool = False) -> list[dict[str, Any]]:
+    """Plain rows of a family: relative change with its adjusted interval, p, adjusted p, the interval's level.
+
+    With ``nonnegative`` (a quantity that cannot be negative) an interval's lower end is cut at -100 %, the
+    least change such a quantity allows (Fieller's interval is unbounded when a mean is near 0); the true
+    change lies in the cut interval whenever it lies in Fieller's, so the coverage is kept."""
+    floor = -1.0 if nonnegative else -np.inf
+    return [{"rel_diff": c.rel_diff, "ci_low": max(c.rel_diff_ci[0], floor), "ci_high": c.rel_diff_ci[1],
+             "p": c.p_value, "p_adjusted": q, "ci_level": c.level, "correction": FAMILY_CORRECTION}
+            for c, q in results]
