@@ -12,8 +12,8 @@ from helpers import copy_project
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
-STUDY = "iperf3-streams"
-CAMPAIGN = "iperf3-streams"
+STUDY = "004-aoe-iscsi"
+CAMPAIGN = "004-confirm-mtu"
 
 
 def _snakemake(project: Path, *args: str) -> subprocess.CompletedProcess:
