@@ -60,19 +60,19 @@ def test_verify_of_a_path_refuses_rebuild_in_one_line():
 def test_verify_of_the_repository_shows_progress_a_summary_and_json(tmp_path):
     import shutil
 
-    shutil.copytree(ROOT / "data/raw/unnoba-dd", tmp_path / "data/raw/unnoba-dd")
+    shutil.copytree(ROOT / "data/raw/unnoba-fio-qd", tmp_path / "data/raw/unnoba-fio-qd")
     shutil.copytree(ROOT / "data/raw/published", tmp_path / "data/raw/published")
     run = _perflab("verify", "--root", str(tmp_path))
     assert run.returncode == 0, run.stderr
     assert "verify: [1/1] raw " in run.stderr and "lineage records" in run.stderr
     summary = run.stdout.splitlines()[-1]
-    assert summary.startswith("verified 1 raw campaigns, 38 raw files") and " s; 0 file(s)" in summary
-    with open(tmp_path / "data/raw/unnoba-dd/samples/device-hdd-emulated-r000-15289683/stdout", "a") as altered:
+    assert summary.startswith("verified 1 raw campaigns, 155 raw files") and " s; 0 file(s)" in summary
+    with open(tmp_path / "data/raw/unnoba-fio-qd/samples/device-hdd-emulated_rw-randread_iodepth-1-r000-4cd5697d/stdout", "a") as altered:
         altered.write("one byte more")
     run = _perflab("verify", "--root", str(tmp_path), "--json")
     result = json.loads(run.stdout)
     assert run.returncode == 1 and result["ok"] is False and result["checked"]["raw campaigns"] == 1
-    assert [f["path"] for f in result["findings"]] == [f"{tmp_path.as_posix()}/data/raw/unnoba-dd/samples/device-hdd-emulated-r000-15289683/stdout"]
+    assert [f["path"] for f in result["findings"]] == [f"{tmp_path.as_posix()}/data/raw/unnoba-fio-qd/samples/device-hdd-emulated_rw-randread_iodepth-1-r000-4cd5697d/stdout"]
     raw = json.loads(_perflab("verify", "--json", "data/raw/published").stdout)
     assert raw[0]["ok"] and raw[0]["files"] > 5
 

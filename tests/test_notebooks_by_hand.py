@@ -76,9 +76,9 @@ def project(tmp_path_factory):
     """A copy of the project with the tidy table compare-levels' defaults read, and a pipeline output in place."""
     root = tmp_path_factory.mktemp("project")
     copy_project(ROOT, root)
-    subprocess.run([sys.executable, "-m", "perflab.cli", "tidy", "data/raw/unnoba-dd", "--out", "data/processed"],
+    subprocess.run([sys.executable, "-m", "perflab.cli", "tidy", "data/raw/pfsense-confirm-64", "--out", "data/processed"],
                    cwd=root, check=True, capture_output=True, env={**os.environ, "PYTHONPATH": str(ROOT / "lib")})
-    (root / "paper/tables/unnoba-dd-throughput-computed-summary.tex").write_text("% the pipeline's table\n")
+    (root / "paper/tables/pfsense-confirm-64-throughput-summary.tex").write_text("% the pipeline's table\n")
     return root
 
 

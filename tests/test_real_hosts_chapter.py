@@ -29,21 +29,21 @@ REAL = "unnoba-rbd-fio-grid"
 def test_the_study_reads_its_lab_campaign_while_no_real_hosts_data_are_committed():
     s = study.load(STUDY, ROOT)
     (source,) = s.sources
-    assert (source.lab, source.real, source.used, source.kind) == ("unnoba-fio-grid", REAL, "unnoba-fio-grid",
+    assert (source.lab, source.real, source.used, source.kind) == ("unnoba-confirm-grid", REAL, "unnoba-confirm-grid",
                                                                     "lab stand-in")
-    grid = next(a for a in s.analyses if a.name == "unnoba-fio-grid-iops")
-    assert grid.campaign == "unnoba-fio-grid" and REAL not in [c.id for c in s.campaigns]
+    grid = next(a for a in s.analyses if a.name == "unnoba-confirm-grid-iops")
+    assert grid.campaign == "unnoba-confirm-grid" and REAL not in [c.id for c in s.campaigns]
     said = report_datasource.sentence(ROOT, source)
-    assert said.startswith("the lab stand-in (campaign unnoba-fio-grid on labs/001-unnoba-ceph.yaml; h1: ")
+    assert said.startswith("the lab stand-in (campaign unnoba-confirm-grid on labs/001-unnoba-ceph.yaml; h1: ")
     assert "has no committed data" in said
-    assert r"\plv{001-unnoba-ceph/data/unnoba-fio-grid}" in (ROOT / STUDY / "chapter.tex").read_text()
+    assert r"\plv{001-unnoba-ceph/data/unnoba-confirm-grid}" in (ROOT / STUDY / "chapter.tex").read_text()
 
 
 def test_a_counterpart_with_other_factors_is_refused(tmp_path):
     copy_project(ROOT, tmp_path)
     real = tmp_path / STUDY / "real-hosts" / f"{REAL}.yaml"
     real.write_text(real.read_text().replace("  numjobs: [1, 2, 4, 8, 16, 32]\n", ""))
-    with pytest.raises(study.StudyError, match="has factors device, iodepth; its lab counterpart unnoba-fio-grid "
+    with pytest.raises(study.StudyError, match="has factors device, iodepth; its lab counterpart unnoba-confirm-grid "
                                                "has device, numjobs, iodepth"):
         study.load(STUDY, tmp_path)
 
@@ -74,7 +74,7 @@ def test_committed_real_hosts_data_switch_the_analysis_and_the_chapter_says_so(t
             shutil.rmtree(other)
     env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "PYTHONPATH": str(project / "lib")}
     lab_text = paper_text(project, env)
-    assert squeeze("its figure's data: the lab stand-in (campaign unnoba-fio-grid on labs/001-unnoba-ceph.yaml; h1:") \
+    assert squeeze("its figure's data: the lab stand-in (campaign unnoba-confirm-grid on labs/001-unnoba-ceph.yaml; h1:") \
         in lab_text
     name = f"c{os.getpid() % 100000}"
     created = lab_mod.bring_up(labspec.load(f"{name}.yaml", text=f"format: 1\nlab: {name}\nlinks:\n  lan: {{mtu: 1500}}\n"
@@ -99,23 +99,23 @@ def test_committed_real_hosts_data_switch_the_analysis_and_the_chapter_says_so(t
     s = study.load(STUDY, project)
     (source,) = s.sources
     assert (source.used, source.kind) == (REAL, "real hosts")
-    grid = next(a for a in s.analyses if a.name == "unnoba-fio-grid-iops")
+    grid = next(a for a in s.analyses if a.name == "unnoba-confirm-grid-iops")
     assert grid.campaign == REAL and grid.reads == (REAL,), "the analysis reads the real-hosts data"
-    assert grid.outputs["macros"] == "paper/macros/unnoba-fio-grid-iops.tex", "outputs keep their names"
+    assert grid.outputs["macros"] == "paper/macros/unnoba-confirm-grid-iops.tex", "outputs keep their names"
     said = report_datasource.sentence(project, source)
     assert said.startswith(f"real hosts (campaign {REAL}; client: ") and said.endswith("a rehearsal, not evidence")
 
-    targets = ["paper/macros/unnoba-fio-grid-iops.tex", "paper/macros/studies-macros.tex"]
+    targets = ["paper/macros/unnoba-confirm-grid-iops.tex", "paper/macros/studies-macros.tex"]
     res = subprocess.run(["snakemake", "--cores", "1", *targets], cwd=project, env=env, capture_output=True,
                          text=True, timeout=900)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     assert (project / "data/processed" / f"{REAL}.parquet").is_file(), "the real-hosts data were tidied"
-    lineage = json.loads((project / "paper/macros/unnoba-fio-grid-iops.lineage.json").read_text())
+    lineage = json.loads((project / "paper/macros/unnoba-confirm-grid-iops.lineage.json").read_text())
     assert f"data/processed/{REAL}.parquet" in json.dumps(lineage), "the figure's values come from the real data"
     index = (project / "paper/macros/studies-macros.tex").read_text()
-    line = next(x for x in index.splitlines() if x.startswith(r"\plset{001-unnoba-ceph/data/unnoba-fio-grid}"))
+    line = next(x for x in index.splitlines() if x.startswith(r"\plset{001-unnoba-ceph/data/unnoba-confirm-grid}"))
     assert f"real hosts (campaign {REAL}; client: " in line and "a rehearsal, not evidence" in line
     text = paper_text(project, env)
     assert squeeze(f"its figure's data: real hosts (campaign {REAL}; client:") in text
     assert squeeze("a rehearsal, not evidence") in text
-    assert (project / "paper/figures/unnoba-fio-grid-iops.pdf").is_file(), "the figure the chapter shows"
+    assert (project / "paper/figures/unnoba-confirm-grid-iops.pdf").is_file(), "the figure the chapter shows"

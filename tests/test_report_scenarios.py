@@ -75,3 +75,29 @@ def test_each_panel_level_gets_its_own_table_named_in_its_caption():
     loss = _samples(shift).assign(value=[0.0] * 10 + [0.3, 0.0, 0.0, 0.4, 0.1, 2.0])
     res = scenarios.analyse({"loss": loss}, panel="frame", scenario="scenario", baseline="alone", order=ORDER)
     assert (res["ci_low"] >= 0).all() and (res["rel_low"].dropna() >= -1).all()
+
+
+def test_a_share_in_percent_changes_by_points_not_by_a_ratio_of_near_zero_means():
+    """A neighbour's CPU load from 0.15 % idle to 89 % busy: a ratio (+58 000 %) says nothing a reader can use;
+    the table and the inline value give the difference of means in percentage points with the paired t's
+    interval (here exactly scipy's on the block differences, at Bonferroni's level for one comparison)."""
+    rng = np.random.default_rng(7)
+    idle = 0.0015 + rng.normal(0, 0.0001, 8)
+    busy = 0.89 + rng.normal(0, 0.002, 8)
+    rows = [{"run_id": f"{s}{b}", "block": b, "frame": "64", "scenario": s, "value": v}
+            for s, xs in (("alone", idle), ("stress", busy)) for b, v in enumerate(xs)]
+    metric = [scenarios.Metric(key="nb", label="Neighbour CPU", unit="%", scale=0.01)]
+    result = scenarios.analyse({"nb": pd.DataFrame(rows)}, panel="frame", scenario="scenario", baseline="alone",
+                               order=ORDER)
+    r = result[result["scenario"] == "stress"].iloc[0]
+    d = busy - idle
+    half = stats.t.ppf(0.975, d.size - 1) * d.std(ddof=1) / np.sqrt(d.size)
+    assert (r["diff"], r["diff_low"], r["diff_high"]) == pytest.approx((d.mean(), d.mean() - half, d.mean() + half))
+    text = scenarios.table(result, metric, panel="frame", panel_label="Frame", scenario="scenario", caption="c",
+                           label="l")
+    points = f"{100 * d.mean():.1f}"
+    assert f"\\num{{+{points}}}\\,pp" in text and "percentage points (pp)" in text
+    assert "\\,\\%\\\\{}[" not in text, "no relative change for a share"
+    inline = scenarios.values(result, metric, name="n", panel="frame", scenario="scenario")
+    assert inline["n/nb/64/stress/change"] == f"\\num{{+{points}}}\\,pp"
+    assert inline["n/nb/64/stress/mde"].endswith("\\,pp")

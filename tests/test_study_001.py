@@ -148,11 +148,11 @@ def test_queue_depth_sweep_from_committed_raw_data():
 
 NAME = f"u{os.getpid() % 100000}"
 CAMPAIGNS = {
-    "unnoba-dd": {"params": {"count": 8}},
     "unnoba-fio-bs": {"factors": {"rw": ["randwrite"], "bs": ["4k", "1m"]}},
     "unnoba-fio-qd": {"factors": {"rw": ["randwrite"], "iodepth": [1, 8]}},
-    "unnoba-fio-grid": {"factors": {"numjobs": [1, 2], "iodepth": [4]}},
     "unnoba-confirm-qd": {"params": {"runtime": 1}, "factors": {"rw": ["randwrite"], "iodepth": [1, 8]}},
+    "unnoba-confirm-grid": {"params": {"runtime": 1}, "factors": {"numjobs": [1, 2], "iodepth": [4]}},
+    "unnoba-confirm-bs": {"params": {"runtime": 1}, "factors": {"rw": ["randwrite"], "bs": ["64k", "1m"]}},
 }
 
 

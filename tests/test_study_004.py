@@ -313,7 +313,8 @@ def _cgroup_usage(text: str) -> float:
 @pytest.fixture(scope="module")
 def committed() -> dict[str, pd.DataFrame]:
     """The tidy tables of the committed confirmatory runs (parsed once for the tests below)."""
-    return {c: tidy.frame(ROOT / "data/raw" / c)[0] for c in ("004-confirm-protocols", "004-confirm-mtu")}
+    return {c: tidy.frame(ROOT / "data/raw" / c)[0]
+            for c in ("004-confirm-protocols", "004-confirm-mtu", "004-confirm-macro")}
 
 
 def test_chapter_tables_come_from_the_committed_raw_data(tmp_path, committed):
@@ -339,6 +340,23 @@ def test_chapter_tables_come_from_the_committed_raw_data(tmp_path, committed):
     assert "t004-confirm-mtu/mtu/throughput/aoe/seqread/change" in values
     assert "t004-confirm-protocols/generator/throughput/nbd-fio/randread/change" in \
         (tmp_path / "macros" / "t004-confirm-protocols.tex").read_text()
+
+
+def test_macro_tables_compare_iscsi_with_nbd_on_webservers_reads_only(tmp_path, committed):
+    """The macro campaign: 40 samples in each of its 12 cells (5 personalities over NBD, webserver's reads over
+    iSCSI, two MTUs); the protocol table has iSCSI against NBD on the one workload both ran, within the RMIT
+    blocks; the MTU table has every cell at 9000 against 1500."""
+    runs = protocols.per_run(committed["004-confirm-macro"], links=LINKS, workload="personality")
+    sizes = runs.groupby(["protocol", "workload", "mtu"]).size()
+    assert len(sizes) == 12 and (sizes == 40).all() and set(runs["mtu"]) == {1500, 9000}
+    rel = protocols.relative(runs, ["throughput"], baseline="nbd")
+    assert set(rel["other"]) == {"iscsi"} and set(rel["workload"]) == {"webreads"} and rel["blocked"].all()
+    out = protocols.write(runs, name="tmacro", inputs=[], paper_dir=tmp_path, processed_dir=tmp_path,
+                          generator="test", baseline="nbd")
+    assert "tab:tmacro-mtu" in out["mtu"].read_text()
+    values = (tmp_path / "macros" / "tmacro.tex").read_text()
+    assert "tmacro/vs-nbd/throughput/iscsi/webreads/9000/change" in values
+    assert "tmacro/mtu/throughput/nbd/oltp/change" in values
 
 
 def test_cpu_per_operation_is_the_initiators_io_alone_where_its_load_generator_reports_it(committed):

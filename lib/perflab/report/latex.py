@@ -114,6 +114,14 @@ def percent_change(rel: float) -> str:
     return f"\\num{{{'+' if pct > 0 else ''}{format_number(pct, 3)}}}\\,\\%"
 
 
+def point_change(diff: float) -> str:
+    """A difference of two shares in percentage points, to three significant digits with its sign
+    (``\\num{+88.9}\\,pp``), for a table cell or an inline value; nan as an en dash."""
+    if diff is None or (isinstance(diff, float) and math.isnan(diff)):
+        return "--"
+    return f"\\num{{{'+' if diff > 0 else ''}{format_number(float(diff), 3)}}}\\,pp"
+
+
 def format_ci(low: float, high: float, *, digits: int = 3, percent: bool = False, decimals: int | None = None) -> str:
     """Format an interval as ``[\\num{low}, \\num{high}]`` (``decimals`` places, else ``digits`` significant
     digits); ``percent`` multiplies by 100 and adds ``\\%``; an undefined end is an en dash."""

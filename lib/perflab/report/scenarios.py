@@ -47,6 +47,12 @@ class Metric:
     source: str = "summary"  # "summary" (benchmark summary row), "windows" (windowed jitter/loss), "cpu", "cgroup"
     name: str = ""  # tidy metric (summary), "jitter"/"loss" (windows), the CPU ("0") for "cpu", the host for "cgroup"
 
+    @property
+    def share(self) -> bool:
+        """A share in percent (CPU load, loss): its change is a difference in percentage points, since a ratio
+        of shares near 0 (an idle CPU's) grows without meaning."""
+        return self.unit == "%"
+
     @classmethod
     def from_dict(cls, d: Mapping) -> "Metric":
         """A Metric from a notebook parameter mapping."""
@@ -121,23 +127,26 @@ def analyse(samples: Mapping[str, pd.DataFrame], *, panel: str, scenario: str, b
                 d = summarize(x, level, **flags)
                 row = {"metric": key, panel: pv, scenario: sc, "n": d["n"], "mean": d["mean"],
                        "ci_low": d["mean_ci_low"], "ci_high": d["mean_ci_high"], "rel_diff": np.nan,
-                       "rel_low": np.nan, "rel_high": np.nan, "p": np.nan, "p_adjusted": np.nan, "mde": np.nan,
-                       "blocked": blocked}
+                       "rel_low": np.nan, "rel_high": np.nan, "diff": np.nan, "diff_low": np.nan,
+                       "diff_high": np.nan, "p": np.nan, "p_adjusted": np.nan, "mde": np.nan,
+                       "mde_diff": np.nan, "blocked": blocked}
                 if sc != baseline and base.size >= 2 and x.size >= 2:
-                    if np.ptp(np.concatenate([base, x])) == 0:
-                        row.update(rel_diff=0.0, p=1.0, p_adjusted=1.0)  # identical constants (e.g. no loss anywhere)
+                    if np.ptp(np.concatenate([base, x])) == 0:  # identical constants (e.g. no loss anywhere)
+                        row.update(rel_diff=0.0, diff=0.0, p=1.0, p_adjusted=1.0)
                     elif np.ptp(base) == 0 and np.ptp(x) == 0:  # two different constants: no t statistic
-                        row.update(rel_diff=float(x[0] / base[0] - 1) if base[0] else np.nan)
+                        row.update(rel_diff=float(x[0] / base[0] - 1) if base[0] else np.nan,
+                                   diff=float(x[0] - base[0]))
                     else:
                         a, b = paired_by_block(g, "value", scenario, "block", baseline, sc)[:2] if blocked else (base, x)
                         pairs.append((a, b))
                         tested.append(len(rows))
                         row["mde"] = min_detectable(a, b, alpha=1 - level, paired=blocked)
+                        row["mde_diff"] = row["mde"] * abs(float(np.mean(a)))  # the same in the data's unit
                 rows.append(row)
         for i, r in zip(tested, family_rows(compare_family(pairs, level=level, test=test, paired=blocked),
                                             nonnegative=flags["positive"] or flags["nonnegative"])):
-            rows[i].update(rel_diff=r["rel_diff"], rel_low=r["ci_low"], rel_high=r["ci_high"], p=r["p"],
-                           p_adjusted=r["p_adjusted"])
+            rows[i].update(rel_diff=r["rel_diff"], rel_low=r["ci_low"], rel_high=r["ci_high"], diff=r["diff"],
+                           diff_low=r["diff_low"], diff_high=r["diff_high"], p=r["p"], p_adjusted=r["p_adjusted"])
         out.append(pd.DataFrame(rows))
     return pd.concat(out, ignore_index=True)
 
@@ -208,11 +217,9 @@ def table(result: pd.DataFrame, metrics: Sequence[Metric], *, panel: str, panel_
                 row.update({
                     latex.header("Mean", "{[}95\\% CI{]}"): latex.cell(
                         latex.num(r["mean"] / m.scale), latex.format_ci(r["ci_low"] / m.scale, r["ci_high"] / m.scale)),
-                    latex.header("Change", "{[}adj. CI{]}"): "--" if np.isnan(r["rel_diff"]) else latex.cell(
-                        latex.percent_change(r["rel_diff"]),
-                        latex.format_ci(r["rel_low"], r["rel_high"], digits=2, percent=True)),
+                    latex.header("Change", "{[}adj. CI{]}"): _change_cell(r, m),
                     latex.header("p", "(Bonf.)"): latex.format_p(r["p_adjusted"], markers=True),
-                    "MDE": "--" if np.isnan(r["mde"]) else f"\\num{{{100 * r['mde']:.1f}}}\\%"})
+                    "MDE": _mde_cell(r, m)})
                 rows.append(row)
         frames.append((pv, pd.DataFrame(rows)))
     level_text = {pv: latex.escape_latex(f"{panel_label} {pv} {panel_unit}".strip()) for pv in levels}
@@ -231,6 +238,10 @@ def table(result: pd.DataFrame, metrics: Sequence[Metric], *, panel: str, panel_
              "(unadjusted $\\alpha$ = 0.05); a change below it is not evidence "
              "of no change.",
              latex.significance_note()]
+    if any(m.share for m in metrics):
+        notes.insert(1, "For a share in \\% (CPU load, loss) the change is the difference of means in percentage "
+                        "points (pp), with the interval of the test's difference adjusted in the same way, and the MDE "
+                        "is in points too: a ratio of shares near 0 grows without meaning.")
     parts: list[tuple[pd.DataFrame, str]] = []
     for pv, frame in frames:
         named = f"{caption}: {level_text[pv]}" if len(levels) > 1 else caption
@@ -242,6 +253,28 @@ def table(result: pd.DataFrame, metrics: Sequence[Metric], *, panel: str, panel_
         out.append(latex.latex_table(part, caption=cap, label=label if i == 0 else f"{label}-{i + 1}", escape=False,
                                      column_format="ll" + "r" * (5 - one_n), narrow=True, notes=notes))
     return "\n".join(out)
+
+
+def _change_cell(r: pd.Series, m: Metric) -> str:
+    """A table's change above its adjusted interval: in percentage points for a share, else relative."""
+    if m.share:
+        if np.isnan(r["diff"]):
+            return "--"
+        return latex.cell(latex.point_change(r["diff"] / m.scale),
+                          latex.format_ci(r["diff_low"] / m.scale, r["diff_high"] / m.scale))
+    if np.isnan(r["rel_diff"]):
+        return "--"
+    return latex.cell(latex.percent_change(r["rel_diff"]),
+                      latex.format_ci(r["rel_low"], r["rel_high"], digits=2, percent=True))
+
+
+def _mde_cell(r: pd.Series, m: Metric) -> str:
+    """The MDE at the n used: relative, or in percentage points for a share."""
+    if np.isnan(r["mde"]):
+        return "--"
+    if m.share:
+        return f"\\num{{{latex.format_number(r['mde_diff'] / m.scale, 2)}}}\\,pp"
+    return f"\\num{{{100 * r['mde']:.1f}}}\\%"
 
 
 def values(result: pd.DataFrame, metrics: Sequence[Metric], *, name: str, panel: str, scenario: str,
@@ -258,11 +291,12 @@ def values(result: pd.DataFrame, metrics: Sequence[Metric], *, name: str, panel:
             stem = f"{name}/{m.key}/{row[panel]}/{str(row[scenario]).replace('+', '-')}"
             out[f"{stem}/mean"] = latex.format_number(row["mean"] / m.scale)
             out[f"{stem}/n"] = str(int(row["n"]))
-            if not np.isnan(row["rel_diff"]):
-                out[f"{stem}/change"] = latex.percent_change(row["rel_diff"])
+            if not np.isnan(row["rel_diff"]) or (m.share and not np.isnan(row["diff"])):
+                out[f"{stem}/change"] = (latex.point_change(row["diff"] / m.scale) if m.share
+                                         else latex.percent_change(row["rel_diff"]))
                 out[f"{stem}/p-adj"] = latex.format_p(row["p_adjusted"])
             if not np.isnan(row["mde"]):
-                out[f"{stem}/mde"] = f"\\num{{{100 * row['mde']:.0f}}}\\%"
+                out[f"{stem}/mde"] = _mde_cell(row, m)
     return out
 
 

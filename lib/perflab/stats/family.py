@@ -67,12 +67,15 @@ def min_detectable(a: Sequence[float], b: Sequence[float], *, alpha: float = 0.0
 
 
 def family_rows(results: Sequence[tuple[Comparison, float]], *, nonnegative: bool = False) -> list[dict[str, Any]]:
-    """Plain rows of a family: relative change with its adjusted interval, p, adjusted p, the interval's level.
+    """Plain rows of a family: relative change with its adjusted interval, the difference in the data's unit
+    (``diff``, ``diff_low``, ``diff_high``: the test's estimate and its adjusted interval), p, adjusted p, the
+    interval's level.
 
     With ``nonnegative`` (a quantity that cannot be negative) an interval's lower end is cut at -100 %, the
     least change such a quantity allows (Fieller's interval is unbounded when a mean is near 0); the true
     change lies in the cut interval whenever it lies in Fieller's, so the coverage is kept."""
     floor = -1.0 if nonnegative else -np.inf
     return [{"rel_diff": c.rel_diff, "ci_low": max(c.rel_diff_ci[0], floor), "ci_high": c.rel_diff_ci[1],
+             "diff": c.estimate, "diff_low": c.estimate_ci[0], "diff_high": c.estimate_ci[1],
              "p": c.p_value, "p_adjusted": q, "ci_level": c.level, "correction": FAMILY_CORRECTION}
             for c, q in results]
