@@ -10,8 +10,8 @@ from perflab import campaign as campaign_mod, design
 ROOT = Path(__file__).resolve().parents[1]
 #: Committed RMIT campaigns: their campaign.json holds the seed and the planned order, their ledger the order run.
 CAMPAIGNS = ("004-confirm-protocols", "004-confirm-mtu", "004-confirm-macro", "unnoba-confirm-grid",
-             "pfsense-calibrate", "pfsense-confirm-64", "pfsense-confirm-512-1518", "pfsense-confirm-8192",
-             "pfsense-confirm-ping")
+             "unnoba-confirm-bs", "pfsense-calibrate", "pfsense-confirm-64", "pfsense-confirm-512-1518",
+             "pfsense-confirm-8192", "pfsense-confirm-ping")
 #: The stored campaign's fields that decide its schedule (the others may no longer validate under today's rules).
 DESIGN_FIELDS = ("campaign", "benchmark", "hosts", "factors", "crossing", "exclude", "repetitions", "warmups", "seed",
                  "design", "groups", "params")

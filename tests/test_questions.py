@@ -13,7 +13,8 @@ import pytest
 
 from perflab import questions, verify
 from perflab.report import verdicts
-from perflab.stats.verdict import EXPECTED, MIN_N, decide, decide_summary, required_n
+from perflab.stats.names import MIN_N
+from perflab.stats.verdict import EXPECTED, decide, decide_summary, required_n
 
 ROOT = Path(__file__).resolve().parents[1]
 SEEDS = ("000-cedri", "001-unnoba-ceph", "002-pfsense-neighbour", "003-openstack-opennebula", "004-aoe-iscsi")
@@ -176,6 +177,22 @@ def test_the_schema_refuses_a_question_with_too_few_samples(tmp_path):
     yml = root / "studies/004-aoe-iscsi/study.yaml"
     _edit(yml, "  n: 40\n", "  n: 12\n")
     with pytest.raises(study.StudyError, match=r"study\.yaml:\d+: questions\.0\.n"):
+        questions.load("studies/004-aoe-iscsi", root)
+
+
+def test_a_pilot_or_calibration_decides_no_question(tmp_path):
+    root = _project(tmp_path)
+    yml = root / "studies/004-aoe-iscsi/study.yaml"
+    _edit(yml, "campaigns/004-confirm-protocols.yaml\n    inventory: labfile:labs/004-aoe-iscsi.yaml\n    planned: true\n",
+          "campaigns/004-confirm-protocols.yaml\n    inventory: labfile:labs/004-aoe-iscsi.yaml\n    planned: true\n"
+          "    role: pilot\n")
+    with pytest.raises(questions.QuestionError) as err:
+        questions.load("studies/004-aoe-iscsi", root)
+    assert re.search(r"study\.yaml:\d+: questions\.0\.campaign: '004-confirm-protocols' is declared `role: pilot`",
+                     str(err.value))
+    _edit(yml, "    role: pilot\n", "    role: warm-up\n")
+    from perflab import study
+    with pytest.raises(study.StudyError, match=r"study\.yaml:\d+: campaigns\.0\.role"):
         questions.load("studies/004-aoe-iscsi", root)
 
 

@@ -101,3 +101,21 @@ def test_a_share_in_percent_changes_by_points_not_by_a_ratio_of_near_zero_means(
     inline = scenarios.values(result, metric, name="n", panel="frame", scenario="scenario")
     assert inline["n/nb/64/stress/change"] == f"\\num{{+{points}}}\\,pp"
     assert inline["n/nb/64/stress/mde"].endswith("\\,pp")
+
+
+def test_zero_in_every_sample_of_both_cells_is_no_change_with_no_p_not_plus_zero_percent_at_p_one():
+    """No loss at all, alone or beside the neighbour: the table says "same" (no ratio of zeros, no p of a test
+    that cannot run), its note says why, and the inline value says it in words."""
+    zero = _samples(np.zeros(8)).assign(value=0.0)
+    metric = [scenarios.Metric(key="loss", label="Loss", unit="%", scale=1.0)]
+    result = scenarios.analyse({"loss": zero}, panel="frame", scenario="scenario", baseline="alone", order=ORDER)
+    r = result[result["scenario"] == "stress"].iloc[0]
+    assert bool(r["identical"]) and r["diff"] == 0.0 and np.isnan(r["rel_diff"]) and np.isnan(r["p_adjusted"])
+    text = scenarios.table(result, metric, panel="frame", panel_label="Frame", scenario="scenario", caption="c",
+                           label="l")
+    change_row = next(line for line in text.splitlines() if "Change" in line)
+    assert change_row.rstrip(" \\").endswith("& same") and "1.00" not in text
+    assert "no change, and nothing for a test to weigh" in text
+    inline = scenarios.values(result, metric, name="n", panel="frame", scenario="scenario")
+    assert inline["n/loss/64/stress/change"].startswith("none") and "n/loss/64/stress/p-adj" not in inline
+    assert inline["n/loss/comparisons"] == "0"

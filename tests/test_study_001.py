@@ -148,7 +148,6 @@ def test_queue_depth_sweep_from_committed_raw_data():
 
 NAME = f"u{os.getpid() % 100000}"
 CAMPAIGNS = {
-    "unnoba-fio-bs": {"factors": {"rw": ["randwrite"], "bs": ["4k", "1m"]}},
     "unnoba-fio-qd": {"factors": {"rw": ["randwrite"], "iodepth": [1, 8]}},
     "unnoba-confirm-qd": {"params": {"runtime": 1}, "factors": {"rw": ["randwrite"], "iodepth": [1, 8]}},
     "unnoba-confirm-grid": {"params": {"runtime": 1}, "factors": {"numjobs": [1, 2], "iodepth": [4]}},

@@ -127,10 +127,12 @@ STUDY_DEFAULT = Quiet(max_other_cpus=0.1, max_cpu_pressure=5.0, max_io_pressure=
 
 @dataclass(frozen=True)
 class Declared:
-    """The study that declares a campaign file: its id and whether it is a demonstration (``demo: true``)."""
+    """The study that declares a campaign file: its id, whether it is a demonstration (``demo: true``) and the
+    campaign's ``role`` there (``pilot``, ``calibration``; None: evidence)."""
 
     study: str
     demo: bool = False
+    role: str | None = None
 
 
 def declaring_study(source: str | Path) -> Declared | None:
@@ -144,9 +146,11 @@ def declaring_study(source: str | Path) -> Declared | None:
             doc = yaml.safe_load(decl.read_text()) or {}
         except (OSError, yaml.YAMLError):
             return None
-        files = [(folder / c["file"]).resolve() for c in doc.get("campaigns") or []
-                 if isinstance(c, dict) and "file" in c]
-        return Declared(str(doc.get("study", folder.name)), bool(doc.get("demo"))) if src in files else None
+        refs = {(folder / c["file"]).resolve(): c for c in doc.get("campaigns") or []
+                if isinstance(c, dict) and "file" in c}
+        if src not in refs:
+            return None
+        return Declared(str(doc.get("study", folder.name)), bool(doc.get("demo")), refs[src].get("role"))
     return None
 
 

@@ -12,10 +12,14 @@ samples' ``meta.json`` and the blocks' gate records:
   hypervisor's steal), the median and largest CPU used outside the
   lab and (contention format 2) the median of it that the kernel's threads used, the
   gates' waits; campaigns measured before the record existed say so;
-- whether monitors ran (samples with a ``monitors/`` directory).
+- whether monitors ran (samples with a ``monitors/`` directory);
+- its cells (from the planned schedule) and how many hold at least
+  :data:`~perflab.stats.names.MIN_N` good samples: a study's evidence campaign (one not
+  declared ``role: pilot`` or ``calibration``) needs them in
+  :data:`~perflab.stats.names.MIN_FULL_CELLS` of its cells.
 
 ``perflab verify`` prints :func:`lines` and fails for a study campaign with overlapping
-samples (:func:`failures`); the paper's chapters print :func:`sentence` per campaign
+samples or too few samples per cell (:func:`failures`); the paper's chapters print :func:`sentence` per campaign
 through :func:`macro_values`; the review site shows :func:`site_rows`.
 """
 
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 import bisect
 import json
+import re
 import statistics
 import time
 from dataclasses import dataclass, field
@@ -31,6 +36,10 @@ from typing import Any
 
 from . import records
 from .contention import Quiet, declaring_study
+from .stats.names import MIN_FULL_CELLS, MIN_N
+
+#: A run id (:func:`perflab.design.run_id`): cell slug, ``r``/``w`` and repetition, digest, group suffix.
+_RUN_ID = re.compile(r"^(?P<cell>.+)-(?P<kind>[rw])\d{3}-[0-9a-f]{8}(?P<group>-g\d+)?$")
 
 
 @dataclass
@@ -56,6 +65,14 @@ class CampaignEvidence:
     gates_gave_up: int = 0
     gate_wait: float = 0.0
     monitored: int = 0
+    #: ``pilot`` or ``calibration`` where its study declares it so; None: evidence.
+    role: str | None = None
+    #: Cells of the planned schedule (warm-ups apart; a cell per host group) and those that hold
+    #: :data:`MIN_N` good (``ok``, not warm-up) samples.
+    cells: int = 0
+    cells_full: int = 0
+    #: The fewest good samples in a planned cell (None: no cells).
+    fewest: int | None = None
     overlapping: int = 0
     overlapping_with: dict[str, int] = field(default_factory=dict)
     #: (start, end) of each sample's measured commands, in time order (not shown; used for overlaps).
@@ -65,6 +82,16 @@ class CampaignEvidence:
     def study_campaign(self) -> bool:
         """True for a campaign a (non-demonstration) study declares: it must not overlap another's samples."""
         return self.study is not None and not self.demo
+
+    @property
+    def evidence(self) -> bool:
+        """True for a study campaign that decides questions: at least :data:`MIN_N` samples per cell."""
+        return self.study_campaign and self.role is None
+
+    @property
+    def too_few(self) -> bool:
+        """True for an evidence campaign with fewer than :data:`MIN_FULL_CELLS` of its cells holding :data:`MIN_N`."""
+        return self.evidence and self.cells > 0 and self.cells_full < MIN_FULL_CELLS * self.cells
 
     @property
     def window(self) -> str:
@@ -108,7 +135,8 @@ def campaign(raw_dir: str | Path, root: str | Path = ".") -> CampaignEvidence:
     record = records.read_campaign(raw_dir / "campaign.json")
     declared = declaring_study(root / record.source) if record.source else None
     ev = CampaignEvidence(record.campaign, raw_dir.as_posix(), declared.study if declared else None,
-                          bool(declared and declared.demo), 0, None, None)
+                          bool(declared and declared.demo), 0, None, None, role=declared.role if declared else None)
+    good = {cell: 0 for cell in _sample_cells(record.schedule)}
     others: list[float] = []
     kernel: list[float] = []
     sample_dirs = sorted(p for p in (raw_dir / "samples").iterdir() if not p.name.startswith(".")) \
@@ -120,6 +148,9 @@ def campaign(raw_dir: str | Path, root: str | Path = ".") -> CampaignEvidence:
             continue  # a missing or damaged record: the manifest check names it
         ev.samples += 1
         ev.monitored += (sdir / "monitors").is_dir()
+        cell = _cell(meta.run_id)
+        if cell in good and meta.status == "ok" and not meta.warmup:
+            good[cell] += 1
         span = _interval(meta)
         if span:
             ev.intervals.append(span)
@@ -134,6 +165,8 @@ def campaign(raw_dir: str | Path, root: str | Path = ".") -> CampaignEvidence:
     ev.intervals.sort()
     if ev.intervals:
         ev.start, ev.end = ev.intervals[0][0], max(b for _, b in ev.intervals)
+    ev.cells, ev.cells_full = len(good), sum(n >= MIN_N for n in good.values())
+    ev.fewest = min(good.values()) if good else None
     if others:
         ev.other_cpus_median, ev.other_cpus_max = statistics.median(others), max(others)
     if kernel:
@@ -144,6 +177,17 @@ def campaign(raw_dir: str | Path, root: str | Path = ".") -> CampaignEvidence:
         ev.gates_gave_up += not doc.get("quiet", True)
         ev.gate_wait += float(doc.get("waited", 0.0))
     return ev
+
+
+def _cell(run_id: str) -> str | None:
+    """The cell (slug and host group) of a sample's run id, or None for a warm-up or an id of another form."""
+    m = _RUN_ID.match(run_id)
+    return f"{m['cell']}{m['group'] or ''}" if m and m["kind"] == "r" else None
+
+
+def _sample_cells(schedule: list[str]) -> list[str]:
+    """The cells a planned schedule measures, in first-seen order."""
+    return list(dict.fromkeys(c for c in map(_cell, schedule) if c is not None))
 
 
 def _merged(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
@@ -181,11 +225,18 @@ def collect(raw_root: str | Path, root: str | Path = ".") -> list[CampaignEviden
 
 
 def failures(found: list[CampaignEvidence]) -> list[str]:
-    """One line per study campaign whose samples overlap another campaign's (none when all measured alone)."""
-    return [f"{ev.raw_dir}: {ev.overlapping} of {ev.samples} samples of study {ev.study}'s campaign {ev.campaign} "
-            f"ran while another campaign measured ({_with(ev)}); a study's samples are measured alone: measure it "
-            f"again (`make rerun CAMPAIGN={ev.campaign}`) with nothing else measuring"
-            for ev in found if ev.study_campaign and ev.overlapping]
+    """One line per study campaign whose samples overlap another campaign's, and per evidence campaign with
+    too few samples per cell (none when every study campaign was measured alone at its n)."""
+    overlapping = [f"{ev.raw_dir}: {ev.overlapping} of {ev.samples} samples of study {ev.study}'s campaign "
+                   f"{ev.campaign} ran while another campaign measured ({_with(ev)}); a study's samples are measured "
+                   f"alone: measure it again (`make rerun CAMPAIGN={ev.campaign}`) with nothing else measuring"
+                   for ev in found if ev.study_campaign and ev.overlapping]
+    short = [f"{ev.raw_dir}: study {ev.study}'s campaign {ev.campaign} has {MIN_N} or more good samples in "
+             f"{ev.cells_full} of its {ev.cells} cells (fewest {ev.fewest}); a study's evidence holds {MIN_N} in "
+             f"{MIN_FULL_CELLS:.0%} of its cells: measure it at n >= {MIN_N}, or declare it `role: pilot` (or "
+             f"`calibration`) in the study's campaigns if it decides no question"
+             for ev in found if ev.too_few]
+    return overlapping + short
 
 
 def study_overlaps(root: str | Path = ".") -> int:
@@ -222,15 +273,19 @@ def sentence(ev: CampaignEvidence) -> str:
 
 def lines(found: list[CampaignEvidence]) -> list[str]:
     """The evidence summary ``perflab verify`` prints: a line per campaign, then the study campaigns' total."""
-    out = ["evidence (measurement window; samples overlapping another campaign's; contended; monitors):"]
+    out = ["evidence (measurement window; samples overlapping another campaign's; contended; monitors; cells "
+           "holding the n):"]
     for ev in found:
         kind = f"study {ev.study}" if ev.study_campaign else (f"demo {ev.study}" if ev.study else "no study")
+        kind += f", {ev.role}" if ev.role else ""
+        cells = f"; {ev.cells_full}/{ev.cells} cells with >= {MIN_N}" if ev.cells else ""
         contention = f"{ev.contended}/{ev.recorded} contended" if ev.recorded else "contention not recorded"
         out.append(f"  {ev.campaign} ({kind}): {ev.window}; {ev.overlapping}/{ev.samples} overlapping"
-                   + (f" ({_with(ev)})" if ev.overlapping else "") + f"; {contention}; monitors {ev.monitors}")
+                   + (f" ({_with(ev)})" if ev.overlapping else "") + f"; {contention}; monitors {ev.monitors}{cells}")
     studies = [ev for ev in found if ev.study_campaign]
     out.append(f"  study campaigns: {sum(ev.overlapping for ev in studies)} overlapping sample(s) in "
-               f"{sum(ev.samples for ev in studies)} ({len(studies)} campaigns; must be 0)")
+               f"{sum(ev.samples for ev in studies)} ({len(studies)} campaigns; must be 0); "
+               f"{sum(ev.too_few for ev in studies)} evidence campaign(s) short of {MIN_N} per cell (must be 0)")
     return out
 
 

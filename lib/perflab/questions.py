@@ -143,6 +143,7 @@ def load(study_dir: str | Path, root: str | Path = ".") -> tuple[list[Question],
     problems: list[str] = []
     claims = _claims(root, doc)
     campaigns = {c.id for c in declared.campaigns}
+    roles = {c.id: c.role for c in declared.campaigns if c.role}
     out: list[Question] = []
     seen: set[str] = set()
     for i, q in enumerate(doc.get("questions") or []):
@@ -161,6 +162,9 @@ def load(study_dir: str | Path, root: str | Path = ".") -> tuple[list[Question],
         if campaign and campaigns and campaign not in campaigns:
             problems.append(f"{at('questions', i, 'campaign')}: {campaign!r} is not a campaign of this study "
                             f"({', '.join(sorted(campaigns))})")
+        elif campaign in roles:
+            problems.append(f"{at('questions', i, 'campaign')}: {campaign!r} is declared `role: {roles[campaign]}`, "
+                            "which decides no question; name a campaign measured as evidence (40 per cell)")
         if published:
             problems += [f"{at('questions', i, 'published')}: {text}"
                          for text in _published_problems(root, doc, published, str(q["item"]), q)]

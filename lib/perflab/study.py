@@ -36,6 +36,8 @@ STUDIES_DIR = "studies"
 NOTEBOOKS_DIR = "notebooks"
 #: Where every study's published data lives (raw data stays under data/raw/).
 PUBLISHED_DIR = "data/raw/published"
+#: What a study campaign may be declared as instead of evidence (``role:``): it then decides no question.
+ROLES = ("pilot", "calibration")
 
 
 class StudyError(FileError, ValueError):
@@ -53,6 +55,8 @@ class CampaignRef:
     counterpart_of: str | None = None
     #: Declared before its data (``planned: true``): the pipeline measures it only when asked by name.
     planned: bool = False
+    #: ``pilot`` or ``calibration`` (:data:`ROLES`): decides no question; None: evidence (40 samples per cell).
+    role: str | None = None
 
     def pending(self, root: str | Path = ".") -> bool:
         """A planned campaign whose complete run is not in ``data/raw`` yet: the pipeline leaves it out."""
@@ -176,7 +180,8 @@ def load(folder: str | Path, root: str | Path = ".") -> Study:
             problems.append(f"{at('campaigns', i, 'file')}: {file}: monitors: false: a study's campaign runs with "
                             "its monitors on, and this planned one would be refused when measured; remove "
                             "`monitors: false`")
-        campaigns.append(CampaignRef(camp.name, file, ref.get("inventory"), planned=bool(ref.get("planned", False))))
+        campaigns.append(CampaignRef(camp.name, file, ref.get("inventory"), planned=bool(ref.get("planned", False)),
+                                     role=ref.get("role")))
     ids = {c.id for c in campaigns}
     analyses = []
     for i, a in enumerate(doc.get("analyses", [])):

@@ -129,10 +129,11 @@ def analyse(samples: Mapping[str, pd.DataFrame], *, panel: str, scenario: str, b
                        "ci_low": d["mean_ci_low"], "ci_high": d["mean_ci_high"], "rel_diff": np.nan,
                        "rel_low": np.nan, "rel_high": np.nan, "diff": np.nan, "diff_low": np.nan,
                        "diff_high": np.nan, "p": np.nan, "p_adjusted": np.nan, "mde": np.nan,
-                       "mde_diff": np.nan, "blocked": blocked}
+                       "mde_diff": np.nan, "blocked": blocked, "identical": False}
                 if sc != baseline and base.size >= 2 and x.size >= 2:
-                    if np.ptp(np.concatenate([base, x])) == 0:  # identical constants (e.g. no loss anywhere)
-                        row.update(rel_diff=0.0, diff=0.0, p=1.0, p_adjusted=1.0)
+                    if np.ptp(np.concatenate([base, x])) == 0:  # one constant in both (e.g. no loss anywhere):
+                        # no change, and nothing a test could say (no p); a ratio of zeros has no value
+                        row.update(rel_diff=0.0 if base[0] else np.nan, diff=0.0, identical=True)
                     elif np.ptp(base) == 0 and np.ptp(x) == 0:  # two different constants: no t statistic
                         row.update(rel_diff=float(x[0] / base[0] - 1) if base[0] else np.nan,
                                    diff=float(x[0] - base[0]))
@@ -238,6 +239,9 @@ def table(result: pd.DataFrame, metrics: Sequence[Metric], *, panel: str, panel_
              "(unadjusted $\\alpha$ = 0.05); a change below it is not evidence "
              "of no change.",
              latex.significance_note()]
+    if "identical" in shown.columns and bool(shown["identical"].any()):
+        notes.insert(1, "Same: every sample of the scenario and of the baseline had one value (no loss in any, say): "
+                        "no change, and nothing for a test to weigh, so no p.")
     if any(m.share for m in metrics):
         notes.insert(1, "For a share in \\% (CPU load, loss) the change is the difference of means in percentage "
                         "points (pp), with the interval of the test's difference adjusted in the same way, and the MDE "
@@ -256,7 +260,10 @@ def table(result: pd.DataFrame, metrics: Sequence[Metric], *, panel: str, panel_
 
 
 def _change_cell(r: pd.Series, m: Metric) -> str:
-    """A table's change above its adjusted interval: in percentage points for a share, else relative."""
+    """A table's change above its adjusted interval: in percentage points for a share, else relative; ``same``
+    where every sample of both cells has one value (nothing to test)."""
+    if r.get("identical", False):
+        return "same"
     if m.share:
         if np.isnan(r["diff"]):
             return "--"
@@ -291,7 +298,9 @@ def values(result: pd.DataFrame, metrics: Sequence[Metric], *, name: str, panel:
             stem = f"{name}/{m.key}/{row[panel]}/{str(row[scenario]).replace('+', '-')}"
             out[f"{stem}/mean"] = latex.format_number(row["mean"] / m.scale)
             out[f"{stem}/n"] = str(int(row["n"]))
-            if not np.isnan(row["rel_diff"]) or (m.share and not np.isnan(row["diff"])):
+            if row.get("identical", False):
+                out[f"{stem}/change"] = "none (every sample of both the same)"
+            elif not np.isnan(row["rel_diff"]) or (m.share and not np.isnan(row["diff"])):
                 out[f"{stem}/change"] = (latex.point_change(row["diff"] / m.scale) if m.share
                                          else latex.percent_change(row["rel_diff"]))
                 out[f"{stem}/p-adj"] = latex.format_p(row["p_adjusted"])

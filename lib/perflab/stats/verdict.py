@@ -33,6 +33,7 @@ from .blocked import blocked_compare, has_blocks, paired_by_block
 from .compare import compare
 from .equivalence import tost
 from .family import adjusted_level
+from .names import MIN_N
 from .power import n_for_effect
 from .summaries import welch_from_stats
 
@@ -42,8 +43,6 @@ VERDICTS = ("equivalent", "supported", "contradicted", "inconclusive")
 EXPECTED = ("higher", "lower", "equivalent")
 #: Tests a question may name: the blocked (paired by block) analysis, or Welch's t.
 TESTS = ("blocked", "welch")
-#: The fewest samples per cell a question may plan (asked for by this project's users).
-MIN_N = 40
 
 
 @dataclass(frozen=True)
