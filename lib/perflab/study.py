@@ -36,8 +36,6 @@ STUDIES_DIR = "studies"
 NOTEBOOKS_DIR = "notebooks"
 #: Where every study's published data lives (raw data stays under data/raw/).
 PUBLISHED_DIR = "data/raw/published"
-#: What a study campaign may be declared as instead of evidence (``role:``): it then decides no question.
-ROLES = ("pilot", "calibration")
 
 
 class StudyError(FileError, ValueError):
@@ -55,7 +53,7 @@ class CampaignRef:
     counterpart_of: str | None = None
     #: Declared before its data (``planned: true``): the pipeline measures it only when asked by name.
     planned: bool = False
-    #: ``pilot`` or ``calibration`` (:data:`ROLES`): decides no question; None: evidence (40 samples per cell).
+    #: ``pilot`` or ``calibration`` (the schema's ``role``): decides no question; None: evidence (40 samples per cell).
     role: str | None = None
 
     def pending(self, root: str | Path = ".") -> bool:
