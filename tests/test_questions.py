@@ -13,7 +13,7 @@ import pytest
 
 from perflab import questions, verify
 from perflab.report import verdicts
-from perflab.stats.names import MIN_N
+from perflab.study import MIN_N
 from perflab.stats.verdict import EXPECTED, decide, decide_summary, required_n
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -14,9 +14,9 @@ samples' ``meta.json`` and the blocks' gate records:
   gates' waits; campaigns measured before the record existed say so;
 - whether monitors ran (samples with a ``monitors/`` directory);
 - its cells (from the planned schedule) and how many hold at least
-  :data:`~perflab.stats.names.MIN_N` good samples: a study's evidence campaign (one not
+  :data:`~perflab.study.MIN_N` good samples: a study's evidence campaign (one not
   declared ``role: pilot`` or ``calibration``) needs them in
-  :data:`~perflab.stats.names.MIN_FULL_CELLS` of its cells.
+  :data:`~perflab.study.MIN_FULL_CELLS` of its cells.
 
 ``perflab verify`` prints :func:`lines` and fails for a study campaign with overlapping
 samples or too few samples per cell (:func:`failures`); the paper's chapters print :func:`sentence` per campaign
@@ -36,7 +36,7 @@ from typing import Any
 
 from . import records
 from .contention import Quiet, declaring_study
-from .stats.names import MIN_FULL_CELLS, MIN_N
+from .study import MIN_FULL_CELLS, MIN_N
 
 #: A run id (:func:`perflab.design.run_id`): cell slug, ``r``/``w`` and repetition, digest, group suffix.
 _RUN_ID = re.compile(r"^(?P<cell>.+)-(?P<kind>[rw])\d{3}-[0-9a-f]{8}(?P<group>-g\d+)?$")

@@ -11,10 +11,5 @@ TEST_NAMES = {
 }
 #: Per-run aggregations accepted by ``select_rows(per_run=...)``.
 PER_RUN = {"mean": "mean", "median": "median"}
-#: The fewest samples per cell a question may plan and a study's evidence campaign holds (asked for by this
-#: project's users: hypothesis tests on 40-sample runs).
-MIN_N = 40
-#: The share of an evidence campaign's cells that must hold :data:`MIN_N` samples (the rest may have lost some).
-MIN_FULL_CELLS = 0.9
 #: SESOI of compare-runs for a metric no question declares.
 DEFAULT_RUN_SESOI = 0.05

@@ -28,12 +28,12 @@ import numpy as np
 import pandas as pd
 from scipy import stats as st
 
+from ..study import MIN_N
 from ._input import StatsInputError, plain
 from .blocked import blocked_compare, has_blocks, paired_by_block
 from .compare import compare
 from .equivalence import tost
 from .family import adjusted_level
-from .names import MIN_N
 from .power import n_for_effect
 from .summaries import welch_from_stats
 
