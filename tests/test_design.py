@@ -45,6 +45,14 @@ def test_run_ids_are_unique_and_readable():
     assert runs[0].run_id.startswith(runs[0].cell.slug + "-w000-")
 
 
+def test_a_measured_run_id_reads_back_as_its_cell_and_a_warmup_as_none():
+    runs = design.schedule(campaign())
+    assert {design.measured_cell(r.run_id) for r in runs if not r.warmup} == {r.cell.slug for r in runs}
+    assert {design.measured_cell(r.run_id) for r in runs if r.warmup} == {None}
+    assert design.measured_cell(runs[-1].run_id + "-g3") == runs[-1].cell.slug + "-g3"
+    assert design.measured_cell("not-a-run-id") is None
+
+
 def test_sequential_runs_each_cell_in_a_row():
     runs = design.schedule(campaign(kind="sequential"))
     assert [r.cell.index for r in runs[:7]] == [0] * 7

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass, replace
 
 from .campaign import Campaign, Cell
@@ -38,6 +39,19 @@ def run_id(campaign: str, cell: Cell, repetition: int, warmup: bool, seed: int) 
     key = json.dumps([campaign, dict(cell.levels), repetition, warmup, seed], sort_keys=True, default=str)
     digest = hashlib.sha256(key.encode()).hexdigest()[:8]
     return f"{cell.slug}-{'w' if warmup else 'r'}{repetition:03d}-{digest}"
+
+
+#: The form of :func:`run_id` with :func:`schedule`'s group suffix: cell slug, ``r``/``w`` and repetition, digest.
+_RUN_ID = re.compile(r"^(?P<cell>.+)-(?P<kind>[rw])\d{3}-[0-9a-f]{8}(?P<group>-g\d+)?$")
+
+
+def measured_cell(run_id: str) -> str | None:
+    """The cell (its slug, and ``-g<k>`` with host groups) a measured sample's run id belongs to.
+
+    None for a warm-up's id or an id not made by :func:`run_id`.
+    """
+    m = _RUN_ID.match(run_id)
+    return f"{m['cell']}{m['group'] or ''}" if m and m["kind"] == "r" else None
 
 
 def schedule(spec: Campaign) -> list[Run]:

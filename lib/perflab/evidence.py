@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import bisect
 import json
-import re
 import statistics
 import time
 from dataclasses import dataclass, field
@@ -35,12 +34,9 @@ from pathlib import Path
 from typing import Any
 
 from . import records
+from .design import measured_cell
 from .contention import Quiet, declaring_study
 from .study import MIN_FULL_CELLS, MIN_N
-
-#: A run id (:func:`perflab.design.run_id`): cell slug, ``r``/``w`` and repetition, digest, group suffix.
-_RUN_ID = re.compile(r"^(?P<cell>.+)-(?P<kind>[rw])\d{3}-[0-9a-f]{8}(?P<group>-g\d+)?$")
-
 
 @dataclass
 class CampaignEvidence:
@@ -148,7 +144,7 @@ def campaign(raw_dir: str | Path, root: str | Path = ".") -> CampaignEvidence:
             continue  # a missing or damaged record: the manifest check names it
         ev.samples += 1
         ev.monitored += (sdir / "monitors").is_dir()
-        cell = _cell(meta.run_id)
+        cell = measured_cell(meta.run_id)
         if cell in good and meta.status == "ok" and not meta.warmup:
             good[cell] += 1
         span = _interval(meta)
@@ -179,15 +175,9 @@ def campaign(raw_dir: str | Path, root: str | Path = ".") -> CampaignEvidence:
     return ev
 
 
-def _cell(run_id: str) -> str | None:
-    """The cell (slug and host group) of a sample's run id, or None for a warm-up or an id of another form."""
-    m = _RUN_ID.match(run_id)
-    return f"{m['cell']}{m['group'] or ''}" if m and m["kind"] == "r" else None
-
-
 def _sample_cells(schedule: list[str]) -> list[str]:
     """The cells a planned schedule measures, in first-seen order."""
-    return list(dict.fromkeys(c for c in map(_cell, schedule) if c is not None))
+    return list(dict.fromkeys(c for c in map(measured_cell, schedule) if c is not None))
 
 
 def _merged(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
