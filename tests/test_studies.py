@@ -112,6 +112,18 @@ def test_a_planned_campaign_with_its_monitors_off_is_refused_when_the_study_load
         study.load("studies/iperf3-streams", root)
 
 
+def test_a_verdicts_analysis_that_misses_a_questions_campaign_is_refused(tmp_path):
+    root = _project(tmp_path)
+    shutil.copytree(ROOT / "studies/001-unnoba-ceph", root / "studies/001-unnoba-ceph")
+    shutil.copytree(ROOT / "data/raw/published", root / "data/raw/published")
+    assert study.load("studies/001-unnoba-ceph", root)
+    decl = root / "studies/001-unnoba-ceph/study.yaml"
+    decl.write_text(decl.read_text().replace("unnoba-confirm-qd, unnoba-confirm-bs,", "unnoba-confirm-qd,"))
+    with pytest.raises(study.StudyError, match=r"study.yaml:35: analyses.0.parameters.campaigns: the study's "
+                                               r"questions ask about unnoba-confirm-bs, which this verdicts"):
+        study.load("studies/001-unnoba-ceph", root)
+
+
 SIXTH = """\
 format: 1
 study: 999-sixth

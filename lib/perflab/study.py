@@ -219,6 +219,13 @@ def load(folder: str | Path, root: str | Path = ".") -> Study:
         reads = tuple(dict.fromkeys([c for c in [a.get("campaign"), *named] if c]))
         analyses.append(Analysis(name, doc["study"], f"{NOTEBOOKS_DIR}/{a['notebook']}.ipynb", a.get("campaign"),
                                  params, outputs, reads))
+        if a["notebook"] == "verdicts":
+            asked = dict.fromkeys(str(q["campaign"]) for q in doc.get("questions", []) if q.get("campaign") in ids)
+            unread = [c for c in asked if c not in reads]
+            if unread:
+                problems.append(f"{param_at('campaigns')}: the study's questions ask about {', '.join(unread)}, which "
+                                "this verdicts analysis does not read (they would stay 'not yet measured'); add "
+                                f"{'it' if len(unread) == 1 else 'them'} to `campaigns`")
     sources, found = datasource.counterparts(root, doc["study"], rel, doc.get("campaigns", []), lab_ids)
     problems += found
     campaigns += [CampaignRef(s.real, s.real_file, None, s.lab) for s in sources if s.used == s.real]
