@@ -119,3 +119,18 @@ def test_zero_in_every_sample_of_both_cells_is_no_change_with_no_p_not_plus_zero
     inline = scenarios.values(result, metric, name="n", panel="frame", scenario="scenario")
     assert inline["n/loss/64/stress/change"].startswith("none") and "n/loss/64/stress/p-adj" not in inline
     assert inline["n/loss/comparisons"] == "0"
+
+
+def test_a_scenario_the_campaign_did_not_measure_gets_no_place_on_the_axis():
+    """order names idle, the campaign measured alone and stress only: two ticks, stress keeps its marker of order."""
+    order = ["alone", "idle", "stress"]
+    samples = {"t": _samples(np.arange(8.0))}
+    result = scenarios.analyse(samples, panel="frame", scenario="scenario", baseline="alone", order=order)
+    fig = scenarios.figure(samples, result, [scenarios.Metric(key="t", label="T")], panel="frame",
+                           panel_label="Frame", scenario="scenario", order=order)
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["alone", "stress"]
+    assert ax.get_xlim() == (-0.5, 1.5)
+    stress = [line for line in ax.get_lines() if line.get_xdata().size and abs(line.get_xdata()[0] - 1) < 0.2]
+    caps = {"_"}  # the interval's caps
+    assert stress and {line.get_marker() for line in stress} - caps == {scenarios.style.look(2)["marker"]}

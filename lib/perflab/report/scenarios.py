@@ -156,8 +156,11 @@ def figure(samples: Mapping[str, pd.DataFrame], result: pd.DataFrame, metrics: S
            panel: str, panel_label: str, scenario: str, order: Sequence[str], panel_unit: str = "") -> plt.Figure:
     """Rows of panels (one row per metric, one panel per level of ``panel``): each sample as a
     dot, the mean with its CI as a bar, scenarios on the x axis in ``order``; the axis of a
-    non-negative metric starts at 0 (a t interval reaching below it is clipped there)."""
+    non-negative metric starts at 0 (a t interval reaching below it is clipped there). A scenario of
+    ``order`` the campaign did not measure gets no place on the axis; each keeps its marker of ``order``."""
     style.use()
+    marker = {sc: style.look(k)["marker"] for k, sc in enumerate(order)}
+    order = [sc for sc in order if (result[scenario] == sc).any()]
     panels = figures.natural_order(result[panel].unique())
     fig, axes = plt.subplots(len(metrics), len(panels), squeeze=False, sharex=True,
                              figsize=(style.TEXT_WIDTH, 1.45 * len(metrics) + 0.4))
@@ -172,10 +175,10 @@ def figure(samples: Mapping[str, pd.DataFrame], result: pd.DataFrame, metrics: S
                     continue
                 mean, lo, hi = (float(row[c].iloc[0]) / m.scale for c in ("mean", "ci_low", "ci_high"))
                 ax.plot(np.full(x.size, k) + np.linspace(-0.12, 0.12, x.size), x, linestyle="none",
-                        marker=style.look(k)["marker"], markersize=2.5, color="0.55")
+                        marker=marker[sc], markersize=2.5, color="0.55")
                 # a log-scale interval of a skewed positive quantity may leave the sample mean outside it
                 yerr = None if np.isnan(lo) else [[max(mean - lo, 0.0)], [max(hi - mean, 0.0)]]
-                ax.errorbar([k], [mean], yerr=yerr, marker=style.look(k)["marker"], color="black",
+                ax.errorbar([k], [mean], yerr=yerr, marker=marker[sc], color="black",
                             markersize=4, capsize=2, linewidth=0.8)
             ax.set_xticks(range(len(order)), order, rotation=40, ha="right")
             ax.set_xlim(-0.5, len(order) - 0.5)
