@@ -7,11 +7,11 @@ import os
 import subprocess
 from pathlib import Path
 from contextlib import contextmanager
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 import pytest
 
-from perflab import campaign as campaign_mod, inventory, lab as lab_mod, labspec, records, store
+from perflab import campaign as campaign_mod, inventory, lab as lab_mod, labspec, records, store, study as study_mod
 from perflab.tools.base import Command, Measurement, Param, Rows, Tool
 
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="the lab needs root (network namespaces, sshd)")
@@ -91,10 +91,30 @@ class Probe(Tool):
         return 0.1
 
 
-def copy_project(root: Path, dest: Path) -> None:
-    """Copy the files git tracks in the project at ``root`` into ``dest`` (a checkout without history)."""
+def copy_project(root: Path, dest: Path, studies: Iterable[str] | None = None) -> None:
+    """Copy the files git tracks in the project at ``root`` into ``dest`` (a checkout without history).
+
+    With ``studies`` (folder names under ``studies/``), only those studies and the raw data of their
+    campaigns are copied besides the rest of the project (published data included): a fraction of the
+    files for a test about one study.
+    """
     files = subprocess.run(["git", "ls-files", "-z"], cwd=root, capture_output=True, text=True, check=True).stdout
-    for name in filter(None, files.split("\0")):
+    names = list(filter(None, files.split("\0")))
+    if studies is not None:
+        kept = [study_mod.load(f"studies/{s}", root) for s in studies]
+        raw = {c.id for s in kept for c in s.campaigns}
+        folders = {f"studies/{s}" for s in studies}
+
+        def wanted(name: str) -> bool:
+            parts = name.split("/")
+            if parts[0] == "studies" and len(parts) > 2:
+                return "/".join(parts[:2]) in folders
+            if parts[:2] == ["data", "raw"] and len(parts) > 3:
+                return parts[2] == "published" or parts[2] in raw
+            return True
+
+        names = [n for n in names if wanted(n)]
+    for name in names:
         if (root / name).is_file():
             (dest / name).parent.mkdir(parents=True, exist_ok=True)
             (dest / name).write_bytes((root / name).read_bytes())

@@ -51,7 +51,7 @@ def test_the_inventory_a_lab_writes_carries_its_format(tmp_path):
 
 
 def test_a_study_declaration_with_an_unknown_format_names_the_file(tmp_path, capsys):
-    copy_project(ROOT, tmp_path)
+    copy_project(ROOT, tmp_path, studies=["iperf3-streams"])
     path = tmp_path / "studies" / "iperf3-streams" / "study.yaml"
     text = path.read_text()
     assert "\nformat: 1\n" in text

@@ -79,7 +79,7 @@ def test_a_lock_a_live_run_holds_names_its_pid_and_command_and_is_kept(tmp_path)
 @pytest.fixture
 def project(tmp_path):
     """A copy of the project with the Snakemake lock a killed run leaves."""
-    copy_project(ROOT, tmp_path)
+    copy_project(ROOT, tmp_path, studies=["iperf3-streams"])
     locks = tmp_path / ".snakemake" / "locks"
     locks.mkdir(parents=True)
     (locks / "0.input.lock").write_text(f"{tmp_path}/paper/main.tex\n")

@@ -75,7 +75,7 @@ def _snapshot(root: Path) -> dict[str, str]:
 def project(tmp_path_factory):
     """A copy of the project with the tidy table compare-levels' defaults read, and a pipeline output in place."""
     root = tmp_path_factory.mktemp("project")
-    copy_project(ROOT, root)
+    copy_project(ROOT, root, studies=["002-pfsense-neighbour"])
     subprocess.run([sys.executable, "-m", "perflab.cli", "tidy", "data/raw/pfsense-confirm-64", "--out", "data/processed"],
                    cwd=root, check=True, capture_output=True, env={**os.environ, "PYTHONPATH": str(ROOT / "lib")})
     (root / "paper/tables/pfsense-confirm-64-throughput-summary.tex").write_text("% the pipeline's table\n")

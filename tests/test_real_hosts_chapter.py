@@ -40,7 +40,7 @@ def test_the_study_reads_its_lab_campaign_while_no_real_hosts_data_are_committed
 
 
 def test_a_counterpart_with_other_factors_is_refused(tmp_path):
-    copy_project(ROOT, tmp_path)
+    copy_project(ROOT, tmp_path, studies=[Path(STUDY).name])
     real = tmp_path / STUDY / "real-hosts" / f"{REAL}.yaml"
     real.write_text(real.read_text().replace("  numjobs: [1, 2, 4, 8, 16, 32]\n", ""))
     with pytest.raises(study.StudyError, match="has factors device, iodepth; its lab counterpart unnoba-confirm-grid "
@@ -68,10 +68,7 @@ def squeeze(text: str) -> str:
 @pytest.mark.lab
 def test_committed_real_hosts_data_switch_the_analysis_and_the_chapter_says_so(tmp_path):
     project = tmp_path / "p"
-    copy_project(ROOT, project)
-    for other in (project / "studies").iterdir():  # the paper with study 001's chapter only
-        if other.name != Path(STUDY).name:
-            shutil.rmtree(other)
+    copy_project(ROOT, project, studies=[Path(STUDY).name])  # the paper with study 001's chapter only
     env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "PYTHONPATH": str(project / "lib")}
     lab_text = paper_text(project, env)
     assert squeeze("its figure's data: the lab stand-in (campaign unnoba-confirm-grid on labs/001-unnoba-ceph.yaml; h1:") \

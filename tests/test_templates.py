@@ -43,7 +43,7 @@ def test_every_template_declares_exactly_the_parameters_of_its_parameters_cell(p
 
 
 def _planted(tmp_path: Path, old: str, new: str) -> Path:
-    copy_project(ROOT, tmp_path)
+    copy_project(ROOT, tmp_path, studies=[Path(STUDY).parent.name])
     path = tmp_path / STUDY
     text = path.read_text()
     assert old in text
