@@ -301,6 +301,22 @@ def test_a_generated_table_reads_as_html_with_true_minus_and_commands_as_typed()
     assert "\\" not in table.table + table.caption + table.note
 
 
+def test_a_verdict_in_a_generated_table_is_the_word_the_paper_prints_not_its_macro_key(tmp_path):
+    from perflab.report import latex, macros
+
+    macros.write(tmp_path / "paper/macros/s-verdicts.tex", {"s/verdict/Q1": "supported", "s/verdict/Q1/ci": "[\\num{-1.5}\\%, 3\\%]"},
+                 inputs=[], generator="test")
+    frame = pd.DataFrame({"Question": ["Q1", "Q2"], "CI": ["\\plv{s/verdict/Q1/ci}", "--"],
+                          "Verdict": ["\\plv{s/verdict/Q1}", "\\plv{s/verdict/Q2}"]})
+    tex = tmp_path / "paper/tables/s-verdicts.tex"
+    tex.parent.mkdir(parents=True)
+    tex.write_text(latex.latex_table(frame, caption="Verdicts", label="t", escape=False))
+    built = site._Site(tmp_path, tmp_path / "reports")
+    shown = site._tables_html(built, tex, tmp_path / "reports/studies/s.html").split("<details>")[0]
+    assert "<td>supported</td>" in shown and "<td>[−1.5%, 3%]</td>" in shown
+    assert "<td>??s/verdict/Q2??</td>" in shown and "s/verdict/Q1" not in shown  # a missing value shows as the paper's
+
+
 def test_a_table_with_two_line_headers_keeps_one_header_row_and_its_body_rows():
     from perflab.report import latex, texhtml
 

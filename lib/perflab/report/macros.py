@@ -29,6 +29,26 @@ def render(values: Mapping[str, str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: One line of a macro file, as :func:`render` writes it.
+_LINE_RE = re.compile(r"^\\plset\{([^}]*)\}\{(.*)\}$")
+
+
+def read(paths: Sequence[str | Path]) -> dict[str, str]:
+    """The values (key -> LaTeX string) of the macro files ``paths``, as :func:`render` wrote them."""
+    values: dict[str, str] = {}
+    for path in paths:
+        for line in Path(path).read_text().splitlines():
+            m = _LINE_RE.match(line)
+            if m:
+                values[m[1]] = m[2]
+    return values
+
+
+def resolve(tex: str, values: Mapping[str, str]) -> str:
+    """``tex`` with every ``\\plv{key}`` replaced by its value, as the paper prints it (``??key??`` when missing)."""
+    return re.sub(r"\\plv\{([^}]*)\}", lambda m: values.get(m[1], f"??{m[1]}??"), tex)
+
+
 def write(path: str | Path, values: Mapping[str, str], *, inputs: Sequence[str | Path], generator: str) -> Path:
     """Write a macro file and its lineage sidecar; return the file's path."""
     out = lineage.atomic_text(path, render(values))

@@ -32,8 +32,8 @@ from typing import Iterable, Sequence
 import nbformat
 from nbconvert import HTMLExporter
 
-from .. import __version__, evidence, store, study as study_mod
-from . import texhtml
+from .. import __version__, campaign_values, evidence, store, study as study_mod
+from . import macros, texhtml
 from .lineage import atomic_text, chain, fingerprint_id
 
 #: Sample directories listed per campaign page before the list is cut short.
@@ -114,6 +114,8 @@ class _Site:
             self.studies, self.study_error = [], str(exc)
         self.copied: set[Path] = set()
         self.search: list[dict[str, str]] = []
+        #: The paper's inline values (``\\plv`` keys), which generated tables may print.
+        self.values = macros.read(sorted((root / "paper/macros").glob("*.tex")))
 
     def href(self, target: Path, page: Path) -> str:
         """The relative URL from ``page`` (under ``out``) to ``target`` (absolute, or relative to the project)."""
@@ -263,7 +265,7 @@ def _lineage(site: _Site, output: Path, page: Path, machines: dict[str, _Machine
 
 def _tables_html(site: _Site, tex: Path, page: Path) -> str:
     """A generated table file as HTML tables with their captions and notes (the LaTeX source folded below)."""
-    found = texhtml.tables(tex.read_text())
+    found = texhtml.tables(macros.resolve(tex.read_text(), site.values))
     shown = "".join(f"<figure><figcaption>{t.caption}</figcaption>{t.table}"
                     + (f"<p class=\"note\">{t.note}</p>" if t.note else "") + "</figure>" for t in found)
     return (shown or "<p>(no tabular found)</p>") + \
@@ -319,7 +321,8 @@ def _campaign_page(site: _Site, cdir: Path, nb_pages: dict[Path, Path], owner: s
               if not problems else f"<p class=\"bad\">{len(problems)} raw file(s) do not match "
               f"{site.link(cdir / store.MANIFEST, page)}:</p><ul>"
               + "".join(f"<li>{_e(p)}</li>" for p in problems) + "</ul>")
-    factors = "; ".join(f"{_e(k)}: {_e(', '.join(map(str, v)))}" for k, v in spec.get("factors", {}).items())
+    factors = "; ".join(f"{_e(k)}: {_e(', '.join(str(campaign_values.label(level)) for level in v))}"
+                        for k, v in spec.get("factors", {}).items())
     analyses = [a for s in site.studies for a in s.analyses if name in a.reads]
     samples = sorted(p for p in (cdir / "samples").iterdir() if not p.name.startswith(".")) \
         if (cdir / "samples").is_dir() else []
