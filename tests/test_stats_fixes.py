@@ -52,6 +52,19 @@ def test_a_quantity_with_zeros_that_cannot_be_negative_gets_an_interval_cut_at_z
     assert raw["ci_low"] < -1 and row["ci_low"] == -1.0 and row["ci_high"] == raw["ci_high"]
 
 
+def test_a_positive_sample_whose_mean_the_log_scale_interval_misses_gets_students_interval_cut_at_zero():
+    """Jitter of forty samples, two of them twenty times the rest: the modified Cox interval (a log-normal
+    mean) lies below the sample's mean; the interval given is then Student's, cut at 0, around that mean."""
+    x = np.array([0.05] * 38 + [1.0, 1.0]) + np.linspace(0, 0.005, 40)
+    y = np.log(x)
+    m, v, n = y.mean(), y.var(ddof=1), x.size
+    half = 2.0227 * math.sqrt(v / n + v**2 / (2 * (n - 1)))  # t(0.975, 39)
+    assert math.exp(m + v / 2 + half) < x.mean()  # the log-normal interval misses the mean
+    low, high = mean_ci(x, positive=True)
+    assert low < x.mean() < high and low >= 0
+    assert (low, high) == mean_ci(x, nonnegative=True)
+
+
 def test_modified_cox_interval_covers_the_lognormal_mean():
     rng = np.random.default_rng(11)
     draws, n, sigma = 2000, 10, 0.5

@@ -176,8 +176,7 @@ def figure(samples: Mapping[str, pd.DataFrame], result: pd.DataFrame, metrics: S
                 mean, lo, hi = (float(row[c].iloc[0]) / m.scale for c in ("mean", "ci_low", "ci_high"))
                 ax.plot(np.full(x.size, k) + np.linspace(-0.12, 0.12, x.size), x, linestyle="none",
                         marker=marker[sc], markersize=2.5, color="0.55")
-                # a log-scale interval of a skewed positive quantity may leave the sample mean outside it
-                yerr = None if np.isnan(lo) else [[max(mean - lo, 0.0)], [max(hi - mean, 0.0)]]
+                yerr = None if np.isnan(lo) else [[mean - lo], [hi - mean]]  # the interval holds the mean (describe.mean_ci)
                 ax.errorbar([k], [mean], yerr=yerr, marker=marker[sc], color="black",
                             markersize=4, capsize=2, linewidth=0.8)
             ax.set_xticks(range(len(order)), order, rotation=40, ha="right")

@@ -46,6 +46,9 @@ def mean_ci(x: Sequence[float], level: float = 0.95, *, positive: bool = False,
     The modified Cox interval (Olsson 2005) is exp(ȳ + s²/2 ± t(level, n-1) · √(s²/n + s⁴/(2(n-1))))
     with ȳ and s the mean and SD of log x: an interval of the arithmetic mean of a positive,
     right-skewed quantity whose bounds stay positive. With ``positive`` a value <= 0 is refused.
+    When the sample's arithmetic mean lies outside that interval, the log-normal shape it assumes is
+    contradicted by the data (a few large values, two modes), and Student's interval cut at 0 is
+    given instead: it always holds the mean it is the interval of.
     With ``nonnegative`` (a quantity that cannot be negative but may be 0) Student's interval is
     intersected with [0, inf): the true mean lies in it whenever it lies in Student's, so the
     coverage is kept; a value < 0 is refused.
@@ -64,7 +67,10 @@ def mean_ci(x: Sequence[float], level: float = 0.95, *, positive: bool = False,
         y = np.log(x)
         m, v, n = float(np.mean(y)), float(np.var(y, ddof=1)), x.size
         half = stats.t.ppf(0.5 + level / 2, n - 1) * np.sqrt(v / n + v**2 / (2 * (n - 1)))
-        return (float(np.exp(m + v / 2 - half)), float(np.exp(m + v / 2 + half)))
+        low, high = float(np.exp(m + v / 2 - half)), float(np.exp(m + v / 2 + half))
+        if low <= float(np.mean(x)) <= high:
+            return (low, high)
+        return mean_ci(x, level, nonnegative=True)
     if nonnegative and np.any(x < 0):
         raise StatsInputError("mean_ci(nonnegative=True)", "values >= 0 (a quantity that cannot be negative)",
                               f"{int(np.sum(x < 0))} value(s) < 0", "Describe the quantity without nonnegative=True.")
