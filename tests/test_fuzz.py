@@ -25,7 +25,9 @@ from perflab import campaign as campaign_mod, runner, tools
 from perflab.tools.base import ParseError
 
 ROOT = Path(__file__).resolve().parents[1]
-CAMPAIGNS = sorted(p for p in ROOT.glob("**/campaigns/**/*.yaml") if ".git" not in p.parts)
+#: Every campaign file (under campaigns/ and the studies' campaigns/; a glob of the whole tree would walk the
+#: venv and the raw data).
+CAMPAIGNS = sorted([*ROOT.glob("campaigns/**/*.yaml"), *ROOT.glob("studies/**/campaigns/**/*.yaml")])
 FIXTURES = sorted(p for p in (ROOT / "tests/fixtures").glob("*/*") if p.is_file() and p.name != "ORIGIN.md"
                   and p.parent.name != "lab")
 #: Fixture directory -> the adapters whose output it holds.
