@@ -40,7 +40,7 @@ def summary_table(root: str | Path = ".") -> str:
             "\\begin{table}[tbp]\n\\centering\\small\n"
             "\\caption{Every pre-registered question of the five studies and the verdict its data give}"
             "\\label{tab:verdicts-summary}\n"
-            "\\begin{tabular}{@{}p{0.17\\textwidth}lp{0.1\\textwidth}p{0.3\\textwidth}p{0.12\\textwidth}l@{}}\n"
+            "\\begin{tabular}{@{}p{0.15\\textwidth}lp{0.09\\textwidth}p{0.28\\textwidth}p{0.12\\textwidth}l@{}}\n"
             "\\toprule\n"
             "Study & Question & Claim & Metric and contrast & Change & Verdict\\\\\n\\midrule\n"
             + "\n".join(rows) + "\n\\bottomrule\n\\end{tabular}\n\\end{table}\n")
