@@ -152,6 +152,18 @@ def test_verdicts_of_a_study_are_written_as_table_and_macros(tmp_path):
     assert "\\plv{004-aoe-iscsi/verdict/Q1}" in table_text and "Secondary metrics" in table_text
 
 
+def test_a_verdict_table_of_more_than_eight_questions_is_set_in_parts_that_fit_a_page(tmp_path):
+    out = verdicts.write("studies/002-pfsense-neighbour", ROOT, paper_dir=tmp_path, tables={}, inputs=[],
+                         generator="test")
+    text = out["verdicts"].read_text()
+    captions = re.findall(r"\\caption\{([^}]*)\}", text)
+    assert [c.split("(")[-1] for c in captions] == ["questions Q1--Q6)", "questions Q7--Q11)"]
+    assert "\\label{tab:002-pfsense-neighbour-verdicts}" in text and "\\label{tab:002-pfsense-neighbour-verdicts-2}" in text
+    first, second = text.split("\\begin{lrbox}{\\pltabbox}")[1:]
+    assert "\\plv{002-pfsense-neighbour/verdict/Q6}" in first and "verdict/Q7}" not in first
+    assert "\\plv{002-pfsense-neighbour/verdict/Q11}" in second and "verdict/Q6}" not in second
+
+
 @pytest.mark.parametrize("study", SEEDS)
 def test_chapters_take_verdicts_from_macros_only(study):
     """A verdict word typed within a sentence of a claim or question id must come from \\plv."""

@@ -51,7 +51,9 @@ def _tables(tmp_path: Path) -> dict[str, str]:
     out = verdicts.write("studies/003-openstack-opennebula", ROOT, paper_dir=tmp_path, tables={}, inputs=[],
                          generator="test")
     pvalues, claims, _ = recheck.run("003-openstack-opennebula", PUB)
-    return {"verdicts": out["verdicts"].read_text(), "scenarios": _scenario_table(), "grid": _grid_table(),
+    eleven = verdicts.write("studies/002-pfsense-neighbour", ROOT, paper_dir=tmp_path, tables={}, inputs=[],
+                            generator="test")
+    return {"verdicts": out["verdicts"].read_text(), "verdicts-11": eleven["verdicts"].read_text(), "scenarios": _scenario_table(), "grid": _grid_table(),
             "recheck-p": recheck.recheck_table_latex(pvalues, caption="p", label="tab:p"),
             "claims": recheck.claims_table(claims, caption="Claims", label="tab:c")}
 
@@ -62,7 +64,8 @@ def test_the_generated_tables_stand_upright_on_the_papers_text_width(tmp_path):
     shutil.copy(ROOT / "paper" / "perflab.sty", tmp_path / "perflab.sty")
     tables = _tables(tmp_path)
     preamble = (ROOT / "paper" / "main.tex").read_text().split("\\usepackage{perflab}")[0]
-    preamble += "\\usepackage{perflab}\n\\input{macros/003-openstack-opennebula-verdicts.tex}\n"  # the verdict words
+    preamble += ("\\usepackage{perflab}\n\\input{macros/003-openstack-opennebula-verdicts.tex}\n"
+                 "\\input{macros/002-pfsense-neighbour-verdicts.tex}\n")  # the verdict words
     body = "\n".join(f"\\typeout{{perflab-test: {name}}}\n{tex}\n\\clearpage" for name, tex in tables.items())
     (tmp_path / "t.tex").write_text(f"{preamble}\\begin{{document}}\n{body}\n\\end{{document}}\n")
     run = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "t.tex"], cwd=tmp_path,
@@ -76,4 +79,5 @@ def test_the_generated_tables_stand_upright_on_the_papers_text_width(tmp_path):
         elif line.startswith(SIDEWAYS):
             turned.append(current)
     assert turned == [], f"turned sideways: {turned}"
+    assert "Float too large for page" not in log, "a table taller than the page runs past its foot"
     assert "\\plcell" in tables["grid"] and "\\plcell" in tables["scenarios"]  # the means above their intervals

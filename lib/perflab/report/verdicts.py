@@ -101,10 +101,29 @@ def _grouped(notes: list[tuple[str, str]]) -> str:
     return "; ".join(said)
 
 
+#: Questions per part of a verdict table: its rows are two lines high and its two column sets stacked, so
+#: more than this with the notes would run past the page (a float is never broken across pages).
+VERDICT_ROWS = 8
+
+
 def table_tex(study: str, results: list[tuple[qmod.Question, Decision | None, str]], *, caption: str,
               label: str) -> str:
     """The verdict table: one row per question, in declaration order; upright as its two column sets
-    (:data:`ASKED`, :data:`ANSWERED`) when the whole is wider than the text."""
+    (:data:`ASKED`, :data:`ANSWERED`) when the whole is wider than the text. More than :data:`VERDICT_ROWS`
+    questions are set in parts of about equal size (labels ``label``, ``label-2``, ...), each caption naming its
+    questions and each note its own questions' diagnostics."""
+    parts = max(1, -(-len(results) // VERDICT_ROWS))
+    size = max(1, -(-len(results) // parts))
+    chunks = [results[i:i + size] for i in range(0, len(results), size)] or [results]
+    if len(chunks) == 1:
+        return _table_part(study, results, caption=caption, label=label)
+    return "\n".join(_table_part(study, chunk, caption=f"{caption} (questions {chunk[0][0].id}--{chunk[-1][0].id})",
+                                  label=label if k == 0 else f"{label}-{k + 1}") for k, chunk in enumerate(chunks))
+
+
+def _table_part(study: str, results: list[tuple[qmod.Question, Decision | None, str]], *, caption: str,
+                label: str) -> str:
+    """One verdict table of :func:`table_tex`: its questions' rows and notes."""
     rows = []
     for q, d, _ in results:
         where = ", ".join(f"{k} = {v}" for k, v in q.within.items())
