@@ -157,7 +157,7 @@ def test_a_verdict_table_of_more_than_eight_questions_is_set_in_parts_that_fit_a
                          generator="test")
     text = out["verdicts"].read_text()
     captions = re.findall(r"\\caption\{([^}]*)\}", text)
-    assert [c.split("(")[-1] for c in captions] == ["questions Q1--Q6)", "questions Q7--Q11)"]
+    assert [c.split(", ")[-1] for c in captions] == ["questions Q1--Q6", "questions Q7--Q11"]
     assert "\\label{tab:002-pfsense-neighbour-verdicts}" in text and "\\label{tab:002-pfsense-neighbour-verdicts-2}" in text
     first, second = text.split("\\begin{lrbox}{\\pltabbox}")[1:]
     assert "\\plv{002-pfsense-neighbour/verdict/Q6}" in first and "verdict/Q7}" not in first

@@ -117,7 +117,7 @@ def table_tex(study: str, results: list[tuple[qmod.Question, Decision | None, st
     chunks = [results[i:i + size] for i in range(0, len(results), size)] or [results]
     if len(chunks) == 1:
         return _table_part(study, results, caption=caption, label=label)
-    return "\n".join(_table_part(study, chunk, caption=f"{caption} (questions {chunk[0][0].id}--{chunk[-1][0].id})",
+    return "\n".join(_table_part(study, chunk, caption=f"{caption.rstrip('.')}, questions {chunk[0][0].id}--{chunk[-1][0].id}",
                                   label=label if k == 0 else f"{label}-{k + 1}") for k, chunk in enumerate(chunks))
 
 
