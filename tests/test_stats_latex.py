@@ -149,5 +149,15 @@ def test_a_generated_table_typesets_with_true_minus_signs_and_no_e_notation(tmp_
 def test_a_long_table_is_set_in_parts_that_fit_a_page_also_sideways():
     tex = latex_table(pd.DataFrame({"x": [f"r{i}" for i in range(30)], "v": range(30)}), caption="Runs", label="tab:r")
     assert tex.count(r"\plfloat") == 2 and tex.count(r"\midrule") == 2
-    assert r"\caption{Runs (rows 1--24 of 30)}\label{tab:r}}" in tex
-    assert r"\caption{Runs (rows 25--30 of 30)}\label{tab:r-2}}" in tex and "r29 & 29" in tex
+    assert r"\caption{Runs (rows 1--15 of 30)}\label{tab:r}}" in tex  # parts of about equal size
+    assert r"\caption{Runs (rows 16--30 of 30)}\label{tab:r-2}}" in tex and "r29 & 29" in tex
+
+
+def test_a_table_of_two_line_rows_is_set_in_parts_of_half_as_many_rows():
+    """Twenty-three rows of a change above its interval (004's protocol summary ran past its page's foot)."""
+    from perflab.report.latex import cell
+
+    rows = pd.DataFrame({"Workload": [f"w{i}" for i in range(23)], "Change": [cell("+1 %", "[0 %, 2 %]")] * 23})
+    tex = latex_table(rows, caption="Changes", label="tab:c", escape=False)
+    assert tex.count(r"\plfloat") == 2
+    assert r"\caption{Changes (rows 1--12 of 23)}" in tex and r"\caption{Changes (rows 13--23 of 23)}" in tex

@@ -224,6 +224,23 @@ def tabular(df: pd.DataFrame, *, column_format: str | None = None, escape: bool 
 ROWS_PER_PART = 24
 
 
+#: Lines of rows per generated table whose rows stand on several lines (:func:`cell`): what fits an upright
+#: page with its header and note (a float is never broken across pages).
+LINES_PER_PART = 40
+
+
+def row_lines(df: pd.DataFrame) -> int:
+    """The most lines a row of ``df`` stands on: 1, or the lines of its tallest :func:`cell`."""
+    return 1 + max((str(v).count("\\\\{}") for v in df.to_numpy().ravel()), default=0)
+
+
+def part_size(df: pd.DataFrame) -> int:
+    """Rows per part of ``df`` (:data:`ROWS_PER_PART`, fewer for rows of several lines), balanced over the parts."""
+    size = min(ROWS_PER_PART, max(1, LINES_PER_PART // row_lines(df)))
+    parts = max(1, -(-len(df) // size))
+    return -(-len(df) // parts)
+
+
 def row_parts(df: pd.DataFrame, *, caption: str, label: str, size: int = ROWS_PER_PART
               ) -> list[tuple[pd.DataFrame, str, str]]:
     """``df`` in consecutive parts of at most ``size`` rows, each with its caption (saying which rows of
@@ -321,7 +338,8 @@ def latex_table(df: pd.DataFrame, *, caption: str, label: str, notes: Sequence[s
 
     A table of one or two rows and many columns but no column sets is set transposed
     (:func:`_transposed`), upright.
-    A table of more than :data:`ROWS_PER_PART` rows is set in parts (:func:`row_parts`); a part's
+    A table of more than :data:`ROWS_PER_PART` rows (of :data:`LINES_PER_PART` lines when its rows stand on
+    several) is set in parts of about equal size (:func:`row_parts`, :func:`part_size`); a part's
     caption says which rows it holds (escape ``caption`` yourself then, or keep ``escape``).
     A table wider than the text is set as its ``column_sets`` (the columns of narrower tabulars,
     stacked) when each of them fits the text width, else turned sideways whole (the sets stacked
@@ -340,10 +358,10 @@ def latex_table(df: pd.DataFrame, *, caption: str, label: str, notes: Sequence[s
         transposed = _transposed(df, escape=escape)
         return float_table(tabular(transposed, escape=False), caption=esc(caption), label=label,
                            note=" ".join(notes))
-    if len(df) > ROWS_PER_PART:
+    if len(df) > part_size(df):
         return "\n".join(latex_table(part, caption=cap, label=lab, notes=notes, column_format=column_format,
                                       escape=escape, align=align, column_sets=column_sets, narrow=narrow)
-                          for part, cap, lab in row_parts(df, caption=caption, label=label))
+                          for part, cap, lab in row_parts(df, caption=caption, label=label, size=part_size(df)))
     colsep = f"\\setlength{{\\tabcolsep}}{{{NARROW_COLSEP}}}" if narrow else ""
     sets = [colsep + tabular(df[list(cols)], escape=escape, align=align) for cols in column_sets]
     return float_table(colsep + tabular(df, column_format=column_format, escape=escape, align=align),
