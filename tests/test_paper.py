@@ -157,3 +157,7 @@ def test_the_cross_study_summary_has_a_row_per_question_and_types_no_verdict():
     body = table.split("\\midrule", 1)[1]
     for word in ("supported", "contradicted", "equivalent", "inconclusive"):
         assert word not in body.lower(), "a verdict word typed into the summary"
+    studies = {sid for sid, _ in declared}  # each study's counts before the table, from its macros
+    assert table.count("\\item ") == len(studies)
+    for sid in studies:
+        assert f"\\plv{{{sid}/verdicts/questions}} questions" in table and f"\\plv{{{sid}/verdicts/inconclusive}}" in table
