@@ -161,3 +161,16 @@ def test_a_table_of_two_line_rows_is_set_in_parts_of_half_as_many_rows():
     tex = latex_table(rows, caption="Changes", label="tab:c", escape=False)
     assert tex.count(r"\plfloat") == 2
     assert r"\caption{Changes (rows 1--12 of 23)}" in tex and r"\caption{Changes (rows 13--23 of 23)}" in tex
+
+
+def test_the_claims_table_of_study_003_has_each_label_once():
+    """Set in parts once: split before latex_table and again within it, two parts were both labelled ...-2."""
+    import re
+    from pathlib import Path
+
+    from perflab.report import recheck
+
+    root = Path(__file__).resolve().parents[1]
+    _, claims, _ = recheck.run("003-openstack-opennebula", root / "data/raw/published")
+    labels = re.findall(r"\\label\{([^}]*)\}", recheck.claims_table(claims, caption="C", label="tab:c"))
+    assert len(labels) >= 2 and len(labels) == len(set(labels)), labels

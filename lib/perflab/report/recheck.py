@@ -29,8 +29,6 @@ def run(study: str, published_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFra
 
 #: Rows per part of the p-value table: its two column sets, stacked upright, fit one page.
 RECHECK_ROWS = 12
-#: Rows per part of the claims table: rows whose verdict takes up to three lines fit one page.
-CLAIM_ROWS = 16
 
 
 def recheck_table_latex(result: pd.DataFrame, *, caption: str = "Re-check of published p-values",
@@ -77,7 +75,7 @@ def recheck_table_latex(result: pd.DataFrame, *, caption: str = "Re-check of pub
 
 def claims_table(claims: pd.DataFrame, *, caption: str, label: str) -> str:
     """A booktabs table of re-checked percentage claims: stated value, each formula's value, verdict (in parts
-    of :data:`CLAIM_ROWS` rows)."""
+    that fit a page, :func:`perflab.report.latex.part_size`)."""
     formulas = [c for c in claims.columns if c.startswith("pct_") and c != "pct_share"]
     rows = []
     for r in claims.to_dict("records"):
@@ -92,9 +90,8 @@ def claims_table(claims: pd.DataFrame, *, caption: str, label: str) -> str:
     note = ("Each stated percentage recomputed from the published means with every formula a reader might use "
             "(a: the group said to be better, b: the other), per item and aggregated as the text says; "
             "$\\dagger$: no formula reproduces the stated value at its printed precision.")
-    return "\n".join(latex_table(part, caption=cap, label=lab, notes=[note], escape=False, narrow=True)
-                     for part, cap, lab in row_parts(pd.DataFrame(rows), caption=caption, label=label,
-                                                     size=CLAIM_ROWS))
+    # set in parts by latex_table, whose parts follow the lines a row of wrapped verdicts stands on
+    return latex_table(pd.DataFrame(rows), caption=caption, label=label, notes=[note], escape=False, narrow=True)
 
 
 def write(study: str, published_dir: str | Path, paper_dir: str | Path, *, generator: str) -> dict[str, Path]:
