@@ -234,11 +234,15 @@ def row_lines(df: pd.DataFrame) -> int:
     return 1 + max((str(v).count("\\\\{}") for v in df.to_numpy().ravel()), default=0)
 
 
+def balanced_size(n: int, most: int) -> int:
+    """Items per part when ``n`` items go into parts of at most ``most``, as few parts as that allows, of about equal size."""
+    parts = max(1, -(-n // max(1, most)))
+    return max(1, -(-n // parts))
+
+
 def part_size(df: pd.DataFrame) -> int:
     """Rows per part of ``df`` (:data:`ROWS_PER_PART`, fewer for rows of several lines), balanced over the parts."""
-    size = min(ROWS_PER_PART, max(1, LINES_PER_PART // row_lines(df)))
-    parts = max(1, -(-len(df) // size))
-    return -(-len(df) // parts)
+    return balanced_size(len(df), min(ROWS_PER_PART, max(1, LINES_PER_PART // row_lines(df))))
 
 
 def row_parts(df: pd.DataFrame, *, caption: str, label: str, size: int = ROWS_PER_PART

@@ -112,8 +112,7 @@ def table_tex(study: str, results: list[tuple[qmod.Question, Decision | None, st
     (:data:`ASKED`, :data:`ANSWERED`) when the whole is wider than the text. More than :data:`VERDICT_ROWS`
     questions are set in parts of about equal size (labels ``label``, ``label-2``, ...), each caption naming its
     questions and each note its own questions' diagnostics."""
-    parts = max(1, -(-len(results) // VERDICT_ROWS))
-    size = max(1, -(-len(results) // parts))
+    size = latex.balanced_size(len(results), VERDICT_ROWS)
     chunks = [results[i:i + size] for i in range(0, len(results), size)] or [results]
     if len(chunks) == 1:
         return _table_part(study, results, caption=caption, label=label)
