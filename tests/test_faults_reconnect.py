@@ -262,12 +262,16 @@ def test_a_host_gone_silent_is_lost_by_keepalive_not_at_the_reply_deadline(lab2,
         host.owner = owner
         with outage_when(tmp_path / "hit", lab2, "h2", silent=True) as outage:
             with pytest.raises(remote.HostLost) as err:
-                host.run(f"touch {tmp_path / 'hit'}; sleep 100.25", timeout=120)
+                # the leftover runs before the marker, so before the outage (a busy host may be slow to start it)
+                host.run(f"sleep 100.25 & touch {tmp_path / 'hit'}; wait", timeout=120)
             assert outage.began.is_set()
         # the transport noticed (unacknowledged keepalives) while the command ran, not the reply deadline
         assert "no answer" not in err.value.reason and "lost while running" in str(err.value)
         host.reconnect(5)
-        assert any("sleep 100.25" in line for line in host.reap(owner, own_netns=True))
+        left = _owned(owner)
+        assert left, "the command's processes were gone before the reap: the lost connection took them"
+        reaped = host.reap(owner, own_netns=True)
+        assert any("sleep 100.25" in line for line in reaped), f"alive before the reap: {left}; reaped: {reaped}"
     assert _left(owner) == []
 
 
