@@ -36,7 +36,7 @@ def make_project(root: Path, samples: int = 6, notebook: bool = True) -> Path | 
     """
     (root / "Snakefile").write_text("")
     raw = store.RawStore(root / "data/raw", "demo")
-    raw.begin(campaign_record("demo", {"parallel": [1, 4]}, spec={"design": "rmit", "benchmark": {"tool": "iperf3"}}))
+    raw.begin(campaign_record("demo", {"parallel": [1, 4]}, spec={"benchmark": {"tool": "iperf3"}}))  # the default design
     doc, rng = json.loads(FIXTURE.read_text()), np.random.default_rng(7)
     for block in range(samples):
         for pos, p in enumerate((1, 4)):
@@ -144,6 +144,7 @@ def test_the_campaign_page_shows_its_declared_analysis_and_links_raw_manifest_li
                      "studies/demo.html", "machines/h1-2026-11-22-1200.html"):
         assert expected in targets, expected
     assert "All 56 raw files match" in text
+    assert "design <b>rmit</b>" in text, "a campaign that names no design shows the default it ran under"
     assert "How it was measured</h2><p>Campaign demo stored 12 samples" in text
     assert "kernel.boot_id" in text, "the fingerprint difference of block 3 is shown"
     assert "how it was made (lineage)" in text
@@ -242,6 +243,9 @@ def test_a_page_per_declared_study_links_its_data_manifest_campaigns_and_declara
     assert {"files/data/raw/published/MANIFEST.sha256", "files/data/raw/published/ORIGIN.md",
             "files/data/raw/published/003-openstack-opennebula-table3-nas.csv"} <= targets
     assert "All published files match" in page.read_text()
+    pilot = (tmp_path / "reports/studies/001-unnoba-ceph.html").read_text()
+    assert re.search(r"unnoba-fio-qd\b[^<]*(<[^>]*>[^<]*)*?; pilot: decides no question", pilot), "a pilot says so"
+    assert "unnoba-confirm-bs (" in pilot and "unnoba-confirm-bs; pilot" not in pilot
 
 
 def test_a_study_page_shows_an_analysis_whose_outputs_are_named_exactly_after_it(tmp_path):

@@ -150,6 +150,9 @@ def cells(factors: Mapping[str, tuple], crossing: str = "grid",
     return [Cell(i, levels) for i, levels in enumerate(kept)]
 
 
+#: The design of a campaign whose document names none (docs/campaigns.md): randomized multiple interleaved trials.
+DEFAULT_DESIGN = "rmit"
+
 #: Keys of a campaign document that do not change what is measured, left out of its design digest:
 #: the reconnect policy and the permissions a campaign grants (scratch, text, programs).
 NOT_DESIGN = frozenset({"reconnect", "quiet", "scratch", "text", "programs"})
@@ -324,8 +327,8 @@ def from_doc(doc: Mapping[str, Any], source: str) -> Campaign:
             cells={k: tuple(v) for k, v in d.get("cells", {}).items()}) for d in doc.get("services", [])),
         # counts as ints: the schema's "integer" also admits a float with no fraction (2.0, -0.0)
         crossing=doc.get("crossing", "grid"), repetitions=int(doc.get("repetitions", 40)),
-        warmups=int(doc.get("warmups", 1)), design=doc.get("design", "rmit"),
-        seed=_int_or_none(doc.get("seed", None if doc.get("design", "rmit") == "rmit" else 0)),
+        warmups=int(doc.get("warmups", 1)), design=doc.get("design", DEFAULT_DESIGN),
+        seed=_int_or_none(doc.get("seed", None if doc.get("design", DEFAULT_DESIGN) == "rmit" else 0)),
         timeout=doc.get("timeout"), retries=int(doc.get("retries", 1)), source=path, doc=doc,
         settle=None if settle is None else Settle(
             tuple(settle.get("hosts", sorted(doc_roles(doc)))), float(settle["max_load1"]),

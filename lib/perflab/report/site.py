@@ -32,7 +32,7 @@ from typing import Iterable, Sequence
 import nbformat
 from nbconvert import HTMLExporter
 
-from .. import __version__, campaign_values, evidence, store, study as study_mod
+from .. import __version__, campaign, campaign_values, evidence, store, study as study_mod
 from . import macros, texhtml
 from .lineage import atomic_text, chain, fingerprint_id
 
@@ -340,7 +340,7 @@ def _campaign_page(site: _Site, cdir: Path, nb_pages: dict[Path, Path], owner: s
                 "<p class=\"bad\">No study declares this campaign (<code>studies/*/study.yaml</code>).</p>")
     body = (
         declared + f"<p>Tool <b>{_e(spec.get('benchmark', {}).get('tool', record.get('tool', '?')))}</b>, design "
-        f"<b>{_e(spec.get('design', '?'))}</b>, factors {factors or '&ndash;'}; "
+        f"<b>{_e(spec.get('design', campaign.DEFAULT_DESIGN))}</b>, factors {factors or '&ndash;'}; "
         f"{len(samples)} samples stored, {len(failed)} failed attempts kept as evidence.</p>{status}"
         + (f"<h2>How it was measured</h2><p>{_e(measured)}</p>" if measured else "")
         + "<h2>Analyses made from this campaign</h2>"
@@ -428,7 +428,8 @@ def _studies(site: _Site, nb_pages: dict[Path, Path], campaign_pages: dict[str, 
         origin = sorted(p for p in pub.glob(f"{s.id}-ORIGIN.md")) or ([pub / "ORIGIN.md"] if s.published else [])
         runs = "".join(f"<li>{site.link(campaign_pages[c.id], page, c.id) if c.id in campaign_pages else _e(c.id)}"
                        f" ({site.link(site.root / c.file, page, c.file)}"
-                       f"{'' if c.id in campaign_pages else '; not measured yet'})</li>" for c in s.campaigns)
+                       f"{'' if c.id in campaign_pages else '; not measured yet'}"
+                       f"{f'; {_e(c.role)}: decides no question' if c.role else ''})</li>" for c in s.campaigns)
         analyses = "".join(_analysis_section(site, a, nb_pages, page, machines) for a in s.analyses)
         body = (f"<p>Declared in {site.link(site.root / s.declaration, page, s.declaration)}"
                 + (f"; source: <code>{_e(s.source)}</code>" if s.source else "")
