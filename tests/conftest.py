@@ -22,6 +22,8 @@ def pytest_configure(config):
 LAB_FIXTURES = frozenset({"lab", "lab_inventory", "hosts"})
 
 
+# before pytest-xdist's own hook, which reads the marks to name each test after its group (``--dist loadgroup``)
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """In two processes (``--dist loadgroup``), every test of a module with a lab test, or reaching the session
     lab, runs in one process, one after the other (one lab, one campaign at a time); the others share both."""

@@ -119,3 +119,11 @@ def test_a_new_lab_that_fails_half_way_is_removed_again(monkeypatch):
     with pytest.raises(lab_mod.LabError, match=r"did not start; what was made of the new lab was removed again"):
         lab_mod.up(name, 2)
     assert made and leftovers(name) == []
+
+
+def test_under_loadgroup_the_labs_tests_are_one_group(request):
+    """``make test`` runs the lab's tests in one process (``--dist loadgroup``): each test of a lab module carries
+    the group in its id, or pytest-xdist spreads them over both processes (as it did under pytest 9.2)."""
+    if not getattr(request.config.option, "loadgroup", False):
+        pytest.skip("not run by pytest-xdist with --dist loadgroup")
+    assert request.node.nodeid.endswith("@lab"), request.node.nodeid
