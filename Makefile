@@ -6,7 +6,7 @@ PYTHON ?= python3
 BIN := $(abspath $(VENV))/bin
 export PATH := $(BIN):$(PATH)
 CORES ?= 1
-# processes of the test suite (pytest-xdist): the lab's tests run in one of them, one after the other
+# processes of the test suite (pytest-xdist): a lab module's tests run in one of them, one after the other
 TEST_WORKERS ?= 2
 SNAKEMAKE := snakemake --cores $(CORES) --printshellcmds --rerun-incomplete
 
@@ -16,7 +16,7 @@ reproduce: install unlock ## install everything and run the whole pipeline on th
 	$(SNAKEMAKE)
 	@echo "Labs kept up so that a campaign can resume:"; perflab lab list
 
-test: install lint ## install everything, lint, and run the test suite (in TEST_WORKERS processes, the lab's tests in one)
+test: install lint ## install everything, lint, and run the test suite (in TEST_WORKERS processes, each lab module's tests in one)
 	pytest -n $(TEST_WORKERS) --dist loadgroup -m "not alone"
 	pytest -m alone
 

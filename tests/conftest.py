@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from helpers import leftovers
+from helpers import LAB_GROUP, leftovers
 from perflab import inventory, lab as lab_mod, measurelock, remote, tools
 
 
@@ -18,7 +18,7 @@ def pytest_configure(config):
     os.environ.setdefault(measurelock.WAIT_ENV, "600" if parallel else "120")
 
 
-#: Fixtures that bring up or reach the session's lab: a test using one runs in the lab's process.
+#: Fixtures that bring up or reach the session's lab (one per test process, named after it).
 LAB_FIXTURES = frozenset({"lab", "lab_inventory", "hosts"})
 
 
@@ -26,15 +26,17 @@ LAB_FIXTURES = frozenset({"lab", "lab_inventory", "hosts"})
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """In two processes (``--dist loadgroup``), every test of a module with a lab test, or reaching the session
-    lab, runs in one process, one after the other (one lab, one campaign at a time); the others share both."""
+    lab, runs in the same process as the rest of its module, one after the other: a module's lab (and what its
+    module fixtures computed) is brought up once. Two modules' labs may be up at once, each under its own
+    name and addresses; their campaigns take the machine's measurement lock in turn."""
     def module(item):
         return getattr(getattr(item, "module", None), "__name__", None)
 
     lab_modules = {module(item) for item in items
                    if item.get_closest_marker("lab") or LAB_FIXTURES & set(getattr(item, "fixturenames", ()))}
     for item in items:
-        if module(item) in lab_modules - {None}:
-            item.add_marker(pytest.mark.xdist_group("lab"))
+        if (name := module(item)) in lab_modules - {None}:
+            item.add_marker(pytest.mark.xdist_group(f"{LAB_GROUP}{name}"))
 
 
 @pytest.hookimpl(hookwrapper=True)

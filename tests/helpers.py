@@ -14,6 +14,8 @@ import pytest
 from perflab import campaign as campaign_mod, inventory, lab as lab_mod, labspec, records, store, study as study_mod
 from perflab.tools.base import Command, Measurement, Param, Rows, Tool
 
+#: The prefix of the test group (``--dist loadgroup``) of a module with lab tests: ``lab-<module>`` (conftest.py).
+LAB_GROUP = "lab-"
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="the lab needs root (network namespaces, sshd)")
 
 

@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from helpers import ROOT_ONLY, leftovers
+from helpers import LAB_GROUP, ROOT_ONLY, leftovers
 from perflab import inventory, lab as lab_mod, labspec, remote
 
 pytestmark = [ROOT_ONLY, pytest.mark.lab]
@@ -121,9 +121,9 @@ def test_a_new_lab_that_fails_half_way_is_removed_again(monkeypatch):
     assert made and leftovers(name) == []
 
 
-def test_under_loadgroup_the_labs_tests_are_one_group(request):
-    """``make test`` runs the lab's tests in one process (``--dist loadgroup``): each test of a lab module carries
-    the group in its id, or pytest-xdist spreads them over both processes (as it did under pytest 9.2)."""
+def test_under_loadgroup_a_lab_modules_tests_are_one_group(request):
+    """``make test`` runs a lab module's tests in one process (``--dist loadgroup``), its lab brought up once: each
+    carries its module's group in its id, or pytest-xdist spreads them over both processes (as under pytest 9.2)."""
     if not getattr(request.config.option, "loadgroup", False):
         pytest.skip("not run by pytest-xdist with --dist loadgroup")
-    assert request.node.nodeid.endswith("@lab"), request.node.nodeid
+    assert request.node.nodeid.endswith(f"@{LAB_GROUP}{request.module.__name__}"), request.node.nodeid
