@@ -35,8 +35,10 @@ def campaign(root: Path, samples: int) -> Path:
     from perflab import __version__, records, store
 
     s = store.RawStore(root, f"bench{samples}")
-    s.begin(records.CampaignRecord(campaign=s.campaign, design_digest="bench", spec={"factors": {"iodepth": [1, 4]}},
-                                   source="bench", perflab=__version__, python="3", schedule=[], inventory={}))
+    spec = {"campaign": s.campaign, "benchmark": {"tool": "fio"}, "hosts": {"client": "h1"},
+            "factors": {"iodepth": [1, 4]}, "repetitions": samples // 2}  # tidy reads the plan from it
+    s.begin(records.CampaignRecord(campaign=s.campaign, design_digest="bench", spec=spec, source="bench",
+                                   perflab=__version__, python="3", schedule=[], inventory={}))
     out = FIXTURE.read_text()
     with mock.patch("os.fsync"):
         for i in range(samples):

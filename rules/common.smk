@@ -39,12 +39,23 @@ def raw_signature(directory):
     import os
 
     digest = hashlib.sha256()
-    for parent, dirs, names in os.walk(directory):
-        dirs.sort()
-        for name in sorted(names):
-            path = os.path.join(parent, name)
-            st = os.stat(path)
-            digest.update(f"{os.path.relpath(path, directory)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+
+    def visit(path, rel):
+        # os.walk's order (a directory's files by name, then its subdirectories by name), without its
+        # os.path.relpath per file, which took three quarters of the time on the committed raw data
+        files, dirs = [], []
+        for entry in os.scandir(path):
+            if not entry.is_dir():
+                files.append(entry)
+            elif not entry.is_symlink():
+                dirs.append(entry)
+        for entry in sorted(files, key=lambda e: e.name):
+            st = entry.stat()
+            digest.update(f"{rel}{entry.name}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+        for entry in sorted(dirs, key=lambda e: e.name):
+            visit(entry.path, f"{rel}{entry.name}/")
+
+    visit(directory, "")
     return digest.hexdigest()
 
 
