@@ -55,7 +55,8 @@ def raw_signature(directory):
         for entry in sorted(dirs, key=lambda e: e.name):
             visit(entry.path, f"{rel}{entry.name}/")
 
-    visit(directory, "")
+    if os.path.isdir(directory):  # a campaign not measured yet: the digest of no files, as before it is
+        visit(directory, "")
     return digest.hexdigest()
 
 
