@@ -34,7 +34,7 @@ from measure import Result, spread
 
 from perflab import campaign as campaign_mod, inventory, lab, remote, runner, tools
 from perflab.records import read_sample
-from perflab.tools.base import Command, Measurement, Rows, Tool
+from perflab.tools.base import Command, Measurement, Param, Rows, Tool
 
 SAMPLES = 40
 SECONDS = 0.06
@@ -48,6 +48,7 @@ class Sleep(Tool):
 
     name = "bench-sleep"
     roles = ("client",)
+    params = (Param("seconds", "number", SECONDS, "s", "how long the sample sleeps"),)
 
     def commands(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> list[Command]:
         """One ``sleep`` of the campaign's ``seconds``."""
@@ -66,7 +67,7 @@ class Sleep(Tool):
 
 def _campaign(tmp: Path, name: str, *, lean: bool, seconds: float = SECONDS, n: int = SAMPLES) -> Any:
     path = tmp / f"{name}.yaml"
-    path.write_text(f"version: 1\ncampaign: {name}\nbenchmark: {{tool: bench-sleep}}\n"
+    path.write_text(f"format: 1\ncampaign: {name}\nbenchmark: {{tool: bench-sleep}}\n"
                     f"hosts: {{client: h1}}\nfactors: {{seconds: [{seconds}]}}\nrepetitions: {n}\nwarmups: 0\nseed: 1\n"
                     f"fingerprints: {str(not lean).lower()}\nmonitors: {str(not lean).lower()}\n")
     return campaign_mod.load(path)
