@@ -127,6 +127,10 @@ def test_fingerprints_report_an_mtu_change_made_by_a_setup_step(probe, lab_inven
     assert {"key": "net.eth0.mtu", "before": 1400, "after": 1500, "hosts": ["h1", "h2"]} in first["between_hosts_after"]
     assert second["changed"] == [] and second["since_previous_block"] == []
     assert json.loads((summary.raw_dir / "blocks/1/fingerprint-before-h1.json").read_text())["facts"]["net.eth0.mtu"] == 1400
+    h2_after = json.loads((summary.raw_dir / "blocks/0/fingerprint-after-h2.json").read_text())
+    assert h2_after["facts_from"] == "blocks/0/fingerprint-before-h2.json", "h2 did not change: its digest held"
+    h1_after = json.loads((summary.raw_dir / "blocks/0/fingerprint-after-h1.json").read_text())
+    assert "facts_from" not in h1_after, "h1's MTU moved its digest: probed in full"
     assert "block 0: h1: net.eth0.mtu changed from 1500 to 1400" in out.read_text()
 
 

@@ -116,6 +116,27 @@ def test_the_duration_is_the_commands_own_on_the_host(agent):
     assert 0.2 <= reply.seconds <= elapsed, "measured around the command, inside the controller's round trip"
 
 
+def test_the_command_reads_dev_null_not_the_agents_clock_pipe(agent):
+    reply = agent.run("cat; echo done; ls -l /proc/$$/fd/0", timeout=20)
+    assert reply.out.startswith(b"done\n") and reply.out.rstrip().endswith(b"/dev/null"), reply.out
+
+
+def test_a_command_whose_cgroup_cannot_be_joined_does_not_run(tmp_path):
+    (tmp_path / "cg").mkdir()
+    (tmp_path / "cg" / "cgroup.procs").mkdir()  # a directory: the shell's echo into it fails
+    reply = executor.run_here(f"touch {tmp_path}/ran", cgroup=str(tmp_path / "cg"))
+    assert reply.exit_code == 125 and not (tmp_path / "ran").exists()
+
+
+def test_a_timed_command_leaves_no_thread_behind():
+    import threading
+
+    before = threading.active_count()
+    assert executor.run_here("true", timeout=30).exit_code == 0
+    assert executor.run_here("sleep 30", timeout=0.2).exit_code == executor_timeout()
+    assert threading.active_count() == before, "the timeout's timer thread ended with its command"
+
+
 def test_a_host_without_python3_has_no_agent():
     chan = PipeChannel(["sh", "-c", "echo 'sh: 1: python3: not found' >&2; exit 127"])
     assert executor.Agent(chan).ready() is False

@@ -272,9 +272,9 @@ def test_diff_refuses_fingerprints_of_two_hosts():
         fingerprint.diff(_fp("h1"), _fp("h2"))
 
 
-@pytest.mark.parametrize("record", [{"schema": 2, "facts": {}}, {"facts": {}}, [1, 2]])
+@pytest.mark.parametrize("record", [{"schema": 3, "facts": {}}, {"facts": {}}, [1, 2]])
 def test_records_of_another_schema_are_refused_with_the_way_out(record):
-    with pytest.raises(FingerprintError, match="expected a fingerprint with 'schema': 1.*collect"):
+    with pytest.raises(FingerprintError, match=r"expected a fingerprint with 'schema' one of \(1, 2\).*collect"):
         fingerprint.diff(record, _fp("h1"))
 
 
@@ -300,12 +300,43 @@ def test_compare_hosts_of_one_host_is_empty():
 def test_collect_on_this_machine_without_ssh():
     host = remote.Host(inventory.HostEntry("fpclocal", "127.0.0.1", local=True))
     fp = fingerprint.collect(host, interfaces=("lo",), tools=("fio",))
-    assert fp["schema"] == 1 and fp["host"] == "fpclocal"
+    assert fp["schema"] == fingerprint.SCHEMA and fp["host"] == "fpclocal"
     assert fp["facts"]["cpu.count"] == os.cpu_count()
     assert fp["facts"]["net.lo.mtu"] == int(open("/sys/class/net/lo/mtu").read())
     assert json.loads(json.dumps(fp)) == fp
 
 
+
+
+def test_a_later_fingerprint_reuses_the_facts_while_the_digest_holds_and_probes_again_when_it_moves(monkeypatch):
+    """The digest stands for the facts: equal digests give the earlier probe's facts (saying so), and a fact
+    the digest reads changing (here the clock source, as a file the digest script reads) costs a full probe."""
+    host = remote.Host(inventory.HostEntry("fpdigest", "127.0.0.1", local=True))
+    full = fingerprint.collect(host, interfaces=("lo",), tools=("fio",))
+    assert "facts_from" not in full and len(full["digest"]) == 64
+    again = fingerprint.collect(host, interfaces=("lo",), tools=("fio",), known=("blocks/0/fp-h1.json", full))
+    assert again["facts_from"] == "blocks/0/fp-h1.json" and again["digest"] == full["digest"]
+    assert again["facts"] == full["facts"] and again["state"]["uptime_s"] >= full["state"]["uptime_s"]
+    assert fingerprint.diff(full, again) == []
+    chained = fingerprint.collect(host, interfaces=("lo",), tools=("fio",), known=("blocks/1/fp-h1.json", again))
+    assert chained["facts_from"] == "blocks/0/fp-h1.json", "always names the full probe"
+    moved = {**full, "digest": "0" * 64}
+    probed = fingerprint.collect(host, interfaces=("lo",), tools=("fio",), known=("blocks/0/fp-h1.json", moved))
+    assert "facts_from" not in probed and probed["digest"] == full["digest"]
+
+
+def test_the_digest_reads_what_can_change_without_a_reboot():
+    out = remote.Host(inventory.HostEntry("fpd", "127.0.0.1", local=True)).run(
+        fingerprint.digest_script(("lo",), ("fio",))).stdout
+    sections = fingerprint.split_sections(out)
+    assert open("/proc/sys/kernel/random/boot_id").read().strip() in sections["digest.kernel"]
+    assert "MemTotal:" in sections["digest.memory"] and "Cpus_allowed_list:" in sections["digest.affinity"]
+    assert '"ifname":"lo"' in sections["link:lo"]
+    base = fingerprint.digest(out, ("lo",))
+    changed = out.replace(sections["digest.memory"], sections["digest.memory"].replace("MemTotal:", "MemTotal: 1"))
+    assert fingerprint.digest(changed, ("lo",)) != base
+    assert fingerprint.digest(out.replace('"mtu":65536', '"mtu":1500'), ("lo",)) != base
+    assert fingerprint.digest(out.replace(sections["uptime"], "1.00 2.00"), ("lo",)) == base, "state is not digested"
 
 
 @pytest.mark.lab

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import secrets
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -134,6 +135,30 @@ def test_a_hosts_monitor_files_are_stored_as_one_archive_the_same_bytes_each_tim
     assert store.pack_monitors(dict(files)) == stored  # no owner or time in the archive
     with pytest.raises(ValueError, match="h1: not a complete tar.xz archive"):
         store.unpack_monitors(stored["monitors/h1.tar.xz"][:40], "h1")  # type: ignore[index]
+
+
+def test_an_archive_is_compressed_as_tightly_as_xz_9_and_xz_reads_it(tmp_path):
+    """The dictionary is sized to the data (a 64 MiB one costs most of a small archive's time), which must not
+    cost compression: the archive is no larger than tarfile's own ``w:xz`` at preset 9, and ``xz`` unpacks it."""
+    import io
+    import lzma
+    import tarfile
+
+    from perflab import store
+
+    sar = "".join(f'{{"cpu": {i % 7}, "usr": {i * 0.37:.2f}, "idle": {99 - i % 13}}}\n' for i in range(4000))
+    stored = store.pack_monitors({"monitors/h1/sar.json": sar})["monitors/h1.tar.xz"]
+    assert isinstance(stored, bytes)
+    reference = io.BytesIO()
+    with tarfile.open(fileobj=reference, mode="w:xz", format=tarfile.PAX_FORMAT, preset=9) as tar:
+        info = tarfile.TarInfo("sar.json")
+        info.size, info.mode, info.mtime = len(sar.encode()), 0o644, 0
+        tar.addfile(info, io.BytesIO(sar.encode()))
+    assert len(stored) <= len(reference.getvalue())
+    assert lzma.decompress(stored) == lzma.decompress(reference.getvalue()), "the same tar stream inside"
+    (tmp_path / "h1.tar.xz").write_bytes(stored)
+    subprocess.run(["tar", "xJf", "h1.tar.xz"], cwd=tmp_path, check=True)
+    assert (tmp_path / "sar.json").read_text() == sar
 
 
 def test_the_hosts_monitors_start_together_and_a_failed_start_stops_the_others(monkeypatch):

@@ -44,3 +44,43 @@ def test_a_changed_raw_byte_stops_the_pipeline_naming_the_file(tmp_path):
     assert stopped.returncode != 0
     out = stopped.stdout + stopped.stderr
     assert f"samples/{sample.name}/stdout" in out and "checksum differs" in out, out[-3000:]
+
+
+def _raw_signature():
+    """``raw_signature`` from rules/common.smk (a Snakemake file: the function's own text is taken out of it)."""
+    text = (ROOT / "rules/common.smk").read_text()
+    start = text.index("def raw_signature(")
+    end = text.index("\ndef ", start + 1)
+    namespace: dict = {}
+    exec(compile(text[start:end], "rules/common.smk", "exec"), namespace)
+    return namespace["raw_signature"]
+
+
+def _walk_signature(directory: Path) -> str:
+    """The signature as first written, with os.walk: what every committed stamp was made against."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for parent, dirs, files in os.walk(directory):
+        dirs.sort()
+        rel = os.path.relpath(parent, directory)
+        for name in sorted(files):
+            st = os.stat(os.path.join(parent, name))
+            digest.update(f"{'' if rel == '.' else rel + '/'}{name}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return digest.hexdigest()
+
+
+def test_the_raw_signature_is_os_walks_and_moves_with_a_touched_file(tmp_path):
+    import hashlib
+
+    signature = _raw_signature()
+    assert signature(str(tmp_path / "not-measured")) == hashlib.sha256().hexdigest(), "a missing directory: no files"
+    raw = tmp_path / "raw"
+    for rel in ("z.json", "a/stdout", "a/b/meta.json", "b.txt", "a-b/x", "A/y"):
+        (raw / rel).parent.mkdir(parents=True, exist_ok=True)
+        (raw / rel).write_text(rel)
+    first = signature(str(raw))
+    assert first == _walk_signature(raw), "files of a directory before its subdirectories, each by name"
+    st = (raw / "a/b/meta.json").stat()
+    os.utime(raw / "a/b/meta.json", ns=(st.st_atime_ns, st.st_mtime_ns + 1000))
+    assert signature(str(raw)) != first, "a file written again (same size, a new time) moves it"

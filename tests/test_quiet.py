@@ -55,6 +55,14 @@ def test_a_scan_of_the_processes_tells_the_kernels_threads_from_user_processes()
     assert kthreadd and procs[kthreadd[0]].kernel
 
 
+def test_processes_in_the_labs_or_perflabs_own_cgroups_are_not_the_machines_other_load():
+    lab = "0::/perflab/l1/h1/perflab-x/h1/c-1\n"
+    own = "12:cpu,cpuacct:/perflab-own/4242\n0::/\n"
+    other = "4:memory:/process_api/abc\n0::/user.slice/perflab-notes\n1:name=systemd:/perflab\n"
+    assert contention._OURS.search(lab) and contention._OURS.search(own)
+    assert not contention._OURS.search(other)
+
+
 def _reading(t, *, some=0.0, busy=0, steal=0, total=0, lab=None, own=None, load1=0.5, psi=True):
     pressure = {r: ({"some": some, "full": 0.0} if psi else {}) for r in contention.PRESSURE}
     return Reading(t=t, pressure=pressure, load1=load1, busy=busy, steal=steal, total=total, cpus=2, lab=lab, own=own)

@@ -12,12 +12,19 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 MARK = b"__PERFLAB_AGENT__"
 #: How a command runs: its text reaches ``sh`` in the environment, so no process's command line
 #: holds it (``pgrep -f`` on a host finds the command's own processes, never the shell around it).
-EVAL = 'c=$PERFLAB_COMMAND; unset PERFLAB_COMMAND; eval "$c"'
+#: Given a cgroup, the shell joins it first (``cgroup.procs`` in ``PERFLAB_JOIN``), so that nothing the
+#: command starts is outside it (a refused join is exit status 125 and the command does not run); then
+#: it writes one byte to its standard input, a pipe whose other end the agent reads to start the
+#: command's clock (a cgroup migration can take tens of milliseconds: it stays out of the duration),
+#: and the command gets /dev/null as its standard input.
+EVAL = ('c=$PERFLAB_COMMAND; j=$PERFLAB_JOIN; unset PERFLAB_COMMAND PERFLAB_JOIN; '
+        'if [ -n "$j" ]; then echo $$ > "$j" || exit 125; fi; printf . >&0; exec 0</dev/null; eval "$c"')
 #: Exit statuses of a command the agent stopped: TERM sufficed (as GNU timeout), or KILL was needed.
 STOPPED, KILLED = 124, 128 + 9
 
@@ -47,18 +54,25 @@ def _gone(pid):
 
 
 def sweep(tag, wait=2.0):
-    """Kill every process still tagged with a command's ``tag``; wait (``wait`` s at most) until they are gone."""
-    pids = tagged(tag)
-    for pid in pids:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
+    """Kill every process still tagged with a command's ``tag``; wait (``wait`` s at most) until they are gone.
+
+    A process in the middle of an exec shows no environment for that moment, so the scan is
+    repeated until two scans in a row find nothing tagged.
+    """
     end = time.monotonic() + wait
-    while pids and time.monotonic() < end:
-        pids = [p for p in pids if not _gone(p)]
-        if pids:
-            time.sleep(0.005)
+    clean = 0
+    while clean < 2 and time.monotonic() < end:
+        pids = tagged(tag)
+        clean = 0 if pids else clean + 1
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        while pids and time.monotonic() < end:
+            pids = [p for p in pids if not _gone(p)]
+            if pids:
+                time.sleep(0.005)
 
 
 def _procs(directory):
@@ -121,9 +135,10 @@ def run(req):
     The command runs in a session of its own with stdin from /dev/null (and, given ``cgroup``, in
     that cgroup, made for it and joined before it runs); at ``timeout`` its process group gets TERM,
     then KILL after ``kill_after``. When the command ends, what is left in its cgroup is killed and
-    the cgroup removed, and, for a timed command, processes that left the group but still carry its
-    ``tag`` are killed. The seconds are the command's own, taken here
-    around its process alone.
+    the cgroup removed; without a cgroup, a timed command's processes that left its group but still
+    carry its ``tag`` are killed. The seconds are the command's own: from the moment its shell,
+    in its cgroup, is about to run it to the moment it exits (a blocking wait, no polling); making
+    the cgroup, joining it and the cleanup fall outside them.
     """
     env = dict(os.environ)
     env.update(req.get("env") or {})
@@ -132,42 +147,78 @@ def run(req):
         env["PERFLAB_TAG"] = req["tag"]
     timeout = req.get("timeout")
     cgroup = req.get("cgroup")
-    enter = None
     if cgroup:  # the command's own cgroup, joined before it runs: nothing it starts can leave it
         os.makedirs(cgroup, exist_ok=True)
-        procs = os.path.join(cgroup, "cgroup.procs")
-
-        def enter():
-            with open(procs, "w") as fh:
-                fh.write(str(os.getpid()))
+        env["PERFLAB_JOIN"] = os.path.join(cgroup, "cgroup.procs")
     # Output goes to files, not pipes: a child the command leaves in the background keeps a pipe
     # open, and the reply would wait for it; the command is done when its own process exits.
-    with tempfile.TemporaryFile() as out_file, tempfile.TemporaryFile() as err_file:
-        start = time.monotonic()
-        proc = subprocess.Popen(["sh", "-c", EVAL], stdin=subprocess.DEVNULL, stdout=out_file,
-                                stderr=err_file, env=env, start_new_session=True, preexec_fn=enter)
-        try:
-            rc = proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            _signal_group(proc, signal.SIGTERM)
-            try:
-                proc.wait(timeout=req.get("kill_after", 5))
-                rc = STOPPED
-            except subprocess.TimeoutExpired:
-                _signal_group(proc, signal.SIGKILL)
-                proc.wait()
-                rc = KILLED
-        seconds = time.monotonic() - start
-        out_file.seek(0)
-        err_file.seek(0)
-        out, err = out_file.read(), err_file.read()
-    if rc < 0:  # killed by a signal: the status a shell reports
+    clock, told = os.pipe()
+    try:
+        with tempfile.TemporaryFile() as out_file, tempfile.TemporaryFile() as err_file:
+            proc = subprocess.Popen(["sh", "-c", EVAL], stdin=told, stdout=out_file,
+                                    stderr=err_file, env=env, start_new_session=True)
+            os.close(told)
+            told = -1
+            guard = _Deadline(proc, timeout, req.get("kill_after", 5))
+            os.read(clock, 1)  # the shell is in its cgroup and about to run the command (or has exited)
+            start = time.monotonic()
+            os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)  # exited, not yet reaped: its pid stays its own
+            seconds = time.monotonic() - start
+            stopped = guard.ended()
+            rc = proc.wait()
+            out_file.seek(0)
+            err_file.seek(0)
+            out, err = out_file.read(), err_file.read()
+    finally:
+        for fd in (clock, told):
+            if fd >= 0:
+                os.close(fd)
+    if stopped is not None:
+        rc = stopped
+    elif rc < 0:  # killed by a signal: the status a shell reports
         rc = 128 - rc
     if cgroup:
         kill_cgroup(cgroup)
-    if req.get("tag") and timeout is not None:
+    elif req.get("tag") and timeout is not None:
         sweep(req["tag"])
     return rc, out, err, seconds
+
+
+class _Deadline:
+    """A command's timeout, kept by a timer thread while the agent waits for the command to exit:
+    TERM to its process group at ``timeout``, KILL ``kill_after`` seconds later if it is still there."""
+
+    def __init__(self, proc, timeout, kill_after):
+        self.proc, self.kill_after = proc, kill_after
+        self.lock = threading.Lock()
+        self.done = threading.Event()
+        self.status = None  # STOPPED or KILLED once the deadline acted
+        self.timer = None
+        if timeout is not None:
+            self.timer = threading.Thread(target=self._expire, args=(timeout,), daemon=True)
+            self.timer.start()
+
+    def _signal(self, sig, status):
+        with self.lock:  # never after ended(): the process may be reaped and its pid reused
+            if self.done.is_set():
+                return False
+            _signal_group(self.proc, sig)
+            self.status = status
+            return True
+
+    def _expire(self, timeout):
+        if self.done.wait(timeout) or not self._signal(signal.SIGTERM, STOPPED):
+            return
+        if not self.done.wait(self.kill_after):
+            self._signal(signal.SIGKILL, KILLED)
+
+    def ended(self):
+        """Call when the command has exited (before reaping it): stop the timer; return STOPPED, KILLED or None."""
+        with self.lock:
+            self.done.set()
+        if self.timer is not None:
+            self.timer.join()
+        return self.status
 
 
 def main():

@@ -310,6 +310,7 @@ def from_doc(doc: Mapping[str, Any], source: str) -> Campaign:
     recorded); nothing is checked again, so a record keeps reading under newer, stricter checks."""
     path = source
     settle = doc.get("settle")
+    design = doc.get("design", DEFAULT_DESIGN)
     groups = tuple(dict(g) for g in doc.get("groups", []))
     return Campaign(
         name=doc["campaign"], tool=doc["benchmark"]["tool"], params=doc["benchmark"].get("params", {}),
@@ -327,8 +328,9 @@ def from_doc(doc: Mapping[str, Any], source: str) -> Campaign:
             cells={k: tuple(v) for k, v in d.get("cells", {}).items()}) for d in doc.get("services", [])),
         # counts as ints: the schema's "integer" also admits a float with no fraction (2.0, -0.0)
         crossing=doc.get("crossing", "grid"), repetitions=int(doc.get("repetitions", 40)),
-        warmups=int(doc.get("warmups", 1)), design=doc.get("design", DEFAULT_DESIGN),
-        seed=_int_or_none(doc.get("seed", None if doc.get("design", DEFAULT_DESIGN) == "rmit" else 0)),
+        warmups=int(doc.get("warmups", 1)), design=design,
+        # a randomized order draws its seed at the first run unless one is given; a fixed order needs none
+        seed=_int_or_none(doc.get("seed", None if design == "rmit" else 0)),
         timeout=doc.get("timeout"), retries=int(doc.get("retries", 1)), source=path, doc=doc,
         settle=None if settle is None else Settle(
             tuple(settle.get("hosts", sorted(doc_roles(doc)))), float(settle["max_load1"]),

@@ -43,6 +43,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields, replace
@@ -196,11 +197,20 @@ class Reading:
 
 
 def _read(path: str | Path) -> str | None:
+    """A small kernel file's text, None when it cannot be read (os-level reads: a scan reads hundreds per sample)."""
     try:
-        with open(path, "rb") as fh:
-            return fh.read().decode("ascii", "replace")
+        fd = os.open(path, os.O_RDONLY)
     except OSError:
         return None
+    chunks = []
+    try:
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return b"".join(chunks).decode("ascii", "replace")
 
 
 def parse_pressure(text: str | None) -> dict[str, float]:
@@ -334,16 +344,23 @@ def processes() -> dict[int, Proc]:
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit() or int(entry.name) == me:
             continue
-        stat, groups = _read(f"/proc/{entry.name}/stat"), _read(f"/proc/{entry.name}/cgroup")
-        if not stat or groups is None:
-            continue
-        if any(line.split(":", 2)[-1].startswith((f"/{LAB_CGROUP}/", f"/{OWN_CGROUP}/"))
-               for line in groups.splitlines()):
+        stat = _read(f"/proc/{entry.name}/stat")
+        if not stat:
             continue
         name, rest = stat[stat.find("(") + 1:stat.rfind(")")], stat[stat.rfind(")") + 2:].split()
-        if len(rest) > 12:
-            out[int(entry.name)] = Proc(name, int(rest[11]) + int(rest[12]), bool(int(rest[6]) & PF_KTHREAD))
+        if len(rest) <= 12:
+            continue
+        kernel = bool(int(rest[6]) & PF_KTHREAD)
+        if not kernel:  # a kernel thread is in no lab's cgroup: its cgroup file is not read
+            groups = _read(f"/proc/{entry.name}/cgroup")
+            if groups is None or _OURS.search(groups):
+                continue
+        out[int(entry.name)] = Proc(name, int(rest[11]) + int(rest[12]), kernel)
     return out
+
+
+#: A ``/proc/<pid>/cgroup`` line of a process in the lab's or perflab's own cgroups.
+_OURS = re.compile(rf"^[^:\n]*:[^:\n]*:/(?:{re.escape(LAB_CGROUP)}|{re.escape(OWN_CGROUP)})/", re.MULTILINE)
 
 
 # --- perflab's own cgroup ---------------------------------------------------------------------

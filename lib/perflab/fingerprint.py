@@ -20,13 +20,26 @@ diffed; ``versions`` keeps each tool's first banner line verbatim. Across hosts,
 :func:`compare_hosts` checks only the short explicit list :data:`MATCH_KEYS`, as
 pyperf does before merging runs. Interfaces are compared by name.
 
-Format history (the ``schema`` key): 1, first version.
+A fingerprint after the first of a session need not probe everything again: ``collect(...,
+known=...)`` first runs :func:`digest_script`, which reads the facts that can change without a
+reboot from ``/proc`` and ``/sys`` with shell builtins and runs only ``ip``, ``tc`` and ``ethtool``
+per interface and one ``ls`` of the tools' programs (no tool is started); when the digest of its
+output equals the digest the earlier, full fingerprint took in the same round trip as its facts,
+the new fingerprint says so (``facts_from``: the file of that full fingerprint; ``digest``) and
+carries that fingerprint's facts and versions with its own ``state``. Only a changed digest costs
+a full probe. What the digest leaves out can change only with a reboot (a new ``kernel.boot_id``,
+which it reads) or a new interface (a new ``ip link`` index): the CPU's model and topology, the
+interfaces' drivers and the tools' version banners (it reads their programs' inode, size and time).
+
+Format history (the ``schema`` key): 1, first version; 2, ``digest`` in every fingerprint and, in a
+fingerprint that reused an earlier one's facts, ``facts_from``. Readers accept both.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import fnmatch
+import hashlib
 import json
 import re
 import shlex
@@ -40,7 +53,9 @@ if TYPE_CHECKING:
     from .remote import Host
 
 #: Version of the fingerprint format; bump it (and extend the history above) on any change.
-SCHEMA = 1
+SCHEMA = 2
+#: The versions readers accept (see the history above).
+SCHEMAS = (1, 2)
 
 #: Facts that must be equal across hosts compared in one analysis (fnmatch patterns).
 #: Host identity, boot id, command line, memory size and CPU vulnerabilities may
@@ -79,6 +94,29 @@ _HOST_SECTIONS: dict[str, str] = {
     "uptime": "cat /proc/uptime",
     "loadavg": "cat /proc/loadavg",
 }
+
+#: A shell function printing files with builtins only (no process per file): ``r FILE...``, unreadable ones skipped.
+_READ_FUNCTION = ('r() { for f; do [ -r "$f" ] && while IFS= read -r l || [ -n "$l" ]; do printf \'%s\\n\' "$l"; '
+                  'done < "$f"; done; }\n')
+
+#: Sections of the digest (:func:`digest_script`): what can change without a reboot, read with builtins.
+_DIGEST_SECTIONS: dict[str, str] = {
+    "digest.kernel": "r /proc/sys/kernel/hostname /proc/sys/kernel/osrelease /proc/sys/kernel/version /proc/cmdline "
+                     "/proc/sys/kernel/random/boot_id /etc/os-release",
+    "digest.cpu": "r /sys/devices/system/cpu/online /sys/devices/system/cpu/isolated /sys/devices/system/cpu/smt/control "
+                  "/sys/devices/system/cpu/cpufreq/boost /sys/devices/system/cpu/intel_pstate/no_turbo "
+                  "/sys/devices/system/cpu/cpu0/cpufreq/scaling_driver /sys/devices/system/cpu/cpu0/microcode/version "
+                  "/sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_governor "
+                  "/sys/devices/system/cpu/vulnerabilities/*",
+    "digest.affinity": "while IFS= read -r l; do case $l in Cpus_allowed_list:*) printf '%s\\n' \"$l\";; esac; "
+                       "done < /proc/self/status",
+    "digest.memory": "r /sys/kernel/mm/transparent_hugepage/enabled "
+                     "/sys/devices/system/clocksource/clocksource0/current_clocksource; "
+                     "while IFS= read -r l; do case $l in MemTotal:*|SwapTotal:*|HugePages_Total:*|Hugepagesize:*) "
+                     "printf '%s\\n' \"$l\";; esac; done < /proc/meminfo",
+}
+#: The ``state`` a digest-only fingerprint records, read with builtins.
+_DIGEST_STATE: dict[str, str] = {"uptime": "r /proc/uptime", "loadavg": "r /proc/loadavg"}
 
 _MARKER = "@@perflab "
 _SECTION_RE = re.compile(rf"^{_MARKER}(\S+)$", re.MULTILINE)
@@ -146,19 +184,13 @@ def script(interfaces: Sequence[str] = ("eth0",), tools: Sequence[str] = ()) -> 
 
     ``tools`` are adapter names (see :mod:`perflab.tools`); each adds its adapter's
     ``version_command`` when that command's program exists on the host. A tool without a
-    version command (parse-only tools, /proc readers) adds nothing.
+    version command (parse-only tools, /proc readers) adds nothing. The script also prints
+    the sections of :func:`digest_script`, so that a full fingerprint carries its digest.
     """
     commands = {name: f"{{ {cmd} ; }} 2>/dev/null" for name, cmd in _HOST_SECTIONS.items()}
     for iface in interfaces:
-        _check_name(iface, "interface")
-        q = shlex.quote(iface)
-        commands |= {
-            f"link:{iface}": f"ip -j -d link show dev {q} 2>/dev/null",
-            f"speed:{iface}": f"cat /sys/class/net/{q}/speed 2>/dev/null",
-            f"qdisc:{iface}": f"tc -j qdisc show dev {q} 2>/dev/null",
-            f"driver:{iface}": f"readlink /sys/class/net/{q}/device/driver 2>/dev/null",
-            f"offload:{iface}": f"ethtool -k {q} 2>/dev/null",
-        }
+        commands |= _interface_sections(iface)
+        commands[f"driver:{iface}"] = f"readlink /sys/class/net/{shlex.quote(iface)}/device/driver 2>/dev/null"
     for name in tools:
         _check_name(name, "tool")
         tool = _adapter(name)
@@ -166,7 +198,49 @@ def script(interfaces: Sequence[str] = ("eth0",), tools: Sequence[str] = ()) -> 
         if argv:
             commands[f"tool:{tool.name}"] = (f"if command -v {shlex.quote(argv[0])} >/dev/null 2>&1; then "
                                              f"{{ {shlex.join(argv)} ; }} </dev/null 2>&1 | head -n 5; fi")
-    return sectioned(commands)
+    return _READ_FUNCTION + sectioned(commands | _digest_commands(tools))
+
+
+def digest_script(interfaces: Sequence[str] = ("eth0",), tools: Sequence[str] = ()) -> str:
+    """The cheap script whose output :func:`digest` reduces to one value (see the module docstring)."""
+    commands: dict[str, str] = {}
+    for iface in interfaces:
+        commands |= _interface_sections(iface)
+    state = {name: f"{{ {cmd} ; }} 2>/dev/null" for name, cmd in _DIGEST_STATE.items()}
+    return _READ_FUNCTION + sectioned(commands | _digest_commands(tools) | state)
+
+
+def _interface_sections(iface: str) -> dict[str, str]:
+    """The sections reading one interface's settings (those the digest shares with the full script)."""
+    _check_name(iface, "interface")
+    q = shlex.quote(iface)
+    return {f"link:{iface}": f"ip -j -d link show dev {q} 2>/dev/null",
+            f"speed:{iface}": f"{{ r /sys/class/net/{q}/speed ; }} 2>/dev/null",
+            f"qdisc:{iface}": f"tc -j qdisc show dev {q} 2>/dev/null",
+            f"offload:{iface}": f"ethtool -k {q} 2>/dev/null"}
+
+
+def _digest_commands(tools: Sequence[str]) -> dict[str, str]:
+    """The host-wide digest sections, and the inode, size and time of the ``tools``' programs."""
+    commands = {name: f"{{ {cmd} ; }} 2>/dev/null" for name, cmd in _DIGEST_SECTIONS.items()}
+    programs = sorted({_adapter(t).version_command[0] for t in tools if _adapter(t).version_command})
+    if programs:
+        names = " ".join(shlex.quote(p) for p in programs)
+        commands["digest.programs"] = (f"{{ set -- $(command -v {names}); [ $# -eq 0 ] || ls -lLi --full-time -- \"$@\" "
+                                       f"|| ls -lLi -- \"$@\"; }} 2>/dev/null")
+    return commands
+
+
+def digest(output: str, interfaces: Sequence[str] = ("eth0",)) -> str:
+    """The digest (SHA-256, hex) of a :func:`digest_script`'s or :func:`script`'s output: its ``digest.*``
+    sections verbatim and each interface's facts but its driver (which only the full script reads)."""
+    sec = split_sections(output)
+    parts: dict[str, Any] = {k: v for k, v in sec.items() if k.startswith("digest.")}
+    for iface in interfaces:
+        facts = _interface(iface, sec, "digest")
+        facts.pop(f"net.{iface}.driver", None)
+        parts[f"net.{iface}"] = facts
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
 
 def _adapter(name: str) -> _tools.Tool:
@@ -184,30 +258,56 @@ def _check_name(name: str, what: str) -> None:
 
 
 def collect(host: Host, interfaces: Sequence[str] = ("eth0",), tools: Sequence[str] = (), *,
-            phase: str = "") -> dict:
+            phase: str = "", known: tuple[str, Mapping[str, Any]] | None = None) -> dict:
     """Fingerprint ``host`` in one round trip: host facts, ``interfaces`` and the versions of ``tools``.
 
     Pass the tools the campaign runs on that host (adapter names): probing others costs
-    time per fingerprint and records facts no analysis compares.
+    time per fingerprint and records facts no analysis compares. ``known`` is (where it is
+    stored, fingerprint) of an earlier full fingerprint of this host with the same interfaces
+    and tools: the digest is taken first, and while it is that fingerprint's, the result
+    reuses its facts (``facts_from``; see the module docstring); else a full probe follows.
 
     Raises :class:`FingerprintError` when the script fails, :class:`perflab.remote.HostLost`
     with a one-line message naming the host and ``phase`` (e.g. ``"before block 3"``) when
     the host cannot be reached, and :class:`perflab.remote.HostError` for a refused host key.
     """
-    from .remote import HostLost
-
-    try:
-        res = host.run(script(interfaces, tools), timeout=60)
-    except HostLost as exc:
-        raise HostLost(host.name, f"host {host.name} ({host.address}): lost while fingerprinting"
-                       f"{' ' + phase if phase else ''}: {exc.reason}", exc.reason) from exc
+    if known is not None and known[1].get("digest"):
+        res = _run(host, digest_script(interfaces, tools), phase)
+        if res.ok:
+            sec = split_sections(res.stdout)
+            if digest(res.stdout, interfaces) == known[1]["digest"]:
+                return {"schema": SCHEMA, "host": host.name, "address": host.address,
+                        "collected_at": dt.datetime.fromtimestamp(res.started, dt.timezone.utc).isoformat(),
+                        "collect_seconds": round(res.ended - res.started, 6), "digest": known[1]["digest"],
+                        "facts_from": known[1].get("facts_from") or known[0],
+                        "facts": dict(known[1]["facts"]), "state": _state(sec),
+                        "versions": dict(known[1].get("versions") or {})}
+    res = _run(host, script(interfaces, tools), phase)
     if not res.ok:
         raise FingerprintError(f"host {host.name}: the fingerprint script exited {res.exit_code}: "
                                f"{res.stderr.strip()[:400] or 'no error output'}; check that /bin/sh works there")
     body = parse(res.stdout, source=f"host {host.name}")
     return {"schema": SCHEMA, "host": host.name, "address": host.address,
             "collected_at": dt.datetime.fromtimestamp(res.started, dt.timezone.utc).isoformat(),
-            "collect_seconds": round(res.ended - res.started, 6), **body}
+            "collect_seconds": round(res.ended - res.started, 6), "digest": digest(res.stdout, interfaces), **body}
+
+
+def _run(host: Host, text: str, phase: str) -> Any:
+    """Run a fingerprint script on ``host``; a lost host is named with ``phase`` in one line."""
+    from .remote import HostLost
+
+    try:
+        return host.run(text, timeout=60)
+    except HostLost as exc:
+        raise HostLost(host.name, f"host {host.name} ({host.address}): lost while fingerprinting"
+                       f"{' ' + phase if phase else ''}: {exc.reason}", exc.reason) from exc
+
+
+def _state(sec: Mapping[str, str]) -> dict[str, Any]:
+    """A fingerprint's ``state``: uptime and load averages."""
+    load = sec.get("loadavg", "").split()
+    return {"uptime_s": _float(sec.get("uptime", "").split()[:1]),
+            "load": [float(x) for x in load[:3]] if len(load) >= 3 else None}
 
 
 def parse(output: str, *, source: str = "") -> dict[str, Any]:
@@ -246,10 +346,7 @@ def parse(output: str, *, source: str = "") -> dict[str, Any]:
             versions[item] = line
             match = _VERSION_RE.search(line or "")
             facts[f"tool.{item}"] = match.group(0) if match else line
-    load = sec.get("loadavg", "").split()
-    state = {"uptime_s": _float(sec.get("uptime", "").split()[:1]),
-             "load": [float(x) for x in load[:3]] if len(load) >= 3 else None}
-    return {"facts": facts, "state": state, "versions": versions}
+    return {"facts": facts, "state": _state(sec), "versions": versions}
 
 
 def _text(value: str | None) -> str | None:
@@ -344,9 +441,9 @@ def _qdisc(text: str, fallback: str | None) -> str | None:
 
 
 def _facts(fp: Any, where: str) -> dict[str, Any]:
-    if not isinstance(fp, Mapping) or fp.get("schema") != SCHEMA or not isinstance(fp.get("facts"), Mapping):
+    if not isinstance(fp, Mapping) or fp.get("schema") not in SCHEMAS or not isinstance(fp.get("facts"), Mapping):
         found = fp.get("schema") if isinstance(fp, Mapping) else type(fp).__name__
-        raise FingerprintError(f"{where}: expected a fingerprint with 'schema': {SCHEMA} and a 'facts' mapping; "
+        raise FingerprintError(f"{where}: expected a fingerprint with 'schema' one of {SCHEMAS} and a 'facts' mapping; "
                                f"found schema {found!r}. Collect it again with perflab.fingerprint.collect")
     return dict(fp["facts"])
 

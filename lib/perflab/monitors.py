@@ -31,11 +31,12 @@ themselves, some gzipped one by one, and tidy reads those too):
 - ``sadc.log`` (the monitor's stderr) and ``sadf.log`` (sadf's warnings, e.g. "End of
   system activity file unexpected" when SIGTERM cut the last record), only when not empty.
 
-Cost per sample and host, measured on a lab host of a 2-core VM over SSH (5 samples of
-10 s): start 0.32-0.39 s of wall clock (two round trips), stop 0.16-0.22 s (one round
-trip, conversion included); sadc uses 1.2 ms of CPU per second of sample (0.12 % of one
-CPU) plus about 2 ms for the two snapshots; ``sar.json`` grows by about 5 KB per second
-on 2 CPUs with two interfaces and one disk (more with more CPUs, interfaces and disks).
+Cost per sample and host, measured on a lab host of a 2-core VM over SSH (2026-11-27, medians of
+10 samples): start 18 ms of wall clock (one round trip: the cgroup made, the monitor started, its
+pidfile awaited every 5 ms), stop 33 ms (one round trip: TERM, the after-snapshot awaited every
+5 ms, the conversion and the cleanup); sadc uses 1.2 ms of CPU per second of sample (0.12 % of
+one CPU) plus about 2 ms for the two snapshots; ``sar.json`` grows by about 5 KB per second on 2
+CPUs with two interfaces and one disk (more with more CPUs, interfaces and disks).
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ from typing import Iterator, Sequence
 from .contention import declaring_study
 from .errors import UserError
 from .fingerprint import sectioned, split_sections
-from .remote import Host, HostError, Service, halt_group
+from .remote import POLL, Host, HostError, Service
 
 #: Optional sadc activities collected besides the defaults (see ``man sadc``, option -S).
 ACTIVITIES = "DISK,SNMP"
@@ -100,19 +101,22 @@ def start(host: Host, name: str, *, limit: float = 3600) -> MonitorHandle:
     base = f"{host.workdir}/{tag}"
     snap = f"tail -n +1 {' '.join(PROC_FILES)}"
     count = max(1, math.ceil(limit / INTERVAL))
-    inner = (f"{snap} > {base}.before 2>&1; trap '{snap} > {base}.after 2>&1; exit 0' TERM; "
+    after = f"{snap} > {base}.after.tmp 2>&1; mv {base}.after.tmp {base}.after"  # appears whole, sadc done
+    inner = (f"{snap} > {base}.before 2>&1; trap 'wait; {after}; exit 0' TERM; "
              f"for p in {' '.join(SADC_PATHS)}; do if [ -x \"$p\" ]; then "
              f"\"$p\" -S {ACTIVITIES} {INTERVAL} {count} {base}.sa & wait $! 2>/dev/null; s=$?; "
-             f"{snap} > {base}.after 2>&1; exit $s; fi; done; "
-             f"echo 'sadc not found (looked in {' '.join(SADC_PATHS)}): install sysstat on host {host.name}' >&2; exit 127")
+             f"{after}; exit $s; fi; done; "
+             f"echo 'sadc not found (looked in {' '.join(SADC_PATHS)}): install sysstat on host {host.name}' >&2; "
+             f"{after}; exit 127")
     return MonitorHandle(host, name, host.start(tag, f"sh -c {shlex.quote(inner)}"), base)
 
 
 def stop(handle: MonitorHandle) -> dict[str, str]:
     """Stop the monitor and return its files (name -> verbatim text); see the module docstring.
 
-    One round trip: end the monitor's process group (TERM, which makes it take the
-    after-snapshot, then KILL after 2 s), convert the data, remove every file. Raises
+    One round trip: end the monitor's process group (TERM, which makes it wait for sadc and
+    take the after-snapshot; KILL once that is written, or after 5 s), convert the data,
+    remove every file. Raises
     :class:`MonitorError` (with the files that exist) when sadc left no readable data,
     and :class:`perflab.remote.HostError` when the host is gone.
     """
@@ -120,11 +124,17 @@ def stop(handle: MonitorHandle) -> dict[str, str]:
     if service.stopped:
         raise MonitorError(f"host {handle.host.name}: monitor for {handle.name!r} was already stopped; "
                            "its files were returned by the first stop()", handle.files)
-    halt = halt_group(service.pidfile)
+    # TERM makes the monitor's shell wait for sadc and write the after-snapshot; its file appearing (renamed
+    # into place whole) is the end, checked with builtins; KILL then ends whatever is left of the group.
+    polls = int(5 / POLL)
+    halt = (f"p=$(cat {service.pidfile} 2>/dev/null); if [ -n \"$p\" ]; then kill -TERM -\"$p\" 2>/dev/null; i=0; "
+            f"until [ -e {base}.after ] || [ $i -ge {polls} ]; do sleep {POLL}; i=$((i+1)); done; "
+            f"kill -KILL -\"$p\" 2>/dev/null; fi\n")
     commands = {"before": f"cat {base}.before 2>&1", "after": f"cat {base}.after 2>&1", "log": f"cat {service.logfile}",
                 "sar": f"sadf -j {base}.sa -- -A 2>{base}.err; echo $? > {base}.rc",
                 "sadf-log": f"cat {base}.err", "sadf-status": f"cat {base}.rc"}
-    cleanup = (f"rm -f {base}.before {base}.after {base}.sa {base}.err {base}.rc {service.pidfile} {service.logfile}\n"
+    cleanup = (f"rm -f {base}.before {base}.after {base}.after.tmp {base}.sa {base}.err {base}.rc {service.pidfile} "
+               f"{service.logfile}\n"
                + handle.host.forget(service))
     res = handle.host.run(halt + sectioned(commands) + cleanup, timeout=120)
     service.stopped = True

@@ -44,10 +44,14 @@ KEEPALIVE = 15.0
 #: Seconds sent data may stay unacknowledged before the kernel drops the connection (TCP_USER_TIMEOUT):
 #: a host that went silent (link down, no reset) is lost after at most KEEPALIVE + SILENCE seconds.
 SILENCE = 30.0
+#: Seconds between two checks of a host-side wait (a service's pidfile, a stopped group's exit).
+POLL = 0.005
 
 
-#: Shell test: the process group "$p" has a member that is not a zombie (``kill -0`` counts zombies).
-_GROUP_ALIVE = "ps -e -o pgid= -o stat= | awk -v g=\"$p\" '$1 == g && $2 !~ /^Z/ {n++} END {exit !n}'"
+#: Shell test: the process group "$p" has a member that is not a zombie. ``kill -0`` (a builtin) answers
+#: first: a group it finds nothing of is gone; one it finds may be zombies only, which ``ps`` tells apart.
+_GROUP_ALIVE = ("kill -0 -\"$p\" 2>/dev/null && "
+                "ps -e -o pgid= -o stat= | awk -v g=\"$p\" '$1 == g && $2 !~ /^Z/ {n++} END {exit !n}'")
 
 
 def halt_group(pidfile: str, *, grace: float = 2.0) -> str:
@@ -67,7 +71,10 @@ def halt_group(pidfile: str, *, grace: float = 2.0) -> str:
 def sweep(variable: str, value: str, *, own_netns: bool = False) -> str:
     """Shell lines that KILL every process whose environment holds ``variable=value``; prints "pid command" each.
 
-    They return once the killed processes are gone (exited: reaped or a zombie), or after 2 s per process.
+    Every such process is listed (and printed) first, then all are killed by one ``kill``: killing
+    one of them cannot change what the others are before they are listed (a command's own agent,
+    for one, sweeps what its command left once the command's shell dies). They return once the
+    killed processes are gone (exited: reaped or a zombie), or after 2 s per process.
 
     ``own_netns`` spares processes of other network namespaces (the lab's other hosts, which share the kernel).
     """
@@ -79,7 +86,7 @@ def sweep(variable: str, value: str, *, own_netns: bool = False) -> str:
     return (f"{here}k=; for f in $(grep -lzx {match} /proc/[0-9]*/environ 2>/dev/null); do p=${{f#/proc/}}; "
             f"p=${{p%/environ}}; kill -0 \"$p\" 2>/dev/null || continue; {same}"
             f"c=$(tr '\\0' ' ' < /proc/$p/cmdline 2>/dev/null); "
-            f"kill -KILL \"$p\" 2>/dev/null && echo \"$p $c\" && k=\"$k $p\"; done; "
+            f"echo \"$p $c\"; k=\"$k $p\"; done; [ -z \"$k\" ] || kill -KILL $k 2>/dev/null; "
             f"for p in $k; do i=0; while [ $i -lt 100 ] && [ -r /proc/$p/status ] && "
             f"! grep -q '^State:[[:space:]]*Z' /proc/$p/status 2>/dev/null; do sleep 0.02; i=$((i+1)); done; done; true")
 
@@ -425,12 +432,14 @@ class Host:
         """
         pidfile, logfile = f"{self.workdir}/{name}.pid", f"{self.workdir}/{name}.log"
         scope = registry.child(self.cgroup, f"s-{name}") if self.cgroup else None
-        self.check(f"mkdir -p {self.workdir}" + (f" && {registry.make(scope)}" if scope else ""))
         inner = (f"{registry.join(scope)} || exit 125; " if scope else "") + f"echo $$ > {pidfile}; exec {command}"
         owner = f" PERFLAB_OWNER={shlex.quote(self.owner)}" if self.owner else ""
         tag = shlex.quote(f"PERFLAB_TAG=service:{pidfile}")
-        self.check(f"env {tag}{owner} setsid sh -c {shlex.quote(inner)} > {logfile} 2>&1 < /dev/null & "
-                   f"for i in $(seq 100); do [ -s {pidfile} ] && break; sleep 0.02; done; [ -s {pidfile} ]")
+        polls = int(2 / POLL)  # the pidfile appears within 2 s, or the start failed
+        self.check(f"mkdir -p {self.workdir}" + (f" && {registry.make(scope)}" if scope else "") + " || exit $?\n"
+                   f"env {tag}{owner} setsid sh -c {shlex.quote(inner)} > {logfile} 2>&1 < /dev/null & "
+                   f"i=0; until [ -s {pidfile} ] || [ $i -ge {polls} ]; do sleep {POLL}; i=$((i+1)); done; "
+                   f"[ -s {pidfile} ]")
         return Service(self, name, command, pidfile, logfile, cgroup=scope)
 
     def open_registry(self) -> str | None:

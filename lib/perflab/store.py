@@ -86,13 +86,22 @@ def pack_monitors(files: Mapping[str, bytes | str]) -> dict[str, bytes | str]:
             out[path] = data
     for host, members in hosts.items():
         buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w:xz", format=tarfile.PAX_FORMAT, preset=9) as tar:
+        with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
             for name in sorted(members):
                 info = tarfile.TarInfo(name)
                 info.size, info.mode, info.mtime = len(members[name]), 0o644, 0
                 tar.addfile(info, io.BytesIO(members[name]))
-        out[f"monitors/{host}{MONITOR_ARCHIVE}"] = buf.getvalue()
+        out[f"monitors/{host}{MONITOR_ARCHIVE}"] = xz(buf.getvalue())
     return out
+
+
+def xz(data: bytes) -> bytes:
+    """``data`` compressed as ``xz -9`` would, with the dictionary sized to the data (at least 4 KiB, at most
+    ``-9``'s 64 MiB): the same bytes out of the compressor's matching for a tenth of its time, since ``-9``
+    spends most of a small archive's time setting up a 64 MiB dictionary."""
+    size = min(max(4096, 1 << (len(data) - 1).bit_length()), 64 << 20)
+    return lzma.compress(data, format=lzma.FORMAT_XZ, check=lzma.CHECK_CRC64,
+                         filters=[{"id": lzma.FILTER_LZMA2, "preset": 9, "dict_size": size}])
 
 
 def unpack_monitors(data: bytes, source: str = "") -> dict[str, str]:

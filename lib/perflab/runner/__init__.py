@@ -7,7 +7,9 @@ raw store atomically; the ledger records every state change, so a rerun resumes 
 where the last one stopped.
 
 Around the samples, in this order: when the schedule enters a new block, every involved
-host is fingerprinted (``blocks/<b>/fingerprint-before-<host>.json``); when it enters a
+host is fingerprinted (``blocks/<b>/fingerprint-before-<host>.json``: a full probe the first time a
+session sees the host, then a digest of what can change, and a full probe only when the digest moved;
+see :mod:`perflab.fingerprint`); when it enters a
 new cell, the previous cell's teardown and the new cell's setup steps run; the cell's
 neighbour loads start (and loads of other cells stop); services start; the settle
 condition is waited for; then sysstat monitors run on every involved host while the
@@ -43,14 +45,14 @@ from .. import __version__, contention, design, measurelock, questions, records
 from ..inventory import HostEntry
 from ..campaign import Campaign
 from ..store import RawStore
-from .plan import (FINGERPRINT_SECONDS, MONITOR_SECONDS, SETTLE_POLL_SECONDS, STARTUP_SECONDS, plan,
-                   sample_timeout)
+from .plan import (DIGEST_SECONDS, FINGERPRINT_SECONDS, MONITOR_SECONDS, SETTLE_POLL_SECONDS, STARTUP_SECONDS,
+                   plan, sample_timeout)
 from . import leftovers
 from .outcome import RunnerError, Summary
 from .progress import Progress, format_duration
 from .stopping import Stopped, on_signals
 
-__all__ = ["FINGERPRINT_SECONDS", "MONITOR_SECONDS", "SETTLE_POLL_SECONDS", "STARTUP_SECONDS", "RunnerError", "Stopped",
+__all__ = ["DIGEST_SECONDS", "FINGERPRINT_SECONDS", "MONITOR_SECONDS", "SETTLE_POLL_SECONDS", "STARTUP_SECONDS", "RunnerError", "Stopped",
            "Summary", "format_duration", "plan", "run", "sample_timeout"]
 
 

@@ -14,11 +14,13 @@ def sample_timeout(spec: Campaign, params: Mapping[str, Any]) -> float:
     return spec.timeout or 2 * tools.get(spec.tool).expected_duration(params) + 15
 
 
-#: Seconds the monitors add per sample and host (start and stop over the persistent shell; measured on
-#: the lab with ``python benchmarks/bench_estimates.py``).
-MONITOR_SECONDS = 0.2
-#: Seconds one fingerprint takes per host (one round trip probing the campaign's tools only; same benchmark).
-FINGERPRINT_SECONDS = 0.1
+#: Seconds the monitors add per sample and host (start and stop, a round trip each; measured on a lab
+#: host of this 2-core machine, 2026-11-27, as the per-sample cost of ``python benchmarks/bench_overhead.py``).
+MONITOR_SECONDS = 0.05
+#: Seconds a full fingerprint takes per host (one round trip probing the campaign's tools; same machine).
+FINGERPRINT_SECONDS = 0.13
+#: Seconds a fingerprint whose digest held takes per host (one round trip, no tool run; same machine).
+DIGEST_SECONDS = 0.022
 #: Seconds a run spends before its first sample: connecting to every host, the preflight check.
 STARTUP_SECONDS = 1.0
 #: Seconds one settle poll of one host takes when the hosts are already quiet.
@@ -79,7 +81,8 @@ def _estimate(spec: Campaign, runs: list[design.Run]) -> tuple[float, float]:
     hosts = spec.involved()
     blocks = len({fingerprint_block(spec, r) for r in runs})
     overhead = STARTUP_SECONDS + len(runs) * len(hosts) * (MONITOR_SECONDS if spec.monitors else 0)
-    overhead += 2 * blocks * len(hosts) * (FINGERPRINT_SECONDS if spec.fingerprints else 0)
+    if spec.fingerprints and blocks:  # a full probe per host first, then digests while the facts hold
+        overhead += len(hosts) * (FINGERPRINT_SECONDS + (2 * blocks - 1) * DIGEST_SECONDS)
     if spec.settle:
         overhead += len(runs) * len(spec.settle.hosts) * SETTLE_POLL_SECONDS
     return measure, overhead

@@ -249,6 +249,9 @@ class Blocks:
         self.quieten = quieten
         #: Versions probed: the campaign's tool, and sysstat when monitors run.
         self.tools = (spec.tool, "sadf") if spec.monitors else (spec.tool,)
+        #: Host -> (stored path, fingerprint) of its last full probe in this session, whose digest later
+        #: fingerprints compare with before probing again.
+        self.full: dict[str, tuple[str, dict]] = {}
 
     def _path(self, block: int, when: str, host: str) -> str:
         return f"blocks/{block}/fingerprint-{when}-{host}{self.suffix}.json"
@@ -262,12 +265,17 @@ class Blocks:
         return out
 
     def _collect(self, block: int, when: str) -> None:
+        """Fingerprint every host not yet fingerprinted ``when`` ``block``: a full probe the first time in this
+        session, then the digest first (:func:`perflab.fingerprint.collect` with ``known``)."""
         for name, host in self.hosts.items():
-            if not (self.store.dir / self._path(block, when, name)).exists():
+            path = self._path(block, when, name)
+            if not (self.store.dir / path).exists():
                 links = len(host.entry.addresses or {}) or 1
                 fp = fingerprint.collect(host, tuple(f"eth{i}" for i in range(links)), self.tools,
-                                         phase=f"{when} block {block}")
-                self.store.put_file(self._path(block, when, name), json.dumps(fp, indent=1, sort_keys=True) + "\n")
+                                         phase=f"{when} block {block}", known=self.full.get(name))
+                self.store.put_file(path, json.dumps(fp, indent=1, sort_keys=True) + "\n")
+                if "facts_from" not in fp:
+                    self.full[name] = (path, fp)
 
     def enter(self, block: int) -> None:
         """Finish the current block, wait for a quiet machine, then fingerprint the hosts before ``block``.

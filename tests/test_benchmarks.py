@@ -1,0 +1,65 @@
+"""The benchmarks of perflab itself still load what they run: their campaigns, their adapter, their raw store.
+
+They run by hand (``python benchmarks/run.py``), never in the suite; two of them had stopped
+working unnoticed (a campaign in an old format, a record tidy could no longer read). These
+tests build what each one builds, without timing anything.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+
+import pytest
+
+from perflab import campaign as campaign_mod, tidy, tools
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+@pytest.fixture
+def bench(monkeypatch):
+    """Import a benchmark module by name, as ``benchmarks/run.py`` does (its folder first on the path)."""
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+
+    def load(name: str):
+        sys.modules.pop(name, None)
+        return importlib.import_module(name)
+    return load
+
+
+def test_every_benchmark_module_imports_and_has_results(bench):
+    names = sorted(p.stem for p in BENCHMARKS.glob("bench_*.py"))
+    assert {"bench_overhead", "bench_tidy", "bench_startup", "bench_pairs", "bench_estimates",
+            "bench_dispatch"} <= set(names)
+    for name in names:
+        assert callable(bench(name).results), name
+
+
+def test_the_overhead_benchmarks_campaigns_load_with_its_adapter(bench, monkeypatch, tmp_path):
+    overhead = bench("bench_overhead")
+    monkeypatch.setitem(tools.REGISTRY, overhead.Sleep.name, "bench_overhead:Sleep")
+    lean = overhead._campaign(tmp_path, "lean", lean=True)
+    defaults = overhead._campaign(tmp_path, "defaults", lean=False)
+    assert (lean.monitors, lean.fingerprints, defaults.monitors, defaults.fingerprints) == (False, False, True, True)
+    assert lean.planned()["samples"] == overhead.SAMPLES
+
+
+def test_the_pairs_benchmarks_campaigns_load(bench, tmp_path):
+    pairs = bench("bench_pairs")
+    loaded = pairs._campaigns(tmp_path, True)
+    assert len(loaded[pairs.PAIRS].groups) == pairs.PAIRS and len(loaded[1].groups) == 1
+
+
+def test_the_tidy_benchmarks_raw_store_tidies(bench, tmp_path):
+    raw = bench("bench_tidy").campaign(tmp_path, 4)
+    df, quarantine = tidy.frame(raw)
+    assert len(quarantine) == 0 and len(df) == 4 * bench("bench_tidy").ROWS_PER_SAMPLE
+
+
+def test_the_estimates_benchmark_finds_campaigns_that_load(bench):
+    files = bench("bench_estimates")._campaigns()
+    assert files, "no campaign to estimate"
+    for path in files:
+        assert campaign_mod.load(path).name, path
