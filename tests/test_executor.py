@@ -137,6 +137,32 @@ def test_a_timed_command_leaves_no_thread_behind():
     assert threading.active_count() == before, "the timeout's timer thread ended with its command"
 
 
+def test_a_command_run_here_that_a_signal_interrupts_is_ended_with_its_timer():
+    """On this machine the agent's code runs in perflab's own process, where Ctrl-C or SIGTERM raise: the
+    command must not outlive the interruption, nor its timeout's thread signal a pid later."""
+    import signal
+    import threading
+
+    class Interrupted(Exception):
+        pass
+
+    def interrupt(signum, frame):
+        raise Interrupted
+
+    line = f"sleep 30.{os.getpid() % 1000:03d}"
+    before = threading.active_count()
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, 1.0)
+    try:
+        with pytest.raises(Interrupted):
+            executor.run_here(line, timeout=60)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    alive = subprocess.run(["pgrep", "-fx", line], capture_output=True, text=True).stdout.split()
+    assert alive == [] and threading.active_count() == before
+
+
 def test_a_host_without_python3_has_no_agent():
     chan = PipeChannel(["sh", "-c", "echo 'sh: 1: python3: not found' >&2; exit 127"])
     assert executor.Agent(chan).ready() is False

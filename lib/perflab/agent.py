@@ -160,10 +160,16 @@ def run(req):
             os.close(told)
             told = -1
             guard = _Deadline(proc, timeout, req.get("kill_after", 5))
-            os.read(clock, 1)  # the shell is in its cgroup and about to run the command (or has exited)
-            start = time.monotonic()
-            os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)  # exited, not yet reaped: its pid stays its own
-            seconds = time.monotonic() - start
+            try:
+                os.read(clock, 1)  # the shell is in its cgroup and about to run the command (or has exited)
+                start = time.monotonic()
+                os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)  # exited, not reaped: its pid stays its own
+                seconds = time.monotonic() - start
+            except BaseException:  # interrupted (in-process, a signal's exception): end the command, then re-raise
+                guard.ended()
+                _signal_group(proc, signal.SIGKILL)
+                proc.wait()
+                raise
             stopped = guard.ended()
             rc = proc.wait()
             out_file.seek(0)
