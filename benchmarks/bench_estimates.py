@@ -54,7 +54,8 @@ def results() -> list[Result]:
                     runner.run(c, entries, tmp, stream=io.StringIO(), limit=k)
                 except UserError as exc:  # e.g. a setup step needing its own lab's devices
                     out.append(Result(f"estimate {c.name}", "not measured", f"<= {TARGET}x", None,
-                                      f"the flat lab cannot run it: {str(exc).splitlines()[0][:160]}"))
+                                      "the flat lab cannot run it: "
+                                      + str(exc).splitlines()[0].replace(f"{ROOT}/", "")[:160]))
                     continue
                 actual = time.perf_counter() - start
             ratio = estimate / actual
