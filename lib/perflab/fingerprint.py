@@ -27,9 +27,10 @@ per interface and one ``ls`` of the tools' programs (no tool is started); when t
 output equals the digest the earlier, full fingerprint took in the same round trip as its facts,
 the new fingerprint says so (``facts_from``: the file of that full fingerprint; ``digest``) and
 carries that fingerprint's facts and versions with its own ``state``. Only a changed digest costs
-a full probe. What the digest leaves out can change only with a reboot (a new ``kernel.boot_id``,
-which it reads) or a new interface (a new ``ip link`` index): the CPU's model and topology, the
-interfaces' drivers and the tools' version banners (it reads their programs' inode, size and time).
+a full probe. What the digest leaves out changes with a reboot (a new ``kernel.boot_id``, which it
+reads), a new program (the tools' version banners: it reads their programs' inode, size and time)
+or a device replaced under the same interface name (the driver; a device of another kind shows in
+``ip link``'s facts): the CPU's model and topology, the interfaces' drivers, the banners.
 
 Format history (the ``schema`` key): 1, first version; 2, ``digest`` in every fingerprint and, in a
 fingerprint that reused an earlier one's facts, ``facts_from``. Readers accept both.

@@ -125,10 +125,11 @@ def stop(handle: MonitorHandle) -> dict[str, str]:
         raise MonitorError(f"host {handle.host.name}: monitor for {handle.name!r} was already stopped; "
                            "its files were returned by the first stop()", handle.files)
     # TERM makes the monitor's shell wait for sadc and write the after-snapshot; its file appearing (renamed
-    # into place whole) is the end, checked with builtins; KILL then ends whatever is left of the group.
+    # into place whole), or the group gone, is the end, checked with builtins; KILL then ends what is left.
     polls = int(5 / POLL)
     halt = (f"p=$(cat {service.pidfile} 2>/dev/null); if [ -n \"$p\" ]; then kill -TERM -\"$p\" 2>/dev/null; i=0; "
-            f"until [ -e {base}.after ] || [ $i -ge {polls} ]; do sleep {POLL}; i=$((i+1)); done; "
+            f"until [ -e {base}.after ] || ! kill -0 -\"$p\" 2>/dev/null || [ $i -ge {polls} ]; do sleep {POLL}; "
+            f"i=$((i+1)); done; "
             f"kill -KILL -\"$p\" 2>/dev/null; fi\n")
     commands = {"before": f"cat {base}.before 2>&1", "after": f"cat {base}.after 2>&1", "log": f"cat {service.logfile}",
                 "sar": f"sadf -j {base}.sa -- -A 2>{base}.err; echo $? > {base}.rc",
