@@ -20,7 +20,7 @@ diffed; ``versions`` keeps each tool's first banner line verbatim. Across hosts,
 :func:`compare_hosts` checks only the short explicit list :data:`MATCH_KEYS`, as
 pyperf does before merging runs. Interfaces are compared by name.
 
-A fingerprint after the first of a session need not probe everything again: ``collect(...,
+A fingerprint after a host's first in a run need not probe everything again: ``collect(...,
 known=...)`` first runs :func:`digest_script`, which reads the facts that can change without a
 reboot from ``/proc`` and ``/sys`` with shell builtins and runs only ``ip``, ``tc`` and ``ethtool``
 per interface and one ``ls`` of the tools' programs (no tool is started); when the digest of its

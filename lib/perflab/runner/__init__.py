@@ -8,7 +8,7 @@ where the last one stopped.
 
 Around the samples, in this order: when the schedule enters a new block, every involved
 host is fingerprinted (``blocks/<b>/fingerprint-before-<host>.json``: a full probe the first time a
-session sees the host, then a digest of what can change, and a full probe only when the digest moved;
+run sees the host, then a digest of what can change, and a full probe only when the digest moved;
 see :mod:`perflab.fingerprint`); when it enters a
 new cell, the previous cell's teardown and the new cell's setup steps run; the cell's
 neighbour loads start (and loads of other cells stop); services start; the settle

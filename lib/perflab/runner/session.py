@@ -249,7 +249,7 @@ class Blocks:
         self.quieten = quieten
         #: Versions probed: the campaign's tool, and sysstat when monitors run.
         self.tools = (spec.tool, "sadf") if spec.monitors else (spec.tool,)
-        #: Host -> (stored path, fingerprint) of its last full probe in this session, whose digest later
+        #: Host -> (stored path, fingerprint) of its last full probe in this run, whose digest later
         #: fingerprints compare with before probing again.
         self.full: dict[str, tuple[str, dict]] = {}
 
@@ -266,7 +266,7 @@ class Blocks:
 
     def _collect(self, block: int, when: str) -> None:
         """Fingerprint every host not yet fingerprinted ``when`` ``block``: a full probe the first time in this
-        session, then the digest first (:func:`perflab.fingerprint.collect` with ``known``)."""
+        run, then the digest first (:func:`perflab.fingerprint.collect` with ``known``)."""
         for name, host in self.hosts.items():
             path = self._path(block, when, name)
             if not (self.store.dir / path).exists():
