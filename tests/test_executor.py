@@ -126,6 +126,7 @@ def test_a_command_whose_cgroup_cannot_be_joined_does_not_run(tmp_path):
     (tmp_path / "cg" / "cgroup.procs").mkdir()  # a directory: the shell's echo into it fails
     reply = executor.run_here(f"touch {tmp_path}/ran", cgroup=str(tmp_path / "cg"))
     assert reply.exit_code == 125 and not (tmp_path / "ran").exists()
+    assert b"could not be moved into its cgroup" in reply.err
 
 
 def test_a_timed_command_leaves_no_thread_behind():

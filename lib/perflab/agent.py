@@ -18,13 +18,13 @@ import time
 MARK = b"__PERFLAB_AGENT__"
 #: How a command runs: its text reaches ``sh`` in the environment, so no process's command line
 #: holds it (``pgrep -f`` on a host finds the command's own processes, never the shell around it).
-#: Given a cgroup, the shell joins it first (``cgroup.procs`` in ``PERFLAB_JOIN``), so that nothing the
-#: command starts is outside it (a refused join is exit status 125 and the command does not run); then
-#: it writes one byte to its standard input, a pipe whose other end the agent reads to start the
-#: command's clock (a cgroup migration can take tens of milliseconds: it stays out of the duration),
-#: and the command gets /dev/null as its standard input.
-EVAL = ('c=$PERFLAB_COMMAND; j=$PERFLAB_JOIN; unset PERFLAB_COMMAND PERFLAB_JOIN; '
-        'if [ -n "$j" ]; then echo $$ > "$j" || exit 125; fi; printf . >&0; exec 0</dev/null; eval "$c"')
+#: The shell waits for a line on its standard input, a pipe from the agent, before it runs the
+#: command: the agent moves it into the command's cgroup meanwhile (a cgroup migration can take
+#: tens of milliseconds) and starts the command's clock right before the line is written, so the
+#: duration holds neither the migration nor a lag of the agent's. No line (a refused join) is exit
+#: status 125 and the command does not run; the command itself gets /dev/null as its standard input.
+EVAL = ('c=$PERFLAB_COMMAND; unset PERFLAB_COMMAND; read -r _ || { echo "perflab agent: the command could not be '
+        'moved into its cgroup; nothing ran" >&2; exit 125; }; exec 0</dev/null; eval "$c"')
 #: Exit statuses of a command the agent stopped: TERM sufficed (as GNU timeout), or KILL was needed.
 STOPPED, KILLED = 124, 128 + 9
 
@@ -121,6 +121,11 @@ def kill_cgroup(directory, wait=2.0):
             pass
 
 
+def _join(cgroup, pid):
+    """Move ``pid`` into the cgroup directory ``cgroup``; False when the kernel refuses."""
+    return _write(os.path.join(cgroup, "cgroup.procs"), str(pid))
+
+
 def _signal_group(proc, sig):
     """Send ``sig`` to the process group ``proc`` leads (already gone: nothing to do)."""
     try:
@@ -136,9 +141,9 @@ def run(req):
     that cgroup, made for it and joined before it runs); at ``timeout`` its process group gets TERM,
     then KILL after ``kill_after``. When the command ends, what is left in its cgroup is killed and
     the cgroup removed; without a cgroup, a timed command's processes that left its group but still
-    carry its ``tag`` are killed. The seconds are the command's own: from the moment its shell,
-    in its cgroup, is about to run it to the moment it exits (a blocking wait, no polling); making
-    the cgroup, joining it and the cleanup fall outside them.
+    carry its ``tag`` are killed. The seconds are the command's own: from the moment its shell, in
+    its cgroup, is let go to the moment it exits (a blocking wait, no polling); making the cgroup,
+    moving the shell into it and the cleanup fall outside them.
     """
     env = dict(os.environ)
     env.update(req.get("env") or {})
@@ -149,20 +154,23 @@ def run(req):
     cgroup = req.get("cgroup")
     if cgroup:  # the command's own cgroup, joined before it runs: nothing it starts can leave it
         os.makedirs(cgroup, exist_ok=True)
-        env["PERFLAB_JOIN"] = os.path.join(cgroup, "cgroup.procs")
     # Output goes to files, not pipes: a child the command leaves in the background keeps a pipe
     # open, and the reply would wait for it; the command is done when its own process exits.
-    clock, told = os.pipe()
+    waiting, go = os.pipe()
     try:
         with tempfile.TemporaryFile() as out_file, tempfile.TemporaryFile() as err_file:
-            proc = subprocess.Popen(["sh", "-c", EVAL], stdin=told, stdout=out_file,
+            proc = subprocess.Popen(["sh", "-c", EVAL], stdin=waiting, stdout=out_file,
                                     stderr=err_file, env=env, start_new_session=True)
-            os.close(told)
-            told = -1
+            os.close(waiting)
+            waiting = -1
             guard = _Deadline(proc, timeout, req.get("kill_after", 5))
             try:
-                os.read(clock, 1)  # the shell is in its cgroup and about to run the command (or has exited)
+                joined = _join(cgroup, proc.pid) if cgroup else True
                 start = time.monotonic()
+                if joined:
+                    os.write(go, b"go\n")
+                os.close(go)  # without the line (a refused join) the shell exits 125
+                go = -1
                 os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)  # exited, not reaped: its pid stays its own
                 seconds = time.monotonic() - start
             except BaseException:  # interrupted (in-process, a signal's exception): end the command, then re-raise
@@ -176,7 +184,7 @@ def run(req):
             err_file.seek(0)
             out, err = out_file.read(), err_file.read()
     finally:
-        for fd in (clock, told):
+        for fd in (waiting, go):
             if fd >= 0:
                 os.close(fd)
     if stopped is not None:
