@@ -168,7 +168,10 @@ def run(req):
                 joined = _join(cgroup, proc.pid) if cgroup else True
                 start = time.monotonic()
                 if joined:
-                    os.write(go, b"go\n")
+                    try:
+                        os.write(go, b"go\n")
+                    except BrokenPipeError:  # the shell is gone already: its exit status says how
+                        pass
                 os.close(go)  # without the line (a refused join) the shell exits 125
                 go = -1
                 os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)  # exited, not reaped: its pid stays its own
