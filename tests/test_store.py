@@ -27,6 +27,16 @@ def test_sample_is_stored_and_listed_in_a_sha256sum_manifest(raw):
     assert check.returncode == 0, check.stdout
 
 
+def test_every_folder_of_a_sample_is_flushed_before_its_rename(raw, monkeypatch):
+    """A file's own fsync does not make its name durable: the folders holding it (a host's monitor archive sits
+    in ``monitors/``) are flushed too, before the sample's rename and its parent's flush."""
+    flushed = []
+    monkeypatch.setattr(store, "fsync", lambda path: flushed.append(path.relative_to(raw.dir).as_posix()))
+    raw.put_sample("r1", {"stdout": "x\n", "meta.json": "{}", "monitors/h1/sar.json": "{}\n"})
+    tmp = min((p for p in flushed if p.startswith("samples/.tmp-r1")), key=len)
+    assert flushed == [f"{tmp}/monitors", tmp, "samples"]
+
+
 def test_samples_and_files_are_written_once(raw):
     raw.put_sample("r1", {"stdout": "a"})
     with pytest.raises(store.StoreError, match="written once"):

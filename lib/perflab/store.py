@@ -306,14 +306,17 @@ class RawStore:
         return final
 
     def _write_sample(self, tmp: Path, final: Path, files: Mapping[str, bytes | str]) -> None:
+        folders = {tmp}
         for name, data in files.items():
             target = tmp / name
             target.parent.mkdir(parents=True, exist_ok=True)
+            folders.update(target.parents[:len(Path(name).parts)])
             with open(target, "wb") as fh:
                 fh.write(data.encode() if isinstance(data, str) else data)
                 fh.flush()
                 os.fsync(fh.fileno())
-        fsync(tmp)
+        for folder in sorted(folders, key=lambda f: len(f.parts), reverse=True):  # every entry made, deepest first
+            fsync(folder)
         # checksums first, then the rename: a crash in between leaves a temporary that
         # recover() completes only when its bytes match those checksums
         self._append_manifest([(sha256_file(p), final / p.relative_to(tmp))
