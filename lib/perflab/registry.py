@@ -74,8 +74,8 @@ def _kill(expr: str, *, report: bool) -> str:
             "if [ -e \"$d/cgroup.kill\" ]; then echo 1 > \"$d/cgroup.kill\"; else echo 1 > \"$d/cgroup.freeze\"; "
             "for f in $(find \"$d\" -name cgroup.procs); do for p in $(cat \"$f\"); do kill -KILL \"$p\"; done; done; "
             "echo 0 > \"$d/cgroup.freeze\"; fi 2>/dev/null; i=0; "
-            "while [ $i -lt 100 ] && [ -n \"$(cat $(find \"$d\" -name cgroup.procs) 2>/dev/null)\" ]; do "
-            "sleep 0.02; i=$((i+1)); done; find \"$d\" -depth -type d -exec rmdir {} + 2>/dev/null; fi; true")
+            "while [ $i -lt 400 ] && [ -n \"$(cat $(find \"$d\" -name cgroup.procs) 2>/dev/null)\" ]; do "
+            "sleep 0.005; i=$((i+1)); done; find \"$d\" -depth -type d -exec rmdir {} + 2>/dev/null; fi; true")
 
 
 def kill_all(owner: str, host: str) -> str:
