@@ -6,7 +6,11 @@
   ``--runs 40`` (targets: leanest <= 1.10x, defaults <= 1.5x the bash loop);
 - remote (root: a one-host lab): the same 40 samples on a lab host, against the floor of 40
   commands written to one plain ``sh`` on the same SSH connection (target: <= 2 ms per sample
-  over the floor with the leanest settings, <= 5 ms with the defaults);
+  over the floor with the leanest settings, <= 5 ms with the defaults), and the same per sample once
+  the run has started: the slope between runs of 20 and 40 samples, the run's start-up (connections,
+  agents, the cgroup registry, the preflight check) being the intercept;
+- the defaults twice: under RMIT, where a campaign of one cell makes every sample a block of its own
+  (fingerprinted and recorded on its own), and under the sequential design, one block for the cell;
 - one command through perflab's persistent shell (with and without its timeout) against the same
   connection's plain shell (target: <= 2 ms over it);
 - the duration perflab records for a 200 ms command (``meta.json``'s ``duration``, taken on the
@@ -67,22 +71,33 @@ class Sleep(Tool):
         return float(params["seconds"])
 
 
-def _campaign(tmp: Path, name: str, *, lean: bool, seconds: float = SECONDS, n: int = SAMPLES) -> Any:
+def _campaign(tmp: Path, name: str, *, lean: bool, seconds: float = SECONDS, n: int = SAMPLES,
+              one_block: bool = False) -> Any:
+    """The benchmark's campaign: one cell of ``n`` samples; ``lean`` without fingerprints and monitors; ``one_block``
+    under the sequential design (one block for the cell) rather than RMIT (with one cell, a block per sample)."""
     path = tmp / f"{name}.yaml"
     path.write_text(f"format: 1\ncampaign: {name}\nbenchmark: {{tool: bench-sleep}}\n"
                     f"hosts: {{client: h1}}\nfactors: {{seconds: [{seconds}]}}\nrepetitions: {n}\nwarmups: 0\nseed: 1\n"
-                    f"fingerprints: {str(not lean).lower()}\nmonitors: {str(not lean).lower()}\n")
+                    f"fingerprints: {str(not lean).lower()}\nmonitors: {str(not lean).lower()}\n"
+                    + ("design: sequential\n" if one_block else ""))
     return campaign_mod.load(path)
 
 
-def _perflab(entries: Mapping[str, inventory.HostEntry], *, lean: bool) -> Callable[[], None]:
+def _perflab(entries: Mapping[str, inventory.HostEntry], *, lean: bool, n: int = SAMPLES,
+             one_block: bool = False) -> Callable[[], None]:
     def run() -> None:
         with tempfile.TemporaryDirectory() as tmp:
-            runner.run(_campaign(Path(tmp), "bench", lean=lean), entries, Path(tmp) / "raw", stream=io.StringIO())
+            runner.run(_campaign(Path(tmp), "bench", lean=lean, n=n, one_block=one_block), entries, Path(tmp) / "raw",
+                       stream=io.StringIO())
     return run
 
 
-def _interleave(variants: Mapping[str, Callable[[], None]], rounds: int = ROUNDS) -> dict[str, list[float]]:
+#: The perflab variants compared: name -> (lean, one block). The defaults are RMIT's: with one cell, every
+#: sample is a block of its own, fingerprinted and recorded on its own; "defaults, one block" is the sequential design.
+VARIANTS = {"lean": (True, False), "defaults": (False, False), "defaults, one block": (False, True)}
+
+
+def _interleave(variants: Mapping[str, Callable[[], object]], rounds: int = ROUNDS) -> dict[str, list[float]]:
     names = list(variants)
     times: dict[str, list[float]] = {n: [] for n in names}
     for i in range(rounds):
@@ -101,10 +116,9 @@ def local() -> list[Result]:
     """The local rows: perflab (leanest, defaults) and hyperfine against a bash loop."""
     entries = inventory.localhost(("h1",))
     loop = f"for i in $(seq {SAMPLES}); do sleep {SECONDS}; done"
-    variants: dict[str, Callable[[], None]] = {
+    variants: dict[str, Callable[[], object]] = {
         "bash": lambda: subprocess.run(["bash", "-c", loop], check=True),
-        "lean": _perflab(entries, lean=True),
-        "defaults": _perflab(entries, lean=False),
+        **{key: _perflab(entries, lean=lean, one_block=one) for key, (lean, one) in VARIANTS.items()},
     }
     if shutil.which("hyperfine"):
         variants["hyperfine"] = lambda: subprocess.run(
@@ -112,7 +126,7 @@ def local() -> list[Result]:
             check=True, capture_output=True)
     t = _interleave(variants)
     out = []
-    for key, target in (("lean", TARGET_LEAN), ("defaults", TARGET_DEFAULTS)):
+    for key, target in (("lean", TARGET_LEAN), ("defaults", TARGET_DEFAULTS), ("defaults, one block", TARGET_DEFAULTS)):
         r = _ratio(t[key], t["bash"])
         out.append(Result(f"local, {SAMPLES} x {SECONDS * 1e3:.0f} ms, {key} / bash loop", spread(r, "x"),
                           f"<= {target}x", statistics.median(r) <= target,
@@ -155,8 +169,9 @@ def remote_rows() -> list[Result]:
             try:
                 samples = _interleave({
                     "floor": lambda: [shell.run(f"sleep {SECONDS}") for _ in range(SAMPLES)],
-                    "lean": _perflab(entries, lean=True),
-                    "defaults": _perflab(entries, lean=False),
+                    **{key: _perflab(entries, lean=lean, one_block=one) for key, (lean, one) in VARIANTS.items()},
+                    **{f"{key}, half": _perflab(entries, lean=lean, one_block=one, n=SAMPLES // 2)
+                       for key, (lean, one) in VARIANTS.items() if key != "defaults"},
                 })
                 commands = _interleave({
                     "plain": lambda: [shell.run("true") for _ in range(50)],
@@ -169,11 +184,23 @@ def remote_rows() -> list[Result]:
     finally:
         lab.down(name)
     out = []
-    for key, target in (("lean", TARGET_REMOTE_LEAN_MS), ("defaults", TARGET_REMOTE_DEFAULTS_MS)):
+    targets = {"lean": TARGET_REMOTE_LEAN_MS, "defaults": TARGET_REMOTE_DEFAULTS_MS,
+               "defaults, one block": TARGET_REMOTE_DEFAULTS_MS}
+    for key, target in targets.items():
         extra = [(a - b) / SAMPLES * 1e3 for a, b in zip(samples[key], samples["floor"])]
         out.append(Result(f"remote, per sample over `sh` on the connection, {key}", spread(extra, "ms"),
                           f"<= {target} ms", statistics.median(extra) <= target,
                           f"{SAMPLES} samples: perflab {spread(samples[key])}, floor {spread(samples['floor'])}"))
+    half = SAMPLES // 2
+    for key in (k for k in targets if f"{k}, half" in samples):
+        # the slope between runs of 20 and 40 samples: what one more sample costs once the run has started
+        slope = [(a - b) / (SAMPLES - half) * 1e3 - f / SAMPLES * 1e3
+                 for a, b, f in zip(samples[key], samples[f"{key}, half"], samples["floor"])]
+        start = [(2 * b - a) for a, b in zip(samples[key], samples[f"{key}, half"])]
+        out.append(Result(f"remote, per sample once started (slope {half} to {SAMPLES} samples), {key}",
+                          spread(slope, "ms"), f"<= {targets[key]} ms", statistics.median(slope) <= targets[key],
+                          f"over the floor's {spread([f / SAMPLES * 1e3 for f in samples['floor']], 'ms')} per sample; "
+                          f"the run's start-up and end (intercept): {spread(start)}"))
     for key in ("perflab", "perflab, timeout"):
         extra = [(a - b) / 50 * 1e3 for a, b in zip(commands[key], commands["plain"])]
         out.append(Result(f"one command, {key} - plain shell", spread(extra, "ms"), f"<= {TARGET_COMMAND_MS} ms",

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from perflab import campaign as campaign_mod, tidy, tools
+from perflab import campaign as campaign_mod, runner, tidy, tools
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
@@ -44,6 +44,8 @@ def test_the_overhead_benchmarks_campaigns_load_with_its_adapter(bench, monkeypa
     defaults = overhead._campaign(tmp_path, "defaults", lean=False)
     assert (lean.monitors, lean.fingerprints, defaults.monitors, defaults.fingerprints) == (False, False, True, True)
     assert lean.planned()["samples"] == overhead.SAMPLES
+    one = overhead._campaign(tmp_path, "one", lean=False, one_block=True)
+    assert runner.plan(one)["blocks"] == 1 and runner.plan(defaults)["blocks"] == overhead.SAMPLES
 
 
 def test_the_pairs_benchmarks_campaigns_load(bench, tmp_path):

@@ -151,7 +151,7 @@ MONITORED = """\
 campaign: monitored
 benchmark: {tool: ping, params: {count: 8, interval: 0.3}}
 hosts: {client: h1, server: h2}
-factors: {size: [56]}
+factors: {size: [56, 64]}
 repetitions: 2
 warmups: 0
 seed: 1
@@ -165,17 +165,24 @@ def test_monitors_reach_the_tidy_table_per_host_and_never_as_summary_rows(lab_in
     c = load_campaign(MONITORED, tmp_path)
     assert runner.run(c, lab_inventory, tmp_path / "raw", stream=open(os.devnull, "w")).complete
     archives = sorted((tmp_path / "raw/monitored/samples").glob("*/monitors/h1.tar.xz"))
-    assert len(archives) == 2 and not list((tmp_path / "raw/monitored/samples").glob("*/monitors/h1/"))
+    assert len(archives) == 4 and not list((tmp_path / "raw/monitored/samples").glob("*/monitors/h1/"))
     members = store.unpack_monitors(archives[0].read_bytes(), str(archives[0]))
-    assert {"sar.json", "proc-before.txt", "proc-after.txt"} <= set(members)
+    assert {"sar.json", "proc-before.txt", "proc-after.txt", "sadf-command.txt"} <= set(members)
+    # one recording per host and block, cut for each of its samples
+    recording: dict[int, set[str]] = {}
+    for archive in archives:
+        block = records.read_sample(archive.parent.parent / "meta.json").block
+        command = store.unpack_monitors(archive.read_bytes())["sadf-command.txt"].split()
+        recording.setdefault(block, set()).add(command[command.index("-A") - 2])
+    assert sorted(len(files) for files in recording.values()) == [1, 1] and len(set.union(*recording.values())) == 2
     df, quarantine = tidy.frame(tmp_path / "raw/monitored")
     assert quarantine.empty, list(quarantine["reason"])
     mon = df[df["tool"].isin(["sadf", "procstat"])]
     assert set(mon["host"]) == {"h1", "h2"} and not mon["summary"].any()
     cpu = mon[(mon["tool"] == "sadf") & (mon["metric"] == "cpu_usr") & (mon["cpu"] == "all")]
-    assert len(cpu) == 4 and cpu["value"].between(0, 100).all()  # 2 samples x 2 hosts, a percentage
+    assert len(cpu) == 8 and cpu["value"].between(0, 100).all()  # 4 samples x 2 hosts, a percentage
     elapsed = mon[(mon["tool"] == "procstat") & (mon["metric"] == "elapsed")]
-    assert len(elapsed) == 4 and (elapsed["value"] > 0).all()
+    assert len(elapsed) == 8 and (elapsed["value"] > 0).all()
     ping = df[df["summary"]]
     assert set(ping["tool"]) == {"ping"} and set(ping["host"]) == {"h1"}
 

@@ -176,6 +176,10 @@ def test_a_host_that_comes_back_is_reconnected_and_the_sample_runs_again(probe, 
     assert (again.attempt, again.status) == (2, "ok")
     assert [n["command"] for n in again.neighbours] == ["sleep 3600.25"]
     assert [s["name"] for s in again.services] == ["service-svc"]
+    # the block's recording on h2, killed with the rest, was started again for the sample run again
+    monitored = d / "samples" / lost.run_id / "monitors"
+    assert not (monitored / "errors.txt").exists()
+    assert "sar.json" in store.unpack_monitors((monitored / "h2.tar.xz").read_bytes())
     done = [(e.run_id, e.attempt) for e in Ledger(d / "ledger.jsonl").events() if e.state == "done"]
     assert sorted(done) == sorted((r, 2 if r == lost.run_id else 1) for r in planned)
     # the gap: when lost, each attempt, when back, and what the lost sample left running there

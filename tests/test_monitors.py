@@ -1,9 +1,13 @@
-"""Monitors: sysstat around a sample on this machine and on lab hosts, always stopped."""
+"""Monitors: a block's sysstat recording read around samples on this machine and on lab hosts, always stopped."""
 
 from __future__ import annotations
 
+import calendar
 import json
+import os
 import secrets
+import signal
+import time
 import shutil
 import subprocess
 from pathlib import Path
@@ -37,6 +41,14 @@ def _eth0_rx_packets(proc_text: str) -> int:
     raise AssertionError("no eth0 line in the /proc/net/dev snapshot")
 
 
+def _gone(fragment: str, limit: float = 30.0) -> None:
+    """Return once no live process's command line holds ``fragment`` (a process that was told to end)."""
+    deadline = time.monotonic() + limit
+    while _running(fragment):
+        assert time.monotonic() < deadline, f"still running after {limit} s: {_running(fragment)}"
+        time.sleep(0.01)
+
+
 def _sar(files: dict[str, str]) -> dict:
     return json.loads(files["sar.json"])["sysstat"]["hosts"][0]
 
@@ -46,69 +58,120 @@ def local():
     """This machine as a host reached without SSH, with a work directory of its own."""
     host = remote.Host(inventory.HostEntry(f"fpcm{secrets.token_hex(3)}", "127.0.0.1", local=True))
     yield host
+    for proc in Path("/proc").iterdir():  # what a failed test left recording (a passing one stops it itself)
+        try:
+            if proc.name.isdigit() and host.workdir.encode() in (proc / "cmdline").read_bytes():
+                os.kill(int(proc.name), signal.SIGKILL)
+        except (OSError, ValueError):
+            continue
     shutil.rmtree(host.workdir, ignore_errors=True)
 
 
-def test_stop_returns_sar_json_and_snapshots_and_leaves_nothing(local):
-    handle = monitors.start(local, "unit/one")
-    assert _running(handle.base)  # sadc and its shell run while the monitor is on
-    local.check("sleep 1.2")  # a sample long enough for one sadc interval
-    files = monitors.stop(handle)
-    assert set(files) >= {"sar.json", "proc-before.txt", "proc-after.txt"}
-    assert len(_sar(files)["statistics"]) >= 1
-    assert "cpu-load" in _sar(files)["statistics"][0]
-    for snap in ("proc-before.txt", "proc-after.txt"):
-        assert "==> /proc/stat <==" in files[snap] and "==> /proc/net/dev <==" in files[snap]
-    assert _running(handle.base) == []
+def _seconds(files: dict[str, str]) -> list[int]:
+    """The Unix times (whole seconds, UTC) of the records in a sample's ``sar.json``."""
+    return [calendar.timegm(time.strptime(f"{r['timestamp']['date']} {r['timestamp']['time']}", "%Y-%m-%d %H:%M:%S"))
+            for r in _sar(files)["statistics"] if r]
+
+
+def _window(files: dict[str, str]) -> tuple[str, str]:
+    """The ``-s`` and ``-e`` times of the sadf command that cut a sample's ``sar.json``."""
+    words = files["sadf-command.txt"].split()
+    return words[words.index("-s") + 1], words[words.index("-e") + 1]
+
+
+def test_a_blocks_recording_gives_each_sample_the_seconds_inside_it_and_leaves_nothing(local):
+    rec = monitors.start(local, "block/one")
+    assert _running(rec.base)  # sadc runs from the block's start
+    cuts = []
+    for _ in range(2):
+        mark = monitors.before(rec)
+        began = Path(f"{rec.base}.mark").stat().st_mtime  # the host's clock at the sample's start
+        local.check("sleep 4.2")  # long enough for at least one whole second inside the sample
+        files = monitors.after(rec, mark)
+        assert set(files) >= {"sar.json", "proc-before.txt", "proc-after.txt", "sadf-command.txt"}
+        for snap in ("proc-before.txt", "proc-after.txt"):
+            assert "==> /proc/stat <==" in files[snap] and "==> /proc/net/dev <==" in files[snap]
+        assert f"{rec.base}.sa" in files["sadf-command.txt"]  # the one recording of the block
+        seconds, read_at = _seconds(files), time.time()
+        assert "cpu-load" in _sar(files)["statistics"][0]
+        # the records whose middle is in the sample: 3 or 4 of a 4.2-s sample (sadc's own run of a few ms aside)
+        assert len(seconds) >= 3, (began, seconds)
+        assert min(seconds) > began - 0.6 and max(seconds) < read_at, (began, seconds, read_at)
+        assert time.strftime("%H:%M:%S", time.gmtime(max(seconds))) == _window(files)[1]
+        cuts.append(set(seconds))
+    assert not cuts[0] & cuts[1], "two samples never share a record"
+    assert monitors.stop(rec) == ""  # sadc said nothing
+    assert _running(rec.base) == []
     assert list(Path(local.workdir).iterdir()) == []
 
 
-def test_a_monitor_cannot_be_stopped_twice(local):
-    handle = monitors.start(local, "twice")
-    first = monitors.stop(handle)
-    with pytest.raises(MonitorError, match="already stopped") as err:
-        monitors.stop(handle)
-    assert err.value.files == first
+def test_a_stopped_recording_is_neither_read_nor_stopped_again(local):
+    rec = monitors.start(local, "twice")
+    monitors.stop(rec)
+    with pytest.raises(MonitorError, match="already stopped"):
+        monitors.before(rec)
+    with pytest.raises(MonitorError, match="already stopped"):
+        monitors.stop(rec)
 
 
 def test_missing_sadc_is_reported_with_the_snapshots_kept(local, monkeypatch):
     monkeypatch.setattr(monitors, "SADC_PATHS", ("/nonexistent/sadc",))
-    handle = monitors.start(local, "nosadc")
-    with pytest.raises(MonitorError, match="sadc not found.*install sysstat") as err:
-        monitors.stop(handle)
+    rec = monitors.start(local, "nosadc")
+    mark = monitors.before(rec)
+    _gone(rec.base)
+    with pytest.raises(MonitorError, match="recording had ended.*sadc not found.*install sysstat") as err:
+        monitors.after(rec, mark)
     assert "==> /proc/stat <==" in err.value.files["proc-before.txt"]
-    assert _running(handle.base) == []
+    assert "==> /proc/stat <==" in err.value.files["proc-after.txt"]
+    monitors.stop(rec)
+    assert _running(rec.base) == [] and list(Path(local.workdir).iterdir()) == []
 
 
-def test_monitoring_stops_the_monitor_when_the_sample_fails(local):
-    name = f"failing-{secrets.token_hex(3)}"
+def test_a_failing_sample_is_not_read_after_and_the_blocks_recordings_stop(local):
+    stored: dict[str, str] = {}
+    recordings = monitors.Recordings([local], stored.__setitem__)
+    recordings.ensure(0)
+    base = recordings.running[local.name].base
     with pytest.raises(RuntimeError, match="sample failed"):
-        with monitors.monitoring([local], name) as outputs:
-            assert _running(name)
+        with recordings.sample() as outputs:
+            assert _running(base)
             raise RuntimeError("sample failed")
-    # the stop ran and returned the monitor's files (sar.json only when sadc had written its first record:
-    # on a busy machine the failure can come before sadc created its file)
-    assert outputs[local.name]["proc-before.txt"].startswith("==> /proc/uptime <==")
-    assert _running(name) == []
+    assert outputs == {}
+    assert _running(base), "the block's recording goes on after a failed sample"
+    assert recordings.stop_all() == []
+    assert _running(base) == [] and recordings.running == {} and stored == {}
 
 
-def test_monitoring_stops_started_monitors_when_a_later_start_fails(local):
-    name = f"halfway-{secrets.token_hex(3)}"
-    gone = remote.Host(inventory.HostEntry("gone", "127.0.0.1", port=1))  # nothing listens: refused at once
-    with pytest.raises(remote.HostError):
-        with monitors.monitoring([local, gone], name):
-            pytest.fail("the body must not run when a monitor could not start")
-    assert _running(name) == []
-
-
+def test_a_new_block_gets_a_new_recording_and_an_unreadable_one_is_replaced(local, monkeypatch):
+    recordings = monitors.Recordings([local], lambda path, text: None)
+    recordings.ensure(0)
+    first = recordings.running[local.name].base
+    recordings.ensure(0)
+    assert recordings.running[local.name].base == first  # the same block: the same recording
+    recordings.ensure(1)
+    second = recordings.running[local.name].base
+    assert second != first and _running(first) == [] and _running(second)
+    local.check(f"kill $(cat {recordings.running[local.name].service.pidfile})")  # sadc ends early
+    _gone(second)
+    with pytest.raises(MonitorError, match="recording had ended"):
+        with recordings.sample():
+            pass
+    assert recordings.running == {}
+    recordings.ensure(1)
+    assert recordings.running[local.name].base not in (first, second)
+    recordings.stop_all()
+    assert list(Path(local.workdir).iterdir()) == []
 
 
 @pytest.mark.lab
 def test_monitors_on_two_lab_hosts_see_the_sample_traffic(hosts):
     h1, h2 = hosts["h1"], hosts["h2"]
-    name = f"ping-{secrets.token_hex(3)}"
-    with monitors.monitoring([h1, h2], name) as outputs:
-        h1.check(f"ping -q -c 12 -i 0.2 {h2.address}")
+    recordings = monitors.Recordings([h1, h2], lambda path, text: None, suffix=f"-{secrets.token_hex(3)}")
+    recordings.ensure(0)
+    bases = [r.base for r in recordings.running.values()]
+    with recordings.sample() as outputs:
+        h1.check(f"ping -q -c 16 -i 0.2 {h2.address}")
+    recordings.stop_all()
     assert set(outputs) == {"h1", "h2"}
     for host in ("h1", "h2"):
         sar = _sar(outputs[host])
@@ -116,9 +179,10 @@ def test_monitors_on_two_lab_hosts_see_the_sample_traffic(hosts):
         assert len(sar["statistics"]) >= 1
         assert "eth0" in {d["iface"] for d in sar["statistics"][0]["network"]["net-dev"]}
     received = _eth0_rx_packets(outputs["h2"]["proc-after.txt"]) - _eth0_rx_packets(outputs["h2"]["proc-before.txt"])
-    assert received >= 12
-    assert _running(name) == []
-    assert h1.check(f"ls {h1.workdir} | grep -c {name} || true").strip() == "0"
+    assert received >= 16
+    for base in bases:
+        assert _running(base) == []
+    assert h1.check(f"ls {h1.workdir} | grep -c monitor-block-0 || true").strip() == "0"
 
 
 def test_a_hosts_monitor_files_are_stored_as_one_archive_the_same_bytes_each_time():
@@ -161,9 +225,9 @@ def test_an_archive_is_compressed_as_tightly_as_xz_9_and_xz_reads_it(tmp_path):
     assert (tmp_path / "sar.json").read_text() == sar
 
 
-def test_the_hosts_monitors_start_together_and_a_failed_start_stops_the_others(monkeypatch):
+def test_the_hosts_recordings_start_together_and_a_failed_start_stops_the_others(monkeypatch):
     """Two hosts' starts meet at a barrier (sequential starts would time out there); when one start fails, the
-    monitor that did start is stopped and the failure is raised."""
+    recording that did start is stopped and the failure is raised."""
     import threading
 
     barrier = threading.Barrier(2, timeout=10)
@@ -176,20 +240,21 @@ def test_the_hosts_monitors_start_together_and_a_failed_start_stops_the_others(m
     def fake_start(host, name):
         barrier.wait()  # both starts are in flight at once
         if host.name == "bad":
-            raise MonitorError("host bad: cannot start")
-        return monitors.MonitorHandle(host, name, None, "/tmp/x")  # type: ignore[arg-type]
+            raise remote.HostError("host bad: cannot start")
+        return monitors.Recording(host, name, None, "/tmp/x")  # type: ignore[arg-type]
 
-    def fake_stop(handle):
-        stopped.append(handle.host.name)
-        return {"proc-before.txt": "x\n"}
+    def fake_stop(rec):
+        stopped.append(rec.host.name)
+        return ""
 
     monkeypatch.setattr(monitors, "start", fake_start)
     monkeypatch.setattr(monitors, "stop", fake_stop)
-    with pytest.raises(MonitorError, match="cannot start"):
-        with monitors.monitoring([FakeHost("good"), FakeHost("bad")], "s"):
-            raise AssertionError("the body must not run when a monitor did not start")
-    assert stopped == ["good"]
+    recordings = monitors.Recordings([FakeHost("good"), FakeHost("bad")], lambda path, text: None)  # type: ignore[list-item]
+    with pytest.raises(remote.HostError, match="cannot start"):
+        recordings.ensure(0)
+    assert stopped == ["good"] and recordings.running == {}
     barrier.reset()
-    with monitors.monitoring([FakeHost("good"), FakeHost("also")], "s") as outputs:
-        pass
-    assert sorted(outputs) == ["also", "good"] and sorted(stopped) == ["also", "good", "good"]
+    recordings = monitors.Recordings([FakeHost("good"), FakeHost("also")], lambda path, text: None)  # type: ignore[list-item]
+    recordings.ensure(0)
+    assert sorted(recordings.running) == ["also", "good"]
+    assert recordings.stop_all() == [] and sorted(stopped) == ["also", "good", "good"]

@@ -1,42 +1,48 @@
-"""Monitors: sysstat collection on a host during one sample, returned as verbatim text.
+"""Monitors: sysstat recording on a host through a block of samples, read per sample as verbatim text.
 
-:func:`start` launches, under :meth:`Host.start` (setsid, pidfile), a small shell that
-snapshots the kernel counters and runs ``sadc -S DISK,SNMP 1 <count> <file>``: one record
-per second of per-CPU utilisation, load and run queue, memory and paging, network
-devices and their errors, softnet, IP/TCP/UDP counters and block devices (``-S INT``
-is left out: per-CPU interrupt tables grow with the CPU count). :func:`stop` ends the
-process group with SIGTERM, on which the shell snapshots the counters again, converts
-the data file and removes every file, all in one round trip; it does so itself rather
-than through :meth:`Host.stop` because the after-snapshot must be complete before the
-conversion. :func:`monitoring` wraps a sample so that its monitors are stopped
-whatever happens to the sample. Files returned by :func:`stop` (names relative to the
-sample's ``monitors/<host>/`` directory; the store keeps each host's files as one archive,
-``monitors/<host>.tar.xz``, whose members are those files verbatim (:func:`perflab.store.pack_monitors`:
-``tar xJf`` unpacks it, tidy reads it itself; campaigns measured before kept the files
-themselves, some gzipped one by one, and tidy reads those too):
+A block's recording (:func:`start`, one round trip) runs ``sadc -S DISK,SNMP 1 <count> <file>`` under
+:meth:`Host.start` (setsid, pidfile) on the host from the start of a block (:data:`perflab.runner.plan`'s
+fingerprint block) to its end (:func:`stop`): one record per second of per-CPU utilisation, load and run
+queue, memory and paging, network devices and their errors, softnet, IP/TCP/UDP counters and block devices
+(``-S INT`` is left out: per-CPU interrupt tables grow with the CPU count). Each sample reads it in two round
+trips, :func:`before` right before the measured commands and :func:`after` right after them, both on the
+host's own clock. :class:`Recordings` keeps one recording per host of a campaign run, and its
+:meth:`Recordings.sample` wraps a sample. Files a sample gets (names relative to the sample's
+``monitors/<host>/`` directory; the store keeps each host's files as one archive, ``monitors/<host>.tar.xz``,
+whose members are those files verbatim (:func:`perflab.store.pack_monitors`: ``tar xJf`` unpacks it, tidy
+reads it itself; campaigns measured before kept the files themselves, some gzipped one by one, and tidy
+reads those too):
 
-- ``sar.json``: ``sadf -j <file> -- -A``, every activity sadc collected, one statistics
-  record per completed second (parsed by :mod:`perflab.tools.sysstat`). Because ``-A``
-  exports all that the binary file holds, the binary file (readable only by a sadf of a
-  compatible sysstat version) is not kept.
+- ``sar.json``: ``sadf -j -s <start> -e <end> <file> -- -A``, every activity sadc collected, one statistics
+  record per second whose middle lies in the sample, up to the last record written at :func:`after` (parsed by
+  :mod:`perflab.tools.sysstat`): the host's clock at :func:`before` and the recording's last write (its
+  file's modification time) place every record to within the few ms sadc takes to write one, and ``<start>``
+  and ``<end>`` (whole seconds of UTC) select those records (see :func:`_window`). A sample of n seconds gets
+  n-1 to n records, each overlapping it by at least half a second (a campaign measured before 2026-11-27 ran
+  sadc per sample, from right before its commands: n records inside it). Because ``-A`` exports all that the
+  binary file holds, the binary file (readable only by a sadf of a compatible sysstat version) is not kept.
+- ``sadf-command.txt``: the sadf command line that made ``sar.json``, with its times and the recording's file.
 - ``proc-before.txt`` and ``proc-after.txt``: ``/proc/uptime``, ``loadavg``, ``stat``,
   ``net/dev``, ``net/snmp`` and ``diskstats`` in ``tail -n +1`` form (``==> file <==``
-  headers), taken when the monitor starts and stops, for exact per-sample deltas and
+  headers), taken by :func:`before` and :func:`after`, for exact per-sample deltas and
   for samples shorter than sadc's one-second interval.
 - ``cgroup-before.txt`` and ``cgroup-after.txt`` (lab hosts, whose inventory entry names
   their ``cgroups``): ``/proc/uptime`` and the host cgroup's CPU counters (``cpuacct.usage``,
   ``cpuacct.stat``, ``cpu.stat``) in the same ``tail -n +1`` form, read by
   :func:`cgroup_snapshot` on the controller right before and after the measured commands,
   so that the host's own CPU time is known although lab hosts share ``/proc/stat``.
-- ``sadc.log`` (the monitor's stderr) and ``sadf.log`` (sadf's warnings, e.g. "End of
-  system activity file unexpected" when SIGTERM cut the last record), only when not empty.
+- ``sadf.log`` (sadf's warnings) when not empty, and ``sadc.log`` (the recording's stderr) when sadf
+  failed or the recording had ended.
 
-Cost per sample and host, measured on a lab host of a 2-core VM over SSH (2026-11-27, medians of
-10 samples): start 18 ms of wall clock (one round trip: the cgroup made, the monitor started, its
-pidfile awaited every 5 ms), stop 33 ms (one round trip: TERM, the after-snapshot awaited every
-5 ms, the conversion and the cleanup); sadc uses 1.2 ms of CPU per second of sample (0.12 % of
-one CPU) plus about 2 ms for the two snapshots; ``sar.json`` grows by about 5 KB per second on 2
-CPUs with two interfaces and one disk (more with more CPUs, interfaces and disks).
+A recording's own log, when not empty at its stop, is stored by :class:`Recordings` as
+``blocks/<b>/sadc-<host>-<time>.log``.
+
+Cost, measured on a lab host of a 2-core VM over SSH (2026-11-27, medians of 40 and 20): per sample and host
+:func:`before` 5 ms and :func:`after` 11 ms of wall clock (one round trip each; sadf's cut of the recording is
+most of the second); per block and host a start of 14 ms and a stop of 15 ms. sadc uses 1.2 ms of CPU per
+second (0.12 % of one CPU); ``sar.json`` grows by about 5 KB per second on 2 CPUs with two interfaces and one
+disk (more with more CPUs, interfaces and disks); the recording's file on the host about 3 KB per second,
+removed at its stop.
 """
 
 from __future__ import annotations
@@ -45,15 +51,16 @@ import math
 import re
 import secrets
 import shlex
-from concurrent.futures import ThreadPoolExecutor, wait
+import time
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Callable, Iterator, Sequence, TypeVar
 
 from .contention import declaring_study
 from .errors import UserError
 from .fingerprint import sectioned, split_sections
-from .remote import POLL, Host, HostError, Service
+from .remote import Host, HostError, Service
 
 #: Optional sadc activities collected besides the defaults (see ``man sadc``, option -S).
 ACTIVITIES = "DISK,SNMP"
@@ -78,82 +85,226 @@ class MonitorError(UserError, RuntimeError):
 
 
 @dataclass
-class MonitorHandle:
-    """A running monitor: its host, the sample name, its service and where its files are."""
+class Recording:
+    """A running recording: its host, the block's name, its service and where its file is."""
 
     host: Host
     name: str
     service: Service
-    #: Path prefix, on the host, of the monitor's files (``.sa``, ``.before``, ``.after``).
+    #: Path prefix, on the host, of the recording's files (``.sa``, ``.mark``, ``.err``).
     base: str
-    #: What :func:`stop` returned (kept for an error raised by a second stop).
-    files: dict[str, str] = field(default_factory=dict)
+    #: Whether :func:`stop` ran.
+    stopped: bool = False
 
 
-def start(host: Host, name: str, *, limit: float = 3600) -> MonitorHandle:
-    """Snapshot the counters on ``host`` and start sadc there for the sample called ``name``.
+@dataclass(frozen=True)
+class Mark:
+    """What :func:`before` read: the host's counters (its clock is the modification time of ``<base>.mark``)."""
 
-    sadc ends by itself after ``limit`` seconds (and the after-snapshot is then taken),
-    so that a controller that dies without calling :func:`stop` leaves nothing running
-    for long; give samples longer than an hour a larger ``limit``.
+    proc: str
+
+
+def start(host: Host, name: str, *, limit: float = 4 * 3600) -> Recording:
+    """Start sadc on ``host`` for the block called ``name``: one round trip, returning once its pidfile exists.
+
+    sadc ends by itself after ``limit`` seconds, so that a controller that dies without calling :func:`stop`
+    leaves nothing running for long (the next run's reap and the end of a run kill it too); a sample read
+    after that gets a :class:`MonitorError`, and :class:`Recordings` starts a new recording.
     """
     tag = f"monitor-{_SAFE_RE.sub('_', name)[:40]}-{secrets.token_hex(4)}"
     base = f"{host.workdir}/{tag}"
-    snap = f"tail -n +1 {' '.join(PROC_FILES)}"
     count = max(1, math.ceil(limit / INTERVAL))
-    after = f"{snap} > {base}.after.tmp 2>&1; mv {base}.after.tmp {base}.after"  # appears whole, sadc done
-    inner = (f"{snap} > {base}.before 2>&1; trap 'wait; {after}; exit 0' TERM; "
-             f"for p in {' '.join(SADC_PATHS)}; do if [ -x \"$p\" ]; then "
-             f"\"$p\" -S {ACTIVITIES} {INTERVAL} {count} {base}.sa & wait $! 2>/dev/null; s=$?; "
-             f"{after}; exit $s; fi; done; "
+    inner = (f"for p in {' '.join(SADC_PATHS)}; do if [ -x \"$p\" ]; then "
+             f"exec \"$p\" -S {ACTIVITIES} {INTERVAL} {count} {base}.sa; fi; done; "
              f"echo 'sadc not found (looked in {' '.join(SADC_PATHS)}): install sysstat on host {host.name}' >&2; "
-             f"{after}; exit 127")
-    return MonitorHandle(host, name, host.start(tag, f"sh -c {shlex.quote(inner)}"), base)
+             f"exit 127")
+    return Recording(host, name, host.start(tag, f"sh -c {shlex.quote(inner)}"), base)
 
 
-def stop(handle: MonitorHandle) -> dict[str, str]:
-    """Stop the monitor and return its files (name -> verbatim text); see the module docstring.
+def before(rec: Recording) -> Mark:
+    """The host's counters right before a sample's measured commands, and its clock as the modification time of
+    the recording's ``.mark`` file (truncated by the shell itself): one round trip."""
+    _check_running(rec)
+    res = rec.host.run(f": > {rec.base}.mark && tail -n +1 {' '.join(PROC_FILES)} 2>&1", timeout=60)
+    if not res.ok:
+        raise HostError(f"host {rec.host.name}: reading the counters before a sample failed (exit status "
+                        f"{res.exit_code}): {(res.stderr or res.stdout).strip()[:300] or 'no message'}")
+    return Mark(res.stdout.rstrip("\n") + "\n")
 
-    One round trip: end the monitor's process group (TERM, which makes it wait for sadc and
-    take the after-snapshot; KILL once that is written, or after 5 s), convert the data,
-    remove every file. Raises
-    :class:`MonitorError` (with the files that exist) when sadc left no readable data,
-    and :class:`perflab.remote.HostError` when the host is gone.
+
+def _time_of_day(var: str) -> str:
+    """Shell: the UTC time of day (hh:mm:ss) of the Unix time in ``$var``, with builtins only."""
+    return f"$(printf '%02d:%02d:%02d' $(({var} / 3600 % 24)) $(({var} / 60 % 60)) $(({var} % 60)))"
+
+
+def _window(base: str) -> str:
+    """Shell: ``$from`` and ``$to`` for sadf, the records of ``<base>.sa`` whose middle is at or after the
+    modification time of ``<base>.mark`` (:func:`before`), up to the last one written.
+
+    The last record's time is its file's modification time (``m``; both times in ns, from the kernel's
+    file-time clock); record j before it is at m - j s, its middle half a second earlier. sadf keeps a record
+    when the one before it is at or after ``-s`` and it is at or before ``-e``, in whole seconds; ``-s`` equal
+    to ``-e`` keeps none.
     """
-    service, base = handle.service, handle.base
-    if service.stopped:
-        raise MonitorError(f"host {handle.host.name}: monitor for {handle.name!r} was already stopped; "
-                           "its files were returned by the first stop()", handle.files)
-    # TERM makes the monitor's shell wait for sadc and write the after-snapshot; its file appearing (renamed
-    # into place whole), or the group gone, is the end, checked with builtins; KILL then ends what is left.
-    polls = int(5 / POLL)
-    halt = (f"p=$(cat {service.pidfile} 2>/dev/null); if [ -n \"$p\" ]; then kill -TERM -\"$p\" 2>/dev/null; i=0; "
-            f"until [ -e {base}.after ] || ! kill -0 -\"$p\" 2>/dev/null || [ $i -ge {polls} ]; do sleep {POLL}; "
-            f"i=$((i+1)); done; "
-            f"kill -KILL -\"$p\" 2>/dev/null; fi\n")
-    commands = {"before": f"cat {base}.before 2>&1", "after": f"cat {base}.after 2>&1", "log": f"cat {service.logfile}",
-                "sar": f"sadf -j {base}.sa -- -A 2>{base}.err; echo $? > {base}.rc",
-                "sadf-log": f"cat {base}.err", "sadf-status": f"cat {base}.rc"}
-    cleanup = (f"rm -f {base}.before {base}.after {base}.after.tmp {base}.sa {base}.err {base}.rc {service.pidfile} "
-               f"{service.logfile}\n"
-               + handle.host.forget(service))
-    res = handle.host.run(halt + sectioned(commands) + cleanup, timeout=120)
-    service.stopped = True
+    g = 1_000_000_000
+    return (f"if t=$(stat -c %.9Y {base}.mark {base}.sa 2>/dev/null); then set -- $t; "
+            f"a=${{1%.*}}${{1#*.}}; m=${{2%.*}}${{2#*.}}; e=$((m / {g})); "
+            f"j=$((m - {g // 2} - a)); if [ $j -ge 0 ]; then s=$(((m - j / {g} * {g}) / {g} - 1)); "
+            f"else s=$e; fi; else s=0; e=0; fi; from={_time_of_day('s')}; to={_time_of_day('e')}")
+
+
+def after(rec: Recording, mark: Mark) -> dict[str, str]:
+    """The sample's files (name -> verbatim text; see the module docstring) right after its measured commands,
+    ``mark`` being what :func:`before` read.
+
+    One round trip: the counters, and sadf's cut of the recording to the records whose middle is in the sample.
+    Raises :class:`MonitorError` (with the files that exist) when sadf could not read the recording or the
+    recording had ended, and :class:`perflab.remote.HostError` when the host is gone.
+    """
+    _check_running(rec)
+    service, base = rec.service, rec.base
+    command = f"sadf -j -s \"$from\" -e \"$to\" {base}.sa -- -A"
+    commands = {
+        "after": f"tail -n +1 {' '.join(PROC_FILES)} 2>&1",
+        "command": f"{_window(base)}; echo \"{command}\"",
+        "sar": f"{command} 2>{base}.err; r=$?",
+        "sadf-log": f"[ -s {base}.err ] && cat {base}.err",
+        "sadf-status": "echo $r",
+        # sadc is the group's leader (exec'd): alive while its /proc entry is there and not a zombie, read by builtins
+        "alive": (f"a=; read -r p < {service.pidfile} && read -r _ _ st _ < /proc/\"$p\"/stat && [ \"$st\" != Z ] "
+                  f"&& a=yes; echo $a"),
+        "log": f"[ \"$r$a\" = 0yes ] || cat {service.logfile}",
+    }
+    res = rec.host.run(sectioned(commands), timeout=120)
     sections = split_sections(res.stdout)
-    files = {"proc-before.txt": sections.get("before", "") + "\n", "proc-after.txt": sections.get("after", "") + "\n"}
-    for key, fname in (("log", "sadc.log"), ("sadf-log", "sadf.log")):
-        if sections.get(key, "").strip():
-            files[fname] = sections[key] + "\n"
-    handle.files = files
+    files = {"proc-before.txt": mark.proc, "proc-after.txt": sections.get("after", "") + "\n",
+             "sadf-command.txt": sections.get("command", "") + "\n"}
+    if sections.get("sadf-log", "").strip():
+        files["sadf.log"] = sections["sadf-log"] + "\n"
+    log = sections.get("log", "").strip()
+    if log:
+        files["sadc.log"] = log + "\n"
     status = sections.get("sadf-status", "").strip()
-    if status != "0" or "sar" not in sections:
-        raise MonitorError(f"host {handle.host.name}: monitor for {handle.name!r}: expected sadc data that "
+    if status != "0" or "sar" not in sections or sections.get("alive", "").strip() != "yes":
+        ended = "" if sections.get("alive", "").strip() == "yes" else "the recording had ended; "
+        raise MonitorError(f"host {rec.host.name}: recording of {rec.name!r}: {ended}expected sadc data that "
                            f"`sadf -j` converts (exit status 0); found status {status or 'none'}: "
                            f"{sections.get('sadf-log', '').strip()[:300] or res.stderr.strip()[:300] or 'no message'}; "
-                           f"monitor log: {sections.get('log', '').strip()[:300] or 'empty'}. Check sysstat on the host",
-                           files)
+                           f"recording log: {log[:300] or 'empty'}. Check sysstat on the host", files)
     files["sar.json"] = sections["sar"] + "\n"
     return files
+
+
+def stop(rec: Recording) -> str:
+    """Stop the recording, remove its files and return its log: one round trip.
+
+    sadc is killed outright (KILL to its process group, and its cgroup's ``cgroup.kill`` where the host has a
+    registry): every sample has read what it needed, and the file goes with it.
+    """
+    _check_running(rec)
+    service, base = rec.service, rec.base
+    script = (f"read -r p < {service.pidfile} && kill -KILL -\"$p\" 2>/dev/null\n" + rec.host.forget(service)
+              + f"cat {service.logfile} 2>/dev/null; rm -f {base}.sa {base}.err {base}.mark {service.pidfile} {service.logfile}; true")
+    out = rec.host.run(script, timeout=60).stdout
+    rec.stopped = service.stopped = True
+    return out
+
+
+def _check_running(rec: Recording) -> None:
+    if rec.stopped:
+        raise MonitorError(f"host {rec.host.name}: the recording of {rec.name!r} was already stopped")
+
+
+class Recordings:
+    """The recordings of a campaign run's hosts: one per host from a block's start to its end, read per sample.
+
+    ``put(path, text)`` stores a recording's log (a raw file beside the block's fingerprints).
+    """
+
+    def __init__(self, hosts: Sequence[Host], put: Callable[[str, str], None], *, suffix: str = "") -> None:
+        self.hosts, self.put, self.suffix = list(hosts), put, suffix
+        self.running: dict[str, Recording] = {}
+        self.block: int | None = None
+
+    def ensure(self, block: int) -> None:
+        """Make every host record for ``block`` (the hosts together, one thread each): those recording for another
+        block are stopped first, those without a recording (or whose recording ended) start one."""
+        if self.block != block:
+            self.stop_all()
+        self.block = block
+        missing = [h for h in self.hosts if h.name not in self.running]
+        if not missing:
+            return
+        started = _each(missing, lambda host: start(host, f"block-{block}{self.suffix}"))
+        for host, (rec, _) in zip(missing, started):
+            if rec is not None:
+                self.running[host.name] = rec
+        problem = next((exc for _, exc in started if exc is not None), None)
+        if problem is not None:
+            self.stop_all()
+            raise problem
+
+    def stop_all(self) -> list[str]:
+        """Stop every recording, storing each non-empty log; return a note per recording that could not be stopped."""
+        notes: list[str] = []
+        running, self.running = list(self.running.values()), {}
+        stopped = _each(running, stop)
+        for rec, (log, exc) in zip(running, stopped):
+            if exc is not None:
+                notes.append(f"could not stop the recording on {rec.host.name}: {exc}")
+            elif log and log.strip() and self.block is not None:
+                stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+                self.put(f"blocks/{self.block}/sadc-{rec.host.name}{self.suffix}-{stamp}.log", log)
+        return notes
+
+    @contextmanager
+    def sample(self) -> Iterator[dict[str, dict[str, str]]]:
+        """Read every recording around the ``with`` body; the yielded dict is filled with host -> files after it.
+
+        :func:`before` runs on every host before the body and :func:`after` after it, the hosts together. When the
+        body raises, nothing is read after it. After reading every host, the first error is raised; a host whose
+        recording could not be read (it had ended, or sadf failed) has it stopped, and a new one at the next
+        :meth:`ensure`.
+        """
+        recs = list(self.running.values())
+        marks = _each(recs, before)
+        problem = next((exc for _, exc in marks if exc is not None), None)
+        if problem is not None:
+            raise problem
+        outputs: dict[str, dict[str, str]] = {}
+        yield outputs
+        pairs = [(rec, mark) for rec, (mark, _) in zip(recs, marks) if mark is not None]
+        read = _each(pairs, lambda pair: after(*pair))
+        errors: list[Exception] = []
+        for (rec, _), (files, exc) in zip(pairs, read):
+            if files is not None:
+                outputs[rec.host.name] = files
+            elif exc is not None:
+                outputs[rec.host.name] = getattr(exc, "files", {})
+                errors.append(exc)
+                if isinstance(exc, MonitorError):  # a recording that ended or broke is replaced at the next ensure
+                    self.running.pop(rec.host.name, None)
+                    _each([rec], stop)
+        if errors:
+            raise errors[0]
+
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def _each(items: Sequence[T], func: Callable[[T], R]) -> list[tuple[R | None, Exception | None]]:
+    """``func`` of every item, one thread each when there are several: (result, None) or (None, the error)."""
+    def one(item: T) -> tuple[R | None, Exception | None]:
+        try:
+            return func(item), None
+        except (MonitorError, HostError) as exc:
+            return None, exc
+
+    if len(items) <= 1:
+        return [one(item) for item in items]
+    with ThreadPoolExecutor(max_workers=len(items)) as pool:
+        return list(pool.map(one, items))
 
 
 def study_policy(monitored: bool, source: str) -> str | None:
@@ -185,46 +336,3 @@ def cgroup_snapshot(cgroups: dict[str, str]) -> str:
         except FileNotFoundError:
             continue
     return "\n".join(parts)
-
-
-@contextmanager
-def monitoring(hosts: Sequence[Host], name: str) -> Iterator[dict[str, dict[str, str]]]:
-    """Monitor ``hosts`` during the ``with`` body; the yielded dict is filled with host -> files on exit.
-
-    The monitors of all hosts start together and stop together (one thread per host, each over
-    its own connection), so the sample waits for the slowest host's round trips rather than
-    their sum. Every monitor started is stopped, also when the body or another start raises; an
-    error of the body wins over an error of stopping. After stopping every monitor the
-    first stop error is raised again, when the body succeeded.
-    """
-    handles: list[MonitorHandle] = []
-    outputs: dict[str, dict[str, str]] = {}
-    failed = False
-    try:
-        with ThreadPoolExecutor(max_workers=max(1, len(hosts))) as pool:
-            started = [pool.submit(start, host, name) for host in hosts]
-            wait(started)
-        problems = [f.exception() for f in started]
-        handles = [f.result() for f, problem in zip(started, problems) if problem is None]
-        first = next((problem for problem in problems if problem is not None), None)
-        if first is not None:
-            raise first
-        yield outputs
-    except BaseException:
-        failed = True
-        raise
-    finally:
-        errors: list[Exception] = []
-
-        def stop_one(handle: MonitorHandle) -> None:
-            try:
-                outputs[handle.host.name] = stop(handle)
-            except (MonitorError, HostError) as exc:
-                outputs[handle.host.name] = getattr(exc, "files", {})
-                errors.append(exc)
-
-        if handles:
-            with ThreadPoolExecutor(max_workers=len(handles)) as pool:
-                list(pool.map(stop_one, handles))
-        if errors and not failed:
-            raise errors[0]

@@ -372,12 +372,13 @@ def per_operation(monitor: str, rows: list[Measurement], operations: float) -> l
 
 def _no_intervals(sar_json: str) -> bool:
     """True for a sysstat recording (``sar.json``'s text) shorter than its one-second interval: it holds no
-    statistics."""
+    statistics (or only the empty objects sadf ends a cut with)."""
     try:
         hosts = json.loads(sar_json)["sysstat"]["hosts"]
     except (ValueError, KeyError, TypeError):
         return False  # not what sadf writes: the parser says what is wrong
-    return all(not h.get("statistics") for h in hosts) if isinstance(hosts, list) else False
+    return all(isinstance(h, dict) and not any(h.get("statistics") or []) for h in hosts) \
+        if isinstance(hosts, list) else False
 
 
 def _stored(host_dir: Path, name: str) -> Path:

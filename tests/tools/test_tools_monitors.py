@@ -43,6 +43,23 @@ def test_sadf_sections_become_rows_with_entity_dims(read_fixture):
     assert cpus == {"all", "0", "1"}
 
 
+def test_the_empty_objects_sadf_ends_a_cut_recording_with_are_no_intervals(read_fixture):
+    """``sadf -j -e <time>`` on a recording that goes on past ``<time>`` ends its statistics with ``{}``."""
+    from perflab.tidy import _no_intervals
+
+    text = read_fixture("sysstat/sadf_u_all_q_dev_d.json")
+    doc = json.loads(text)
+    doc["sysstat"]["hosts"][0]["statistics"].append({})
+    assert SADF.parse(json.dumps(doc), source="cut.json") == SADF.parse(text, source="cut.json")
+    doc["sysstat"]["hosts"][0]["statistics"] = [{}]
+    assert _no_intervals(json.dumps(doc))
+    with pytest.raises(ParseError, match="at least one interval"):
+        SADF.parse(json.dumps(doc), source="none.json")
+    doc["sysstat"]["hosts"][0]["statistics"] = [{}, json.loads(text)["sysstat"]["hosts"][0]["statistics"][0]]
+    with pytest.raises(ParseError, match="timestamp"):  # only the end's empty objects are sadf's
+        SADF.parse(json.dumps(doc), source="inside.json")
+
+
 def test_sysstat_user_and_system_fields_map_to_usr_and_sys():
     # sysstat without -u ALL names the fields "user" and "system" (a minimal document, built here).
     doc = {"sysstat": {"hosts": [{"date": "11/22/26", "statistics": [

@@ -9,12 +9,12 @@ where the last one stopped.
 Around the samples, in this order: when the schedule enters a new block, every involved
 host is fingerprinted (``blocks/<b>/fingerprint-before-<host>.json``: a full probe the first time a
 run sees the host, then a digest of what can change, and a full probe only when the digest moved;
-see :mod:`perflab.fingerprint`); when it enters a
-new cell, the previous cell's teardown and the new cell's setup steps run; the cell's
+see :mod:`perflab.fingerprint`) and sysstat starts recording on every involved host (monitors on); when
+it enters a new cell, the previous cell's teardown and the new cell's setup steps run; the cell's
 neighbour loads start (and loads of other cells stop); services start; the settle
-condition is waited for; then sysstat monitors run on every involved host while the
-measured commands run, and their files go into the sample's ``monitors/<host>.tar.xz``. When a
-block ends, the hosts are fingerprinted again and the differences (before/after per host,
+condition is waited for; then the measured commands run between two reads of every host's
+counters and recording, whose files go into the sample's ``monitors/<host>.tar.xz`` (see
+:mod:`perflab.monitors`). When a block ends, its recordings stop and the hosts are fingerprinted again and the differences (before/after per host,
 between hosts, since the previous block) are printed and stored in
 ``blocks/<b>/differences.json``. Teardown, neighbours, services and monitors are stopped
 whatever happens (failure, lost host, Ctrl-C).
@@ -45,15 +45,15 @@ from .. import __version__, contention, design, measurelock, questions, records
 from ..inventory import HostEntry
 from ..campaign import Campaign
 from ..store import RawStore
-from .plan import (DIGEST_SECONDS, FINGERPRINT_SECONDS, MONITOR_SECONDS, SETTLE_POLL_SECONDS, STARTUP_SECONDS,
-                   plan, sample_timeout)
+from .plan import (DIGEST_SECONDS, FINGERPRINT_SECONDS, MONITOR_SECONDS, RECORDING_SECONDS, SETTLE_POLL_SECONDS,
+                   STARTUP_SECONDS, plan, sample_timeout)
 from . import leftovers
 from .outcome import RunnerError, Summary
 from .progress import Progress, format_duration
 from .stopping import Stopped, on_signals
 
-__all__ = ["DIGEST_SECONDS", "FINGERPRINT_SECONDS", "MONITOR_SECONDS", "SETTLE_POLL_SECONDS", "STARTUP_SECONDS", "RunnerError", "Stopped",
-           "Summary", "format_duration", "plan", "run", "sample_timeout"]
+__all__ = ["DIGEST_SECONDS", "FINGERPRINT_SECONDS", "MONITOR_SECONDS", "RECORDING_SECONDS", "SETTLE_POLL_SECONDS",
+           "STARTUP_SECONDS", "RunnerError", "Stopped", "Summary", "format_duration", "plan", "run", "sample_timeout"]
 
 
 def run(spec: Campaign, entries: Mapping[str, HostEntry], raw_root: str | Path, *,
@@ -110,8 +110,7 @@ def _reap(spec: Campaign, entries: Mapping[str, HostEntry], store: RawStore) -> 
 
     killed, unreachable = remote.reap(entries, spec.involved(), store.owner)
     notes = [f"could not check {', '.join(unreachable)} for processes an earlier attempt left"] if unreachable else []
-    path = leftovers.record(store, killed, "left by an earlier run, found when this one started")
-    return notes + ([f"stopped {leftovers.describe(killed, path)} that an earlier attempt left"] if path else [])
+    return notes + leftovers.found_at_start(store, killed)
 
 
 def _stopped(exc: Stopped, spec: Campaign, entries: Mapping[str, HostEntry], runs: list[design.Run],
@@ -153,12 +152,12 @@ def _run(spec: Campaign, entries: Mapping[str, HostEntry], runs: list[design.Run
             store.put_file(questions.RECORD, frozen)
     summary = Summary(planned=len(runs), already_done=0, raw_dir=store.dir)
     summary.notes += store.recover()
-    summary.notes += _reap(spec, entries, store)
     done = store.done_ids()
     todo = [r for r in runs if r.run_id not in done]
     summary.already_done = len(runs) - len(todo)
     out = stream or sys.stdout
-    if not todo:
+    if not todo:  # a session reaps its hosts on its own connections; with nothing to run, this does
+        summary.notes += _reap(spec, entries, store)
         print(f"{spec.name}: all {len(runs)} samples are stored in {store.dir}; nothing to do", file=out, flush=True)
         return summary
     if summary.already_done:

@@ -38,3 +38,9 @@ def describe(killed: Mapping[str, list[str]], path: str | None) -> str:
     hosts = sorted(host for host, lines in killed.items() if lines)
     return (f"{sum(len(killed[h]) for h in hosts)} process(es) on {', '.join(hosts)}"
             + (f" (recorded in {path})" if path else ""))
+
+
+def found_at_start(store: RawStore, killed: Mapping[str, list[str]]) -> list[str]:
+    """Record what a run killed when it started (left by an earlier, killed attempt); a note saying so, if any."""
+    path = record(store, killed, "left by an earlier run, found when this one started")
+    return [f"stopped {describe(killed, path)} that an earlier attempt left"] if path else []

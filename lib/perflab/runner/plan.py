@@ -14,9 +14,11 @@ def sample_timeout(spec: Campaign, params: Mapping[str, Any]) -> float:
     return spec.timeout or 2 * tools.get(spec.tool).expected_duration(params) + 15
 
 
-#: Seconds the monitors add per sample and host (start and stop, a round trip each; measured on a lab
-#: host of this 2-core machine, 2026-11-27, as the per-sample cost of ``python benchmarks/bench_overhead.py``).
-MONITOR_SECONDS = 0.05
+#: Seconds the monitors add per sample and host (reading the block's recording before and after the measured
+#: commands, a round trip each; measured on a lab host of this 2-core machine, 2026-11-27).
+MONITOR_SECONDS = 0.016
+#: Seconds a block's recording adds per block and host (its start and its stop, a round trip each; same machine).
+RECORDING_SECONDS = 0.03
 #: Seconds a full fingerprint takes per host (one round trip probing the campaign's tools; same machine).
 FINGERPRINT_SECONDS = 0.13
 #: Seconds a fingerprint whose digest held takes per host (one round trip, no tool run; same machine).
@@ -80,7 +82,9 @@ def _estimate(spec: Campaign, runs: list[design.Run]) -> tuple[float, float]:
     measure = sum(tool.expected_duration(params) for r in runs for _, params in spec.phase_params(r.cell.levels))
     hosts = spec.involved()
     blocks = len({fingerprint_block(spec, r) for r in runs})
-    overhead = STARTUP_SECONDS + len(runs) * len(hosts) * (MONITOR_SECONDS if spec.monitors else 0)
+    overhead = STARTUP_SECONDS
+    if spec.monitors:
+        overhead += len(hosts) * (len(runs) * MONITOR_SECONDS + blocks * RECORDING_SECONDS)
     if spec.fingerprints and blocks:  # a full probe per host first, then digests while the facts hold
         overhead += len(hosts) * (FINGERPRINT_SECONDS + (2 * blocks - 1) * DIGEST_SECONDS)
     if spec.settle:

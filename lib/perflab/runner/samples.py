@@ -36,6 +36,9 @@ def session(spec: Campaign, entries: Mapping[str, HostEntry], runs: list[design.
     if refused:
         raise RunnerError(refused)
     with connect(entries, spec.involved()) as hosts:
+        for note in _reap(hosts, store):
+            progress.note(note)
+            summary.notes.append(note)
         for host in hosts.values():
             host.owner = store.owner  # the process registry every command and service is tagged with
             if note := host.open_registry():
@@ -48,7 +51,8 @@ def session(spec: Campaign, entries: Mapping[str, HostEntry], runs: list[design.
             raise RunnerError(f"{spec.source}: the hosts are not ready for this campaign (nothing was run):\n  "
                               + "\n  ".join(problems))
         engine = Engine(spec, hosts, store, progress)
-        lost = Reconnector(spec, hosts, store, progress, (engine.neighbours, engine.services, engine.fixtures))
+        lost = Reconnector(spec, hosts, store, progress,
+                          (engine.neighbours, engine.services, engine.fixtures, engine.blocks.recordings))
         try:
             for run_ in todo:
                 if stop is not None and stop.is_set():
@@ -123,8 +127,9 @@ class Engine:
         results: list = []
         reason = ""
         watched = [self.hosts[n] for n in self.hosts] if self.spec.monitors else []
+        outputs: dict[str, dict[str, str]] = {}
         try:
-            with monitors.monitoring(watched, run_.run_id) as outputs:
+            with self.blocks.recordings.sample() as outputs:
                 accounted = [h for h in watched if h.entry.cgroups]
                 for host in accounted:
                     files[f"monitors/{host.name}/cgroup-before.txt"] = monitors.cgroup_snapshot(host.entry.cgroups)
@@ -178,16 +183,23 @@ class Engine:
         return False
 
     def close(self) -> list[str]:
-        """Tear the current cell down and stop neighbours and services, whatever happened; return notes."""
+        """Tear the current cell down and stop the recordings, neighbours and services, whatever happened; return notes."""
         notes = []
         try:
             self.cells.leave()
         except (RunnerError, HostError) as exc:
             notes.append(f"teardown: {exc}")
-        notes += self.neighbours.stop_all() + self.services.stop_all() + self.fixtures.stop_all()
+        notes += (self.blocks.recordings.stop_all() + self.neighbours.stop_all() + self.services.stop_all()
+                  + self.fixtures.stop_all())
         for note in notes:
             self.progress.note(note)
         return notes
+
+
+def _reap(hosts: Hosts, store: RawStore) -> list[str]:
+    """Stop what an earlier, killed attempt of the campaign left on ``hosts`` (each in its own network namespace:
+    the lab's hosts share a kernel, and other groups' hosts run on) and record it; return a note when it did."""
+    return leftovers.found_at_start(store, {name: host.reap(store.owner, own_netns=True) for name, host in hosts.items()})
 
 
 def _close_registries(hosts: Hosts, store: RawStore) -> list[str]:

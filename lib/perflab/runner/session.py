@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence, TypeVar
 
-from .. import __version__, contention, fingerprint, records
+from .. import __version__, contention, fingerprint, monitors, records
 from ..remote import CONNECT_TIMEOUT, Host, HostError, HostLost, Result, Service
 from ..campaign import Campaign, Cell, Step
 from ..campaign_values import fill
@@ -233,7 +233,7 @@ def utc(t: float) -> str:
 
 class Blocks:
     """Before each block the quiet-machine gate, fingerprints of every involved host before and after it,
-    and their differences."""
+    and their differences; the hosts' sysstat recordings through it."""
 
     def __init__(self, spec: Campaign, hosts: Mapping[str, Host], store: RawStore, progress: Progress,
                  quieten: Callable[[], None] = lambda: None) -> None:
@@ -249,6 +249,9 @@ class Blocks:
         self.quieten = quieten
         #: Versions probed: the campaign's tool, and sysstat when monitors run.
         self.tools = (spec.tool, "sadf") if spec.monitors else (spec.tool,)
+        #: The hosts' sysstat recordings through each block (monitors on), read per sample.
+        self.recordings = monitors.Recordings(list(hosts.values()) if spec.monitors else [],
+                                              lambda path, text: store.put_file(path, text), suffix=self.suffix)
         #: Host -> (stored path, fingerprint) of its last full probe in this run, whose digest later
         #: fingerprints compare with before probing again.
         self.full: dict[str, tuple[str, dict]] = {}
@@ -284,6 +287,7 @@ class Blocks:
         host interrupted this one) keeps that fingerprint, and the block keeps its gate's outcome.
         """
         if block == self.current:
+            self.recordings.ensure(block)  # again, after a lost host's reconnection stopped them
             return
         self.finish()
         if self.gate.quiet is not None:
@@ -292,11 +296,14 @@ class Blocks:
             self.gate.before_block(block, stored=json.loads(stored.read_text()) if stored.exists() else None)
         if self.spec.fingerprints:
             self._collect(block, "before")
+        self.recordings.ensure(block)
         self.current = block
 
     def finish(self) -> None:
-        """Fingerprint the hosts after the current block and store and print the differences."""
+        """Stop the current block's recordings, fingerprint the hosts after it and store and print the differences."""
         block = self.current
+        for note in self.recordings.stop_all():
+            self.progress.note(note)
         if block is None or not self.spec.fingerprints:
             self.current = None
             return
@@ -345,7 +352,7 @@ class Reconnector:
     """
 
     def __init__(self, spec: Campaign, hosts: Mapping[str, Host], store: RawStore, progress: Progress,
-                 backgrounds: Sequence[Background]) -> None:
+                 backgrounds: Sequence[Background | monitors.Recordings]) -> None:
         self.spec, self.hosts, self.store, self.progress = spec, hosts, store, progress
         self.backgrounds = backgrounds
 

@@ -4,7 +4,8 @@ Both print sysstat's JSON (``{"sysstat": {"hosts": [{"statistics": [...]}]}}``);
 parsers share the section readers below. Every row carries the dim ``timestamp`` (ISO
 8601, in the time zone sysstat reports: UTC for sadf, the host's local time for
 mpstat), and the entity dims ``cpu`` ("all", "0", ...), ``iface`` or ``device``. Rows
-without ``timestamp`` are the means over the monitored intervals.
+without ``timestamp`` are the means over the monitored intervals. The empty objects that end
+``sadf -e``'s statistics when it cut a recording before its end are not intervals and are skipped.
 
 Metrics: ``cpu_usr``, ``cpu_nice``, ``cpu_sys``, ``cpu_iowait``, ``cpu_irq``,
 ``cpu_soft``, ``cpu_steal``, ``cpu_guest``, ``cpu_gnice``, ``cpu_idle`` (%; sysstat's
@@ -156,10 +157,20 @@ def _host(stdout: str, source: str) -> Mapping[str, Any]:
 
 def _statistics(host: Mapping[str, Any], source: str) -> list[Mapping[str, Any]]:
     stats = require(host, "statistics", source=source, where="sysstat.hosts[0]")
+    if isinstance(stats, list):
+        stats = _closed(stats)
     if not isinstance(stats, list) or not stats:
         raise ParseError(source, "at least one interval in sysstat.hosts[0].statistics",
                          "none (did the monitor run for at least one interval?)")
     return stats
+
+
+def _closed(stats: list[Any]) -> list[Any]:
+    """``stats`` without the empty objects sadf ends them with when ``-e`` cut the recording before its end."""
+    end = len(stats)
+    while end and stats[end - 1] == {}:
+        end -= 1
+    return stats[:end]
 
 
 def _date(text: Any, source: str) -> date:
