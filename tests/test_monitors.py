@@ -142,14 +142,17 @@ def test_a_failing_sample_is_not_read_after_and_the_blocks_recordings_stop(local
     assert _running(base) == [] and recordings.running == {} and stored == {}
 
 
-def test_a_new_block_gets_a_new_recording_and_an_unreadable_one_is_replaced(local, monkeypatch):
+def test_a_recording_is_renewed_before_a_sample_once_old_and_an_unreadable_one_is_replaced(local, monkeypatch):
     recordings = monitors.Recordings([local], lambda path, text: None)
     recordings.ensure(0)
     first = recordings.running[local.name].base
     recordings.ensure(0)
-    assert recordings.running[local.name].base == first  # the same block: the same recording
+    recordings.ensure(1)
+    assert recordings.running[local.name].base == first  # younger than RENEW_SECONDS: the same recording
+    monkeypatch.setattr(monitors, "RENEW_SECONDS", 0.0)
     recordings.ensure(1)
     second = recordings.running[local.name].base
+    monkeypatch.setattr(monitors, "RENEW_SECONDS", 3600.0)
     assert second != first and _running(first) == [] and _running(second)
     local.check(f"kill $(cat {recordings.running[local.name].service.pidfile})")  # sadc ends early
     _gone(second)
@@ -166,7 +169,8 @@ def test_a_new_block_gets_a_new_recording_and_an_unreadable_one_is_replaced(loca
 @pytest.mark.lab
 def test_monitors_on_two_lab_hosts_see_the_sample_traffic(hosts):
     h1, h2 = hosts["h1"], hosts["h2"]
-    recordings = monitors.Recordings([h1, h2], lambda path, text: None, suffix=f"-{secrets.token_hex(3)}")
+    mine = f"-{secrets.token_hex(3)}"  # in the recordings' names: the lab's hosts share their work directory's disk
+    recordings = monitors.Recordings([h1, h2], lambda path, text: None, suffix=mine)
     recordings.ensure(0)
     bases = [r.base for r in recordings.running.values()]
     with recordings.sample() as outputs:
@@ -182,7 +186,8 @@ def test_monitors_on_two_lab_hosts_see_the_sample_traffic(hosts):
     assert received >= 16
     for base in bases:
         assert _running(base) == []
-    assert h1.check(f"ls {h1.workdir} | grep -c monitor-block-0 || true").strip() == "0"
+    for host in (h1, h2):
+        assert host.check(f"ls {host.workdir} | grep -c -- {mine} || true").strip() == "0"
 
 
 def test_a_hosts_monitor_files_are_stored_as_one_archive_the_same_bytes_each_time():

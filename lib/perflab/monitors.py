@@ -1,13 +1,13 @@
-"""Monitors: sysstat recording on a host through a block of samples, read per sample as verbatim text.
+"""Monitors: a sysstat recording on each host through a campaign run, read per sample as verbatim text.
 
-A block's recording (:func:`start`, one round trip) runs ``sadc -S DISK,SNMP 1 <count> <file>`` under
-:meth:`Host.start` (setsid, pidfile) on the host from the start of a block (:data:`perflab.runner.plan`'s
-fingerprint block) to its end (:func:`stop`): one record per second of per-CPU utilisation, load and run
-queue, memory and paging, network devices and their errors, softnet, IP/TCP/UDP counters and block devices
-(``-S INT`` is left out: per-CPU interrupt tables grow with the CPU count). Each sample reads it in two round
-trips, :func:`before` right before the measured commands and :func:`after` right after them, both on the
-host's own clock. :class:`Recordings` keeps one recording per host of a campaign run, and its
-:meth:`Recordings.sample` wraps a sample. Files a sample gets (names relative to the sample's
+A recording (:func:`start`, one round trip) runs ``sadc -S DISK,SNMP 1 <count> <file>`` under
+:meth:`Host.start` (setsid, pidfile) on the host until :func:`stop`: one record per second of per-CPU
+utilisation, load and run queue, memory and paging, network devices and their errors, softnet, IP/TCP/UDP
+counters and block devices (``-S INT`` is left out: per-CPU interrupt tables grow with the CPU count).
+:class:`Recordings` starts one per host of a campaign run before its first sample and renews it before the
+first sample after :data:`RENEW_SECONDS` (the run's end, a lost host and an unreadable recording stop it too).
+Each sample reads it in two round trips, :func:`before` right before the measured commands and :func:`after`
+right after them, both on the host's own clock; :meth:`Recordings.sample` wraps a sample. Files a sample gets (names relative to the sample's
 ``monitors/<host>/`` directory; the store keeps each host's files as one archive, ``monitors/<host>.tar.xz``,
 whose members are those files verbatim (:func:`perflab.store.pack_monitors`: ``tar xJf`` unpacks it, tidy
 reads it itself; campaigns measured before kept the files themselves, some gzipped one by one, and tidy
@@ -35,12 +35,12 @@ reads those too):
   failed or the recording had ended.
 
 A recording's own log, when not empty at its stop, is stored by :class:`Recordings` as
-``blocks/<b>/sadc-<host>-<time>.log``.
+``blocks/<b>/sadc-<host>-<time>.log`` (the block of the sample it was last read for).
 
 Cost, measured on a lab host of a 2-core VM over SSH (2026-11-27, medians of 40 and 20): per sample and host
 :func:`before` 5 ms and :func:`after` 11 ms of wall clock (one round trip each; sadf's cut of the recording is
-most of the second); per block and host a start of 14 ms and a stop of 15 ms. sadc uses 1.2 ms of CPU per
-second (0.12 % of one CPU); ``sar.json`` grows by about 5 KB per second on 2 CPUs with two interfaces and one
+most of the second, 0.05 ms more per second recorded); a recording's start 14 ms and its stop 15 ms. sadc uses
+1.2 ms of CPU per second (0.12 % of one CPU); ``sar.json`` grows by about 5 KB per second on 2 CPUs with two interfaces and one
 disk (more with more CPUs, interfaces and disks); the recording's file on the host about 3 KB per second,
 removed at its stop.
 """
@@ -54,7 +54,7 @@ import shlex
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Iterator, Sequence, TypeVar
 
 from .contention import declaring_study
@@ -72,6 +72,10 @@ SADC_PATHS = ("/usr/lib/sysstat/sadc", "/usr/lib64/sa/sadc", "/usr/libexec/sysst
 PROC_FILES = ("/proc/uptime", "/proc/loadavg", "/proc/stat", "/proc/net/dev", "/proc/net/snmp", "/proc/diskstats")
 
 _SAFE_RE = re.compile(r"[^A-Za-z0-9._-]+")
+#: Seconds after which :class:`Recordings` renews a recording before the next sample: sadf's cut for a sample reads
+#: the recording from its start, about 0.05 ms per second recorded on a lab host (3 ms at 60 s, 30 ms at 600 s),
+#: where a renewal (a stop and a start) takes about 30 ms.
+RENEW_SECONDS = 60.0
 #: A host cgroup's CPU counters (cgroup v1 cpuacct, cgroup v2), read by :func:`cgroup_snapshot`.
 CGROUP_FILES = ("cpuacct.usage", "cpuacct.stat", "cpu.stat")
 
@@ -95,6 +99,8 @@ class Recording:
     base: str
     #: Whether :func:`stop` ran.
     stopped: bool = False
+    #: When it started (the controller's monotonic clock).
+    started: float = field(default_factory=time.monotonic)
 
 
 @dataclass(frozen=True)
@@ -216,9 +222,12 @@ def _check_running(rec: Recording) -> None:
 
 
 class Recordings:
-    """The recordings of a campaign run's hosts: one per host from a block's start to its end, read per sample.
+    """The recordings of a campaign run's hosts, read per sample: one per host, started before the first sample and
+    renewed before the first sample after :data:`RENEW_SECONDS`, so that a block of one sample (RMIT with one cell)
+    costs no start and stop of its own, and sadf's cut for a sample, which reads the recording from its start,
+    stays short.
 
-    ``put(path, text)`` stores a recording's log (a raw file beside the block's fingerprints).
+    ``put(path, text)`` stores a recording's log (a raw file beside the fingerprints of the block it ended in).
     """
 
     def __init__(self, hosts: Sequence[Host], put: Callable[[str, str], None], *, suffix: str = "") -> None:
@@ -227,9 +236,10 @@ class Recordings:
         self.block: int | None = None
 
     def ensure(self, block: int) -> None:
-        """Make every host record for ``block`` (the hosts together, one thread each): those recording for another
-        block are stopped first, those without a recording (or whose recording ended) start one."""
-        if self.block != block:
+        """Make every host record for the next sample, of ``block`` (the hosts together, one thread each): recordings
+        older than :data:`RENEW_SECONDS` are stopped; hosts without a recording (or whose recording ended) start
+        one."""
+        if any(time.monotonic() - r.started >= RENEW_SECONDS for r in self.running.values()):
             self.stop_all()
         self.block = block
         missing = [h for h in self.hosts if h.name not in self.running]

@@ -9,12 +9,13 @@ where the last one stopped.
 Around the samples, in this order: when the schedule enters a new block, every involved
 host is fingerprinted (``blocks/<b>/fingerprint-before-<host>.json``: a full probe the first time a
 run sees the host, then a digest of what can change, and a full probe only when the digest moved;
-see :mod:`perflab.fingerprint`) and sysstat starts recording on every involved host (monitors on); when
-it enters a new cell, the previous cell's teardown and the new cell's setup steps run; the cell's
-neighbour loads start (and loads of other cells stop); services start; the settle
+see :mod:`perflab.fingerprint`), and sysstat records on every involved host (monitors on; started
+before the first sample, renewed before a sample once a minute old, see :mod:`perflab.monitors`);
+when it enters a new cell, the previous cell's teardown and the new cell's setup steps run; the
+cell's neighbour loads start (and loads of other cells stop); services start; the settle
 condition is waited for; then the measured commands run between two reads of every host's
-counters and recording, whose files go into the sample's ``monitors/<host>.tar.xz`` (see
-:mod:`perflab.monitors`). When a block ends, its recordings stop and the hosts are fingerprinted again and the differences (before/after per host,
+counters and recording, whose files go into the sample's ``monitors/<host>.tar.xz``. When a
+block ends, the hosts are fingerprinted again and the differences (before/after per host,
 between hosts, since the previous block) are printed and stored in
 ``blocks/<b>/differences.json``. Teardown, neighbours, services and monitors are stopped
 whatever happens (failure, lost host, Ctrl-C).

@@ -233,7 +233,7 @@ def utc(t: float) -> str:
 
 class Blocks:
     """Before each block the quiet-machine gate, fingerprints of every involved host before and after it,
-    and their differences; the hosts' sysstat recordings through it."""
+    and their differences; the hosts' sysstat recordings, started (or renewed) as a block starts."""
 
     def __init__(self, spec: Campaign, hosts: Mapping[str, Host], store: RawStore, progress: Progress,
                  quieten: Callable[[], None] = lambda: None) -> None:
@@ -249,7 +249,7 @@ class Blocks:
         self.quieten = quieten
         #: Versions probed: the campaign's tool, and sysstat when monitors run.
         self.tools = (spec.tool, "sadf") if spec.monitors else (spec.tool,)
-        #: The hosts' sysstat recordings through each block (monitors on), read per sample.
+        #: The hosts' sysstat recordings (monitors on), read per sample, renewed at block boundaries.
         self.recordings = monitors.Recordings(list(hosts.values()) if spec.monitors else [],
                                               lambda path, text: store.put_file(path, text), suffix=self.suffix)
         #: Host -> (stored path, fingerprint) of its last full probe in this run, whose digest later
@@ -287,7 +287,7 @@ class Blocks:
         host interrupted this one) keeps that fingerprint, and the block keeps its gate's outcome.
         """
         if block == self.current:
-            self.recordings.ensure(block)  # again, after a lost host's reconnection stopped them
+            self.recordings.ensure(block)  # again, after a lost host's reconnection stopped it
             return
         self.finish()
         if self.gate.quiet is not None:
@@ -300,10 +300,8 @@ class Blocks:
         self.current = block
 
     def finish(self) -> None:
-        """Stop the current block's recordings, fingerprint the hosts after it and store and print the differences."""
+        """Fingerprint the hosts after the current block and store and print the differences."""
         block = self.current
-        for note in self.recordings.stop_all():
-            self.progress.note(note)
         if block is None or not self.spec.fingerprints:
             self.current = None
             return
