@@ -160,11 +160,12 @@ def test_a_deleted_ledger_fails_verify(measured, capsys):
     assert cli.main(["verify", str(measured)]) == 1
 
 
-@pytest.mark.parametrize("name", ["/etc/shadow", "../outside.txt", "samples/link/stdout"])
+@pytest.mark.parametrize("name", ["/etc/shadow", "../outside.txt", "samples/link/stdout", "samples/out.txt"])
 def test_a_manifest_path_outside_the_campaign_is_refused_without_being_read(measured, monkeypatch, name):
     outside = measured.parent.parent / "outside.txt"
     outside.write_text("secret\n")
     (measured / "samples/link").symlink_to(outside.parent)  # a directory inside that leads outside
+    (measured / "samples/out.txt").symlink_to(outside)  # a file inside that leads outside
     with open(measured / store.MANIFEST, "a") as fh:
         fh.write(f"{'0' * 64}  {name}\n")
     read = []

@@ -518,10 +518,11 @@ def verify(campaign_dir: str | Path, *, hashed: Mapping[str, str] | None = None,
     listed = dict(lines)
     problems = []
     inside = os.path.realpath(cdir)
+    folders: dict[str, str] = {}
     hashed = hashed or {}
     for name, digest in listed.items():
-        path = os.path.realpath(cdir / name)
-        if Path(name).is_absolute() or ".." in Path(name).parts or os.path.commonpath([inside, path]) != inside:
+        path = _inside(inside, name, folders)
+        if path is None:
             problems.append(f"{name}: a manifest path outside the campaign directory; refused, not read")
             continue
         try:
@@ -536,6 +537,26 @@ def verify(campaign_dir: str | Path, *, hashed: Mapping[str, str] | None = None,
     problems += [f"{name}: listed {n} times in the manifest (written again after it was deleted?)"
                  for name, n in counts.items() if n > 1]
     return problems + _ledger_problems(cdir, _schedule(cdir) if schedule is None else schedule)
+
+
+def _inside(inside: str, name: str, folders: dict[str, str]) -> str | None:
+    """The real path of the manifest path ``name`` when it lies in the campaign directory whose real path is
+    ``inside``, else None (an absolute path, ``..``, a symbolic link leading out).
+
+    Each folder is resolved once (``folders`` keeps them), the file itself only when it is a symbolic link:
+    a sample's files share their folder, and tidy checks every file of a campaign.
+    """
+    parts = name.split("/")
+    if name.startswith("/") or ".." in parts:
+        return None
+    folder = "/".join(parts[:-1])
+    real = folders.get(folder)
+    if real is None:
+        real = folders[folder] = os.path.realpath(os.path.join(inside, folder))
+    path = os.path.join(real, parts[-1])
+    if os.path.islink(path):
+        path = os.path.realpath(path)
+    return path if path.startswith(inside.rstrip("/") + "/") else None
 
 
 def _stored(cdir: Path, kind: str) -> set[str]:
