@@ -47,6 +47,7 @@ Format history (add a line for every change, and bump the version of that record
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from dataclasses import MISSING, asdict, dataclass, field, fields
@@ -79,10 +80,16 @@ def _check(kind: str, data: Mapping[str, Any], where: str) -> None:
                           "(see its 'perflab' field), or upgrade perflab.")
 
 
+@functools.cache
+def _fields(cls: type) -> tuple[frozenset[str], tuple[str, ...]]:
+    """A record class's field names, and those without a default (asked once per class: tidy reads every sample)."""
+    return (frozenset(f.name for f in fields(cls)),
+            tuple(f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING))
+
+
 def _build(cls: type, data: Mapping[str, Any], where: str, kind: str) -> Any:
-    names = {f.name for f in fields(cls)}
-    missing = [f.name for f in fields(cls)
-               if f.name not in data and f.default is MISSING and f.default_factory is MISSING]
+    names, required = _fields(cls)
+    missing = [name for name in required if name not in data]
     if missing:
         raise RecordError(f"{where}: {kind} lacks field(s) {', '.join(missing)}; the file is damaged or not perflab's")
     return cls(**{k: v for k, v in data.items() if k in names})
