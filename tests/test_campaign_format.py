@@ -168,7 +168,7 @@ def test_monitors_reach_the_tidy_table_per_host_and_never_as_summary_rows(lab_in
     assert len(archives) == 4 and not list((tmp_path / "raw/monitored/samples").glob("*/monitors/h1/"))
     members = store.unpack_monitors(archives[0].read_bytes(), str(archives[0]))
     assert {"sar.json", "proc-before.txt", "proc-after.txt", "sadf-command.txt"} <= set(members)
-    # one recording per host through the run's blocks (renewed only after monitors.RENEW_SECONDS), cut per sample
+    # one recording per host through the run's blocks (renewed only after runner.RENEW_SECONDS), cut per sample
     recording: dict[int, set[str]] = {}
     for archive in archives:
         block = records.read_sample(archive.parent.parent / "meta.json").block

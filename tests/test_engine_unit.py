@@ -96,7 +96,7 @@ def test_plan_reports_engine_settings_and_overheads(capsys):
     assert (info["samples"], info["blocks"], info["hosts"]) == (4 * 4, 4, ["h1", "h2", "h3"])
     assert info["measure_seconds"] == 16 * 2.0
     assert info["overhead_seconds"] == pytest.approx(runner.STARTUP_SECONDS + 3 * (16 * runner.MONITOR_SECONDS
-                                                                                  + 4 * runner.RECORDING_SECONDS)
+                                                                                  + runner.RECORDING_SECONDS)
                                                      + 3 * (runner.FINGERPRINT_SECONDS + 7 * runner.DIGEST_SECONDS)
                                                      + 16 * 2 * runner.SETTLE_POLL_SECONDS, abs=0.1)
     assert info["settle_max_seconds"] == 16 * 30

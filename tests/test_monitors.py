@@ -129,7 +129,7 @@ def test_missing_sadc_is_reported_with_the_snapshots_kept(local, monkeypatch):
 
 def test_a_failing_sample_is_not_read_after_and_the_blocks_recordings_stop(local):
     stored: dict[str, str] = {}
-    recordings = monitors.Recordings([local], stored.__setitem__)
+    recordings = monitors.Recordings([local], stored.__setitem__, renew=3600.0)
     recordings.ensure(0)
     base = recordings.running[local.name].base
     with pytest.raises(RuntimeError, match="sample failed"):
@@ -142,17 +142,17 @@ def test_a_failing_sample_is_not_read_after_and_the_blocks_recordings_stop(local
     assert _running(base) == [] and recordings.running == {} and stored == {}
 
 
-def test_a_recording_is_renewed_before_a_sample_once_old_and_an_unreadable_one_is_replaced(local, monkeypatch):
-    recordings = monitors.Recordings([local], lambda path, text: None)
+def test_a_recording_is_renewed_before_a_sample_once_old_and_an_unreadable_one_is_replaced(local):
+    recordings = monitors.Recordings([local], lambda path, text: None, renew=3600.0)
     recordings.ensure(0)
     first = recordings.running[local.name].base
     recordings.ensure(0)
     recordings.ensure(1)
-    assert recordings.running[local.name].base == first  # younger than RENEW_SECONDS: the same recording
-    monkeypatch.setattr(monitors, "RENEW_SECONDS", 0.0)
+    assert recordings.running[local.name].base == first  # younger than `renew`: the same recording
+    recordings.renew = 0.0
     recordings.ensure(1)
     second = recordings.running[local.name].base
-    monkeypatch.setattr(monitors, "RENEW_SECONDS", 3600.0)
+    recordings.renew = 3600.0
     assert second != first and _running(first) == [] and _running(second)
     local.check(f"kill $(cat {recordings.running[local.name].service.pidfile})")  # sadc ends early
     _gone(second)
@@ -170,7 +170,7 @@ def test_a_recording_is_renewed_before_a_sample_once_old_and_an_unreadable_one_i
 def test_monitors_on_two_lab_hosts_see_the_sample_traffic(hosts):
     h1, h2 = hosts["h1"], hosts["h2"]
     mine = f"-{secrets.token_hex(3)}"  # in the recordings' names: the lab's hosts share their work directory's disk
-    recordings = monitors.Recordings([h1, h2], lambda path, text: None, suffix=mine)
+    recordings = monitors.Recordings([h1, h2], lambda path, text: None, renew=3600.0, suffix=mine)
     recordings.ensure(0)
     bases = [r.base for r in recordings.running.values()]
     with recordings.sample() as outputs:
@@ -254,12 +254,14 @@ def test_the_hosts_recordings_start_together_and_a_failed_start_stops_the_others
 
     monkeypatch.setattr(monitors, "start", fake_start)
     monkeypatch.setattr(monitors, "stop", fake_stop)
-    recordings = monitors.Recordings([FakeHost("good"), FakeHost("bad")], lambda path, text: None)  # type: ignore[list-item]
+    recordings = monitors.Recordings([FakeHost("good"), FakeHost("bad")], lambda path, text: None,  # type: ignore[list-item]
+                                     renew=3600.0)
     with pytest.raises(remote.HostError, match="cannot start"):
         recordings.ensure(0)
     assert stopped == ["good"] and recordings.running == {}
     barrier.reset()
-    recordings = monitors.Recordings([FakeHost("good"), FakeHost("also")], lambda path, text: None)  # type: ignore[list-item]
+    recordings = monitors.Recordings([FakeHost("good"), FakeHost("also")], lambda path, text: None,  # type: ignore[list-item]
+                                     renew=3600.0)
     recordings.ensure(0)
     assert sorted(recordings.running) == ["also", "good"]
     assert recordings.stop_all() == [] and sorted(stopped) == ["also", "good", "good"]

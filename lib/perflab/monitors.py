@@ -5,7 +5,8 @@ A recording (:func:`start`, one round trip) runs ``sadc -S DISK,SNMP 1 <count> <
 utilisation, load and run queue, memory and paging, network devices and their errors, softnet, IP/TCP/UDP
 counters and block devices (``-S INT`` is left out: per-CPU interrupt tables grow with the CPU count).
 :class:`Recordings` starts one per host of a campaign run before its first sample and renews it before the
-first sample after :data:`RENEW_SECONDS` (the run's end, a lost host and an unreadable recording stop it too).
+first sample after ``renew`` seconds (the runner's :data:`perflab.runner.plan.RENEW_SECONDS`; the run's end, a
+lost host and an unreadable recording stop it too).
 Each sample reads it in two round trips, :func:`before` right before the measured commands and :func:`after`
 right after them, both on the host's own clock; :meth:`Recordings.sample` wraps a sample. Files a sample gets (names relative to the sample's
 ``monitors/<host>/`` directory; the store keeps each host's files as one archive, ``monitors/<host>.tar.xz``,
@@ -72,10 +73,6 @@ SADC_PATHS = ("/usr/lib/sysstat/sadc", "/usr/lib64/sa/sadc", "/usr/libexec/sysst
 PROC_FILES = ("/proc/uptime", "/proc/loadavg", "/proc/stat", "/proc/net/dev", "/proc/net/snmp", "/proc/diskstats")
 
 _SAFE_RE = re.compile(r"[^A-Za-z0-9._-]+")
-#: Seconds after which :class:`Recordings` renews a recording before the next sample: sadf's cut for a sample reads
-#: the recording from its start, about 0.05 ms per second recorded on a lab host (3 ms at 60 s, 30 ms at 600 s),
-#: where a renewal (a stop and a start) takes about 30 ms.
-RENEW_SECONDS = 60.0
 #: A host cgroup's CPU counters (cgroup v1 cpuacct, cgroup v2), read by :func:`cgroup_snapshot`.
 CGROUP_FILES = ("cpuacct.usage", "cpuacct.stat", "cpu.stat")
 
@@ -223,23 +220,24 @@ def _check_running(rec: Recording) -> None:
 
 class Recordings:
     """The recordings of a campaign run's hosts, read per sample: one per host, started before the first sample and
-    renewed before the first sample after :data:`RENEW_SECONDS`, so that a block of one sample (RMIT with one cell)
-    costs no start and stop of its own, and sadf's cut for a sample, which reads the recording from its start,
-    stays short.
+    renewed before the first sample after ``renew`` seconds, so that a block of one sample (RMIT with one cell)
+    costs no start and stop of its own, and sadf's cut for a sample, which reads the recording from its start
+    (about 0.05 ms per second recorded on a lab host), stays short.
 
     ``put(path, text)`` stores a recording's log (a raw file beside the fingerprints of the block it ended in).
     """
 
-    def __init__(self, hosts: Sequence[Host], put: Callable[[str, str], None], *, suffix: str = "") -> None:
-        self.hosts, self.put, self.suffix = list(hosts), put, suffix
+    def __init__(self, hosts: Sequence[Host], put: Callable[[str, str], None], *, renew: float,
+                 suffix: str = "") -> None:
+        self.hosts, self.put, self.renew, self.suffix = list(hosts), put, renew, suffix
         self.running: dict[str, Recording] = {}
         self.block: int | None = None
 
     def ensure(self, block: int) -> None:
         """Make every host record for the next sample, of ``block`` (the hosts together, one thread each): recordings
-        older than :data:`RENEW_SECONDS` are stopped; hosts without a recording (or whose recording ended) start
+        older than ``renew`` seconds are stopped; hosts without a recording (or whose recording ended) start
         one."""
-        if any(time.monotonic() - r.started >= RENEW_SECONDS for r in self.running.values()):
+        if any(time.monotonic() - r.started >= self.renew for r in self.running.values()):
             self.stop_all()
         self.block = block
         missing = [h for h in self.hosts if h.name not in self.running]

@@ -17,8 +17,12 @@ def sample_timeout(spec: Campaign, params: Mapping[str, Any]) -> float:
 #: Seconds the monitors add per sample and host (reading the block's recording before and after the measured
 #: commands, a round trip each; measured on a lab host of this 2-core machine, 2026-11-27).
 MONITOR_SECONDS = 0.016
-#: Seconds a block's recording adds per block and host (its start and its stop, a round trip each; same machine).
+#: Seconds a recording of the monitors adds per host (its start and its stop, a round trip each; same machine).
 RECORDING_SECONDS = 0.03
+#: Seconds after which the runner renews a host's recording before the next sample: sadf's cut for a sample reads
+#: the recording from its start, about 0.05 ms per second recorded on a lab host (3 ms at 60 s, 30 ms at 600 s),
+#: where a renewal (a stop and a start) takes about 30 ms.
+RENEW_SECONDS = 60.0
 #: Seconds a full fingerprint takes per host (one round trip probing the campaign's tools; same machine).
 FINGERPRINT_SECONDS = 0.13
 #: Seconds a fingerprint whose digest held takes per host (one round trip, no tool run; same machine).
@@ -83,8 +87,8 @@ def _estimate(spec: Campaign, runs: list[design.Run]) -> tuple[float, float]:
     hosts = spec.involved()
     blocks = len({fingerprint_block(spec, r) for r in runs})
     overhead = STARTUP_SECONDS
-    if spec.monitors:
-        overhead += len(hosts) * (len(runs) * MONITOR_SECONDS + blocks * RECORDING_SECONDS)
+    if spec.monitors:  # reads per sample; a recording per host, renewed every RENEW_SECONDS of measurement
+        overhead += len(hosts) * (len(runs) * MONITOR_SECONDS + (1 + measure // RENEW_SECONDS) * RECORDING_SECONDS)
     if spec.fingerprints and blocks:  # a full probe per host first, then digests while the facts hold
         overhead += len(hosts) * (FINGERPRINT_SECONDS + (2 * blocks - 1) * DIGEST_SECONDS)
     if spec.settle:

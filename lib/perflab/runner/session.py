@@ -16,6 +16,7 @@ from ..campaign import Campaign, Cell, Step
 from ..campaign_values import fill
 from ..store import RawStore
 from .outcome import RunnerError
+from .plan import RENEW_SECONDS
 from .progress import Progress
 
 
@@ -251,7 +252,8 @@ class Blocks:
         self.tools = (spec.tool, "sadf") if spec.monitors else (spec.tool,)
         #: The hosts' sysstat recordings (monitors on), read per sample, renewed at block boundaries.
         self.recordings = monitors.Recordings(list(hosts.values()) if spec.monitors else [],
-                                              lambda path, text: store.put_file(path, text), suffix=self.suffix)
+                                              lambda path, text: store.put_file(path, text), renew=RENEW_SECONDS,
+                                              suffix=self.suffix)
         #: Host -> (stored path, fingerprint) of its last full probe in this run, whose digest later
         #: fingerprints compare with before probing again.
         self.full: dict[str, tuple[str, dict]] = {}
