@@ -147,13 +147,13 @@ def _window(base: str) -> str:
     The last record's time is its file's modification time (``m``; both times in ns, from the kernel's
     file-time clock); record j before it is at m - j s, its middle half a second earlier. sadf keeps a record
     when the one before it is at or after ``-s`` and it is at or before ``-e``, in whole seconds; ``-s`` equal
-    to ``-e`` keeps none.
+    to ``-e`` keeps none. Both are empty when either file's time cannot be read.
     """
     g = 1_000_000_000
     return (f"if t=$(stat -c %.9Y {base}.mark {base}.sa 2>/dev/null); then set -- $t; "
             f"a=${{1%.*}}${{1#*.}}; m=${{2%.*}}${{2#*.}}; e=$((m / {g})); "
             f"j=$((m - {g // 2} - a)); if [ $j -ge 0 ]; then s=$(((m - j / {g} * {g}) / {g} - 1)); "
-            f"else s=$e; fi; else s=0; e=0; fi; from={_time_of_day('s')}; to={_time_of_day('e')}")
+            f"else s=$e; fi; from={_time_of_day('s')}; to={_time_of_day('e')}; else from=; to=; fi")
 
 
 def after(rec: Recording, mark: Mark) -> dict[str, str]:
@@ -170,7 +170,8 @@ def after(rec: Recording, mark: Mark) -> dict[str, str]:
     commands = {
         "after": f"tail -n +1 {' '.join(PROC_FILES)} 2>&1",
         "command": f"{_window(base)}; echo \"{command}\"",
-        "sar": f"{command} 2>{base}.err; r=$?",
+        "sar": (f"if [ -n \"$from\" ]; then {command} 2>{base}.err; r=$?; else r=1; "
+                f"echo 'cannot read the modification times of {base}.mark and {base}.sa' > {base}.err; fi"),
         "sadf-log": f"[ -s {base}.err ] && cat {base}.err",
         "sadf-status": "echo $r",
         # sadc is the group's leader (exec'd): alive while its /proc entry is there and not a zombie, read by builtins
