@@ -234,7 +234,7 @@ def utc(t: float) -> str:
 
 class Blocks:
     """Before each block the quiet-machine gate, fingerprints of every involved host before and after it,
-    and their differences; the hosts' sysstat recordings, started (or renewed) as a block starts."""
+    and their differences; the hosts' sysstat recordings, made sure of before every sample."""
 
     def __init__(self, spec: Campaign, hosts: Mapping[str, Host], store: RawStore, progress: Progress,
                  quieten: Callable[[], None] = lambda: None) -> None:
@@ -250,7 +250,7 @@ class Blocks:
         self.quieten = quieten
         #: Versions probed: the campaign's tool, and sysstat when monitors run.
         self.tools = (spec.tool, "sadf") if spec.monitors else (spec.tool,)
-        #: The hosts' sysstat recordings (monitors on), read per sample, renewed at block boundaries.
+        #: The hosts' sysstat recordings (monitors on), read per sample, renewed before a sample once RENEW_SECONDS old.
         self.recordings = monitors.Recordings(list(hosts.values()) if spec.monitors else [],
                                               lambda path, text: store.put_file(path, text), renew=RENEW_SECONDS,
                                               suffix=self.suffix)
@@ -289,7 +289,7 @@ class Blocks:
         host interrupted this one) keeps that fingerprint, and the block keeps its gate's outcome.
         """
         if block == self.current:
-            self.recordings.ensure(block)  # again, after a lost host's reconnection stopped it
+            self.recordings.ensure(block)  # renewed when old, started again after a lost host's reconnection
             return
         self.finish()
         if self.gate.quiet is not None:
