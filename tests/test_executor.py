@@ -208,3 +208,84 @@ def test_a_host_without_python3_runs_commands_through_the_shell(lab_inventory, m
         assert host._agent is None and host._shell is not None, "the shell executor ran them"
     finally:
         host.close()
+
+
+def _three(tmp_path: Path) -> list[str]:
+    """Files whose text ends in a newline, does not, and is empty."""
+    texts = {"a": "one\ntwo\n", "b": "no newline", "c": ""}
+    for name, text in texts.items():
+        (tmp_path / name).write_text(text)
+    return [str(tmp_path / name) for name in texts]
+
+
+def test_observe_reads_files_as_tail_prints_them_and_starts_no_process(agent, tmp_path):
+    paths, missing = _three(tmp_path), str(tmp_path / "missing")
+    tail = subprocess.run(["tail", "-n", "+1", *paths], capture_output=True, text=True, check=True).stdout
+    seen = agent.observe(read=[*paths, "/proc/self/stat"], stat=[paths[0], missing])
+    text, own = seen.text.split("\n==> /proc/self/stat <==\n")
+    assert text == tail
+    assert int(own.split()[0]) == agent.chan.proc.pid, "/proc/self is the agent itself: it started no process"
+    assert seen.mtime_ns == {paths[0]: os.stat(paths[0]).st_mtime_ns, missing: None}
+    # a file that cannot be read is a line where tail's message would be, and the next file has no blank line
+    both = subprocess.run(["sh", "-c", 'tail -n +1 "$0" "$1" 2>&1', missing, paths[0]], capture_output=True,
+                          text=True).stdout
+    got = agent.observe(read=[missing, paths[0]]).text
+    assert got.startswith(f"perflab agent: cannot read {missing}: No such file or directory\n")
+    assert got.split("\n", 1)[1] == both.split("\n", 1)[1] == f"==> {paths[0]} <==\none\ntwo\n"
+
+
+def test_observe_empties_a_file_at_the_hosts_file_clock_and_a_failure_is_answered(agent, tmp_path):
+    mark = tmp_path / "mark"
+    mark.write_text("old")
+    t0 = time.time_ns()
+    seen = agent.observe(truncate=[str(mark)], stat=[str(mark)])
+    t1 = time.time_ns()
+    assert mark.read_bytes() == b"" and seen.mtime_ns[str(mark)] == mark.stat().st_mtime_ns
+    # file times come from the kernel's coarse clock, at most one tick (10 ms at HZ=100) behind the fine one
+    assert t0 - 10_000_000 <= seen.mtime_ns[str(mark)] <= t1
+    with pytest.raises(executor.Refused, match="No such file"):
+        agent.observe(truncate=[str(tmp_path / "gone" / "mark")])
+    assert agent.run("echo alive").out == b"alive\n", "a refused request does not end the agent"
+
+
+def test_this_machine_observes_with_the_agents_own_code(tmp_path):
+    paths = _three(tmp_path)
+    here = executor.observe_here(read=paths, stat=paths)
+    a = executor.Agent(PipeChannel(["sh", "-c", executor.command()]))
+    try:
+        assert a.ready()
+        assert a.observe(read=paths, stat=paths) == here
+    finally:
+        a.close()
+    with pytest.raises(executor.Refused):
+        executor.observe_here(truncate=[str(tmp_path / "gone" / "mark")])
+
+
+@pytest.mark.lab
+def test_a_host_without_python3_observes_through_the_shell_with_the_agents_answer(lab_inventory, monkeypatch):
+    from perflab import remote
+    with_agent = remote.Host(lab_inventory["h1"])
+    d = f"{with_agent.workdir}/observe-{os.getpid()}"
+    try:
+        with_agent.check(f"mkdir -p {d} && printf 'one\\ntwo\\n' > {d}/a && printf 'no newline' > {d}/b && : > {d}/c")
+        paths = [f"{d}/a", f"{d}/b", f"{d}/c"]
+        stat = [*paths, f"{d}/missing"]
+        by_agent = with_agent.observe(truncate=[f"{d}/c"], read=paths, stat=stat)
+        monkeypatch.setattr(executor, "open_agent", lambda transport: None)
+        shell = remote.Host(lab_inventory["h1"])
+        try:
+            by_shell = shell.observe(truncate=[f"{d}/c"], read=paths, stat=stat)
+            assert shell._agent is None and shell._shell is not None, "the shell executor answered"
+            assert by_shell.text == by_agent.text
+            assert by_shell.mtime_ns[f"{d}/missing"] is None
+            assert {p: by_shell.mtime_ns[p] for p in paths[:2]} == {p: by_agent.mtime_ns[p] for p in paths[:2]}
+            assert by_shell.mtime_ns[f"{d}/c"] >= by_agent.mtime_ns[f"{d}/c"], "emptied again, later"
+            with pytest.raises(remote.HostError, match="failed"):
+                shell.observe(truncate=[f"{d}/gone/mark"])
+        finally:
+            shell.close()
+        with pytest.raises(remote.HostError, match="No such file"):
+            with_agent.observe(truncate=[f"{d}/gone/mark"])
+    finally:
+        with_agent.run(f"rm -rf {d}")
+        with_agent.close()

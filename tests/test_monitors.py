@@ -107,6 +107,28 @@ def test_a_blocks_recording_gives_each_sample_the_seconds_inside_it_and_leaves_n
     assert list(Path(local.workdir).iterdir()) == []
 
 
+def test_the_window_keeps_exactly_the_records_whose_middle_follows_the_mark():
+    """sadf keeps interval k (ending at record k) when record k-1's second is at or after -s and record k's at or
+    before -e; the window must keep exactly the intervals whose middle is at or after the mark."""
+    import random
+
+    g = 1_000_000_000
+    rng = random.Random(7)
+    day = 86400 * g
+    for _ in range(2000):
+        last = 20000 * day + rng.randrange(3600 * g, 80000 * g)  # away from midnight: times of day compare as numbers
+        mark = last - rng.randrange(0, 6 * g)
+        times = monitors.window(mark, last)
+        assert times is not None
+        start, end = (sum(int(x) * k for x, k in zip(t.split(":"), (3600, 60, 1))) for t in times)
+        records = [last - j * g for j in range(10)]  # sadc's records, the last one written at `last`
+        seconds = [r // g % 86400 for r in records]
+        kept = [j for j in range(9) if seconds[j + 1] >= start and seconds[j] <= end]
+        wanted = [j for j in range(9) if records[j] - g // 2 >= mark]
+        assert kept == wanted, (mark, last, times)
+    assert monitors.window(None, 5) is None and monitors.window(5, None) is None
+
+
 def test_a_stopped_recording_is_neither_read_nor_stopped_again(local):
     rec = monitors.start(local, "twice")
     monitors.stop(rec)

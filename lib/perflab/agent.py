@@ -2,8 +2,9 @@
 
 This file is sent to a host as the source of ``python3 -c`` and must stay self-contained:
 standard library only, Python 3.6 or later, no perflab import. Each request is one JSON line
-``{"line", "timeout", "kill_after", "env", "tag", "cgroup"}``; the answer is a header line
-``__PERFLAB_AGENT__ <rc> <n_out> <n_err> <seconds>`` and the bytes of stdout and stderr.
+``{"line", "timeout", "kill_after", "env", "tag", "cgroup"}``, or ``{"op": "observe", "truncate",
+"read", "stat"}`` for small files read without starting a process (:func:`observe`); the answer is a
+header line ``__PERFLAB_AGENT__ <rc> <n_out> <n_err> <seconds>`` and the bytes of stdout and stderr.
 """
 
 import json
@@ -238,6 +239,45 @@ class _Deadline:
         return self.status
 
 
+def observe(req):
+    """Empty, read and stat small files without starting a process; return the answer's JSON bytes.
+
+    In this order: each file of ``truncate`` is emptied (made when absent) as the shell's ``: > file`` does, so
+    that its modification time is the host's file clock now; the files of ``read`` are read into ``text``, in the
+    form ``tail -n +1`` prints them (a ``==> path <==`` line before each, a blank line before every header but
+    the first; a file that cannot be read gives a line saying so instead); ``stat`` gives each file's
+    modification time in ns (``mtime_ns``; null when it cannot be read). A file that cannot be emptied raises.
+    """
+    for path in req.get("truncate") or ():
+        with open(path, "wb"):
+            pass
+    parts = []
+    headers = 0
+    for path in req.get("read") or ():
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except OSError as exc:
+            parts.append(("perflab agent: cannot read %s: %s\n" % (path, exc.strerror)).encode())
+            continue
+        parts.append(("\n" if headers else "").encode() + ("==> %s <==\n" % path).encode() + data)
+        headers += 1
+    mtimes = {}
+    for path in req.get("stat") or ():
+        try:
+            mtimes[path] = os.stat(path).st_mtime_ns
+        except OSError:
+            mtimes[path] = None
+    return json.dumps({"text": b"".join(parts).decode("utf-8", "replace"), "mtime_ns": mtimes}).encode()
+
+
+def answer(req):
+    """(exit status, stdout, stderr, seconds) of one request: :func:`observe` for ``op`` observe, else :func:`run`."""
+    if req.get("op") == "observe":
+        return 0, observe(req), b"", 0.0
+    return run(req)
+
+
 def main():
     """Serve requests from standard input until it ends."""
     out = sys.stdout.buffer
@@ -245,7 +285,7 @@ def main():
     out.flush()
     for raw in sys.stdin.buffer:
         try:
-            rc, o, e, seconds = run(json.loads(raw.decode()))
+            rc, o, e, seconds = answer(json.loads(raw.decode()))
         except Exception as exc:  # a bad request is answered, never the end of the agent
             rc, o, e, seconds = 127, b"", ("perflab agent: %s\n" % exc).encode(), 0.0
         out.write(MARK + (" %d %d %d %.9f\n" % (rc, len(o), len(e), seconds)).encode() + o + e)

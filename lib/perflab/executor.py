@@ -15,7 +15,9 @@ returns None when the host has none, and the caller keeps the shell executor. On
 Protocol, one request at a time: the controller writes one JSON line ``{"line", "timeout",
 "kill_after", "env", "tag", "cgroup"}``; the agent answers ``__PERFLAB_AGENT__ <rc> <n_out> <n_err>
 <seconds>`` on a line of its own, then the ``n_out`` bytes of stdout and ``n_err`` of stderr,
-verbatim. The agent says ``__PERFLAB_AGENT__ ready 1`` once when it starts.
+verbatim. The agent says ``__PERFLAB_AGENT__ ready 1`` once when it starts. A request ``{"op": "observe",
+"truncate", "read", "stat"}`` (:meth:`Agent.observe`) reads small files without starting a process and answers
+their text and modification times as JSON in the same framing.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from . import agent as agent_program
 
@@ -95,8 +97,18 @@ class Agent(Channel):
         ``cgroup``: a cgroup directory made for the command, joined before it runs, and killed and
         removed when it ends (:mod:`perflab.registry`); ``reply_deadline``: seconds to wait for the reply before raising ``TimeoutError``.
         """
-        request = {"line": line, "timeout": timeout, "kill_after": kill_after, "env": dict(env or {}), "tag": tag,
-                   "cgroup": cgroup}
+        return self._ask({"line": line, "timeout": timeout, "kill_after": kill_after, "env": dict(env or {}),
+                          "tag": tag, "cgroup": cgroup}, reply_deadline)
+
+    def observe(self, *, truncate: Sequence[str] = (), read: Sequence[str] = (), stat: Sequence[str] = (),
+                reply_deadline: float | None = None) -> Observed:
+        """Empty ``truncate``, read ``read`` and stat ``stat`` on the host without starting a process
+        (:func:`perflab.agent.observe`); ``reply_deadline`` as for :meth:`run`."""
+        reply = self._ask(_observe_request(truncate, read, stat), reply_deadline)
+        return _observed(reply)
+
+    def _ask(self, request: Mapping[str, Any], reply_deadline: float | None) -> Reply:
+        """Send one request and read its reply, waiting at most ``reply_deadline`` seconds (None: no bound)."""
         self.chan.sendall(json.dumps(request).encode() + b"\n")
         deadline = None if reply_deadline is None else time.monotonic() + reply_deadline
         header = self._line(deadline)
@@ -137,6 +149,40 @@ def run_here(line: str, *, timeout: float | None = None, kill_after: float = 5.0
     rc, out, err, seconds = agent_program.run({"line": line, "timeout": timeout, "kill_after": kill_after,
                                                "env": dict(env or {}), "tag": tag, "cgroup": cgroup})
     return Reply(out, err, rc, seconds)
+
+
+class Refused(RuntimeError):
+    """The agent answered a request with an error (e.g. a file of an observe request could not be emptied)."""
+
+
+@dataclass(frozen=True)
+class Observed:
+    """Small files read on a host without starting a process (:func:`perflab.agent.observe`)."""
+
+    #: The files of ``read`` in ``tail -n +1``'s form.
+    text: str
+    #: Path -> modification time in ns of the files of ``stat`` (None: it could not be read).
+    mtime_ns: dict[str, int | None]
+
+
+def _observe_request(truncate: Sequence[str], read: Sequence[str], stat: Sequence[str]) -> dict[str, Any]:
+    return {"op": "observe", "truncate": list(truncate), "read": list(read), "stat": list(stat)}
+
+
+def _observed(reply: Reply) -> Observed:
+    """The :class:`Observed` of an observe request's reply; :class:`Refused` with the agent's message when it failed."""
+    if reply.exit_code != 0:
+        raise Refused(reply.err.decode("utf-8", "replace").strip() or f"exit status {reply.exit_code}")
+    doc = json.loads(reply.out)
+    return Observed(doc["text"], dict(doc["mtime_ns"]))
+
+
+def observe_here(*, truncate: Sequence[str] = (), read: Sequence[str] = (), stat: Sequence[str] = ()) -> Observed:
+    """:meth:`Agent.observe` on this machine (the ``localhost`` inventory), in-process."""
+    try:
+        return _observed(Reply(agent_program.observe(_observe_request(truncate, read, stat)), b"", 0, 0.0))
+    except OSError as exc:  # as the agent answers it
+        raise Refused(f"perflab agent: {exc}") from exc
 
 
 def open_agent(transport: Any) -> Agent | None:

@@ -7,8 +7,9 @@ counters and block devices (``-S INT`` is left out: per-CPU interrupt tables gro
 :class:`Recordings` starts one per host of a campaign run before its first sample and renews it before the
 first sample after ``renew`` seconds (the runner's :data:`perflab.runner.plan.RENEW_SECONDS`; the run's end, a
 lost host and an unreadable recording stop it too).
-Each sample reads it in two round trips, :func:`before` right before the measured commands and :func:`after`
-right after them, both on the host's own clock; :meth:`Recordings.sample` wraps a sample. Files a sample gets (names relative to the sample's
+Each sample reads it around its measured commands, on the host's own clock: :func:`before` right before them (one
+round trip, no process started on the host), :func:`after` right after them (the counters first, without a process,
+then sadf's cut); :meth:`Recordings.sample` wraps a sample. Files a sample gets (names relative to the sample's
 ``monitors/<host>/`` directory; the store keeps each host's files as one archive, ``monitors/<host>.tar.xz``,
 whose members are those files verbatim (:func:`perflab.store.pack_monitors`: ``tar xJf`` unpacks it, tidy
 reads it itself; campaigns measured before kept the files themselves, some gzipped one by one, and tidy
@@ -25,7 +26,8 @@ reads those too):
 - ``sadf-command.txt``: the sadf command line that made ``sar.json``, with its times and the recording's file.
 - ``proc-before.txt`` and ``proc-after.txt``: ``/proc/uptime``, ``loadavg``, ``stat``,
   ``net/dev``, ``net/snmp`` and ``diskstats`` in ``tail -n +1`` form (``==> file <==``
-  headers), taken by :func:`before` and :func:`after`, for exact per-sample deltas and
+  headers; read by perflab's agent on the host, :meth:`perflab.remote.Host.observe`, or by ``tail`` on a host
+  without ``python3``), taken by :func:`before` and :func:`after`, for exact per-sample deltas and
   for samples shorter than sadc's one-second interval.
 - ``cgroup-before.txt`` and ``cgroup-after.txt`` (lab hosts, whose inventory entry names
   their ``cgroups``): ``/proc/uptime`` and the host cgroup's CPU counters (``cpuacct.usage``,
@@ -126,52 +128,54 @@ def start(host: Host, name: str, *, limit: float = 4 * 3600) -> Recording:
 
 def before(rec: Recording) -> Mark:
     """The host's counters right before a sample's measured commands, and its clock as the modification time of
-    the recording's ``.mark`` file (truncated by the shell itself): one round trip."""
+    the recording's ``.mark`` file (emptied first): one round trip, no process started on the host
+    (:meth:`perflab.remote.Host.observe`)."""
     _check_running(rec)
-    res = rec.host.run(f": > {rec.base}.mark && tail -n +1 {' '.join(PROC_FILES)} 2>&1", timeout=60)
-    if not res.ok:
-        raise HostError(f"host {rec.host.name}: reading the counters before a sample failed (exit status "
-                        f"{res.exit_code}): {(res.stderr or res.stdout).strip()[:300] or 'no message'}")
-    return Mark(res.stdout.rstrip("\n") + "\n")
+    seen = rec.host.observe(truncate=[f"{rec.base}.mark"], read=PROC_FILES)
+    return Mark(seen.text.rstrip("\n") + "\n")
 
 
-def _time_of_day(var: str) -> str:
-    """Shell: the UTC time of day (hh:mm:ss) of the Unix time in ``$var``, with builtins only."""
-    return f"$(printf '%02d:%02d:%02d' $(({var} / 3600 % 24)) $(({var} / 60 % 60)) $(({var} % 60)))"
+def _time_of_day(seconds: int) -> str:
+    """The UTC time of day (hh:mm:ss) of the Unix time ``seconds``."""
+    return f"{seconds // 3600 % 24:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
 
 
-def _window(base: str) -> str:
-    """Shell: ``$from`` and ``$to`` for sadf, the records of ``<base>.sa`` whose middle is at or after the
-    modification time of ``<base>.mark`` (:func:`before`), up to the last one written.
+def window(mark_ns: int | None, last_ns: int | None) -> tuple[str, str] | None:
+    """sadf's ``-s`` and ``-e`` for the records whose middle is at or after ``mark_ns`` (the ``.mark`` file's
+    modification time, :func:`before`), up to the last one written (``last_ns``: the recording's modification
+    time); None when either time is unknown.
 
-    The last record's time is its file's modification time (``m``; both times in ns, from the kernel's
-    file-time clock); record j before it is at m - j s, its middle half a second earlier. sadf keeps a record
-    when the one before it is at or after ``-s`` and it is at or before ``-e``, in whole seconds; ``-s`` equal
-    to ``-e`` keeps none. Both are empty when either file's time cannot be read.
+    Both times are in ns of the kernel's file-time clock. Record j before the last is at ``last_ns`` - j s, its
+    middle half a second earlier. sadf keeps a record when the one before it is at or after ``-s`` and it is at
+    or before ``-e``, in whole seconds; ``-s`` equal to ``-e`` keeps none.
     """
+    if mark_ns is None or last_ns is None:
+        return None
     g = 1_000_000_000
-    return (f"if t=$(stat -c %.9Y {base}.mark {base}.sa 2>/dev/null); then set -- $t; "
-            f"a=${{1%.*}}${{1#*.}}; m=${{2%.*}}${{2#*.}}; e=$((m / {g})); "
-            f"j=$((m - {g // 2} - a)); if [ $j -ge 0 ]; then s=$(((m - j / {g} * {g}) / {g} - 1)); "
-            f"else s=$e; fi; from={_time_of_day('s')}; to={_time_of_day('e')}; else from=; to=; fi")
+    end = last_ns // g
+    j = last_ns - g // 2 - mark_ns
+    start = (last_ns - j // g * g) // g - 1 if j >= 0 else end
+    return _time_of_day(start), _time_of_day(end)
 
 
 def after(rec: Recording, mark: Mark) -> dict[str, str]:
     """The sample's files (name -> verbatim text; see the module docstring) right after its measured commands,
     ``mark`` being what :func:`before` read.
 
-    One round trip: the counters, and sadf's cut of the recording to the records whose middle is in the sample.
-    Raises :class:`MonitorError` (with the files that exist) when sadf could not read the recording or the
-    recording had ended, and :class:`perflab.remote.HostError` when the host is gone.
+    Two round trips: the counters and the times of the ``.mark`` file and the recording (no process started,
+    :meth:`perflab.remote.Host.observe`), then sadf's cut of the recording to the records whose middle is in the
+    sample (:func:`window`). Raises :class:`MonitorError` (with the files that exist) when sadf could not read the
+    recording or the recording had ended, and :class:`perflab.remote.HostError` when the host is gone.
     """
     _check_running(rec)
     service, base = rec.service, rec.base
-    command = f"sadf -j -s \"$from\" -e \"$to\" {base}.sa -- -A"
+    seen = rec.host.observe(read=PROC_FILES, stat=[f"{base}.mark", f"{base}.sa"])
+    times = window(seen.mtime_ns.get(f"{base}.mark"), seen.mtime_ns.get(f"{base}.sa"))
+    start, end = times or ("", "")
+    command = f"sadf -j -s {start} -e {end} {base}.sa -- -A"
     commands = {
-        "after": f"tail -n +1 {' '.join(PROC_FILES)} 2>&1",
-        "command": f"{_window(base)}; echo \"{command}\"",
-        "sar": (f"if [ -n \"$from\" ]; then {command} 2>{base}.err; r=$?; else r=1; "
-                f"echo 'cannot read the modification times of {base}.mark and {base}.sa' > {base}.err; fi"),
+        "sar": (f"{command} 2>{base}.err; r=$?" if times else
+                f"r=1; echo 'cannot read the modification times of {base}.mark and {base}.sa' > {base}.err"),
         "sadf-log": f"[ -s {base}.err ] && cat {base}.err",
         "sadf-status": "echo $r",
         # sadc is the group's leader (exec'd): alive while its /proc entry is there and not a zombie, read by builtins
@@ -181,8 +185,8 @@ def after(rec: Recording, mark: Mark) -> dict[str, str]:
     }
     res = rec.host.run(sectioned(commands), timeout=120)
     sections = split_sections(res.stdout)
-    files = {"proc-before.txt": mark.proc, "proc-after.txt": sections.get("after", "") + "\n",
-             "sadf-command.txt": sections.get("command", "") + "\n"}
+    files = {"proc-before.txt": mark.proc, "proc-after.txt": seen.text.strip("\n") + "\n",
+             "sadf-command.txt": command + "\n"}
     if sections.get("sadf-log", "").strip():
         files["sadf.log"] = sections["sadf-log"] + "\n"
     log = sections.get("log", "").strip()

@@ -18,7 +18,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, TypeVar
+from typing import Any, Callable, Mapping, Sequence, TypeVar
 
 import paramiko
 from fabric import Config, Connection
@@ -205,6 +205,16 @@ class Service:
     cgroup: str | None = None
 
 
+#: The line between the files' text and their modification times in :meth:`Host._observe_by_shell`'s output.
+_STAT_MARK = "__PERFLAB_STAT__"
+
+
+def _ns(stamp: str | None) -> int | None:
+    """Nanoseconds of ``stat -c %.9Y``'s seconds with nine decimals (None when absent or not such a number)."""
+    whole, _, frac = (stamp or "").partition(".")
+    return int(whole) * 1_000_000_000 + int(frac.ljust(9, "0")[:9]) if whole.isdigit() and frac.isdigit() else None
+
+
 class _Shell(executor.Channel):
     """One long-lived ``sh`` on a channel of the host's connection, running commands one at a time.
 
@@ -330,7 +340,8 @@ class Host:
         environment (``PERFLAB_OWNER``, and a ``PERFLAB_TAG`` of this command alone): when the
         command ends or times out, every process still tagged with it is killed, so children
         that left the process group (``setsid``) die with it. ``tagged=False`` is only for
-        the registry's own maintenance (:meth:`reap`). Never raises for a non-zero exit;
+        the registry's own maintenance (:meth:`reap`) and reads that start no lasting process (:meth:`observe` on a
+        host without python3). Never raises for a non-zero exit;
         raises :class:`HostError` when the host is gone.
 
         The agent (:mod:`perflab.executor`) enforces the timeout and sweeps the tag itself and
@@ -355,6 +366,43 @@ class Host:
                 stdout, stderr, code = self._exchange(command, timeout, lambda wait: shell.run(line, wait))
                 return Result(self.name, command, stdout, stderr, code, started, time.time())
         return Result(self.name, command, reply.out, reply.err, reply.exit_code, started, time.time(), reply.seconds)
+
+    def observe(self, *, truncate: Sequence[str] = (), read: Sequence[str] = (), stat: Sequence[str] = (),
+                timeout: float = 60) -> executor.Observed:
+        """Empty the files ``truncate``, read ``read`` and stat ``stat`` on the host, in that order, in one round trip.
+
+        The agent does it without starting a process (:func:`perflab.agent.observe`: the text of ``read`` in
+        ``tail -n +1``'s form, the modification times of ``stat`` in ns); a host without ``python3`` runs ``:>``,
+        ``tail`` and ``stat`` through its shell for the same answer. Raises :class:`HostError` when a file cannot
+        be emptied and :class:`HostLost` when the host is gone or silent for ``timeout`` seconds.
+        """
+        what = f"reading {' '.join(read or stat or truncate)[:80]}"
+        try:
+            with self._lock:
+                if self.is_local:
+                    return executor.observe_here(truncate=truncate, read=read, stat=stat)
+                if (agent := self._executor(what)) is not None:
+                    return self._exchange(what, timeout, lambda wait: agent.observe(
+                        truncate=truncate, read=read, stat=stat, reply_deadline=wait))
+        except executor.Refused as exc:
+            raise HostError(f"host {self.name}: {what} failed: {_one_line(exc)}") from exc
+        return self._observe_by_shell(truncate, read, stat, timeout)
+
+    def _observe_by_shell(self, truncate: Sequence[str], read: Sequence[str], stat: Sequence[str],
+                          timeout: float) -> executor.Observed:
+        """:meth:`observe` on a host without ``python3``: ``:>``, ``tail -n +1`` and ``stat`` in one shell line."""
+        quoted = {name: " ".join(shlex.quote(p) for p in paths) for name, paths in
+                  (("truncate", truncate), ("read", read), ("stat", stat))}
+        line = "".join(f": > {shlex.quote(p)} || exit 1; " for p in truncate)
+        line += (f"tail -n +1 {quoted['read']} 2>&1; " if read else "") + f"echo; echo {_STAT_MARK}; "
+        line += (f"stat -c '%.9Y %n' {quoted['stat']} 2>/dev/null; " if stat else "") + "true"
+        res = self.run(line, timeout=timeout, tagged=False)
+        text, marked, times = res.stdout.rpartition(f"\n{_STAT_MARK}\n")
+        if not res.ok or not marked:
+            raise HostError(f"host {self.name}: reading {' '.join(read or stat or truncate)[:80]} failed (exit "
+                            f"status {res.exit_code}): {res.stderr.strip()[:300] or 'no message'}")
+        stamps = {path: stamp for stamp, _, path in (row.partition(" ") for row in times.splitlines())}
+        return executor.Observed(text, {p: _ns(stamps.get(p)) for p in stat})
 
     def _shell_line(self, command: str, timeout: float | None, env: Mapping[str, str] | None, tag: str | None,
                     scope: str | None = None) -> str:
