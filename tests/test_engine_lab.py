@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from helpers import ROOT_ONLY, load_campaign, monitor_text
-from perflab import design, remote, runner, store
+from perflab import design, fingerprint, remote, runner, store
 from perflab.ledger import Ledger
 
 pytestmark = [ROOT_ONLY, pytest.mark.lab]
@@ -132,6 +132,55 @@ def test_fingerprints_report_an_mtu_change_made_by_a_setup_step(probe, lab_inven
     h1_after = json.loads((summary.raw_dir / "blocks/0/fingerprint-after-h1.json").read_text())
     assert "facts_from" not in h1_after, "h1's MTU moved its digest: probed in full"
     assert "block 0: h1: net.eth0.mtu changed from 1500 to 1400" in out.read_text()
+
+
+BOUNDARY = """\
+campaign: boundary
+benchmark: {tool: probe}
+programs: [cmd]
+hosts: {client: h1, peer: h2}
+factors: {cmd: ["echo 1"]}
+repetitions: 3
+warmups: 0
+seed: 5
+monitors: false
+"""
+
+
+@pytest.mark.parametrize("gated", [False, True], ids=["no-gate", "gate"])
+def test_a_blocks_fingerprints_before_are_the_previous_blocks_after_unless_a_quiet_gate_runs_between(
+        probe, lab_inventory, tmp_path, monkeypatch, gated):
+    c = load_campaign(BOUNDARY + ("quiet: {window: 0.05}\n" if gated else ""), tmp_path)
+    collect, probes = fingerprint.collect, []
+
+    def counted(host, *args, **kwargs):
+        probes.append((host.name, kwargs["phase"]))
+        return collect(host, *args, **kwargs)
+
+    monkeypatch.setattr(fingerprint, "collect", counted)
+    summary = runner.run(c, lab_inventory, tmp_path / "raw", stream=open(os.devnull, "w"))
+    assert summary.complete and not summary.failed and len(metas(summary.raw_dir)) == 3
+    phases = ["before block 0", "after block 0", "after block 1", "after block 2"]
+    if gated:
+        phases[2:2] = ["before block 1"]
+        phases[4:4] = ["before block 2"]
+    assert sorted(probes) == sorted((h, p) for h in ("h1", "h2") for p in phases)
+    blocks = summary.raw_dir / "blocks"
+    for host in ("h1", "h2"):
+        first = json.loads((blocks / f"0/fingerprint-before-{host}.json").read_text())
+        assert "probe_from" not in first and "facts_from" not in first and first["schema"] == 3, "a full probe"
+        for block in (1, 2):
+            before = json.loads((blocks / f"{block}/fingerprint-before-{host}.json").read_text())
+            after = json.loads((blocks / f"{block - 1}/fingerprint-after-{host}.json").read_text())
+            if gated:
+                assert "probe_from" not in before and before["collected_at"] > after["collected_at"]
+                continue
+            assert before.pop("probe_from") == f"blocks/{block - 1}/fingerprint-after-{host}.json"
+            assert before == after
+            assert after["facts_from"] == f"blocks/0/fingerprint-before-{host}.json"
+        for block in range(3):
+            assert json.loads((blocks / f"{block}/differences.json").read_text())["since_previous_block"] == []
+    assert store.verify(summary.raw_dir) == []
 
 
 KILL = """\

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import time
@@ -11,8 +12,10 @@ import pytest
 
 from helpers import load_campaign
 
-from perflab import campaign as campaign_mod, campaign_values, cli, inventory, remote, runner, tools
+from perflab import campaign as campaign_mod, campaign_values, cli, fingerprint, inventory, remote, runner, tools
 from perflab.runner import samples
+from perflab.runner.progress import Progress
+from perflab.runner.session import Blocks
 from perflab.ledger import Ledger
 from perflab.store import RawStore, StoreError
 
@@ -97,8 +100,12 @@ def test_plan_reports_engine_settings_and_overheads(capsys):
     assert info["measure_seconds"] == 16 * 2.0
     assert info["overhead_seconds"] == pytest.approx(runner.STARTUP_SECONDS + 3 * (16 * runner.MONITOR_SECONDS
                                                                                   + runner.RECORDING_SECONDS)
-                                                     + 3 * (runner.FINGERPRINT_SECONDS + 7 * runner.DIGEST_SECONDS)
+                                                     + 3 * (runner.FINGERPRINT_SECONDS + 4 * runner.DIGEST_SECONDS)
                                                      + 16 * 2 * runner.SETTLE_POLL_SECONDS, abs=0.1)
+    many = GOOD.replace("repetitions: 3", "repetitions: 99")  # 100 blocks: 100 digests per host, 199 with a gate
+    gated = runner.plan(load_campaign(many + "quiet: {window: 1}\n"))["overhead_seconds"]
+    assert gated - runner.plan(load_campaign(many))["overhead_seconds"] == pytest.approx(3 * 99 * runner.DIGEST_SECONDS,
+                                                                                          abs=0.1)
     assert info["settle_max_seconds"] == 16 * 30
     assert info["neighbours"] == [{"on": "neighbour", "run": "stress-ng --cpu 1 --timeout 600", "cells": {"load": ["on"]}}]
     quiet = runner.plan(load_campaign(PLAIN + "monitors: false\nfingerprints: false\n"))
@@ -151,3 +158,106 @@ def test_a_second_run_of_the_same_campaign_is_refused_while_the_first_holds_it(t
     with RawStore(tmp_path, c.name).lock():
         with pytest.raises(StoreError, match=f"another perflab run \\(pid {os.getpid()} .*kill {os.getpid()}"):
             runner.run(c, inventory.localhost(), tmp_path, stream=open(os.devnull, "w"))
+
+
+BOUNDARY = """\
+campaign: boundary
+benchmark: {tool: probe}
+programs: [cmd]
+hosts: {client: h1, peer: h2}
+factors: {cmd: ["echo 1"]}
+repetitions: 3
+warmups: 0
+monitors: false
+"""
+
+
+class Unprobed:
+    """A host as :class:`Blocks` sees it when ``fingerprint.collect`` is faked: a name, an address, an entry."""
+
+    def __init__(self, name: str) -> None:
+        self.name, self.address = name, f"198.18.0.{name[1:]}"
+        self.entry = inventory.HostEntry(name, self.address)
+
+
+def _probes(monkeypatch, lose: tuple[str, str] | None = None) -> list[tuple[str, str]]:
+    """Fake ``fingerprint.collect`` (a digest reusing ``known``'s facts once a full probe is known); return the
+    (host, phase) of every probe. The first probe ``lose`` names loses its host."""
+    calls: list[tuple[str, str]] = []
+
+    def collect(host, interfaces, tools, *, phase, known):
+        calls.append((host.name, phase))
+        if (host.name, phase) == lose and calls.count(lose) == 1:
+            raise remote.HostLost(host.name, f"host {host.name}: lost while fingerprinting {phase}", "reset")
+        fp = {"schema": fingerprint.SCHEMA, "host": host.name, "address": host.address, "digest": "d",
+              "collected_at": f"probe {len(calls)}", "facts": {"hostname": host.name}, "state": {}, "versions": {}}
+        return fp | ({"facts_from": known[0]} if known else {})
+
+    monkeypatch.setattr(fingerprint, "collect", collect)
+    return calls
+
+
+def _blocks(tmp_path: Path, text: str = BOUNDARY, quieten=lambda: None) -> Blocks:
+    spec = load_campaign(text)
+    return Blocks(spec, {n: Unprobed(n) for n in ("h1", "h2")}, RawStore(tmp_path, spec.name),
+                  Progress(3, 0, stream=io.StringIO()), quieten=quieten)
+
+
+def _stored(blocks: Blocks, block: int, when: str, host: str) -> dict:
+    return json.loads((blocks.store.dir / f"blocks/{block}/fingerprint-{when}-{host}.json").read_text())
+
+
+def test_without_a_gate_a_blocks_fingerprints_before_are_the_previous_blocks_after(probe, tmp_path, monkeypatch):
+    calls = _probes(monkeypatch)
+    blocks = _blocks(tmp_path)
+    for block in range(3):
+        blocks.enter(block)
+        blocks.finish()
+    assert calls == [(h, phase) for phase in ("before block 0", "after block 0", "after block 1", "after block 2")
+                     for h in ("h1", "h2")], "one probe per host at each boundary between two blocks"
+    for host in ("h1", "h2"):
+        first = _stored(blocks, 0, "before", host)
+        assert "probe_from" not in first and "facts_from" not in first, "the run's first probe is a full one"
+        for block in (1, 2):
+            after = _stored(blocks, block - 1, "after", host)
+            assert _stored(blocks, block, "before", host) == after | {
+                "probe_from": f"blocks/{block - 1}/fingerprint-after-{host}.json"}
+            assert after["facts_from"] == f"blocks/0/fingerprint-before-{host}.json", "digests name the full probe"
+        assert blocks.full[host][0] == f"blocks/0/fingerprint-before-{host}.json"
+    differences = json.loads((blocks.store.dir / "blocks/2/differences.json").read_text())
+    assert differences["since_previous_block"] == [] and differences["changed"] == []
+
+
+def test_with_a_quiet_gate_every_block_is_probed_before_it(probe, tmp_path, monkeypatch):
+    calls, quietened, gated = _probes(monkeypatch), [], []
+    blocks = _blocks(tmp_path, BOUNDARY + "quiet: {window: 1}\n", quieten=lambda: quietened.append(len(calls)))
+    monkeypatch.setattr(blocks.gate, "before_block", lambda block, stored: gated.append(block))
+    for block in range(2):
+        blocks.enter(block)
+        blocks.finish()
+    assert calls == [(h, f"{when} block {b}") for b in (0, 1) for when in ("before", "after") for h in ("h1", "h2")]
+    assert gated == [0, 1] and quietened == [0, 4], "the neighbours stop before the gate, then the hosts are probed"
+    assert "probe_from" not in _stored(blocks, 1, "before", "h1")
+
+
+def test_a_boundary_is_shared_only_with_the_next_block_and_only_for_hosts_the_completed_finish_probed(
+        probe, tmp_path, monkeypatch):
+    calls = _probes(monkeypatch, lose=("h2", "after block 0"))
+    blocks = _blocks(tmp_path)
+    blocks.enter(0)
+    with pytest.raises(remote.HostLost):
+        blocks.finish()
+    assert blocks.boundary is None and blocks.current == 0
+    blocks.finish()  # run again after the reconnection: h1's fingerprint after block 0 predates it
+    blocks.enter(1)
+    assert calls[-2:] == [("h2", "after block 0"), ("h1", "before block 1")]
+    assert "probe_from" not in _stored(blocks, 1, "before", "h1")
+    assert _stored(blocks, 1, "before", "h2")["probe_from"] == "blocks/0/fingerprint-after-h2.json"
+    blocks.enter(2)  # finished here, as a resumed run does when a block's last sample was stored before
+    assert calls[-2:] == [("h1", "after block 1"), ("h2", "after block 1")]
+    assert _stored(blocks, 2, "before", "h1")["probe_from"] == "blocks/1/fingerprint-after-h1.json"
+    blocks.finish()
+    blocks.store.put_file("blocks/4/fingerprint-before-h1.json", json.dumps(_stored(blocks, 0, "before", "h1")))
+    blocks.enter(4)  # not the next block: probed, and a fingerprint an earlier run stored is kept
+    assert calls[-1] == ("h2", "before block 4") and blocks.boundary is None
+    assert _stored(blocks, 4, "before", "h1") == _stored(blocks, 0, "before", "h1")

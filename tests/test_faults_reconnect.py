@@ -233,7 +233,7 @@ def test_a_host_lost_while_fingerprinting_is_named_with_the_block_in_one_line(pr
 
     def collect_and_lose(host, *args, **kwargs):
         calls.append(host.name)
-        if host.name == "h2" and calls.count("h2") == 3:  # before block 1 (before 0, after 0, before 1)
+        if host.name == "h2" and calls.count("h2") == 2:  # after block 0 (before 0, after 0)
             outage.begin()
         return collect(host, *args, **kwargs)
 
@@ -245,7 +245,7 @@ def test_a_host_lost_while_fingerprinting_is_named_with_the_block_in_one_line(pr
         outage.end()
     message = str(err.value)
     assert "\n" not in message and len(message) < 600, message
-    assert message.startswith("host h2 (") and "lost while fingerprinting before block 1:" in message
+    assert message.startswith("host h2 (") and "lost while fingerprinting after block 0:" in message
     assert "reconnecting failed: 1 attempt(s)" in message and "rerun the same command to resume" in message
     assert "@@perflab" not in message  # not the fingerprint script
     raw = store.RawStore(tmp_path / "raw", "gap")

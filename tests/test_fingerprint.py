@@ -272,9 +272,18 @@ def test_diff_refuses_fingerprints_of_two_hosts():
         fingerprint.diff(_fp("h1"), _fp("h2"))
 
 
-@pytest.mark.parametrize("record", [{"schema": 3, "facts": {}}, {"facts": {}}, [1, 2]])
+def test_fingerprints_of_every_accepted_schema_are_compared():
+    old = _fp("h1") | {"schema": 1}
+    shared = _fp("h1", **{"net.eth0.mtu": 9000}) | {"probe_from": "blocks/0/fingerprint-after-h1.json"}
+    assert fingerprint.SCHEMAS == (1, 2, 3) and shared["schema"] == 3
+    assert fingerprint.diff(old, shared) == [Difference("net.eth0.mtu", 1500, 9000, ("h1",))]
+    assert fingerprint.compare_hosts({"h1": shared, "h2": _fp("h2") | {"schema": 2}}) == [
+        Difference("net.eth0.mtu", 9000, 1500, ("h1", "h2"))]
+
+
+@pytest.mark.parametrize("record", [{"schema": 4, "facts": {}}, {"facts": {}}, [1, 2]])
 def test_records_of_another_schema_are_refused_with_the_way_out(record):
-    with pytest.raises(FingerprintError, match=r"expected a fingerprint with 'schema' one of \(1, 2\).*collect"):
+    with pytest.raises(FingerprintError, match=r"expected a fingerprint with 'schema' one of \(1, 2, 3\).*collect"):
         fingerprint.diff(record, _fp("h1"))
 
 

@@ -33,7 +33,10 @@ or a device replaced under the same interface name (the driver; a device of anot
 ``ip link``'s facts): the CPU's model and topology, the interfaces' drivers, the banners.
 
 Format history (the ``schema`` key): 1, first version; 2, ``digest`` in every fingerprint and, in a
-fingerprint that reused an earlier one's facts, ``facts_from``. Readers accept both.
+fingerprint that reused an earlier one's facts, ``facts_from``; 3, ``probe_from`` in a fingerprint
+that is another stored fingerprint's probe, not one of its own (the runner's fingerprint before a
+block when nothing ran on the host since its fingerprint after the previous block): the file of that
+probe, whose fields it carries unchanged. Readers accept all three.
 """
 
 from __future__ import annotations
@@ -54,9 +57,9 @@ if TYPE_CHECKING:
     from .remote import Host
 
 #: Version of the fingerprint format; bump it (and extend the history above) on any change.
-SCHEMA = 2
+SCHEMA = 3
 #: The versions readers accept (see the history above).
-SCHEMAS = (1, 2)
+SCHEMAS = (1, 2, 3)
 
 #: Facts that must be equal across hosts compared in one analysis (fnmatch patterns).
 #: Host identity, boot id, command line, memory size and CPU vulnerabilities may

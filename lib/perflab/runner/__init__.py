@@ -17,8 +17,11 @@ condition is waited for; then the measured commands run between two reads of eve
 counters and recording, whose files go into the sample's ``monitors/<host>.tar.xz``. When a
 block ends, the hosts are fingerprinted again and the differences (before/after per host,
 between hosts, since the previous block) are printed and stored in
-``blocks/<b>/differences.json``. Teardown, neighbours, services and monitors are stopped
-whatever happens (failure, lost host, Ctrl-C).
+``blocks/<b>/differences.json``. Without a quiet gate (the campaign's ``quiet``, see
+:mod:`perflab.contention`), nothing runs on the hosts between that and the next block's
+fingerprints, so a host is not probed again there: its fingerprint before the next block is
+the one after this block, in its own file naming that probe (``probe_from``).
+Teardown, neighbours, services and monitors are stopped whatever happens (failure, lost host, Ctrl-C).
 
 A campaign with ``groups`` runs the whole schedule once per group, each group on its own
 hosts with its own connections, services, neighbours, monitors and fingerprints, in a

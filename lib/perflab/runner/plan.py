@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Mapping
 
-from .. import design, tools
+from .. import contention, design, tools
 from ..campaign import Campaign
 
 
@@ -90,7 +90,9 @@ def _estimate(spec: Campaign, runs: list[design.Run]) -> tuple[float, float]:
     if spec.monitors:  # reads per sample; a recording per host, renewed every RENEW_SECONDS of measurement
         overhead += len(hosts) * (len(runs) * MONITOR_SECONDS + (1 + measure // RENEW_SECONDS) * RECORDING_SECONDS)
     if spec.fingerprints and blocks:  # a full probe per host first, then digests while the facts hold
-        overhead += len(hosts) * (FINGERPRINT_SECONDS + (2 * blocks - 1) * DIGEST_SECONDS)
+        # without a quiet gate a block's before-fingerprints are the previous block's after-fingerprints
+        digests = 2 * blocks - 1 if contention.quiet_of(spec.doc, spec.source) is not None else blocks
+        overhead += len(hosts) * (FINGERPRINT_SECONDS + digests * DIGEST_SECONDS)
     if spec.settle:
         overhead += len(runs) * len(spec.settle.hosts) * SETTLE_POLL_SECONDS
     return measure, overhead

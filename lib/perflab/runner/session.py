@@ -234,7 +234,14 @@ def utc(t: float) -> str:
 
 class Blocks:
     """Before each block the quiet-machine gate, fingerprints of every involved host before and after it,
-    and their differences; the hosts' sysstat recordings, made sure of before every sample."""
+    and their differences; the hosts' sysstat recordings, made sure of before every sample.
+
+    Without a gate, a block entered right after the previous block's after-fingerprints were
+    completed (:meth:`finish`, nothing run on the hosts since) is not probed again: each host's
+    fingerprint before it is that host's fingerprint after the previous block, stored as its own
+    file naming the probe (``probe_from``, see :mod:`perflab.fingerprint`). With a gate, the gate
+    stops the neighbour loads and waits in between, so the hosts are probed again.
+    """
 
     def __init__(self, spec: Campaign, hosts: Mapping[str, Host], store: RawStore, progress: Progress,
                  quieten: Callable[[], None] = lambda: None) -> None:
@@ -257,6 +264,10 @@ class Blocks:
         #: Host -> (stored path, fingerprint) of its last full probe in this run, whose digest later
         #: fingerprints compare with before probing again.
         self.full: dict[str, tuple[str, dict]] = {}
+        #: The block whose after-fingerprints the last completed :meth:`finish` took, with host -> (stored path,
+        #: fingerprint) of those it probed itself; None from the start of a finish until it completes, and
+        #: once :meth:`enter` took it.
+        self.boundary: tuple[int, dict[str, tuple[str, dict]]] | None = None
 
     def _path(self, block: int, when: str, host: str) -> str:
         return f"blocks/{block}/fingerprint-{when}-{host}{self.suffix}.json"
@@ -269,45 +280,64 @@ class Blocks:
                 out[host] = json.loads(path.read_text())
         return out
 
-    def _collect(self, block: int, when: str) -> None:
+    def _collect(self, block: int, when: str,
+                 same: Mapping[str, tuple[str, dict]] | None = None) -> dict[str, tuple[str, dict]]:
         """Fingerprint every host not yet fingerprinted ``when`` ``block``: a full probe the first time in this
-        run, then the digest first (:func:`perflab.fingerprint.collect` with ``known``)."""
+        run, then the digest first (:func:`perflab.fingerprint.collect` with ``known``); a host in ``same``
+        (host -> (stored path, fingerprint)) is not probed: its fingerprint is that probe, naming its file
+        (``probe_from``). Return host -> (stored path, fingerprint) of the hosts probed here."""
+        probed = {}
         for name, host in self.hosts.items():
             path = self._path(block, when, name)
-            if not (self.store.dir / path).exists():
-                links = len(host.entry.addresses or {}) or 1
-                fp = fingerprint.collect(host, tuple(f"eth{i}" for i in range(links)), self.tools,
-                                         phase=f"{when} block {block}", known=self.full.get(name))
-                self.store.put_file(path, json.dumps(fp, indent=1, sort_keys=True) + "\n")
-                if "facts_from" not in fp:
-                    self.full[name] = (path, fp)
+            if (self.store.dir / path).exists():
+                continue
+            if same is not None and name in same:
+                self.store.put_file(path, json.dumps(same[name][1] | {"probe_from": same[name][0]}, indent=1,
+                                                     sort_keys=True) + "\n")
+                continue
+            links = len(host.entry.addresses or {}) or 1
+            fp = fingerprint.collect(host, tuple(f"eth{i}" for i in range(links)), self.tools,
+                                     phase=f"{when} block {block}", known=self.full.get(name))
+            self.store.put_file(path, json.dumps(fp, indent=1, sort_keys=True) + "\n")
+            probed[name] = (path, fp)
+            if "facts_from" not in fp:
+                self.full[name] = (path, fp)
+        return probed
 
     def enter(self, block: int) -> None:
         """Finish the current block, wait for a quiet machine, then fingerprint the hosts before ``block``.
 
         A host fingerprinted before ``block`` by an interrupted earlier session (or before a lost
         host interrupted this one) keeps that fingerprint, and the block keeps its gate's outcome.
+        Without a gate, the hosts that the completed :meth:`finish` of block ``block - 1`` (the one this
+        call makes, or the last call before this one) probed after it are not probed again (see the class).
         """
         if block == self.current:
             self.recordings.ensure(block)  # renewed when old, started again after a lost host's reconnection
             return
         self.finish()
+        boundary, self.boundary = self.boundary, None  # once: a call made again follows a lost host's recovery
         if self.gate.quiet is not None:
+            boundary = None  # the neighbours stop and the gate waits: the hosts are probed again
             self.quieten()
             stored = self.store.dir / f"blocks/{block}/quiet{self.suffix}.json"
             self.gate.before_block(block, stored=json.loads(stored.read_text()) if stored.exists() else None)
         if self.spec.fingerprints:
-            self._collect(block, "before")
+            self._collect(block, "before", boundary[1] if boundary is not None and boundary[0] == block - 1 else None)
         self.recordings.ensure(block)
         self.current = block
 
     def finish(self) -> None:
-        """Fingerprint the hosts after the current block and store and print the differences."""
+        """Fingerprint the hosts after the current block and store and print the differences.
+
+        Only a call that completes (with a block to finish) leaves :attr:`boundary` set, as its last step.
+        """
         block = self.current
         if block is None or not self.spec.fingerprints:
             self.current = None
             return
-        self._collect(block, "after")
+        self.boundary = None
+        probed = self._collect(block, "after")
         self.current = None
         before, after = self._load(block, "before"), self._load(block, "after")
         found = {"block": block,
@@ -330,6 +360,7 @@ class Blocks:
         path = f"blocks/{block}/differences{self.suffix}.json"
         if not (self.store.dir / path).exists():
             self.store.put_file(path, json.dumps(record, indent=1, default=str) + "\n")
+        self.boundary = (block, probed)
 
 
 #: A TCP port a readiness check tests with ss (``sport = :N``).
