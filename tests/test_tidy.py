@@ -134,6 +134,36 @@ def test_batches_join_into_the_same_table_as_one_batch(raw, monkeypatch):
     pd.testing.assert_frame_equal(batched, whole, check_exact=True)
 
 
+def test_a_campaign_parsed_in_parts_by_several_processes_gives_the_same_table(raw, monkeypatch):
+    ping = (Path(__file__).parent / "fixtures/ping/loopback_c5.txt").read_text()
+    for i in range(4):  # parts whose columns differ (iperf3's streams, ping's sequence numbers)
+        ping_meta = json.loads(meta(f"ping{i}", 1, 3 + i)) | {"tool": "ping"}
+        raw.put_sample(f"ping{i}", {"stdout": ping, "stderr": "", "meta.json": json.dumps(ping_meta)})
+    one, quarantined_one = tidy.frame(raw.dir, workers=1)
+    hashed = store.sha256_file
+    rehashed: list[str] = []
+    monkeypatch.setattr(store, "sha256_file", lambda path: rehashed.append(str(path)) or hashed(path))
+    here: list[str] = []  # the samples parsed in this process (a worker process has the original function)
+    samples = tidy._samples
+    monkeypatch.setattr(tidy, "_samples", lambda raw_dir, reader, factors, names: here.extend(names) or samples(
+        raw_dir, reader, factors, names))
+    parts, quarantined_parts = tidy.frame(raw.dir, workers=3)
+    assert 0 < len(here) < len(one["run_id"].unique()) + len(quarantined_one), "the first parts were parsed elsewhere"
+    assert set(one["tool"]) == {"iperf3", "ping"}
+    pd.testing.assert_frame_equal(parts, one, check_exact=True)
+    pd.testing.assert_frame_equal(quarantined_parts, quarantined_one, check_exact=True)
+    assert not [p for p in rehashed if "/samples/" in p], "the workers' digests served the manifest check"
+
+
+def test_an_error_in_a_worker_is_raised_as_itself_and_altered_data_is_refused(raw):
+    raw.put_sample("a-future", {"stdout": "", "stderr": "", "meta.json": json.dumps({"format": 99})})
+    with pytest.raises(ValueError, match=r"samples/a-future/meta.json: sample record of format 99"):
+        tidy.frame(raw.dir, workers=2)  # the first part's, parsed in a worker process
+    (raw.dir / "samples/a-future/meta.json").write_text("{}")
+    with pytest.raises(tidy.TidyError, match="checksum differs"):
+        tidy.frame(raw.dir, workers=2)
+
+
 def _monitored_sample(tmp_path: Path, name: str, data: bytes) -> Path:
     """A sample directory under ``tmp_path/c`` whose ``monitors/`` holds one file ``name`` with ``data``."""
     target = tmp_path / "c/samples/r1/monitors" / name
