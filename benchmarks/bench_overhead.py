@@ -11,7 +11,8 @@
   agents, the cgroup registry, the preflight check) being the intercept;
 - the defaults twice: under RMIT, where a campaign of one cell makes every sample a block of its own
   (fingerprinted and recorded on its own), and under the sequential design, one block for the cell;
-- one command through perflab's persistent shell (with and without its timeout) against the same
+- one command through perflab's persistent shell (with and without its timeout; with it, also in a
+  cgroup of a campaign's registry on the host, as a campaign's commands run) against the same
   connection's plain shell (target: <= 2 ms over it);
 - the duration perflab records for a 200 ms command (``meta.json``'s ``duration``, taken on the
   host; the controller's ``ended - started`` where there is none) against a stopwatch around the
@@ -173,11 +174,18 @@ def remote_rows() -> list[Result]:
                     **{f"{key}, half": _perflab(entries, lean=lean, one_block=one, n=SAMPLES // 2)
                        for key, (lean, one) in VARIANTS.items() if key != "defaults"},
                 })
+                # as a campaign's commands run: each in a cgroup of the campaign's registry on the host
+                registered = remote.Host(entries["h1"])
+                registered.owner = f"bench-{os.getpid()}"
+                registered.open_registry()
                 commands = _interleave({
                     "plain": lambda: [shell.run("true") for _ in range(50)],
                     "perflab": lambda: [host.run("true") for _ in range(50)],
                     "perflab, timeout": lambda: [host.run("true", timeout=10) for _ in range(50)],
+                    "perflab, timeout, in a registry": lambda: [registered.run("true", timeout=10) for _ in range(50)],
                 })
+                registered.close_registry()
+                registered.close()
             finally:
                 shell.close()
         duration, nominal, watched = _recorded_error(entries)
@@ -201,7 +209,7 @@ def remote_rows() -> list[Result]:
                           spread(slope, "ms"), f"<= {targets[key]} ms", statistics.median(slope) <= targets[key],
                           f"over the floor's {spread([f / SAMPLES * 1e3 for f in samples['floor']], 'ms')} per sample; "
                           f"the run's start-up and end (intercept): {spread(start)}"))
-    for key in ("perflab", "perflab, timeout"):
+    for key in ("perflab", "perflab, timeout", "perflab, timeout, in a registry"):
         extra = [(a - b) / 50 * 1e3 for a, b in zip(commands[key], commands["plain"])]
         out.append(Result(f"one command, {key} - plain shell", spread(extra, "ms"), f"<= {TARGET_COMMAND_MS} ms",
                           statistics.median(extra) <= TARGET_COMMAND_MS,

@@ -289,3 +289,22 @@ def test_a_host_without_python3_observes_through_the_shell_with_the_agents_answe
     finally:
         with_agent.run(f"rm -rf {d}")
         with_agent.close()
+
+
+def test_the_tag_sweep_scans_the_pids_allocated_since_the_command_started(monkeypatch):
+    from perflab import agent as program
+
+    values = {"/proc/stat": 1000, "/proc/loadavg": 120, "/proc/sys/kernel/pid_max": 32768}
+    monkeypatch.setattr(program, "_number", lambda path, word=None, index=0: values[path])
+    since = program.Since(100)
+    assert since.window() == (100, 120)
+    assert [p for p in (99, 100, 110, 120, 121) if program._inside(p, since.window())] == [100, 110, 120]
+    late = program.Since(30000)
+    values["/proc/loadavg"] = 350  # the counter wrapped: from 30000 to pid_max, then from the bottom to 350
+    assert [p for p in (29999, 30000, 32767, 300, 350, 351) if program._inside(p, late.window())] == [30000, 32767,
+                                                                                                     300, 350]
+    values["/proc/stat"] = 1000 + 32768 // 4  # starts enough to come near the first pid again: every pid
+    assert since.window() is None and late.window() is None and program._inside(5, None)
+    values["/proc/stat"] = None
+    assert since.window() is None, "a counter that cannot be read: every pid"
+

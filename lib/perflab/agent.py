@@ -30,12 +30,55 @@ EVAL = ('c=$PERFLAB_COMMAND; unset PERFLAB_COMMAND; read -r _ || { echo "perflab
 STOPPED, KILLED = 124, 128 + 9
 
 
-def tagged(tag):
-    """Pids of this host's processes whose environment carries ``PERFLAB_TAG=tag``."""
+def _number(path, word=None, index=0):
+    """The integer at ``index`` of the file ``path`` (of its line starting with ``word``), or None."""
+    try:
+        with open(path) as fh:
+            for line in fh:
+                fields = line.split()
+                if word is None or (fields and fields[0] == word):
+                    return int(fields[index])
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+class Since:
+    """The pids a command's processes can have: those the host allocated from its shell's pid ``first`` on.
+
+    The host's pid counter wraps at ``pid_max`` (a window whose last pid is below its first); the window is known
+    while fewer than a quarter of ``pid_max`` processes and threads were started since (``/proc/stat``'s
+    ``processes``): coming back to ``first`` would take nearly ``pid_max`` of them, less the pids in use. Else any
+    pid may be the command's.
+    """
+
+    def __init__(self, first):
+        self.first, self.forks = first, _number("/proc/stat", "processes", 1)
+        self.pid_max = _number("/proc/sys/kernel/pid_max")
+
+    def window(self):
+        """(first, last) pid of the window (``last`` below ``first`` once the counter wrapped), or None: any pid."""
+        forks, last = _number("/proc/stat", "processes", 1), _number("/proc/loadavg", index=4)
+        if None in (self.forks, forks, last, self.pid_max) or forks - self.forks >= self.pid_max // 4:
+            return None
+        return self.first, last
+
+
+def _inside(pid, window):
+    """True when ``pid`` lies in ``window`` (see :meth:`Since.window`; None: every pid does)."""
+    if window is None:
+        return True
+    first, last = window
+    return first <= pid <= last if first <= last else pid >= first or pid <= last
+
+
+def tagged(tag, since=None):
+    """Pids of this host's processes whose environment carries ``PERFLAB_TAG=tag`` (among those ``since`` allows)."""
     want = ("PERFLAB_TAG=" + tag).encode()
     found = []
+    window = since.window() if since is not None else None
     for pid in os.listdir("/proc"):
-        if pid.isdigit() and int(pid) != os.getpid():
+        if pid.isdigit() and int(pid) != os.getpid() and _inside(int(pid), window):
             try:
                 with open("/proc/%s/environ" % pid, "rb") as fh:
                     if want in fh.read().split(b"\0"):
@@ -54,16 +97,17 @@ def _gone(pid):
         return True
 
 
-def sweep(tag, wait=2.0):
+def sweep(tag, wait=2.0, since=None):
     """Kill every process still tagged with a command's ``tag``; wait (``wait`` s at most) until they are gone.
 
     A process in the middle of an exec shows no environment for that moment, so the scan is
-    repeated until two scans in a row find nothing tagged.
+    repeated until two scans in a row find nothing tagged. ``since`` (:class:`Since`, the command's)
+    limits the scans to the pids allocated since the command started.
     """
     end = time.monotonic() + wait
     clean = 0
     while clean < 2 and time.monotonic() < end:
-        pids = tagged(tag)
+        pids = tagged(tag, since)
         clean = 0 if pids else clean + 1
         for pid in pids:
             try:
@@ -162,6 +206,7 @@ def run(req):
         with tempfile.TemporaryFile() as out_file, tempfile.TemporaryFile() as err_file:
             proc = subprocess.Popen(["sh", "-c", EVAL], stdin=waiting, stdout=out_file,
                                     stderr=err_file, env=env, start_new_session=True)
+            since = Since(proc.pid)
             os.close(waiting)
             waiting = -1
             guard = _Deadline(proc, timeout, req.get("kill_after", 5))
@@ -198,7 +243,7 @@ def run(req):
     if cgroup:
         kill_cgroup(cgroup)
     elif req.get("tag") and timeout is not None:
-        sweep(req["tag"])
+        sweep(req["tag"], since=since)
     return rc, out, err, seconds
 
 
