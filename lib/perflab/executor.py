@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from . import agent as agent_program
+from .errors import UserError
 
 MARK = agent_program.MARK
 #: Seconds the agent may take to say it is ready before the host counts as having no agent.
@@ -151,7 +152,7 @@ def run_here(line: str, *, timeout: float | None = None, kill_after: float = 5.0
     return Reply(out, err, rc, seconds)
 
 
-class Refused(RuntimeError):
+class Refused(UserError, RuntimeError):
     """The agent answered a request with an error (e.g. a file of an observe request could not be emptied)."""
 
 
