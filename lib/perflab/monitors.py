@@ -41,7 +41,7 @@ A recording's own log, when not empty at its stop, is stored by :class:`Recordin
 ``blocks/<b>/sadc-<host>-<time>.log`` (the block of the sample it was last read for).
 
 Cost, measured on a lab host of a 2-core VM over SSH (2026-11-27, medians of 40 and 20): per sample and host
-:func:`before` 1 ms and :func:`after` 8 ms of wall clock (5 and 11 ms while they ran ``tail`` and ``stat``; sadf's
+:func:`before` 1 ms and :func:`after` 9 ms of wall clock (5 and 11 ms while they ran ``tail`` and ``stat``; sadf's
 cut of the recording is most of the second, 0.05 ms more per second recorded); a recording's start 14 ms and its
 stop 15 ms. sadc uses
 1.2 ms of CPU per second (0.12 % of one CPU); ``sar.json`` grows by about 5 KB per second on 2 CPUs with two interfaces and one
