@@ -98,7 +98,8 @@ def test_plan_reports_engine_settings_and_overheads(capsys):
     info = runner.plan(c)
     assert (info["samples"], info["blocks"], info["hosts"]) == (4 * 4, 4, ["h1", "h2", "h3"])
     assert info["measure_seconds"] == 16 * 2.0
-    assert info["overhead_seconds"] == pytest.approx(runner.STARTUP_SECONDS + 3 * (16 * runner.MONITOR_SECONDS
+    assert info["overhead_seconds"] == pytest.approx(runner.STARTUP_SECONDS + 16 * runner.SAMPLE_SECONDS
+                                                     + 3 * (16 * runner.MONITOR_SECONDS
                                                                                   + runner.RECORDING_SECONDS)
                                                      + 3 * (runner.FINGERPRINT_SECONDS + 4 * runner.DIGEST_SECONDS)
                                                      + 16 * 2 * runner.SETTLE_POLL_SECONDS, abs=0.1)
@@ -109,8 +110,10 @@ def test_plan_reports_engine_settings_and_overheads(capsys):
     assert info["settle_max_seconds"] == 16 * 30
     assert info["neighbours"] == [{"on": "neighbour", "run": "stress-ng --cpu 1 --timeout 600", "cells": {"load": ["on"]}}]
     quiet = runner.plan(load_campaign(PLAIN + "monitors: false\nfingerprints: false\n"))
-    assert quiet["overhead_seconds"] == runner.STARTUP_SECONDS
-    assert quiet["estimated_seconds"] == quiet["measure_seconds"] + runner.STARTUP_SECONDS
+    quiet_samples = quiet["samples"]
+    assert quiet["overhead_seconds"] == pytest.approx(runner.STARTUP_SECONDS + quiet_samples * runner.SAMPLE_SECONDS,
+                                                      abs=0.05)
+    assert quiet["estimated_seconds"] == pytest.approx(quiet["measure_seconds"] + quiet["overhead_seconds"], abs=0.05)
 
 
 @pytest.mark.parametrize("path", sorted((ROOT / "campaigns" / "examples").glob("*.yaml")), ids=lambda p: p.name)

@@ -50,14 +50,14 @@ from ..inventory import HostEntry
 from ..campaign import Campaign
 from ..store import RawStore
 from .plan import (DIGEST_SECONDS, FINGERPRINT_SECONDS, MONITOR_SECONDS, RECORDING_SECONDS, RENEW_SECONDS,
-                   SETTLE_POLL_SECONDS, STARTUP_SECONDS, plan, sample_timeout)
+                   SAMPLE_SECONDS, SETTLE_POLL_SECONDS, STARTUP_SECONDS, plan, sample_timeout)
 from . import leftovers
 from .outcome import RunnerError, Summary
 from .progress import Progress, format_duration
 from .stopping import Stopped, on_signals
 
 __all__ = ["DIGEST_SECONDS", "FINGERPRINT_SECONDS", "MONITOR_SECONDS", "RECORDING_SECONDS", "RENEW_SECONDS",
-           "SETTLE_POLL_SECONDS", "STARTUP_SECONDS", "RunnerError", "Stopped", "Summary", "format_duration", "plan", "run", "sample_timeout"]
+           "SAMPLE_SECONDS", "SETTLE_POLL_SECONDS", "STARTUP_SECONDS", "RunnerError", "Stopped", "Summary", "format_duration", "plan", "run", "sample_timeout"]
 
 
 def run(spec: Campaign, entries: Mapping[str, HostEntry], raw_root: str | Path, *,

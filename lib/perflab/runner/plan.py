@@ -29,6 +29,10 @@ FINGERPRINT_SECONDS = 0.13
 DIGEST_SECONDS = 0.022
 #: Seconds a run spends before its first sample: connecting to every host, the preflight check.
 STARTUP_SECONDS = 1.0
+#: Seconds the runner adds per sample besides monitors and fingerprints: the command's round trip and cgroup, the
+#: contention record and the raw store's writes (about 14 ms once a run has started on a lab host of this 2-core
+#: machine, 2026-11-27: benchmarks/README.md).
+SAMPLE_SECONDS = 0.015
 #: Seconds one settle poll of one host takes when the hosts are already quiet.
 SETTLE_POLL_SECONDS = 0.01
 
@@ -47,7 +51,7 @@ def plan(spec: Campaign) -> dict[str, Any]:
     blocks, hosts, estimated duration and overheads.
 
     ``estimated_seconds`` is the tools' expected measurement time plus ``overhead_seconds``
-    (monitors, fingerprints and one settle poll per sample); ``settle_max_seconds`` is the
+    (the runner's own cost per sample, monitors, fingerprints and one settle poll per sample); ``settle_max_seconds`` is the
     most the settle condition can add when the hosts never settle. With groups, samples
     count every group's runs and the times are divided by the pool size ``parallel_groups``.
     """
@@ -86,7 +90,7 @@ def _estimate(spec: Campaign, runs: list[design.Run]) -> tuple[float, float]:
     measure = sum(tool.expected_duration(params) for r in runs for _, params in spec.phase_params(r.cell.levels))
     hosts = spec.involved()
     blocks = len({fingerprint_block(spec, r) for r in runs})
-    overhead = STARTUP_SECONDS
+    overhead = STARTUP_SECONDS + len(runs) * SAMPLE_SECONDS
     if spec.monitors:  # reads per sample; a recording per host, renewed every RENEW_SECONDS of measurement
         overhead += len(hosts) * (len(runs) * MONITOR_SECONDS + (1 + measure // RENEW_SECONDS) * RECORDING_SECONDS)
     if spec.fingerprints and blocks:  # a full probe per host first, then digests while the facts hold
