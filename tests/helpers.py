@@ -120,3 +120,17 @@ def copy_project(root: Path, dest: Path, studies: Iterable[str] | None = None) -
         if (root / name).is_file():
             (dest / name).parent.mkdir(parents=True, exist_ok=True)
             (dest / name).write_bytes((root / name).read_bytes())
+
+
+#: A campaign of one cell under RMIT on two hosts, 3 samples (so 3 blocks), monitors off: block boundaries' fingerprints.
+BOUNDARY = """\
+campaign: boundary
+benchmark: {tool: probe}
+programs: [cmd]
+hosts: {client: h1, peer: h2}
+factors: {cmd: ["echo 1"]}
+repetitions: 3
+warmups: 0
+seed: 5
+monitors: false
+"""

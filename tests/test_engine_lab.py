@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import ROOT_ONLY, load_campaign, monitor_text
+from helpers import BOUNDARY, ROOT_ONLY, load_campaign, monitor_text
 from perflab import design, fingerprint, remote, runner, store
 from perflab.ledger import Ledger
 
@@ -132,19 +132,6 @@ def test_fingerprints_report_an_mtu_change_made_by_a_setup_step(probe, lab_inven
     h1_after = json.loads((summary.raw_dir / "blocks/0/fingerprint-after-h1.json").read_text())
     assert "facts_from" not in h1_after, "h1's MTU moved its digest: probed in full"
     assert "block 0: h1: net.eth0.mtu changed from 1500 to 1400" in out.read_text()
-
-
-BOUNDARY = """\
-campaign: boundary
-benchmark: {tool: probe}
-programs: [cmd]
-hosts: {client: h1, peer: h2}
-factors: {cmd: ["echo 1"]}
-repetitions: 3
-warmups: 0
-seed: 5
-monitors: false
-"""
 
 
 @pytest.mark.parametrize("gated", [False, True], ids=["no-gate", "gate"])

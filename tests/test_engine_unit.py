@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import load_campaign
+from helpers import BOUNDARY, load_campaign
 
 from perflab import campaign as campaign_mod, campaign_values, cli, fingerprint, inventory, remote, runner, tools
 from perflab.runner import samples
@@ -161,18 +161,6 @@ def test_a_second_run_of_the_same_campaign_is_refused_while_the_first_holds_it(t
     with RawStore(tmp_path, c.name).lock():
         with pytest.raises(StoreError, match=f"another perflab run \\(pid {os.getpid()} .*kill {os.getpid()}"):
             runner.run(c, inventory.localhost(), tmp_path, stream=open(os.devnull, "w"))
-
-
-BOUNDARY = """\
-campaign: boundary
-benchmark: {tool: probe}
-programs: [cmd]
-hosts: {client: h1, peer: h2}
-factors: {cmd: ["echo 1"]}
-repetitions: 3
-warmups: 0
-monitors: false
-"""
 
 
 class Unprobed:
