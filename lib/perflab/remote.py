@@ -391,11 +391,9 @@ class Host:
     def _observe_by_shell(self, truncate: Sequence[str], read: Sequence[str], stat: Sequence[str],
                           timeout: float) -> executor.Observed:
         """:meth:`observe` on a host without ``python3``: ``:>``, ``tail -n +1`` and ``stat`` in one shell line."""
-        quoted = {name: " ".join(shlex.quote(p) for p in paths) for name, paths in
-                  (("truncate", truncate), ("read", read), ("stat", stat))}
         line = "".join(f": > {shlex.quote(p)} || exit 1; " for p in truncate)
-        line += (f"tail -n +1 {quoted['read']} 2>&1; " if read else "") + f"echo; echo {_STAT_MARK}; "
-        line += (f"stat -c '%.9Y %n' {quoted['stat']} 2>/dev/null; " if stat else "") + "true"
+        line += (f"tail -n +1 {shlex.join(read)} 2>&1; " if read else "") + f"echo; echo {_STAT_MARK}; "
+        line += (f"stat -c '%.9Y %n' {shlex.join(stat)} 2>/dev/null; " if stat else "") + "true"
         res = self.run(line, timeout=timeout, tagged=False)
         text, marked, times = res.stdout.rpartition(f"\n{_STAT_MARK}\n")
         if not res.ok or not marked:
