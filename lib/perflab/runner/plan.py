@@ -14,9 +14,9 @@ def sample_timeout(spec: Campaign, params: Mapping[str, Any]) -> float:
     return spec.timeout or 2 * tools.get(spec.tool).expected_duration(params) + 15
 
 
-#: Seconds the monitors add per sample and host (reading the block's recording before and after the measured
-#: commands, a round trip each; measured on a lab host of this 2-core machine, 2026-11-27).
-MONITOR_SECONDS = 0.016
+#: Seconds the monitors add per sample and host (the counters before the measured commands, the counters and
+#: sadf's cut of the recording after them: 1 and 9 ms on a lab host of this 2-core machine, 2026-11-27).
+MONITOR_SECONDS = 0.010
 #: Seconds a recording of the monitors adds per host (its start and its stop, a round trip each; same machine).
 RECORDING_SECONDS = 0.03
 #: Seconds after which the runner renews a host's recording before the next sample: sadf's cut for a sample reads
