@@ -2,6 +2,7 @@
 
 import json
 import os
+import pwd
 import subprocess
 
 import pytest
@@ -20,6 +21,22 @@ def test_each_host_has_its_own_hostname_address_and_sshd(lab, lab_inventory):
             assert f"inet {lab_inventory[name].address}/24" in out
     pids = {h["sshd_pid"] for h in lab_mod.status(lab.name)["hosts"]}
     assert len(pids) == 3 and None not in pids
+
+
+def test_a_lab_command_does_not_start_with_the_accounts_interactive_bash_setup(lab_inventory):
+    entry = lab_inventory["h1"]
+    shell = pwd.getpwnam(entry.user).pw_shell
+    if os.path.basename(shell) != "bash":
+        pytest.skip(f"the lab's account logs in with {shell}, not bash")
+    with remote.connect(lab_inventory, ["h1"]) as hosts:
+        chan = hosts["h1"].connection().transport.open_session(timeout=30)
+        try:
+            chan.exec_command('printf %s "$SHLVL"')  # run by the login shell itself
+            level = chan.makefile("rb").read().decode()
+        finally:
+            chan.close()
+    # bash sources ~/.bashrc for a command sshd starts at level 1 (SHLVL unset or 0); the lab's sshd sets it to 1
+    assert level.isdigit() and int(level) >= 2, level
 
 
 def test_up_is_idempotent(lab):

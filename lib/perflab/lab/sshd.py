@@ -27,7 +27,12 @@ def sshd_pid(lab: Lab, host: str) -> int | None:
 
 
 def sshd_config(lab: Lab, host: LabHost) -> str:
-    """The sshd configuration of a lab host: its addresses, host key and the lab's authorized keys."""
+    """The sshd configuration of a lab host: its addresses, host key and the lab's authorized keys.
+
+    ``SetEnv SHLVL=1``: the login shell that runs each command of a lab host starts one level up, so that bash,
+    which sources ``~/.bashrc`` for a command sshd starts at level 1, does not: the lab's hosts share the machine's
+    accounts, and a command there must not depend on (nor wait for) what that account's interactive start-up does
+    (a version manager's set-up took 150 ms per command channel on one machine)."""
     hdir = lab.state_dir / host.name
     pidfile = "/tmp/sshd.pid" if lab.described(host.name).vm else f"{hdir}/sshd.pid"
     return "\n".join([
@@ -37,7 +42,7 @@ def sshd_config(lab: Lab, host: LabHost) -> str:
         "PermitRootLogin prohibit-password", "PasswordAuthentication no",
         "KbdInteractiveAuthentication no", "UsePAM no", "StrictModes no", "UseDNS no",
         "PrintMotd no", "MaxSessions 64", "MaxStartups 200:30:400", "LogLevel ERROR",
-        "Subsystem sftp internal-sftp", "",
+        "SetEnv SHLVL=1", "Subsystem sftp internal-sftp", "",
     ])
 
 
