@@ -11,6 +11,11 @@
   agents, the cgroup registry, the preflight check) being the intercept;
 - the defaults twice: under RMIT, where a campaign of one cell makes every sample a block of its own
   (fingerprinted and recorded on its own), and under the sequential design, one block for the cell;
+- where a sample's time over the floor goes, per variant: the wall time of one run split into the
+  runner's parts (:data:`PARTS`: the measured command over the floor, the raw store, the monitor
+  archive's compression, the ledger, the contention record, the monitors' reads and recordings,
+  the fingerprints, and the rest: connecting, the preflight check, teardown, bookkeeping), so that
+  a missed per-sample target says what each promise costs;
 - one command through perflab's persistent shell (with and without its timeout; with it, also in a
   cgroup of a campaign's registry on the host, as a campaign's commands run) against the same
   connection's plain shell (target: <= 2 ms over it);
@@ -33,14 +38,18 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from measure import Result, spread
 
-from perflab import campaign as campaign_mod, inventory, lab, remote, runner, tools
+from perflab import campaign as campaign_mod, contention, fingerprint, inventory, lab, monitors, remote, runner, store, tools
+from perflab.ledger import Ledger
 from perflab.records import read_sample
+from perflab.runner import samples as samples_mod
+from perflab.runner.session import Blocks
 from perflab.tools.base import Command, Measurement, Param, Rows, Tool
 
 SAMPLES = 40
@@ -158,6 +167,78 @@ class _PlainShell:
         self.chan.close()
 
 
+#: The parts of a sample's time the breakdown tells apart: name -> the functions doing it (owner, attribute).
+PARTS: dict[str, list[tuple[Any, str]]] = {
+    "measured command": [(samples_mod, "run_waves")],
+    "raw store": [(store.RawStore, "put_sample"), (store.RawStore, "put_file")],
+    "xz of the monitor archive": [(store, "xz")],
+    "ledger": [(Ledger, "running"), (Ledger, "done"), (Ledger, "failed")],
+    "contention record": [(contention, "processes"), (contention, "read")],
+    "monitors' reads": [(monitors, "before"), (monitors, "after")],
+    "recordings' start and stop": [(monitors.Recordings, "ensure"), (monitors.Recordings, "stop_all")],
+    "fingerprints": [(Blocks, "finish"), (Blocks, "_collect"), (fingerprint, "collect")],
+}
+
+
+class _Parts:
+    """Wall time a run spends in each of :data:`PARTS`, exclusive of the parts called inside it (a fingerprint's
+    stored file counts as raw store), by wrapping the functions while the ``with`` block runs."""
+
+    def __init__(self) -> None:
+        self.seconds = dict.fromkeys(PARTS, 0.0)
+        self._stack = threading.local()
+        self._saved: list[tuple[Any, str, Any]] = []
+
+    def _wrap(self, part: str, function: Callable[..., Any]) -> Callable[..., Any]:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            stack = self._stack.__dict__.setdefault("frames", [])
+            stack.append(0.0)  # time spent in parts called from this one
+            start = time.perf_counter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                elapsed = time.perf_counter() - start
+                inner = stack.pop()
+                self.seconds[part] += elapsed - inner
+                if stack:
+                    stack[-1] += elapsed
+        return timed
+
+    def __enter__(self) -> "_Parts":
+        for part, places in PARTS.items():
+            for owner, attr in places:
+                function = owner.__dict__[attr] if isinstance(owner, type) else getattr(owner, attr)
+                self._saved.append((owner, attr, function))
+                setattr(owner, attr, self._wrap(part, function))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for owner, attr, function in reversed(self._saved):
+            setattr(owner, attr, function)
+
+
+def _breakdown(entries: Mapping[str, inventory.HostEntry], floor: float) -> list[Result]:
+    """Where a sample's time over the floor goes, per variant: the run (of :data:`ROUNDS`) with the median total,
+    split into :data:`PARTS` per sample; the measured command's part is over the floor's ``floor`` s per sample."""
+    out = []
+    for key, (lean, one) in VARIANTS.items():
+        runs = []
+        for _ in range(ROUNDS):
+            with _Parts() as parts:
+                start = time.perf_counter()
+                _perflab(entries, lean=lean, one_block=one)()
+                total = time.perf_counter() - start
+            runs.append((total, parts.seconds))
+        total, seconds = sorted(runs, key=lambda r: r[0])[len(runs) // 2]
+        per = {k: v / SAMPLES * 1e3 for k, v in seconds.items()}
+        per["measured command"] -= floor * 1e3
+        per["the rest: connecting, preflight, teardown, bookkeeping"] = (total / SAMPLES - floor) * 1e3 - sum(per.values())
+        parts_text = ", ".join(f"{k} {v:.1f}" for k, v in per.items() if abs(v) >= 0.05)
+        out.append(Result(f"remote, per sample over the floor, {key}: where it goes", f"{(total / SAMPLES - floor) * 1e3:.1f} ms",
+                          "(none)", None, f"ms per sample: {parts_text} (the run of median total of {ROUNDS})"))
+    return out
+
+
 def remote_rows() -> list[Result]:
     """The remote rows on a one-host lab: per-sample and per-command costs over the plain shell floor."""
     name = f"bo{os.getpid() % 10000}"
@@ -189,6 +270,7 @@ def remote_rows() -> list[Result]:
             finally:
                 shell.close()
         duration, nominal, watched = _recorded_error(entries)
+        breakdown = _breakdown(entries, statistics.median(samples["floor"]) / SAMPLES)
     finally:
         lab.down(name)
     out = []
@@ -219,7 +301,7 @@ def remote_rows() -> list[Result]:
                       f"{len(duration)} samples on a lab host; the stopwatch's own timings vary by "
                       f"{spread(watched, 'ms')} around their median; recorded - 200 ms: {spread(nominal, 'ms')} "
                       "(process start and exit included, as any stopwatch around the process sees them)"))
-    return out
+    return out + breakdown
 
 
 #: The peer of a recorded duration: the same command timed on the host by a direct fork, exec and wait.

@@ -27,8 +27,10 @@ RENEW_SECONDS = 60.0
 FINGERPRINT_SECONDS = 0.13
 #: Seconds a fingerprint whose digest held takes per host (one round trip, no tool run; same machine).
 DIGEST_SECONDS = 0.022
-#: Seconds a run spends before its first sample: connecting to every host, the preflight check.
-STARTUP_SECONDS = 1.0
+#: Seconds a run spends besides its samples: connecting to every host (an SSH handshake and the agent's start), the
+#: preflight check, the first reap, and the teardown (0.25-0.3 s on a one-host lab of this 2-core machine once the
+#: lab's shells stopped reading the account's ~/.bashrc, 2026-11-27: benchmarks/README.md's intercept).
+STARTUP_SECONDS = 0.5
 #: Seconds the runner adds per sample besides monitors and fingerprints: the command's round trip and cgroup, the
 #: contention record and the raw store's writes (about 14 ms once a run has started on a lab host of this 2-core
 #: machine, 2026-11-27: benchmarks/README.md).
