@@ -163,6 +163,11 @@ class _PlainShell:
             self.buf += self.chan.recv(65536)
         self.buf = self.buf.split(self.MARK, 1)[1]
 
+    def repeat(self, line: str, n: int) -> None:
+        """Run ``line`` ``n`` times, one after the other."""
+        for _ in range(n):
+            self.run(line)
+
     def close(self) -> None:
         self.chan.close()
 
@@ -250,7 +255,7 @@ def remote_rows() -> list[Result]:
             shell = _PlainShell(host)
             try:
                 samples = _interleave({
-                    "floor": lambda: [shell.run(f"sleep {SECONDS}") for _ in range(SAMPLES)],
+                    "floor": lambda: shell.repeat(f"sleep {SECONDS}", SAMPLES),
                     **{key: _perflab(entries, lean=lean, one_block=one) for key, (lean, one) in VARIANTS.items()},
                     **{f"{key}, half": _perflab(entries, lean=lean, one_block=one, n=SAMPLES // 2)
                        for key, (lean, one) in VARIANTS.items() if key != "defaults"},
@@ -260,7 +265,7 @@ def remote_rows() -> list[Result]:
                 registered.owner = f"bench-{os.getpid()}"
                 registered.open_registry()
                 commands = _interleave({
-                    "plain": lambda: [shell.run("true") for _ in range(50)],
+                    "plain": lambda: shell.repeat("true", 50),
                     "perflab": lambda: [host.run("true") for _ in range(50)],
                     "perflab, timeout": lambda: [host.run("true", timeout=10) for _ in range(50)],
                     "perflab, timeout, in a registry": lambda: [registered.run("true", timeout=10) for _ in range(50)],
