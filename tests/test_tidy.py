@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from helpers import campaign_record, sample_meta
-from perflab import store, tidy
+from perflab import cli, store, tidy
 
 FIXTURE = Path(__file__).parent / "fixtures/lab/iperf3-tcp-P4.json"
 
@@ -207,3 +207,19 @@ def test_a_damaged_monitor_file_is_quarantined_naming_it(tmp_path, name, data, w
     _, quarantine = _rows(_monitored_sample(tmp_path, name, whole[: len(whole) // 2]), tmp_path)  # type: ignore[index]
     assert len(quarantine) == 1 and "complete" in quarantine[0]["reason"]
     assert quarantine[0]["source"].endswith(where) and quarantine[0]["host"] == "h1"
+
+
+def test_the_command_takes_a_number_of_workers_and_refuses_a_wrong_one(raw, tmp_path, capsys, monkeypatch):
+    asked: list[int | None] = []
+    frame = tidy.frame
+    monkeypatch.setattr(tidy, "frame", lambda raw_dir, **kw: asked.append(kw.get("workers")) or frame(raw_dir, **kw))
+    assert cli.main(["tidy", str(raw.dir), "--out", str(tmp_path / "out"), "--workers", "2"]) == 0
+    assert asked == [2]
+    written = pd.read_parquet(tmp_path / "out" / f"{raw.dir.name}.parquet")
+    one, _ = frame(raw.dir, workers=1)
+    pd.testing.assert_frame_equal(written.reset_index(drop=True), one.reset_index(drop=True), check_dtype=False)
+    for wrong in ("0", "two", "-1"):
+        with pytest.raises(SystemExit) as exc:
+            cli.main(["tidy", str(raw.dir), "--workers", wrong])
+        assert exc.value.code == 2
+        assert f"--workers: expected a whole number of processes, at least 1; got '{wrong}'" in capsys.readouterr().err
