@@ -187,7 +187,9 @@ PARTS: dict[str, list[tuple[Any, str]]] = {
 
 class _Parts:
     """Wall time a run spends in each of :data:`PARTS`, exclusive of the parts called inside it (a fingerprint's
-    stored file counts as raw store), by wrapping the functions while the ``with`` block runs."""
+    stored file counts as raw store), by wrapping the functions while the ``with`` block runs.
+
+    For a run on one host: on several, the parts the hosts do at the same time (one thread each) add up."""
 
     def __init__(self) -> None:
         self.seconds = dict.fromkeys(PARTS, 0.0)
