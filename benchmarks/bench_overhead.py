@@ -191,7 +191,8 @@ class _Parts:
 
     For a run on one host: on several, the parts the hosts do at the same time (one thread each) add up."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
+        self.clock = clock
         self.seconds = dict.fromkeys(PARTS, 0.0)
         self._stack = threading.local()
         self._saved: list[tuple[Any, str, Any]] = []
@@ -200,11 +201,11 @@ class _Parts:
         def timed(*args: Any, **kwargs: Any) -> Any:
             stack = self._stack.__dict__.setdefault("frames", [])
             stack.append(0.0)  # time spent in parts called from this one
-            start = time.perf_counter()
+            start = self.clock()
             try:
                 return function(*args, **kwargs)
             finally:
-                elapsed = time.perf_counter() - start
+                elapsed = self.clock() - start
                 inner = stack.pop()
                 self.seconds[part] += elapsed - inner
                 if stack:

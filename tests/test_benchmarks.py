@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -65,3 +66,27 @@ def test_the_estimates_benchmark_finds_campaigns_that_load(bench):
     assert files, "no campaign to estimate"
     for path in files:
         assert campaign_mod.load(path).name, path
+
+
+def test_the_overhead_benchmarks_parts_timer_finds_what_it_times_and_counts_each_part_once(bench, monkeypatch):
+    overhead = bench("bench_overhead")
+    for part, places in overhead.PARTS.items():  # every function it wraps still exists where it is looked up
+        for owner, attr in places:
+            assert callable(owner.__dict__[attr] if isinstance(owner, type) else getattr(owner, attr)), (part, attr)
+
+    class Store:
+        def put(self) -> str:
+            return "stored"
+
+    def measure() -> str:
+        return Store().put()
+
+    ns = SimpleNamespace(measure=measure)
+    original = Store.__dict__["put"]
+    ticks = iter(range(100))
+    monkeypatch.setattr(overhead, "PARTS", {"outer": [(ns, "measure")], "inner": [(Store, "put")]})
+    with overhead._Parts(clock=lambda: float(next(ticks))) as parts:
+        assert ns.measure() == "stored"
+    # clock: outer starts at 0, inner runs from 1 to 2, outer ends at 3: the inner second is the inner part's only
+    assert parts.seconds == {"outer": 2.0, "inner": 1.0}
+    assert Store.__dict__["put"] is original and ns.measure is measure
