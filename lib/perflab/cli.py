@@ -268,13 +268,15 @@ def _verify(args: argparse.Namespace) -> int:
             print(json.dumps({"ok": report.ok and not problems, "checked": report.checked, "notes": report.notes,
                               "findings": [{"path": f.path, "problem": f.problem} for f in report.findings],
                               "evidence": evidence.lines(report.evidence), "evidence_failures": problems,
-                              "seconds": round(time.monotonic() - started, 1)}, indent=1))
+                              "chain_heads": report.heads, "seconds": round(time.monotonic() - started, 1)}, indent=1))
             return 0 if report.ok and not problems else 1
         for finding in report.findings:
             print(finding)
         for note in report.notes:
             print(f"note: {note}")
         print("\n".join(evidence.lines(report.evidence) + problems))
+        print("ledger hash chains (each campaign's head; the paper and the review site print them):")
+        print("\n".join(f"  {name}: {text}" for name, text in report.heads.items()))
         print(f"{'verified' if report.ok else 'checked'} {counts} in {time.monotonic() - started:.0f} s; "
               f"{len(report.findings)} file(s) do not verify" + ("" if report.ok else " (listed above)"))
         return 0 if report.ok and not problems else 1
@@ -286,7 +288,7 @@ def _verify(args: argparse.Namespace) -> int:
                                         if ev.campaign == Path(raw_dir).name]
         problems = evidence.failures(among)
         results.append({"path": raw_dir, "ok": not findings and not problems,
-                        "files": len(store.read_manifest(raw_dir)),
+                        "files": len(store.read_manifest(raw_dir)), "chain_head": verify.head(raw_dir),
                         "findings": [{"path": f.path, "problem": f.problem} for f in findings],
                         "evidence": evidence.lines(among)[1:-1] if among else [], "evidence_failures": problems})
         if not args.json:
@@ -294,6 +296,7 @@ def _verify(args: argparse.Namespace) -> int:
                 print(finding)
             if not findings:
                 print(f"{raw_dir}: {results[-1]['files']} files match {store.MANIFEST}")
+            print(f"{raw_dir}: ledger {results[-1]['chain_head']}")
             if results[-1]["evidence"] or problems:
                 print("\n".join(results[-1]["evidence"] + problems))
     failed = sum(not r["ok"] for r in results)
