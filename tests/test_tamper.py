@@ -180,3 +180,18 @@ def test_a_committed_campaign_verifies_and_reports_no_chain():
     cdir = ROOT / "data/raw/unnoba-fio-qd"
     assert verify.raw_directory(cdir) == []
     assert verify.head(cdir).startswith("no chain (format 1): 96 events; SHA-256 of the ledger file ")
+
+
+def test_a_failed_attempts_files_are_bound_to_its_run_too(tmp_path):
+    from helpers import campaign_record
+    raw = store.RawStore(tmp_path, "c")
+    raw.begin(campaign_record("c"))
+    book = ledger.Ledger(raw.dir / store.LEDGER)
+    book.running("r", 1)
+    stored = raw.put_sample("r", {"stdout": "partial\n", "stderr": "timed out\n", "meta.json": "{}"}, failed=True)
+    book.failed("r", 1, "timed out", files=raw.digests(stored))
+    assert store.verify(raw.dir) == []
+    (stored / "stdout").write_text("complete\n")
+    _reseal(raw.dir, "failed/r.a1/stdout")
+    assert store.verify(raw.dir) == ["failed/r.a1/stdout: has another SHA-256 than the one the ledger bound to run r "
+                                     "when it was stored (replaced, swapped with another sample's, or added)"]
