@@ -47,10 +47,12 @@ def monitor_text(host_dir: Path, name: str) -> str:
     return gzip.decompress(packed.read_bytes()).decode() if packed.is_file() else (host_dir / name).read_text()
 
 
-def campaign_record(name: str = "c", factors: dict | None = None, digest: str = "d",
+def campaign_record(name: str = "c", factors: dict | None = None, digest: str | None = None,
                     spec: dict | None = None) -> records.CampaignRecord:
-    """A minimal campaign record for a store made by hand in a test (``spec`` adds to its campaign document)."""
+    """A minimal campaign record for a store made by hand in a test (``spec`` adds to its campaign document;
+    the design digest is its spec's unless ``digest`` is given)."""
     doc = {"campaign": name, "benchmark": {"tool": "iperf3"}, "factors": factors or {}, **(spec or {})}
+    digest = digest or campaign_mod.from_doc(doc, f"{name}.yaml").digest()
     return records.CampaignRecord(campaign=name, design_digest=digest, spec=doc,
                                   source=f"{name}.yaml", perflab="test", python="3", schedule=[], inventory={})
 

@@ -215,8 +215,10 @@ def test_a_ledger_filled_to_enospc_mid_line_keeps_whole_lines_then_resumes_and_v
 
     # Choose the level's length so that after some sample k the ledger's last page has less room than the next
     # "running" line needs: the disk is then filled, and that line is cut by ENOSPC (tmpfs allocates whole pages).
-    def line(run_id, state):
-        return len(LedgerEvent(t=1795450308.409, run_id=run_id, state=state, attempt=1).to_line())
+    def line(run_id, state):  # chained (prev); a done event binds the sample's three files
+        files = dict.fromkeys(("meta.json", "stderr", "stdout"), "0" * 64) if state == "done" else None
+        return len(LedgerEvent(t=1795450308.409, run_id=run_id, state=state, attempt=1, files=files,
+                               prev="0" * 64).to_line())
     for n in range(1, 120):
         run_id = design.schedule(_probe_campaign(tmp_path, "full", "a" * n, 1))[0].run_id
         pair, running = line(run_id, "running") + line(run_id, "done"), line(run_id, "running")

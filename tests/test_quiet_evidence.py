@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import pytest
 
+from helpers import campaign_record
 from perflab import cli, contention, evidence, records
 from perflab.store import RawStore
 
@@ -18,8 +19,7 @@ def _campaign(raw: Path, name: str, source: str, spans: list[tuple[float, float]
     """A committed campaign made by hand: one sample per (start, end) offset from T0 (``kernel``: contention
     format 2, with the kernel's threads' CPU)."""
     s = RawStore(raw, name)
-    s.begin(records.CampaignRecord(campaign=name, design_digest="d", spec={"factors": {}}, source=source,
-                                   perflab="test", python="3", schedule=[], inventory={}))
+    s.begin(replace(campaign_record(name), source=source))
     for i, (a, b) in enumerate(spans):
         record = None
         if contended is not None:

@@ -148,8 +148,11 @@ def test_a_sample_deleted_with_its_manifest_and_ledger_lines_fails_verify(measur
     shutil.rmtree(measured / "samples" / run_id)
     _drop_lines(measured / store.MANIFEST, run_id)
     _drop_lines(measured / "ledger.jsonl", run_id)
-    assert store.verify(measured) == [f"samples/{run_id}: planned (campaign.json) but neither stored nor in the "
-                                      "ledger, although later runs were measured: deleted with its ledger lines?"]
+    problems = store.verify(measured)
+    assert problems[1:] == [f"samples/{run_id}: planned (campaign.json) but neither stored nor in the "
+                            "ledger, although later runs were measured: deleted with its ledger lines?"]
+    assert problems[0].startswith("ledger.jsonl:") and "the hash chain breaks here" in problems[0], \
+        "the ledger's hash chain finds the deleted lines too"
 
 
 def test_a_deleted_ledger_fails_verify(measured, capsys):

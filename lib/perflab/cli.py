@@ -268,13 +268,15 @@ def _verify(args: argparse.Namespace) -> int:
             print(json.dumps({"ok": report.ok and not problems, "checked": report.checked, "notes": report.notes,
                               "findings": [{"path": f.path, "problem": f.problem} for f in report.findings],
                               "evidence": evidence.lines(report.evidence), "evidence_failures": problems,
-                              "seconds": round(time.monotonic() - started, 1)}, indent=1))
+                              "chain_heads": report.heads, "seconds": round(time.monotonic() - started, 1)}, indent=1))
             return 0 if report.ok and not problems else 1
         for finding in report.findings:
             print(finding)
         for note in report.notes:
             print(f"note: {note}")
         print("\n".join(evidence.lines(report.evidence) + problems))
+        print("ledger hash chains (each campaign's head; the paper and the review site print them):")
+        print("\n".join(f"  {name}: {text}" for name, text in report.heads.items()))
         print(f"{'verified' if report.ok else 'checked'} {counts} in {time.monotonic() - started:.0f} s; "
               f"{len(report.findings)} file(s) do not verify" + ("" if report.ok else " (listed above)"))
         return 0 if report.ok and not problems else 1
@@ -287,6 +289,7 @@ def _verify(args: argparse.Namespace) -> int:
         problems = evidence.failures(among)
         results.append({"path": raw_dir, "ok": not findings and not problems,
                         "files": len(store.read_manifest(raw_dir)),
+                        "chain_head": verify.head(raw_dir) if (Path(raw_dir) / "campaign.json").exists() else None,
                         "findings": [{"path": f.path, "problem": f.problem} for f in findings],
                         "evidence": evidence.lines(among)[1:-1] if among else [], "evidence_failures": problems})
         if not args.json:
@@ -294,6 +297,8 @@ def _verify(args: argparse.Namespace) -> int:
                 print(finding)
             if not findings:
                 print(f"{raw_dir}: {results[-1]['files']} files match {store.MANIFEST}")
+            if results[-1]["chain_head"]:
+                print(f"{raw_dir}: ledger {results[-1]['chain_head']}")
             if results[-1]["evidence"] or problems:
                 print("\n".join(results[-1]["evidence"] + problems))
     failed = sum(not r["ok"] for r in results)
@@ -481,9 +486,12 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
         "verify", help="check raw data, published data, processed tables and outputs against their records",
         description="Without an argument, check the whole repository as a reviewer would (each step is shown "
                     "on stderr, then a summary): every raw campaign "
-                    "and data/raw/published/ against its MANIFEST.sha256, every processed table against the "
-                    "table re-derived from raw (exactly), and every lineage sidecar under paper/ against the "
-                    "files it names. With directories, check only those raw directories. Exit status 0 when "
+                    "and data/raw/published/ against its MANIFEST.sha256, a campaign's records against what "
+                    "follows from them (schedule from seed, questions from their digest, samples from the "
+                    "digests the ledger bound to their runs, the ledger's hash chain), every processed table "
+                    "against the table re-derived from raw (exactly), and every lineage sidecar under paper/ "
+                    "against the files it names; each campaign's chain head is printed. With directories, check "
+                    "only those raw directories. Exit status 0 when "
                     "everything verifies, 1 when a file differs (each is named), 2 when there is nothing to check.",
         epilog="examples:\n  perflab verify\n  perflab verify --rebuild\n  perflab verify data/raw/iperf3-streams",
         formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -17,8 +17,9 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass, replace
+from typing import Any, Mapping
 
-from .campaign import Campaign, Cell
+from .campaign import Campaign, Cell, from_doc
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,17 @@ def schedule(spec: Campaign) -> list[Run]:
     if not spec.groups:
         return runs
     return [replace(r, run_id=f"{r.run_id}-g{k}", group=k) for k in range(len(spec.groups)) for r in runs]
+
+
+#: The fields of a campaign document that decide its schedule (the others may no longer validate under today's
+#: rules, so a recorded campaign's schedule is recomputed from these alone).
+SCHEDULE_FIELDS = ("campaign", "benchmark", "hosts", "factors", "crossing", "exclude", "repetitions", "warmups",
+                   "seed", "design", "groups", "params")
+
+
+def planned(doc: Mapping[str, Any], source: str) -> list[str]:
+    """The run ids, in order, that a recorded campaign document (``campaign.json``'s ``spec``) plans from its seed."""
+    return [r.run_id for r in schedule(from_doc({k: v for k, v in doc.items() if k in SCHEDULE_FIELDS}, source))]
 
 
 def _schedule(spec: Campaign) -> list[Run]:

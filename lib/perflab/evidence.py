@@ -20,7 +20,8 @@ samples' ``meta.json`` and the blocks' gate records:
 
 ``perflab verify`` prints :func:`lines` and fails for a study campaign with overlapping
 samples or too few samples per cell (:func:`failures`); the paper's chapters print :func:`sentence` per campaign
-through :func:`macro_values`; the review site shows :func:`site_rows`.
+through :func:`macro_values`, followed by the head of each campaign's ledger hash chain (:func:`provenance`,
+:func:`perflab.ledger.chain`); the review site shows :func:`site_rows`.
 """
 
 from __future__ import annotations
@@ -33,8 +34,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import records
+from . import ledger, records
 from .design import measured_cell
+from .store import LEDGER
 from .contention import Quiet, declaring_study
 from .study import MIN_FULL_CELLS, MIN_N
 
@@ -73,6 +75,8 @@ class CampaignEvidence:
     overlapping_with: dict[str, int] = field(default_factory=dict)
     #: (start, end) of each sample's measured commands, in time order (not shown; used for overlaps).
     intervals: list[tuple[float, float]] = field(default_factory=list, repr=False)
+    #: The ledger's hash chain and its head (None: no ledger).
+    chain: ledger.Chain | None = field(default=None, repr=False)
 
     @property
     def study_campaign(self) -> bool:
@@ -159,6 +163,7 @@ def campaign(raw_dir: str | Path, root: str | Path = ".") -> CampaignEvidence:
             if meta.contention.get("kernel_cpus") is not None:
                 kernel.append(float(meta.contention["kernel_cpus"]))
     ev.intervals.sort()
+    ev.chain = ledger.chain(raw_dir / LEDGER)
     if ev.intervals:
         ev.start, ev.end = ev.intervals[0][0], max(b for _, b in ev.intervals)
     ev.cells, ev.cells_full = len(good), sum(n >= MIN_N for n in good.values())
@@ -261,6 +266,18 @@ def sentence(ev: CampaignEvidence) -> str:
     return "; ".join(parts) + "."
 
 
+def provenance(ev: CampaignEvidence) -> str:
+    """One plain sentence with the head of the campaign's ledger hash chain, in groups of eight hex digits (so a
+    line can break between them); ``perflab verify`` prints the same digest unbroken."""
+    if ev.chain is None:
+        return f"Campaign {ev.campaign} has no ledger."
+    grouped = " ".join(ev.chain.head[i:i + 8] for i in range(0, len(ev.chain.head), 8))
+    if ev.chain.chained:
+        return f"The hash chain of campaign {ev.campaign}'s ledger ends in {grouped}."
+    return (f"Campaign {ev.campaign}'s ledger has no hash chain (format {ev.chain.format}); the SHA-256 of the "
+            f"ledger file is {grouped}.")
+
+
 def lines(found: list[CampaignEvidence]) -> list[str]:
     """The evidence summary ``perflab verify`` prints: a line per campaign, then the study campaigns' total."""
     out = ["evidence (measurement window; samples overlapping another campaign's; contended; monitors; cells "
@@ -282,20 +299,24 @@ def lines(found: list[CampaignEvidence]) -> list[str]:
 def macro_values(found: list[CampaignEvidence]) -> dict[str, str]:
     """Inline values for the chapters, as plain text (the report escapes them for LaTeX).
 
-    Per campaign, ``<campaign>/evidence/`` ``sentence``, ``samples``, ``overlapping``, ``recorded`` and
-    ``contended``; per study, ``<study>/evidence``: the sentences of the study's campaigns, one after
-    the other (what a chapter prints about how its data were measured).
+    Per campaign, ``<campaign>/evidence/`` ``sentence``, ``samples``, ``overlapping``, ``recorded``,
+    ``contended`` and ``chain`` (the head of its ledger's hash chain, unbroken); per study,
+    ``<study>/evidence``: the sentences of the study's campaigns, one after the other, then the heads of
+    their ledgers' chains (:func:`provenance`; what a chapter prints about how its data were measured).
     """
     out: dict[str, str] = {}
     studies: dict[str, list[str]] = {}
+    heads: dict[str, list[str]] = {}
     for ev in found:
         key = f"{ev.campaign}/evidence"
         out[f"{key}/sentence"] = sentence(ev)
         for name in ("samples", "overlapping", "recorded", "contended"):
             out[f"{key}/{name}"] = str(getattr(ev, name))
+        out[f"{key}/chain"] = ev.chain.head if ev.chain else ""
         if ev.study:
             studies.setdefault(ev.study, []).append(sentence(ev))
-    out |= {f"{study}/evidence": " ".join(said) for study, said in studies.items()}
+            heads.setdefault(ev.study, []).append(provenance(ev))
+    out |= {f"{study}/evidence": " ".join(said + heads[study]) for study, said in studies.items()}
     return out
 
 

@@ -197,8 +197,23 @@ def family_size(questions: list[Question], q: Question) -> int:
 
 def digest(questions: list[Question]) -> str:
     """SHA-256 of the questions as declared (canonical JSON, sorted keys)."""
-    text = json.dumps([q.declared() for q in questions], sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(text.encode()).hexdigest()
+    return _digest([q.declared() for q in questions])
+
+
+def _digest(declared: list[dict[str, Any]]) -> str:
+    """SHA-256 of declared questions (:meth:`Question.declared`, or as a frozen record holds them) as canonical JSON."""
+    return hashlib.sha256(json.dumps(declared, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def record_problem(record: dict[str, Any]) -> str | None:
+    """What is wrong when a frozen record's ``digest`` is not that of the questions it holds (None: it is):
+    its questions were edited after they were frozen."""
+    found = _digest(record.get("questions", []))
+    if record.get("digest") == found:
+        return None
+    return (f"its digest {str(record.get('digest'))[:12]} is not that of the questions it holds ({found[:12]}): "
+            "the frozen questions were edited after their data existed; restore the record from a backup "
+            "(changes belong under deviations: in study.yaml)")
 
 
 def freeze(study: str, campaign: str, questions: list[Question]) -> str:

@@ -36,6 +36,12 @@ Format history (add a line for every change, and bump the version of that record
 - ledger event format 1 (perflab 0.1): one JSON object per line of ``ledger.jsonl`` with
   ``t``, ``run_id``, ``state`` (running/done/failed), ``attempt`` and, for failures,
   ``reason``. Lines written before the field existed carry no ``format``; they are format 1.
+- ledger event format 2 (perflab 0.1, tamper evidence): adds ``prev``, the link of the hash
+  chain (:func:`perflab.ledger.chain`: the SHA-256 of the line before it, or for the first
+  event of format 2 the SHA-256 of ``campaign.json``'s bytes followed by the ledger's earlier
+  bytes) and, for ``done`` and ``failed`` events, ``files``: the SHA-256 of each file of the
+  stored sample (or failed attempt), by its path inside the sample's directory. Format 1 is
+  still read (no chain: ``prev`` and ``files`` are None).
 - ``gaps/<host>-<time>.json`` format 1 (perflab 0.1, campaign ``reconnect``): a host's lost
   connection: ``campaign``, ``host``, ``address``, ``group``, ``lost_at`` and ``lost_utc``,
   ``lost`` (the message: what was running), ``attempts`` (per reconnection attempt: ``waited``
@@ -59,11 +65,11 @@ from .errors import UserError
 #: Format versions this perflab writes (and the only ones it reads).
 CAMPAIGN_FORMAT = 1
 SAMPLE_FORMAT = 4
-LEDGER_FORMAT = 1
+LEDGER_FORMAT = 2
 GAP_FORMAT = 1
 VERIFY_FORMAT = 1
 #: Older formats a reader still accepts, per record.
-_READS = {"campaign record": {1}, "sample record": {1, 2, 3, 4}, "ledger event": {1}, "gap record": {1},
+_READS = {"campaign record": {1}, "sample record": {1, 2, 3, 4}, "ledger event": {1, 2}, "gap record": {1},
           "verify record": {1}}
 
 
@@ -192,13 +198,18 @@ class LedgerEvent:
     state: str
     attempt: int | None = None
     reason: str | None = None
+    #: SHA-256 of each file of the stored sample or failed attempt (``done``/``failed``; None: format 1).
+    files: dict[str, str] | None = None
+    #: The hash chain's link to the event before (None: format 1, no chain; see :func:`perflab.ledger.chain`).
+    prev: str | None = None
     format: int = LEDGER_FORMAT
 
     def to_line(self) -> str:
-        """The event as one JSON line (no ``reason`` unless failed)."""
+        """The event as one JSON line (no ``reason`` unless failed, no ``files`` unless a sample was stored)."""
         data = asdict(self)
-        if data["reason"] is None:
-            data.pop("reason")
+        for key in ("reason", "files"):
+            if data[key] is None:
+                data.pop(key)
         return json.dumps(data) + "\n"
 
 

@@ -47,7 +47,7 @@ from typing import Iterable, Iterator, Mapping, TextIO
 from . import records
 from .errors import UserError
 from .files import atomic_write, fsync
-from .ledger import Ledger
+from .ledger import Ledger, chain
 
 MANIFEST = "MANIFEST.sha256"
 #: The run-state event log (see :mod:`perflab.ledger`).
@@ -305,6 +305,12 @@ class RawStore:
             self._write_sample(tmp, final, pack_monitors(files))
         return final
 
+    def digests(self, sample: Path) -> dict[str, str]:
+        """SHA-256 of each file of a stored sample (or failed attempt) directory, by its path inside it: what the
+        ledger's ``done``/``failed`` event binds to the run id."""
+        return {p.relative_to(sample).as_posix(): sha256_file(p)
+                for p in sorted(sample.rglob("*"), key=lambda p: p.parts) if p.is_file()}
+
     def _write_sample(self, tmp: Path, final: Path, files: Mapping[str, bytes | str]) -> None:
         folders = {tmp}
         for name, data in files.items():
@@ -536,7 +542,7 @@ def verify(campaign_dir: str | Path, *, hashed: Mapping[str, str] | None = None,
     counts = Counter(name for name, _ in lines)
     problems += [f"{name}: listed {n} times in the manifest (written again after it was deleted?)"
                  for name, n in counts.items() if n > 1]
-    return problems + _ledger_problems(cdir, _schedule(cdir) if schedule is None else schedule)
+    return problems + _ledger_problems(cdir, _schedule(cdir) if schedule is None else schedule, listed)
 
 
 def _inside(inside: str, name: str, folders: dict[str, str]) -> str | None:
@@ -571,15 +577,17 @@ def _schedule(cdir: Path) -> list[str]:
     return records.read_campaign(path).schedule if path.exists() else []
 
 
-def _ledger_problems(cdir: Path, schedule: list[str]) -> list[str]:
-    """Schedule, samples, failed attempts and ledger events against each other.
+def _ledger_problems(cdir: Path, schedule: list[str], listed: Mapping[str, str]) -> list[str]:
+    """Schedule, samples, failed attempts, ledger events and the ledger's hash chain against each other.
 
     Finds a missing ledger of a campaign that plans runs; a sample the ledger says is done but
     that is missing, a run done twice or whose attempt numbers restart (measured again), a
     sample or failed attempt no ledger event mentions, a failure the ledger records whose
     attempt is not stored; a stored run the schedule does not plan; and a planned run with no
     event although runs after it in the schedule (of its group) were measured: the runner
-    measures in schedule order, so such a hole is a sample deleted with its ledger lines.
+    measures in schedule order, so such a hole is a sample deleted with its ledger lines. Also
+    the chain's broken links (:func:`perflab.ledger.chain`) and the files of a sample whose
+    checksums (``listed``, from the manifest) are not those its ledger event bound to the run.
     """
     path = cdir / LEDGER
     samples, failed_dirs = _stored(cdir, "samples"), _stored(cdir, "failed")
@@ -592,7 +600,8 @@ def _ledger_problems(cdir: Path, schedule: list[str]) -> list[str]:
         events = Ledger(path).events()
     except records.RecordError as exc:
         return [f"{LEDGER}: {str(exc).split(': ', 1)[-1]}"]
-    problems, done, failed = [], Counter(), {}
+    links = chain(path)
+    problems, done, failed = list(links.problems if links else []), Counter(), {}
     for event in events:
         if event.state == "running" and (done[event.run_id] or (event.attempt or 0) <= failed.get(event.run_id, 0)):
             # a crash repeats an attempt number (nothing was stored); after a stored one it must grow
@@ -618,7 +627,35 @@ def _ledger_problems(cdir: Path, schedule: list[str]) -> list[str]:
         run_id, _, k = name.rpartition(".a")
         if (run_id, int(k) if k.isdigit() else None) not in attempts:
             problems.append(f"failed/{name}: no ledger event mentions this attempt")
+    problems += _binding_problems(events, listed)
     return problems + _schedule_problems(schedule, mentioned, samples | {n.rpartition(".a")[0] for n in failed_dirs})
+
+
+def _binding_problems(events: list[records.LedgerEvent], listed: Mapping[str, str]) -> list[str]:
+    """Files of stored samples and failed attempts whose manifest checksums are not those their ledger event
+    (format 2: ``files``) bound to the run: replaced, swapped between samples, added or removed with the
+    manifest rewritten to match. A directory the manifest lists nothing of is reported elsewhere."""
+    stored: dict[str, dict[str, str]] = {}
+    for name, digest in listed.items():
+        parts = name.split("/", 2)
+        if len(parts) == 3 and parts[0] in ("samples", "failed"):
+            stored.setdefault(f"{parts[0]}/{parts[1]}", {})[parts[2]] = digest
+    problems = []
+    for event in events:
+        if event.files is None or event.state not in ("done", "failed"):
+            continue
+        where = f"samples/{event.run_id}" if event.state == "done" else f"failed/{event.run_id}.a{event.attempt}"
+        found = stored.get(where)
+        if not found:
+            continue
+        for name in sorted(set(found) | set(event.files)):
+            if found.get(name) != event.files.get(name):
+                what = ("is not among the files" if name not in event.files else
+                        "is missing from the manifest, though among the files" if name not in found else
+                        "has another SHA-256 than the one")
+                problems.append(f"{where}/{name}: {what} the ledger bound to run {event.run_id} when it was stored "
+                                "(replaced, swapped with another sample's, or added)")
+    return problems
 
 
 def _schedule_problems(schedule: list[str], mentioned: set[str], stored: set[str]) -> list[str]:

@@ -19,6 +19,10 @@
   too, since they are saved without a timestamp (the same data and package versions give
   the same bytes; the sidecar records the versions, so a difference names them).
 
+Each campaign's records must also agree with what follows from them (:func:`record_problems`:
+the schedule from the seed, the frozen questions' digest), and its ledger's hash chain must
+hold (:func:`perflab.ledger.chain`); the report carries each chain's head (:func:`head`).
+
 Each problem is a :class:`Finding` naming the file and what differs. The report also carries
 each campaign's measurement evidence (:mod:`perflab.evidence`: window, samples overlapping
 another campaign's, contention, monitors), which ``perflab verify`` prints and checks.
@@ -34,7 +38,7 @@ from typing import Callable
 
 import pandas as pd
 
-from . import evidence, questions, store, tidy
+from . import campaign as campaign_mod, design, evidence, ledger, questions, records, store, tidy
 from .errors import UserError
 
 #: Where the digitized published results live, relative to the project root.
@@ -67,6 +71,8 @@ class Report:
     notes: list[str] = field(default_factory=list)
     #: How each campaign was measured (:func:`perflab.evidence.collect`).
     evidence: list[evidence.CampaignEvidence] = field(default_factory=list)
+    #: Each campaign's ledger chain head, described (:func:`head`).
+    heads: dict[str, str] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -93,7 +99,55 @@ def raw_directory(directory: str | Path) -> list[Finding]:
                           f"run `perflab seal {d}` once, right after the data was written")
     if not store.read_manifest(d):
         raise VerifyError(f"{d}/{store.MANIFEST}: lists no file; nothing can be verified")
-    return [Finding(f"{d.as_posix()}/{p.split(': ', 1)[0]}", p.split(": ", 1)[1]) for p in store.verify(d)]
+    return [Finding(f"{d.as_posix()}/{p.split(': ', 1)[0]}", p.split(": ", 1)[1]) for p in store.verify(d)] \
+        + record_problems(d)
+
+
+def head(campaign_dir: str | Path) -> str:
+    """The head of a campaign's ledger hash chain in one line (:meth:`perflab.ledger.Chain.describe`): what the
+    paper and the review site print, so that a consistent rewrite of the raw data changes a published digest."""
+    found = ledger.chain(Path(campaign_dir) / store.LEDGER)
+    return found.describe() if found else f"no {store.LEDGER}"
+
+
+def record_problems(campaign_dir: str | Path) -> list[Finding]:
+    """The records of a campaign directory against what must follow from them.
+
+    ``campaign.json``'s stored schedule must be the one its seed gives (:func:`perflab.design.planned`)
+    and its ``design_digest`` the digest of its spec; a frozen ``questions.json``'s ``digest`` must be
+    that of the questions it holds (:func:`perflab.questions.record_problem`). The manifest cannot
+    tell such an edit when its line was rewritten too.
+    """
+    d = Path(campaign_dir)
+    out = []
+    path = d / "campaign.json"
+    if path.is_file():
+        try:
+            record = records.read_campaign(path)
+            planned = design.planned(record.spec, record.source) if record.spec.get("seed") is not None else None
+            digest = campaign_mod.from_doc(record.spec, record.source).digest()
+        except (UserError, KeyError, TypeError, ValueError) as exc:
+            out.append(Finding(path.as_posix(), f"its spec cannot be read back ({str(exc).splitlines()[0][:160]})"))
+        else:
+            if planned is not None and planned != record.schedule:
+                at = next((i for i, (a, b) in enumerate(zip(planned, record.schedule)) if a != b),
+                          min(len(planned), len(record.schedule)))
+                out.append(Finding(path.as_posix(), f"its schedule does not follow from its seed "
+                                   f"{record.spec['seed']} ({len(record.schedule)} runs stored, {len(planned)} planned "
+                                   f"by the seed; first difference at run {at + 1}): the seed or the schedule was "
+                                   "altered"))
+            if digest != record.design_digest:
+                out.append(Finding(path.as_posix(), f"its design_digest {record.design_digest[:12]} is not the digest "
+                                   f"of its spec ({digest[:12]}): the spec was altered"))
+    frozen = d / questions.RECORD
+    if frozen.is_file():
+        try:
+            problem = questions.record_problem(questions.read_record(frozen))
+        except (UserError, ValueError) as exc:
+            problem = str(exc).splitlines()[0]
+        if problem:
+            out.append(Finding(frozen.as_posix(), problem))
+    return out
 
 
 def _frame_difference(expected: pd.DataFrame, found: pd.DataFrame) -> str | None:
@@ -202,6 +256,7 @@ def repository(root: str | Path = ".", *, progress: Callable[[str], None] | None
             continue
         report.count("raw campaigns")
         report.count("raw files", len(store.read_manifest(cdir)))
+        report.heads[cdir.name] = head(cdir)
     if published.is_dir():
         try:
             report.findings += raw_directory(published)

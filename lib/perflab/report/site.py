@@ -32,7 +32,7 @@ from typing import Iterable, Sequence
 import nbformat
 from nbconvert import HTMLExporter
 
-from .. import __version__, campaign, campaign_values, evidence, store, study as study_mod
+from .. import __version__, campaign, campaign_values, evidence, store, study as study_mod, verify
 from . import macros, texhtml
 from .lineage import atomic_text, chain, fingerprint_id
 
@@ -355,7 +355,8 @@ def _campaign_page(site: _Site, cdir: Path, nb_pages: dict[Path, Path], owner: s
             [processed / f"{name}{ext}" for ext in (".csv", ".quarantine.csv", ".lineage.json", ".parquet")], page)
         + "</p><h2>Raw data</h2><p>" + site.links(
             [cdir / n for n in (store.MANIFEST, "campaign.json", "ledger.jsonl", "experiment.ipynb")], page)
-        + f"</p>{more}<table><tr><th>sample</th><th>files</th></tr>{sample_rows}</table>")
+        + f"</p><p>Ledger hash chain: <code>{_e(verify.head(cdir))}</code> (<code>perflab verify</code> checks "
+          f"the chain and prints its head).</p>{more}<table><tr><th>sample</th><th>files</th></tr>{sample_rows}</table>")
     site.index(f"campaign {name}", "campaign", page,
                f"{owner.id if owner else ''} {spec.get('benchmark', {}).get('tool', '')} {factors}")
     return site.page(page, f"Campaign {name}", body)

@@ -161,8 +161,8 @@ class Engine:
                                            settle=settled, neighbours=self.neighbours.lines(),
                                        services=self.fixtures.lines(), verified=self.cells.verified,
                                        contention=contended or None))
-                self.store.put_sample(run_.run_id, files, failed=True)
-                self.ledger.failed(run_.run_id, attempt, str(exc))
+                stored = self.store.put_sample(run_.run_id, files, failed=True)
+                self.ledger.failed(run_.run_id, attempt, str(exc), files=self.store.digests(stored))
                 self.progress.update(label, ok=False, detail=str(exc)[:160])
                 raise
             detail = ""
@@ -172,12 +172,12 @@ class Engine:
                                        settle=settled, neighbours=self.neighbours.lines(),
                                        services=self.fixtures.lines(), verified=self.cells.verified,
                                        contention=contended or None))
-            self.store.put_sample(run_.run_id, files, failed=bool(reason))
+            stored = self.store.put_sample(run_.run_id, files, failed=bool(reason))
             if reason:
-                self.ledger.failed(run_.run_id, attempt, reason)
+                self.ledger.failed(run_.run_id, attempt, reason, files=self.store.digests(stored))
                 self.progress.update(label, ok=False, detail=reason[:160])
                 continue
-            self.ledger.done(run_.run_id, attempt)
+            self.ledger.done(run_.run_id, attempt, files=self.store.digests(stored))
             self.progress.update(label, ok=True, detail=detail)
             return True
         return False
