@@ -374,7 +374,8 @@ def test_perflab_report_on_a_hostile_project_writes_only_under_reports_and_copie
     nb.cells[0].outputs.append(nbformat.v4.new_output("display_data", data={"text/html": (
         '<img src="x" onerror="alert(2)"><svg onload="alert(3)"><circle r="1"/></svg><body onload="alert(4)">'
         '<a href="javascript:alert(5)">click</a><script>alert(6)</script><iframe srcdoc="<script>alert(7)</script>">'
-        '</iframe><p style="background:url(javascript:alert(8))">styled</p><img src="data:text/html;base64,PHA+">')}))
+        '</iframe><p style="background:url(javascript:alert(8))">styled</p><img src="data:text/html;base64,PHA+">'
+        '<a href="data:text/html;base64,PHA+">data link</a>')}))
     nbformat.write(nb, notebook)
     before = _files(tmp_path)
     monkeypatch.chdir(root)

@@ -214,7 +214,7 @@ class _Site:
             shutil.copy2(src, dst)
         if base.is_dir():
             for path in sorted(base.rglob("*"), reverse=True):
-                if path.is_file() and path.relative_to(base) not in self.copied:
+                if path.is_symlink() or (path.is_file() and path.relative_to(base) not in self.copied):
                     path.unlink()
                 elif path.is_dir() and not any(path.iterdir()):
                     path.rmdir()
@@ -230,10 +230,10 @@ _STYLE_PROPERTIES = {"text-align", "vertical-align", "white-space", "font-weight
 
 
 def _attribute(tag: str, name: str, value: str) -> str | None:
-    """nh3's attribute filter: an image's ``src`` only as an embedded PNG, JPEG or GIF; every other value kept."""
+    """nh3's attribute filter: an image's ``src`` only as an embedded PNG, JPEG or GIF, no other ``data:`` URL."""
     if tag == "img" and name == "src":
         return value if _IMAGE_DATA.match(value) else None
-    return value
+    return None if value.strip().lower().startswith("data:") else value
 
 
 def sanitize(fragment: str) -> str:
