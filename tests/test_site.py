@@ -398,3 +398,17 @@ def test_perflab_report_on_a_hostile_project_writes_only_under_reports_and_copie
     assert not re.search(r"<(?:script|iframe|svg)\b", page, re.I) and "javascript:" not in page
     assert "data:text/html" not in page and "url(javascript" not in page
     assert "hover" in page and "click" in page and re.search(r'<img[^>]+src="data:image/png;base64,', page)
+
+
+def test_a_link_planted_in_the_site_directory_stops_the_report_before_it_writes_through_it(tmp_path):
+    from perflab.errors import UserError
+
+    root, outside = tmp_path / "clone", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    make_project(root, samples=3, notebook=False)
+    (root / "reports/files").mkdir(parents=True)
+    (root / "reports/files/data").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(UserError, match="resolves outside the site directory"):
+        site.build([], root / "reports", root=root)
+    assert not any(outside.iterdir())

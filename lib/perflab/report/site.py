@@ -43,6 +43,7 @@ import nh3
 from nbconvert import HTMLExporter
 
 from .. import __version__, campaign, campaign_values, evidence, store, study as study_mod
+from ..errors import UserError
 from . import macros, texhtml
 from .lineage import atomic_text, chain, fingerprint_id
 
@@ -134,9 +135,10 @@ class _Site:
         self.values = macros.read(sorted((root / "paper/macros").glob("*.tex")))
 
     def target(self, path: Path) -> Path:
-        """``path``, a file the site writes, once it is known to resolve inside ``out`` (else ValueError)."""
+        """``path``, a file the site writes, once it is known to resolve inside ``out`` (else :class:`UserError`)."""
         if not Path(os.path.normpath(path)).is_relative_to(self.out) or not path.resolve().is_relative_to(self.out):
-            raise ValueError(f"{path}: outside the site directory {self.out}; not written")
+            raise UserError(f"{path} resolves outside the site directory {self.out} (a symbolic link in it?); "
+                            "nothing is written there: remove the link or the directory and rerun perflab report")
         return path
 
     def named(self, kind: str, name: str) -> Path:
@@ -542,9 +544,9 @@ def _studies(site: _Site, nb_pages: dict[Path, Path], campaign_pages: dict[str, 
 def _search_page(site: _Site) -> Path:
     """``search.html`` with the static index ``search-index.js`` and the script ``search.js``."""
     items = {(i["kind"], i["title"]): i for i in reversed(site.search)}  # a figure on two pages: its first
-    atomic_text(site.out / "search-index.js", "window.PERFLAB_SEARCH = "
+    atomic_text(site.target(site.out / "search-index.js"), "window.PERFLAB_SEARCH = "
                 + json.dumps([items[k] for k in sorted(items)], indent=0) + ";\n")
-    atomic_text(site.out / "search.js", _SEARCH_JS)
+    atomic_text(site.target(site.out / "search.js"), _SEARCH_JS)
     body = ("<p id=\"count\">Type words in the box above: every study, campaign, machine, figure and notebook "
             "whose name or description holds all of them is listed.</p><ul id=\"results\"></ul>"
             "<script src=\"search-index.js\"></script><script src=\"search.js\"></script>")
