@@ -44,6 +44,7 @@ def test_every_template_declares_exactly_the_parameters_of_its_parameters_cell(p
         types = [spec["type"]] if isinstance(spec["type"], str) else spec["type"]
         assert set(types) <= set(templates.TYPES), (path.name, name, types)
         assert templates._fits(default, spec["type"]), f"{path.name}: {name}: the default is not of its type"
+        assert templates.not_data(default) is None, f"{path.name}: {name}: the default is not plain data"
 
 
 def _planted(tmp_path: Path, old: str, new: str) -> Path:
