@@ -4,7 +4,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from perflab import study as studies
+from perflab import study as studies, templates
 from perflab.errors import UserError
 
 try:
@@ -68,11 +68,9 @@ def papermill(notebook, output, parameters, log):
     the notebook write the pipeline's own files (opened by hand, it writes under scratch/). Cell output is
     streamed (--log-output) to the terminal and to `log`.
     """
-    import yaml
-
     out = Path(output)
     tmp = out.with_name(f".{out.stem}.tmp.ipynb")
-    y = yaml.safe_dump({**parameters, "pipeline": True}, default_flow_style=True, width=1 << 20).strip()
+    y = templates.papermill_yaml({**parameters, "pipeline": True})
     q = shlex.quote
     return (
         f"mkdir -p {q(str(out.parent))} logs/failed && "

@@ -73,3 +73,24 @@ def test_parameters_papermill_injected_are_recorded_without_any_call(tmp_path, m
     finally:
         InteractiveShell.clear_instance()
     assert record["parameters"] == {"campaign": "iperf3-streams", "level": 0.95, "select": None, "scale": 1e9}
+
+
+def test_lineage_names_paths_outside_the_project_and_never_opens_them(tmp_path, monkeypatch):
+    """A sidecar whose input, its upstream sidecar and raw directory lie outside the project: named, not read."""
+    from perflab.report import lineage
+
+    root, outside = tmp_path / "project", tmp_path / "outside"
+    (root / "paper/tables").mkdir(parents=True)
+    outside.mkdir()
+    (outside / "secret.csv").write_text("x\n")
+    (outside / "secret.lineage.json").write_text(json.dumps({"outputs": [], "parameters": {"key": "CANARY"}}))
+    (root / "paper/tables/t.tex").write_text("t\n")
+    (root / "paper/tables/t.lineage.json").write_text(json.dumps({
+        "outputs": [{"path": "paper/tables/t.tex", "sha256": "0" * 64}],
+        "inputs": [{"path": "../outside/secret.csv", "sha256": "0" * 64}]}))
+    (root / "data/processed").mkdir(parents=True)
+    (root / "data/processed/d.lineage.json").write_text(json.dumps({
+        "output": ["d.csv"], "inputs": {"raw_dir": str(outside), "manifest_sha256": "0" * 64}}))
+    lines = "\n".join(lineage.chain("paper/tables/t.tex", root) + lineage.chain("data/processed/d.lineage.json", root))
+    assert "input ../outside/secret.csv  sha256 000000000000 (OUTSIDE the project, not read)" in lines
+    assert "raw directory OUTSIDE the project, not read" in lines and "CANARY" not in lines

@@ -295,7 +295,7 @@ def test_a_generated_table_reads_as_html_with_true_minus_and_commands_as_typed()
 
     frame = pd.DataFrame({"Level": ["a_1", "b"], "$p$": ["0.04", "$<0.001$"],
                           latex.header("Change", "(\\%)"): ["-0.5", "12.25"], "CI": ["[\\num{-1.2}, \\num{3}]", "--"]})
-    tex = latex.latex_table(frame, caption="Throughput with \\texttt{--cpu} in \\%", label="t", escape=False,
+    tex = latex.latex_table(frame, caption=latex.Tex("Throughput with \\texttt{--cpu} in \\%"), label="t", escape=False,
                             align=[frame.columns[2]], notes=["A dash: undefined; $p_\\mathrm{Holm}$ adjusted."])
     [table] = texhtml.tables(tex)
     assert table.caption == "Throughput with <code>--cpu</code> in %"
@@ -331,3 +331,84 @@ def test_a_table_with_two_line_headers_keeps_one_header_row_and_its_body_rows():
     assert len(rows) == 3
     assert rows[0] == "<th>Metric</th><th>Mean<br>[95\u2009% CI]</th><th>p<br>(Holm)</th>"
     assert rows[1] == "<td>Loss (%)</td><td>1.3</td><td>0.02</td>"
+
+
+def _files(top: Path) -> dict[Path, int]:
+    """Every file under ``top`` (links not followed) with its modification time."""
+    return {p: p.lstat().st_mtime_ns for p in top.rglob("*") if p.is_file() or p.is_symlink()}
+
+
+def test_perflab_report_on_a_hostile_project_writes_only_under_reports_and_copies_nothing_from_outside(
+        tmp_path, monkeypatch):
+    """A fingerprint's host ``../../../../escape/PWN``, a lineage parameter naming files outside the project, links
+    in a sample (out of the project, and out of the campaign into the project) and notebook HTML with event handlers:
+    `perflab report` writes nothing outside reports/, copies no byte from outside the campaign or the project and
+    keeps no handler."""
+    from perflab import cli
+
+    root = tmp_path / "w" / "clone"
+    root.mkdir(parents=True)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(LIB), os.environ.get("PYTHONPATH")])))
+    notebook = make_project(root, samples=3)
+    secret = "CANARY-SECRET-7f3a"
+    for canary in (tmp_path / "w" / "canary" / "secret.txt", root / "private" / "key.txt"):
+        canary.parent.mkdir(parents=True)
+        canary.write_text(secret + "\n")
+    raw = root / "data/raw/demo"
+    evil = json.loads(_fingerprint("h1", "a"))
+    evil.update(host="../../../../escape/PWN", facts={**evil["facts"], "cpu.model": "Evil CPU"})
+    (raw / "blocks/0/fingerprint-before-evil.json").write_text(json.dumps(evil))
+    sample = raw / "samples/b0-p1"
+    (sample / "outside").symlink_to(tmp_path / "w" / "canary" / "secret.txt")
+    (sample / "in-project").symlink_to(root / "private" / "key.txt")
+    leak = json.loads(_fingerprint("h2", "a"))
+    leak["facts"]["secret"] = secret
+    (tmp_path / "w" / "canary" / "fingerprint.json").write_text(json.dumps(leak))
+    (raw / "blocks/1/fingerprint-before-link.json").symlink_to(tmp_path / "w" / "canary" / "fingerprint.json")
+    sidecar = root / "paper/figures/demo-throughput.lineage.json"
+    record = json.loads(sidecar.read_text())
+    record["parameters"]["caption"] = "see ../canary/secret.txt and ../../w/canary/secret.txt"
+    sidecar.write_text(json.dumps(record))
+    nb = nbformat.read(notebook, as_version=4)
+    nb.cells.append(nbformat.v4.new_markdown_cell('<div onmouseover="alert(1)">hover</div>'))
+    nb.cells[0].outputs.append(nbformat.v4.new_output("display_data", data={"text/html": (
+        '<img src="x" onerror="alert(2)"><svg onload="alert(3)"><circle r="1"/></svg><body onload="alert(4)">'
+        '<a href="javascript:alert(5)">click</a><script>alert(6)</script><iframe srcdoc="<script>alert(7)</script>">'
+        '</iframe><p style="background:url(javascript:alert(8))">styled</p><img src="data:text/html;base64,PHA+">'
+        '<a href="data:text/html;base64,PHA+">data link</a>')}))
+    nbformat.write(nb, notebook)
+    before = _files(tmp_path)
+    monkeypatch.chdir(root)
+    assert cli.main(["report", "--out", "reports", str(notebook)]) == 0
+    after = _files(tmp_path)
+    written = [p for p in after if before.get(p) != after[p]]
+    assert written and all(p.is_relative_to(root / "reports") for p in written), \
+        [p for p in written if not p.is_relative_to(root / "reports")]
+    assert not (tmp_path / "escape").exists() and not (root / "w").exists()
+    for path in (root / "reports").rglob("*"):
+        assert path.is_dir() or not path.is_symlink(), path
+        if path.is_file():
+            assert secret not in path.read_text(errors="replace"), f"{path} holds a file from outside"
+    assert (root / "reports/machines/escape-PWN-2026-11-22.html").is_file()
+    campaign = (root / "reports/campaigns/demo.html").read_text()
+    assert "outside <small class=\"bad\">(not published" in campaign and "in-project <small" in campaign
+    assert "see ../canary/secret.txt" in campaign  # named as text
+    page = (root / "reports/html/demo-throughput.html").read_text()
+    assert not re.search(r"<[^>]*\son\w+\s*=", page, re.I), re.findall(r"<[^>]*\son\w+\s*=[^>]*>", page, re.I)
+    assert not re.search(r"<(?:script|iframe|svg)\b", page, re.I) and "javascript:" not in page
+    assert "data:text/html" not in page and "url(javascript" not in page
+    assert "hover" in page and "click" in page and re.search(r'<img[^>]+src="data:image/png;base64,', page)
+
+
+def test_a_link_planted_in_the_site_directory_stops_the_report_before_it_writes_through_it(tmp_path):
+    from perflab.errors import UserError
+
+    root, outside = tmp_path / "clone", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    make_project(root, samples=3, notebook=False)
+    (root / "reports/files").mkdir(parents=True)
+    (root / "reports/files/data").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(UserError, match="resolves outside the site directory"):
+        site.build([], root / "reports", root=root)
+    assert not any(outside.iterdir())

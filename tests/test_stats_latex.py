@@ -174,3 +174,64 @@ def test_the_claims_table_of_study_003_has_each_label_once():
     _, claims, _ = recheck.run("003-openstack-opennebula", root / "data/raw/published")
     labels = re.findall(r"\\label\{([^}]*)\}", recheck.claims_table(claims, caption="C", label="tab:c"))
     assert len(labels) >= 2 and len(labels) == len(set(labels)), labels
+
+
+# A caption from a declaration or data is text, never LaTeX: `%` would comment out the rest of the line, `}` end the
+# caption, `\input{x}` read a file into the PDF and `^^5c` is TeX's way of writing a backslash.
+HOSTILE_CAPTION = "Rates 5 % } \\input{x} ^^5c\n\nend"
+ESCAPED_CAPTION = ("\\caption{Rates 5 \\% \\} \\textbackslash{}input\\{x\\} \\textasciicircum{}\\textasciicircum{}5c"
+                   "  end}")
+
+
+def _hostile_tables() -> dict[str, str]:
+    """A table of each template that took its caption as LaTeX (calibrate, scenarios, sweep), captioned from data."""
+    from types import SimpleNamespace
+
+    from perflab.report import calibrate, scenarios, sweep
+
+    rates = pd.DataFrame({"frame": [64], "rungs": [5], "n": [8], "rate": [1e5], "loss": [0.1], "step": [1e4],
+                          "next_rate": [1.1e5], "next_loss": [2.0]})
+    rows = [{"run_id": f"{s}{b}", "block": b, "frame": "64", "scenario": s, "value": v + b + (s == "stress") * 0.1 * b}
+            for b in range(8) for s, v in (("alone", 100.0), ("stress", 98.0))]
+    result = scenarios.analyse({"t": pd.DataFrame(rows)}, panel="frame", scenario="scenario", baseline="alone",
+                               order=["alone", "stress"])
+    summary = pd.DataFrame({"device": ["ssd"], "iodepth": [1], "n": [40], "mean": [1e3], "mean_ci_low": [9e2],
+                            "mean_ci_high": [1.1e3]})
+    swept = SimpleNamespace(summary=summary, facet=None, series="device", factor="iodepth")
+    return {
+        "calibrate": calibrate.table(rates, threshold=1.0, caption=HOSTILE_CAPTION, label="tab:c"),
+        "scenarios": scenarios.table(result, [scenarios.Metric(key="t", label="T")], panel="frame",
+                                     panel_label="Frame", scenario="scenario", caption=HOSTILE_CAPTION, label="tab:s"),
+        "sweep": sweep.summary_table(swept, scale=1.0, unit="IOPS", quantity="IOPS", xlabel="iodepth",
+                                     caption=HOSTILE_CAPTION, label="tab:w"),
+        "label": latex_table(pd.DataFrame({"a": [1]}), caption="c", label="tab:x}\\input{y", escape=False),
+    }
+
+
+@pytest.mark.parametrize("kind", ["calibrate", "scenarios", "sweep"])
+def test_a_caption_from_data_is_escaped_whatever_the_cells_hold(kind):
+    tex = _hostile_tables()[kind]
+    assert ESCAPED_CAPTION in tex, re.findall(r"\\caption\{.*", tex)
+    assert "\\input{" not in tex and "^^" not in tex
+
+
+def test_a_label_keeps_only_the_characters_of_a_label():
+    assert "\\label{tab:x--input-y}" in _hostile_tables()["label"]
+
+
+@pytest.mark.skipif(not shutil.which("latexmk") or not shutil.which("pdftotext")
+                    or subprocess.run(["kpsewhich", "siunitx.sty"], capture_output=True).returncode,
+                    reason="latexmk, siunitx or pdftotext not installed")
+def test_tables_captioned_from_data_compile_with_the_papers_preamble_and_read_nothing(tmp_path):
+    (tmp_path / "x.tex").write_text("CANARY-FROM-INPUT\n")  # what \input{x} would put into the PDF
+    body = "\n".join(_hostile_tables().values())
+    (tmp_path / "t.tex").write_text("\\documentclass[11pt,a4paper]{report}\\usepackage[T1]{fontenc}\\usepackage{lmodern}"
+                                    "\\usepackage[a4paper,margin=2.5cm]{geometry}\\usepackage{amsmath}"
+                                    "\\usepackage{perflab}\\begin{document}" + body + "\\end{document}\n")
+    env = {**__import__("os").environ, "TEXINPUTS": f"{ROOT / 'paper'}:"}
+    run = subprocess.run(["latexmk", "-pdf", "-interaction=nonstopmode", "-halt-on-error", "t.tex"], cwd=tmp_path,
+                         env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout[-3000:]
+    text = subprocess.run(["pdftotext", "t.pdf", "-"], cwd=tmp_path, capture_output=True, text=True).stdout
+    assert "CANARY-FROM-INPUT" not in text
+    assert text.count("\\input{x}") == 3 and text.count("^^5c") == 3, text[:2000]

@@ -87,7 +87,8 @@ class Analysis:
     reads: tuple[str, ...] = ()
 
     def papermill_parameters(self) -> dict[str, Any]:
-        """What the pipeline passes to the notebook: study, campaign and the declared parameters."""
+        """What the pipeline passes to the notebook: study, campaign and the declared parameters (plain data,
+        checked when the study was loaded and again by :func:`perflab.templates.papermill_yaml`)."""
         base = {"study": self.study, "name": self.name}
         if self.campaign:
             base["campaign"] = self.campaign
@@ -201,8 +202,8 @@ def load(folder: str | Path, root: str | Path = ".") -> Study:
             problems.append(f"{at('analyses', i, 'notebook')}: {exc}")
             continue
         params = dict(a.get("parameters", {}))
-        def param_at(name: str, i: int = i) -> str:
-            return at("analyses", i, "parameters", *([name] if name else []))
+        def param_at(*where: object, i: int = i) -> str:
+            return at("analyses", i, "parameters", *(w for w in where if w != ""))
 
         contract = templates.problems(a["notebook"], meta, params, param_at)
         if contract:

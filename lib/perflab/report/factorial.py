@@ -171,7 +171,7 @@ def layout_tex(table: pd.DataFrame, *, caption: str, label: str, over: str, leve
     columns = (f"Columns: {escape_latex(' above '.join(labels.get(f, f) for f in across))}. " if across else "")
     note = (f"{columns}Each cell: mean above its {100 * level:.0f}\\% CI [low, high]; rows \\emph{{mean}}: "
             f"mean of the cell means over the levels of {escape_latex(over)}.")
-    return float_table("\\setlength{\\tabcolsep}{3pt}" + body.strip(), caption=escape_latex(caption), label=label,
+    return float_table("\\setlength{\\tabcolsep}{3pt}" + body.strip(), caption=caption, label=label,
                        note=note)
 
 
@@ -186,7 +186,7 @@ def anova_tex(result: FactorialResult, *, caption: str, label: str) -> str:
     body = pd.DataFrame(rows).to_latex(index=False, escape=False, column_format="lrrrr")
     note = escape_latex(f"{result.anova.attrs['anova_type']}; n = {len(result.data)} samples. The residual row has "
                         "no F, p or partial eta squared (--): it is what the terms are tested against.")
-    return float_table(body.strip(), caption=escape_latex(caption), label=label, note=note)
+    return float_table(body.strip(), caption=caption, label=label, note=note)
 
 
 def _panels(result: FactorialResult, panel: str | None) -> list[str | None]:

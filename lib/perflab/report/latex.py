@@ -7,6 +7,11 @@ are never shrunk: a table wider than the text is set as its column sets stacked 
 when each fits the text width, else turned sideways whole, caption and note with it
 (``\\plfloat`` of ``paper/perflab.sty``, a ``sidewaystable``); a table of a row or two is set
 transposed. A work a note names by author and year (:data:`WORKS`) is cited.
+
+Text from a declaration or data (a caption, a level name, a question, a host fact) is never
+LaTeX: it is escaped here, by :func:`escape_latex`, and a table's caption is escaped by
+:func:`float_table` unless it is :class:`Tex` (LaTeX this package writes itself, with every
+part from data escaped); a label keeps only the characters a label may hold.
 """
 
 from __future__ import annotations
@@ -30,9 +35,29 @@ _LATEX_SPECIALS = {
 }
 
 
+class Tex(str):
+    """LaTeX written by this package (its parts from data escaped by :func:`escape_latex`), set as it is where
+    a plain ``str`` would be escaped (a table's caption)."""
+
+
 def escape_latex(text: str) -> str:
-    """Escape the LaTeX special characters of ``text`` (for captions and plain-text notes)."""
-    return "".join(_LATEX_SPECIALS.get(ch, ch) for ch in text)
+    """``text`` as LaTeX that prints it (a :class:`Tex`): every special character escaped (``\\``, ``%``, braces,
+    ``^`` of ``^^5c`` ...), line breaks and other control characters as spaces (a blank line would end a caption)."""
+    return Tex("".join(_LATEX_SPECIALS.get(ch, " " if ch.isspace() or not ch.isprintable() else ch) for ch in text))
+
+
+def caption_text(caption: str) -> str:
+    """A caption as LaTeX: a :class:`Tex` as it is, any other text escaped (:func:`escape_latex`)."""
+    return caption if isinstance(caption, Tex) else escape_latex(caption)
+
+
+#: What a ``\label`` keeps of a label; any other character becomes ``-``.
+_LABEL_UNSAFE = re.compile(r"[^A-Za-z0-9:._/+-]")
+
+
+def label_text(label: str) -> str:
+    """``label`` with only letters, digits and ``: . _ / + -`` (a brace or ``\\`` from data never reaches LaTeX)."""
+    return _LABEL_UNSAFE.sub("-", label)
 
 
 def in_prose(label: str) -> str:
@@ -251,7 +276,8 @@ def row_parts(df: pd.DataFrame, *, caption: str, label: str, size: int = ROWS_PE
     how many, when there are several) and label (``label``, ``label-2``, ...)."""
     if len(df) <= size:
         return [(df, caption, label)]
-    return [(df.iloc[i:i + size], f"{caption} (rows {i + 1}--{min(i + size, len(df))} of {len(df)})",
+    kind = Tex if isinstance(caption, Tex) else str
+    return [(df.iloc[i:i + size], kind(f"{caption} (rows {i + 1}--{min(i + size, len(df))} of {len(df)})"),
              label if i == 0 else f"{label}-{i // size + 1}") for i in range(0, len(df), size)]
 
 
@@ -269,7 +295,8 @@ def cite_works(text: str) -> str:
 
 
 def float_table(body: str, *, caption: str, label: str, note: str = "", column_sets: Sequence[str] = ()) -> str:
-    """A generated table around the tabular ``body`` (LaTeX as given, like ``caption`` and ``note``).
+    """A generated table around the tabular ``body`` (LaTeX as given, like ``note``) with ``caption`` (plain text,
+    escaped, or :class:`Tex`: :func:`caption_text`) and ``label`` (:func:`label_text`).
 
     ``note`` is set under the tabular as a footnote-size paragraph (``\\plnote``). The
     tabular is set at its own size, never shrunk below the body font; ``\\plfloat``
@@ -282,7 +309,7 @@ def float_table(body: str, *, caption: str, label: str, note: str = "", column_s
     sets = "\\par\\medskip\n".join(f"\\begin{{plfit}}{s}\\end{{plfit}}" for s in column_sets)
     note = f"\\plnote{{{cite_works(note)}}}" if note else ""
     return (f"\\begin{{lrbox}}{{\\pltabbox}}{body}\\end{{lrbox}}%\n"
-            f"\\plfloat{{\\caption{{{caption}}}\\label{{{label}}}}}\n"
+            f"\\plfloat{{\\caption{{{caption_text(caption)}}}\\label{{{label_text(label)}}}}}\n"
             f"{{{note}}}\n{{{sets}}}\n")
 
 
@@ -344,23 +371,23 @@ def latex_table(df: pd.DataFrame, *, caption: str, label: str, notes: Sequence[s
     (:func:`_transposed`), upright.
     A table of more than :data:`ROWS_PER_PART` rows (of :data:`LINES_PER_PART` lines when its rows stand on
     several) is set in parts of about equal size (:func:`row_parts`, :func:`part_size`); a part's
-    caption says which rows it holds (escape ``caption`` yourself then, or keep ``escape``).
+    caption says which rows it holds.
     A table wider than the text is set as its ``column_sets`` (the columns of narrower tabulars,
     stacked) when each of them fits the text width, else turned sideways whole (the sets stacked
     there only when it is wider than the page even sideways). Cells are formatted by :func:`tabular` (``align``
     names text columns of plain numbers to align on the decimal marker); ``narrow`` sets the columns
     :data:`NARROW_COLSEP` apart on each side, for a table of many columns to stand upright. With ``escape`` the
-    string cells, headers and caption are LaTeX-escaped; pass ``escape=False`` when they
-    already hold LaTeX (math, ``\\%``). ``notes`` are LaTeX as given (e.g.
+    string cells and headers are LaTeX-escaped; pass ``escape=False`` when they
+    already hold LaTeX (math, ``\\%``). The caption is plain text whatever ``escape`` says, escaped by
+    :func:`float_table` (a :class:`Tex` caption is set as it is). ``notes`` are LaTeX as given (e.g.
     :func:`significance_note`), set as one justified footnote-size paragraph under the
     tabular (``\\plnote``).
     """
-    esc = escape_latex if escape else str
     if not column_sets and SHORT_ROWS < len(df) <= SPLIT_ROWS and len(df.columns) > SPLIT_COLUMNS:
         column_sets = auto_column_sets(df, align)
     if len(df) <= SHORT_ROWS and len(df.columns) > SHORT_COLUMNS and not column_sets:
         transposed = _transposed(df, escape=escape)
-        return float_table(tabular(transposed, escape=False), caption=esc(caption), label=label,
+        return float_table(tabular(transposed, escape=False), caption=caption, label=label,
                            note=" ".join(notes))
     if len(df) > part_size(df):
         return "\n".join(latex_table(part, caption=cap, label=lab, notes=notes, column_format=column_format,
@@ -369,4 +396,4 @@ def latex_table(df: pd.DataFrame, *, caption: str, label: str, notes: Sequence[s
     colsep = f"\\setlength{{\\tabcolsep}}{{{NARROW_COLSEP}}}" if narrow else ""
     sets = [colsep + tabular(df[list(cols)], escape=escape, align=align) for cols in column_sets]
     return float_table(colsep + tabular(df, column_format=column_format, escape=escape, align=align),
-                       caption=esc(caption), label=label, note=" ".join(notes), column_sets=sets)
+                       caption=caption, label=label, note=" ".join(notes), column_sets=sets)

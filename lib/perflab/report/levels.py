@@ -47,19 +47,18 @@ def write(result: LevelsResult, *, campaign: str, source: str | Path, paper_dir:
                              details={"metric": result.metric, "factor": result.factor, "n": n_total})
     desc_tex = tables.describe_table(
         result.summary, factor=result.factor, factor_label=factor_label, scale=scale, unit=unit,
-        caption=f"{escape_latex(quantity)} per level of {escape_latex(in_prose(factor_label))}; "
-                "warm-up samples excluded.",
+        caption=f"{quantity} per level of {in_prose(factor_label)}; warm-up samples excluded.",
         label=f"tab:{stem}-summary")
     notes = ["Holm-adjusted $p$-values (each level against the baseline) are used for the decisions in the "
              "text."] if len(result.comparisons) > 1 else []
     cmp_tex = tables.comparison_table(
         result.comparisons, p_adjusted=result.p_adjusted, scale=scale, unit=unit,
-        caption=f"{escape_latex(quantity)}: each level of {escape_latex(in_prose(factor_label))} against "
-                f"{escape_latex(result.comparisons[0].labels[0]) if result.comparisons else 'the baseline'}.",
+        caption=f"{quantity}: each level of {in_prose(factor_label)} against "
+                f"{result.comparisons[0].labels[0] if result.comparisons else 'the baseline'}.",
         label=f"tab:{stem}-comparison", notes=notes) if result.comparisons else ""
     checks_tex = tables.checks_table(result.checks, result.block, factor=result.factor, factor_label=factor_label,
-                                     caption=f"{escape_latex(quantity)}: assumptions and run-order checks per level "
-                                             f"of {escape_latex(in_prose(factor_label))}.",
+                                     caption=f"{quantity}: assumptions and run-order checks per level "
+                                             f"of {in_prose(factor_label)}.",
                                      label=f"tab:{stem}-checks")
     table_paths = []
     for kind, text in (("summary", desc_tex), ("comparison", cmp_tex), ("checks", checks_tex)):

@@ -185,8 +185,16 @@ def sidecar_of(path: str | Path) -> Path:
     return path if path.name.endswith(".lineage.json") else path.with_name(f"{path.stem}.lineage.json")
 
 
+def _inside(path: Path, root: Path) -> bool:
+    """Whether ``path`` (relative to ``root``, or absolute) resolves inside the project ``root``: a sidecar's path
+    that does not is named in the chain, never opened."""
+    return (root / path).resolve().is_relative_to(root.resolve())
+
+
 def _status(path: Path, digest: str | None, root: Path) -> str:
     full = root / path
+    if not _inside(path, root):
+        return "OUTSIDE the project, not read"
     if not full.exists():
         return "MISSING"
     if digest is None:
@@ -238,6 +246,8 @@ def _chain(record: Mapping[str, Any], sidecar: Path, root: Path, depth: int) -> 
         p = Path(entry["path"])
         lines.append(f"{pad}  input {p.as_posix()}  sha256 {entry['sha256'][:12]} "
                      f"({_status(p, entry['sha256'], root)})")
+        if not _inside(p, root):
+            continue
         upstream = entry.get("lineage")
         if upstream is None and (root / sidecar_of(p)).exists() and sidecar_of(p) != p:
             upstream = json.loads((root / sidecar_of(p)).read_text())
@@ -253,6 +263,8 @@ def _chain(record: Mapping[str, Any], sidecar: Path, root: Path, depth: int) -> 
 
 
 def _raw_lines(raw: Path, root: Path, pad: str) -> list[str]:
+    if not _inside(raw, root):
+        return [f"{pad}raw directory OUTSIDE the project, not read"]
     if not (root / raw).is_dir():
         return [f"{pad}raw directory MISSING"]
     problems = store.verify(root / raw)

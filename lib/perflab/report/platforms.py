@@ -252,17 +252,17 @@ def write(*, name: str, rerun: pd.DataFrame | None, published: pd.DataFrame, lev
 
     put("published", table_latex(published, levels=levels, labels=published_labels or labels, pair=pair,
                                  published_p=True,
-                                 caption=f"{escape_latex(title)}: published values, tests recomputed",
+                                 caption=f"{title}: published values, tests recomputed",
                                  label=f"tab:{name}-published"), published)
     values = {f"{name}/published-rows": str(int(np.isfinite(published["p"]).sum())),
               f"{name}/published-significant": str(int((published["p_adjusted"] < 0.05).sum()))}
     if rerun is not None:
         put("rerun", table_latex(rerun, levels=levels, labels=labels, pair=pair,
-                                 caption=f"{escape_latex(title)}: rerun",
+                                 caption=f"{title}: rerun",
                                  label=f"tab:{name}-rerun"), rerun)
         kind = in_kind(rerun, published, pair=pair, native=native)
         put("inkind", in_kind_latex(kind, labels=labels, pair=pair, native=native,
-                                    caption=f"{escape_latex(title)}: published and rerun in kind",
+                                    caption=f"{title}: published and rerun in kind",
                                     label=f"tab:{name}-inkind"), kind)
         ns = sorted({int(rerun[f"n_{lv}"].min()) for lv in levels})
         values.update({f"{name}/rows": str(len(rerun)),

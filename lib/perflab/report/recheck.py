@@ -9,7 +9,7 @@ import pandas as pd
 
 from ..stats import published
 from . import lineage, macros
-from .latex import (cell, escape_latex, format_number, format_p, header, latex_table, row_parts, s_column,
+from .latex import (Tex, cell, escape_latex, format_number, format_p, header, latex_table, row_parts, s_column,
                     wrapped)
 
 
@@ -99,7 +99,7 @@ def write(study: str, published_dir: str | Path, paper_dir: str | Path, *, gener
     pvals, claims, inputs = run(study, published_dir)
     paper = Path(paper_dir)
     out = {"pvalues": lineage.atomic_text(paper / "tables" / f"{study}-recheck-p.tex", recheck_table_latex(
-        pvals, caption="Published $p$-values recomputed from the study's summary statistics.",
+        pvals, caption=Tex("Published $p$-values recomputed from the study's summary statistics."),
         label=f"tab:{study}-recheck-p"))}
     if len(claims):
         out["claims"] = lineage.atomic_text(paper / "tables" / f"{study}-recheck-claims.tex", claims_table(

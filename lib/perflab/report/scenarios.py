@@ -225,7 +225,8 @@ def table(result: pd.DataFrame, metrics: Sequence[Metric], *, panel: str, panel_
                     "MDE": _mde_cell(r, m)})
                 rows.append(row)
         frames.append((pv, pd.DataFrame(rows)))
-    level_text = {pv: latex.escape_latex(f"{panel_label} {pv} {panel_unit}".strip()) for pv in levels}
+    level_names = {pv: f"{panel_label} {pv} {panel_unit}".strip() for pv in levels}
+    level_text = {pv: latex.escape_latex(name) for pv, name in level_names.items()}
     said = ([level_text[levels[0]]] if len(levels) == 1 else []) + \
         ([f"n = {int(shown['n'].iloc[0])} samples in every cell"] if one_n else [])
     how = ("the paired t on the differences within the RMIT blocks (every block holds each cell once)"
@@ -250,7 +251,7 @@ def table(result: pd.DataFrame, metrics: Sequence[Metric], *, panel: str, panel_
                         "is in points too: a ratio of shares near 0 grows without meaning.")
     parts: list[tuple[pd.DataFrame, str]] = []
     for pv, frame in frames:
-        named = f"{caption}: {level_text[pv]}" if len(levels) > 1 else caption
+        named = f"{caption}: {level_names[pv]}" if len(levels) > 1 else caption
         parts += [(part, cap) for part, cap, _ in latex.row_parts(frame, caption=named, label=label, size=ROWS_PER_TABLE)]
     out = []
     for i, (part, cap) in enumerate(parts):

@@ -12,12 +12,21 @@ manifest, the processed CSVs and every lineage sidecar.
 
 Every file a page links to is copied into ``<out>/files/`` under its project path, and the
 notebook pages carry no scripts, so the site works when ``reports/`` is copied on its own
-(``file://`` or any static web server). A search page (``search.html``, a static index in
+(``file://`` or any static web server).
+
+The site stays in its folder: every page and copy it writes resolves inside ``<out>``
+(:meth:`_Site.target`), a name from data (a host in a fingerprint, a campaign, a
+notebook) is made a safe file name (:func:`page_name`) before it becomes a path, and a
+file is published only when it resolves inside the project and, for raw data, inside its own
+campaign directory (:meth:`_Site.source`: a symbolic link out of it is named, not
+followed). A notebook's HTML passes an allow-list sanitizer (``nh3``, :func:`sanitize`):
+no script, event handler or ``javascript:`` URL survives. A search page (``search.html``, a static index in
 ``search-index.js``, no external library) finds studies, campaigns, machines and figures.
 """
 
 from __future__ import annotations
 
+import functools
 import html
 import json
 import os
@@ -30,9 +39,11 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 import nbformat
+import nh3
 from nbconvert import HTMLExporter
 
 from .. import __version__, campaign, campaign_values, evidence, store, study as study_mod, verify
+from ..errors import UserError
 from . import macros, texhtml
 from .lineage import atomic_text, chain, fingerprint_id
 
@@ -83,6 +94,12 @@ def _e(value: object) -> str:
     return html.escape(str(value))
 
 
+def page_name(text: str) -> str:
+    """``text`` (a host, campaign or notebook name from data) as a file name: letters, digits, ``_`` and ``-``,
+    every other run of characters ``-`` (``../../escape/PWN`` -> ``escape-PWN``)."""
+    return re.sub(r"[^A-Za-z0-9_-]+", "-", text).strip("-") or "unnamed"
+
+
 @dataclass
 class _Machine:
     """One distinct host fingerprint: its identity (host and facts' hash), label and page, and where it was seen."""
@@ -117,18 +134,49 @@ class _Site:
         #: The paper's inline values (``\\plv`` keys), which generated tables may print.
         self.values = macros.read(sorted((root / "paper/macros").glob("*.tex")))
 
-    def href(self, target: Path, page: Path) -> str:
-        """The relative URL from ``page`` (under ``out``) to ``target`` (absolute, or relative to the project)."""
+    def target(self, path: Path) -> Path:
+        """``path``, a file the site writes, once it is known to resolve inside ``out`` (else :class:`UserError`)."""
+        if not Path(os.path.normpath(path)).is_relative_to(self.out) or not path.resolve().is_relative_to(self.out):
+            raise UserError(f"{path} resolves outside the site directory {self.out} (a symbolic link in it?); "
+                            "nothing is written there: remove the link or the directory and rerun perflab report")
+        return path
+
+    def named(self, kind: str, name: str) -> Path:
+        """The page of a study, campaign or machine ``name`` (from data: :func:`page_name`) under ``out/kind/``."""
+        return self.out / kind / f"{page_name(name)}.html"
+
+    def source(self, target: Path) -> Path | None:
+        """``target``'s path relative to the project when it may be published, else None: it must resolve inside
+        the project, and a file under ``data/raw/<dir>/`` inside that directory (a symbolic link in a campaign's
+        raw data is not followed out of the campaign)."""
+        full = target if target.is_absolute() else self.root / target
+        lexical = Path(os.path.normpath(full))
+        if not lexical.is_relative_to(self.root) or lexical == self.root:
+            return None
+        rel, real = lexical.relative_to(self.root), full.resolve()
+        home = self.root / Path(*rel.parts[:3]) if rel.parts[:2] == ("data", "raw") and len(rel.parts) > 3 \
+            else self.root
+        return rel if real.is_relative_to(home.resolve()) else None
+
+    def href(self, target: Path, page: Path) -> str | None:
+        """The relative URL from ``page`` (under ``out``) to ``target`` (absolute, or relative to the project);
+        None for a project file that may not be published (:meth:`source`)."""
         target = target if target.is_absolute() else self.root / target
-        if not target.is_relative_to(self.out):
-            rel = target.relative_to(self.root)
+        if not Path(os.path.normpath(target)).is_relative_to(self.out):
+            rel = self.source(target)
+            if rel is None:
+                return None
             self.copied.add(rel)
             target = self.out / FILES_DIR / rel
         return Path(os.path.relpath(target, page.parent)).as_posix()
 
     def link(self, target: Path, page: Path, text: str | None = None) -> str:
-        """An ``<a>`` from ``page`` to ``target``."""
-        return f"<a href=\"{_e(self.href(target, page))}\">{_e(text or target.name)}</a>"
+        """An ``<a>`` from ``page`` to ``target``; its text alone, marked, when ``target`` may not be published."""
+        url = self.href(target, page)
+        if url is None:
+            return (f"{_e(text or target.name)} <small class=\"bad\">(not published: outside the project, or a "
+                    "symbolic link out of its campaign)</small>")
+        return f"<a href=\"{_e(url)}\">{_e(text or target.name)}</a>"
 
     def links(self, targets: Iterable[Path], page: Path) -> str:
         """Links to the existing ``targets``, comma-separated (or a dash)."""
@@ -147,7 +195,7 @@ class _Site:
         nav = (f"<nav><a href=\"{_e(home)}\">&larr; review site index</a><form action=\"{_e(search)}\">"
                "<input id=\"q\" name=\"q\" type=\"search\" placeholder=\"search studies, campaigns, figures\" "
                "size=\"32\"> <button>Search</button></form></nav>")
-        return atomic_text(path, f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+        return atomic_text(self.target(path), f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
                                  f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>{nav}"
                                  f"<h1>{_e(title)}</h1>{body}<footer><small>perflab {_e(__version__)}, "
                                  f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}</small></footer>"
@@ -158,8 +206,9 @@ class _Site:
         base = self.out / FILES_DIR
         for rel in sorted(self.copied):
             src, dst = self.root / rel, base / rel
-            if not src.is_file():
+            if self.source(src) != rel or not src.is_file():  # checked again: the file may have changed since
                 continue
+            self.target(dst)
             if dst.is_file() and dst.stat().st_size == src.stat().st_size and \
                     dst.stat().st_mtime_ns == src.stat().st_mtime_ns:
                 continue
@@ -167,32 +216,67 @@ class _Site:
             shutil.copy2(src, dst)
         if base.is_dir():
             for path in sorted(base.rglob("*"), reverse=True):
-                if path.is_file() and path.relative_to(base) not in self.copied:
+                if path.is_symlink() or (path.is_file() and path.relative_to(base) not in self.copied):
                     path.unlink()
                 elif path.is_dir() and not any(path.iterdir()):
                     path.rmdir()
         return len(self.copied)
 
 
-_SCRIPT = re.compile(r"<script\b[^>]*>.*?</script>", re.S | re.I)
+#: The media types an image embedded in a notebook page may have (a ``data:`` URL of another type is removed).
+_IMAGE_DATA = re.compile(r"^data:image/(?:png|jpeg|gif);base64,[A-Za-z0-9+/=\s]*$")
+#: The style properties an element of a notebook output may set (pandas' tables set a few); no ``url()``.
+_STYLE_PROPERTIES = {"text-align", "vertical-align", "white-space", "font-weight", "font-style", "color",
+                     "background-color", "border", "border-collapse", "padding", "margin", "width", "max-width",
+                     "height", "display"}
+
+
+def _attribute(tag: str, name: str, value: str) -> str | None:
+    """nh3's attribute filter: an image's ``src`` only as an embedded PNG, JPEG or GIF, no other ``data:`` URL."""
+    if tag == "img" and name == "src":
+        return value if _IMAGE_DATA.match(value) else None
+    return None if value.strip().lower().startswith("data:") else value
+
+
+def sanitize(fragment: str) -> str:
+    """An HTML fragment (a notebook page's body) through an allow-list: nh3's default tags and attributes plus
+    ``class``, ``id`` and safe ``style`` properties, images only embedded; no script, ``<style>``, event handler
+    (``onerror``, ``onload`` ...), form or ``javascript:`` URL is kept."""
+    return nh3.clean(fragment, attributes={**{tag: set(names) for tag, names in nh3.ALLOWED_ATTRIBUTES.items()},
+                                           "*": {"class", "id", "style", "title", "lang"}},
+                     attribute_filter=_attribute, url_schemes=set(nh3.ALLOWED_URL_SCHEMES) | {"data"},
+                     filter_style_properties=_STYLE_PROPERTIES)
+
+
+@functools.cache
+def _notebook_frame() -> tuple[str, str]:
+    """The ``<style>`` blocks and the ``<body>`` tag of nbconvert's ``lab`` page, taken from an empty notebook (the
+    template's, no data's)."""
+    page, _ = HTMLExporter(template_name="lab").from_notebook_node(nbformat.v4.new_notebook())
+    body = re.search(r"<body[^>]*>", page, re.I)
+    return "".join(re.findall(r"<style[^>]*>.*?</style>", page, re.S | re.I)), body[0] if body else "<body>"
 
 
 def _notebooks(site: _Site, notebooks: Sequence[Path]) -> dict[Path, Path]:
     """Render each executed notebook (relative to the project) to ``out/html/``; return notebook -> page.
 
     nbconvert's page loads require.js and MathJax from the network; the site's copy has no
-    scripts (outputs are images and text), so it reads the same offline.
+    scripts (outputs are images and text), so it reads the same offline. The page's body
+    passes :func:`sanitize`; its styles are the template's (:func:`_notebook_frame`).
     """
     exporter, pages = HTMLExporter(template_name="lab", embed_images=True), {}
     for nb_path in notebooks:
         nb = nbformat.read(site.root / nb_path, as_version=4)
         body, _ = exporter.from_notebook_node(nb)
-        name = f"{nb_path.parent.name}-{nb_path.stem}.html" if nb_path.stem == "experiment" else f"{nb_path.stem}.html"
-        page = site.out / "html" / name
+        found = re.search(r"<body[^>]*>(.*)</body>", body, re.S | re.I)
+        name = f"{nb_path.parent.name}-{nb_path.stem}" if nb_path.stem == "experiment" else nb_path.stem
+        page = site.out / "html" / f"{page_name(name)}.html"
         home = Path(os.path.relpath(site.out / "index.html", page.parent)).as_posix()
-        back = f"<p style=\"padding:.5em 1em\"><a href=\"{home}\">&larr; review site index</a></p>"
-        body = re.sub(r"(<body[^>]*>)", r"\1" + back.replace("\\", "\\\\"), _SCRIPT.sub("", body), count=1)
-        pages[nb_path] = atomic_text(page, body)
+        back = f"<p style=\"padding:.5em 1em\"><a href=\"{_e(home)}\">&larr; review site index</a></p>"
+        style, body_tag = _notebook_frame()
+        pages[nb_path] = atomic_text(site.target(page), (
+            f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{_e(nb_path.as_posix())}</title>"
+            f"{style}</head>{body_tag}{back}{sanitize(found[1] if found else body)}</body></html>\n"))
         site.index(nb_path.as_posix(), "notebook", page, "executed notebook")
     return pages
 
@@ -209,15 +293,21 @@ def _notebook_items(site: _Site, pages: dict[Path, Path], page: Path) -> str:
     return "<ul>" + "".join(items) + "</ul>" if items else "<p>None.</p>"
 
 
+def _records(cdir: Path, pattern: str) -> list[Path]:
+    """The files of campaign ``cdir`` matching ``pattern`` that resolve inside it (a link out of it is not read)."""
+    home = cdir.resolve()
+    return [p for p in sorted(cdir.glob(pattern)) if p.resolve().is_relative_to(home) and p.is_file()]
+
+
 def _fingerprints(cdir: Path) -> list[tuple[str, dict]]:
     """(path relative to the campaign, fingerprint) of every stored host fingerprint."""
     return [(p.relative_to(cdir).as_posix(), json.loads(p.read_text()))
-            for p in sorted(cdir.glob("blocks/*/fingerprint-*.json"))]
+            for p in _records(cdir, "blocks/*/fingerprint-*.json")]
 
 
 def _differences(site: _Site, cdir: Path, page: Path) -> str:
     rows = []
-    for path in sorted(cdir.glob("blocks/*/differences*.json"), key=lambda p: (int(p.parent.name), p.name)
+    for path in sorted(_records(cdir, "blocks/*/differences*.json"), key=lambda p: (int(p.parent.name), p.name)
                        if p.parent.name.isdigit() else (0, p.name)):
         record = json.loads(path.read_text())
         block = site.link(path, page, f"block {record.get('block')}")
@@ -228,7 +318,7 @@ def _differences(site: _Site, cdir: Path, page: Path) -> str:
                             f"<td><code>{_e(d.get('key'))}</code></td><td>{_e(d.get('before'))}</td>"
                             f"<td>{_e(d.get('after'))}</td></tr>")
     if not rows:
-        n = len(list(cdir.glob("blocks/*/differences*.json")))
+        n = len(_records(cdir, "blocks/*/differences*.json"))
         return f"<p>No fingerprint differences in {n} compared block(s).</p>"
     return ("<table><tr><th>block</th><th>kind</th><th>hosts</th><th>fact</th><th>before / first host</th>"
             "<th>after / second host</th></tr>" + "".join(rows) + "</table>")
@@ -249,6 +339,8 @@ def _lineage(site: _Site, output: Path, page: Path, machines: dict[str, _Machine
             machine = machines.get(m.group("host"))
             return "host " + (site.link(machine.page, page, machine.label) if machine else _e(m.group("host")))
         full = site.root / m.group("path")
+        if site.source(full) is None:  # outside the project (a parameter's text, say): named, never opened
+            return _e(m.group("path"))
         if full.is_dir() and (full / store.MANIFEST).exists():
             return site.link(full / store.MANIFEST, page, m.group("path"))
         return site.link(full, page, m.group("path")) if full.is_file() else _e(m.group("path"))
@@ -279,8 +371,10 @@ def _outputs(site: _Site, analysis: study_mod.Analysis, page: Path, machines: di
     for png in outputs.values():
         if png.suffix != ".png" or not png.exists():
             continue
-        stem = png.with_suffix("")
-        parts.append(f"<figure><img src=\"{_e(site.href(png, page))}\" alt=\"figure {_e(stem.name)}\">"
+        stem, url = png.with_suffix(""), site.href(png, page)
+        if url is None:
+            continue
+        parts.append(f"<figure><img src=\"{_e(url)}\" alt=\"figure {_e(stem.name)}\">"
                      f"<figcaption>{_e(stem.name)}: "
                      f"{site.links([stem.with_suffix('.pdf'), png, stem.with_name(stem.name + '.lineage.json')], page)}"
                      f"</figcaption>{_lineage(site, png, page, machines)}</figure>")
@@ -301,7 +395,7 @@ def _outputs(site: _Site, analysis: study_mod.Analysis, page: Path, machines: di
 def _analysis_section(site: _Site, a: study_mod.Analysis, nb_pages: dict[Path, Path], page: Path,
                       machines: dict[str, _Machine], level: str = "h3") -> str:
     nb = Path(a.outputs["notebook"])
-    reads = ", ".join(site.link(site.out / "campaigns" / f"{c}.html", page, c)
+    reads = ", ".join(site.link(site.named("campaigns", c), page, c)
                       if (site.root / "data/raw" / c / "campaign.json").exists() else _e(c) for c in a.reads)
     return (f"<{level} id=\"{_e(a.name)}\">{_e(a.name)}</{level}><p><small>template {_e(a.notebook)}"
             + (f"; reads {reads}" if reads else "") + "</small></p>"
@@ -312,7 +406,7 @@ def _analysis_section(site: _Site, a: study_mod.Analysis, nb_pages: dict[Path, P
 def _campaign_page(site: _Site, cdir: Path, nb_pages: dict[Path, Path], owner: study_mod.Study | None,
                    machines: dict[str, _Machine], measured: str) -> Path:
     name = cdir.name
-    page = site.out / "campaigns" / f"{name}.html"
+    page = site.named("campaigns", name)
     record = json.loads((cdir / "campaign.json").read_text())
     spec = record.get("spec", {})
     problems = store.verify(cdir)
@@ -335,7 +429,7 @@ def _campaign_page(site: _Site, cdir: Path, nb_pages: dict[Path, Path], owner: s
     used = sorted((m for m in machines.values() if name in m.campaigns), key=lambda m: m.label)
     processed = site.root / "data/processed"
     experiment = {p: v for p, v in nb_pages.items() if p == cdir.relative_to(site.root) / "experiment.ipynb"}
-    declared = (f"<p>Declared by study {site.link(site.out / 'studies' / f'{owner.id}.html', page, owner.id)} "
+    declared = (f"<p>Declared by study {site.link(site.named('studies', owner.id), page, owner.id)} "
                 f"({_e(owner.title)}).</p>" if owner else
                 "<p class=\"bad\">No study declares this campaign (<code>studies/*/study.yaml</code>).</p>")
     body = (
@@ -379,12 +473,12 @@ def _machines(site: _Site, campaigns: Sequence[Path]) -> dict[str, _Machine]:
     for ident in sorted(seen, key=lambda i: (first[i], i)):
         date, clock = first[ident][:10], first[ident][11:16]
         several = per_day[host[ident], date] > 1 and len(clock) == 5
-        name = f"{host[ident]}-{date}" + (f"-{clock.replace(':', '')}" if several else "")
+        name = page_name(f"{host[ident]}-{date}" + (f"-{clock.replace(':', '')}" if several else ""))
         label = f"{host[ident]}, {date}" + (f" {clock}" if several else "")
         taken[name] += 1
         if taken[name] > 1:  # several fingerprints of the host in the same minute
             name, label = f"{name}-{taken[name]}", f"{label} ({taken[name]})"
-        machines[ident] = _Machine(ident, host[ident], label, site.out / "machines" / f"{name}.html", seen[ident],
+        machines[ident] = _Machine(ident, host[ident], label, site.named("machines", name), seen[ident],
                                    {p.relative_to(site.root / "data/raw").parts[0] for p, _ in seen[ident]})
     return machines
 
@@ -398,7 +492,7 @@ def _machine_pages(site: _Site, machines: dict[str, _Machine]) -> None:
         versions = "".join(f"<tr><td>{_e(k)}</td><td>{_e(v)}</td></tr>" for k, v in sorted(fp.get("versions", {}).items()))
         where = "".join(f"<li>{site.link(path, page, path.relative_to(site.root / 'data/raw').as_posix())} "
                         f"<small>collected {_e(f.get('collected_at', '?'))}</small></li>" for path, f in m.uses)
-        used = ", ".join(site.link(site.out / "campaigns" / f"{c}.html", page, c) for c in sorted(m.campaigns))
+        used = ", ".join(site.link(site.named("campaigns", c), page, c) for c in sorted(m.campaigns))
         body = (f"<p>Host <b>{_e(m.host)}</b> ({_e(fp.get('address', '?'))}), first fingerprinted on {_e(first_seen)}. "
                 f"Every block run on a machine with identical facts links here (fingerprint <code>{_e(m.ident)}"
                 f"</code>, the SHA-256 of its facts).</p><h2>Campaigns run on it</h2><p>{used}</p>"
@@ -421,7 +515,7 @@ def _studies(site: _Site, nb_pages: dict[Path, Path], campaign_pages: dict[str, 
     problems = store.verify(pub) if (pub / store.MANIFEST).exists() else [f"no {store.MANIFEST}"]
     items = []
     for s in site.studies:
-        page = site.out / "studies" / f"{s.id}.html"
+        page = site.named("studies", s.id)
         status = ""
         if s.published:
             status = (f"<p class=\"ok\">All published files match {site.link(pub / store.MANIFEST, page)}.</p>"
@@ -451,9 +545,9 @@ def _studies(site: _Site, nb_pages: dict[Path, Path], campaign_pages: dict[str, 
 def _search_page(site: _Site) -> Path:
     """``search.html`` with the static index ``search-index.js`` and the script ``search.js``."""
     items = {(i["kind"], i["title"]): i for i in reversed(site.search)}  # a figure on two pages: its first
-    atomic_text(site.out / "search-index.js", "window.PERFLAB_SEARCH = "
+    atomic_text(site.target(site.out / "search-index.js"), "window.PERFLAB_SEARCH = "
                 + json.dumps([items[k] for k in sorted(items)], indent=0) + ";\n")
-    atomic_text(site.out / "search.js", _SEARCH_JS)
+    atomic_text(site.target(site.out / "search.js"), _SEARCH_JS)
     body = ("<p id=\"count\">Type words in the box above: every study, campaign, machine, figure and notebook "
             "whose name or description holds all of them is listed.</p><ul id=\"results\"></ul>"
             "<script src=\"search-index.js\"></script><script src=\"search.js\"></script>")
@@ -481,11 +575,11 @@ def build(notebooks: Sequence[str | Path], out_dir: str | Path, *, root: str | P
         n = len([p for p in (cdir / "samples").glob("*") if not p.name.startswith(".")])
         owner = owners.get(cdir.name)
         rows.append(f"<tr><td>{site.link(page, index, cdir.name)}</td><td>{n}</td><td>"
-                    + (site.link(out / "studies" / f"{owner.id}.html", index, owner.id) if owner else "&ndash;")
+                    + (site.link(site.named("studies", owner.id), index, owner.id) if owner else "&ndash;")
                     + "</td></tr>")
     paper = root / "paper/main.pdf"
     machine_rows = "".join(f"<tr><td>{site.link(m.page, index, m.label)}</td><td>"
-                           + ", ".join(site.link(out / "campaigns" / f"{c}.html", index, c) for c in sorted(m.campaigns))
+                           + ", ".join(site.link(site.named("campaigns", c), index, c) for c in sorted(m.campaigns))
                            + "</td></tr>" for m in sorted(machines.values(), key=lambda m: m.label))
     body = (
         "<p>Everything below is generated from the raw data by the pipeline; every file linked here is a copy "

@@ -24,7 +24,7 @@ from scipy import stats as sps
 
 from ..stats.describe import describe
 from . import figures, lineage, macros, style
-from .latex import escape_latex, format_number, header, in_prose, latex_table
+from .latex import Tex, escape_latex, format_number, header, in_prose, latex_table
 
 
 @dataclass
@@ -370,7 +370,8 @@ def write(result: Sweep, *, name: str, paper_dir: str | Path, inputs: Sequence[s
     plt.close(fig)
     texts = {
         "summary": summary_table(result, scale=scale, unit=unit, quantity=quantity, xlabel=xlabel,
-                                 caption=f"{quantity} over {xlabel}: mean and 95\\,\\% Student-t interval per cell.",
+                                 caption=Tex(f"{escape_latex(quantity)} over {escape_latex(xlabel)}: mean and 95\\,\\% "
+                                             "Student-t interval per cell."),
                                  label=f"tab:{name}-summary"),
         "littles": littles_table(result, label=f"tab:{name}-littles",
                                  caption=f"Little's-law consistency of {in_prose(quantity)} over {xlabel} per cell."),
