@@ -2,9 +2,13 @@
 
 For each question of :mod:`perflab.questions`, the rows of its campaign's tidy table are
 selected (its primary metric, its ``select`` and ``within`` levels, one value per sample)
-and :func:`perflab.stats.verdict.decide` decides it; this module writes the verdict table,
-the deviations table and the macros a chapter's prose uses for every verdict word
-(``\\plv{<study>/verdict/<question>}``), so no verdict is typed by hand.
+and :func:`perflab.stats.verdict.decide` decides it (a question on a published table:
+:func:`perflab.stats.verdict.decide_summary`); this module writes the verdict table (what
+each question asks: claim, contrast, expected outcome, testability and the data that decide
+it; what the data answer: n, change with its adjusted interval, SESOI, p, TOST p, power at
+the SESOI and the verdict), the deviations table and the macros a chapter's prose and the
+cross-study summary use for every verdict word (``\\plv{<study>/verdict/<question>}``), so
+no verdict is typed by hand.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import pandas as pd
 from .. import questions as qmod
 from ..stats import StatsInputError
 from ..stats.levels import select_rows
-from ..stats.verdict import Decision, decide, decide_summary
+from ..stats.verdict import NOT_TESTABLE, VERDICTS, Decision, decide, decide_summary
 from . import latex, lineage, macros
 
 #: The verdict macro of a question whose campaign has no data yet (counted as ``pending``), and its note's start.
@@ -27,9 +31,23 @@ PENDING = "not yet measured"
 NO_DATA = "no data of"
 #: The verdict table's two column sets, the same in every chapter, each narrow enough to stand upright on
 #: the text width: what each question asks, then what its data answer (the question's id in both).
-ASKED = ("Question", "Claim", "Contrast", "Expected")
+ASKED = ("Question", "Claim", "Contrast", "Expected", "Testable", "Data")
 ANSWERED = ("Question", "n", latex.header("Change", "{[}adj. CI{]}"), "SESOI", latex.header("p", "(adj.)"),
-            latex.header("TOST", "p"), "Verdict")
+            latex.header("TOST", "p"), latex.header("Power", "at SESOI"), "Verdict")
+#: What the verdict tables and the summary say about reading a verdict (minimum-effect semantics).
+READING = ("Verdicts (family-adjusted interval; minimum-effect semantics): supported, the interval lies beyond the SESOI "
+           "in the expected direction; direction only, it excludes 0 on that side but not the SESOI; contradicted, TOST "
+           "puts the change inside $\\pm$SESOI or the interval lies on the other side (expected equivalent: the interval "
+           "lies outside $\\pm$SESOI); equivalent, TOST within $\\pm$SESOI at $\\alpha$/m; otherwise inconclusive. "
+           f"Testable no: the lab lacks the claim's mechanism, the verdict is ``{NOT_TESTABLE}'' and the change a "
+           "finding about the lab. Power at SESOI: of the question's test at the n used and the spread measured, to "
+           "show one SESOI (directional: beyond the SESOI when the change is twice it; equivalence: TOST at no change). "
+           "Data: rerun (its campaign) or the seed's published summaries.")
+
+
+def word_key(word: str) -> str:
+    """The macro key of a verdict word's count (``direction only`` -> ``direction-only``)."""
+    return word.replace(" ", "-")
 
 
 def question_rows(df: pd.DataFrame, q: qmod.Question) -> tuple[pd.DataFrame, str]:
@@ -59,7 +77,7 @@ def evaluate(study_dir: str | Path, root: str | Path, table: Callable[[str], pd.
             a, b = ((float(rows[g]["mean"]), float(rows[g]["sd"]), int(rows[g]["n"])) for g in (q.baseline, q.versus))
             try:
                 d = decide_summary(a, b, expected=q.expected, sesoi=q.sesoi, alpha=q.alpha,
-                                   m=qmod.family_size(declared, q))
+                                   m=qmod.family_size(declared, q), testable=q.testability)
             except StatsInputError as exc:
                 out.append((q, None, str(exc)))
                 continue
@@ -72,7 +90,8 @@ def evaluate(study_dir: str | Path, root: str | Path, table: Callable[[str], pd.
         try:
             data, value = question_rows(df, q)
             d = decide(data, value=value, factor=q.factor, a=q.baseline, b=q.versus, expected=q.expected,
-                       sesoi=q.sesoi, alpha=q.alpha, m=qmod.family_size(declared, q), test=q.test)
+                       sesoi=q.sesoi, alpha=q.alpha, m=qmod.family_size(declared, q), test=q.test,
+                       testable=q.testability)
         except StatsInputError as exc:
             out.append((q, None, str(exc)))
             continue
@@ -131,15 +150,21 @@ def _table_part(study: str, results: list[tuple[qmod.Question, Decision | None, 
             latex.escape_latex(q.id), latex.escape_latex(q.claim),
             latex.cell(latex.escape_latex(f"{q.item or q.metric}: {q.factor} {q.versus} vs {q.baseline}"),
                        latex.escape_latex(f"({where})") if where else "", align="l"),
-            latex.escape_latex(q.expected), f"{d.n_a}/{d.n_b}" if d else "0", change,
-            f"$\\pm$\\num{{{100 * q.sesoi:g}}}\\,\\%", latex.format_p(d.p_adjusted) if d else "--",
-            latex.format_p(d.tost_p) if d else "--", f"\\plv{{{study}/verdict/{q.id}}}"))))
+            latex.escape_latex(q.expected), q.testability,
+            latex.cell(*(latex.escape_latex(part) for part in q.data.split(" ", 1)), align="l"),
+            f"{d.n_a}/{d.n_b}" if d else "0", change,
+            sesoi_cell(q.sesoi), latex.format_p(d.p_adjusted) if d else "--",
+            latex.format_p(d.tost_p) if d else "--", power_cell(d), f"\\plv{{{study}/verdict/{q.id}}}"))))
     body = pd.DataFrame(rows, columns=list(ASKED + ANSWERED[1:]))
-    notes = ["Each question was declared before its campaign's data (study.yaml, questions:). Change: relative "
-             "difference of means, versus against baseline; the test is the blocked analysis (paired $t$ on block "
-             "differences) unless noted; interval and $p$ are Bonferroni-adjusted over the question's family; "
-             "TOST: two one-sided tests within $\\pm$SESOI at $\\alpha$/m. Verdicts: equivalent (TOST), supported or "
-             "contradicted (significant, in or against the expected direction), otherwise inconclusive."]
+    notes = ["Each question was declared before its campaign's data (study.yaml, questions:; a later change is in the "
+             "deviations table). Change: relative difference of means, versus against baseline; the test is the "
+             "blocked analysis (paired $t$ on block differences) unless noted; interval and $p$ are "
+             "Bonferroni-adjusted over the question's family (every look at one claim); TOST: two one-sided tests "
+             "within $\\pm$SESOI at $\\alpha$/m. " + READING]
+    untestable = _grouped([(q.id, f"{q.testable.value}: {q.testable.mechanism}; {q.testable.reason}")
+                           for q, _, _ in results if q.testable and q.testable.value != "yes"])
+    if untestable:
+        notes.append("Testability: " + latex.escape_latex(untestable) + ".")
     secondary = _grouped([(q.id, ", ".join(q.secondary)) for q, _, _ in results if q.secondary])
     if secondary:
         notes.append("Secondary metrics (reported in the chapter's tables, not decided): "
@@ -147,8 +172,18 @@ def _table_part(study: str, results: list[tuple[qmod.Question, Decision | None, 
     extra = _grouped([(q.id, n) for q, _, n in results if n])
     if extra:
         notes.append(latex.escape_latex(extra) + ".")
-    return latex.latex_table(body, caption=caption, label=label, escape=False, column_format="lllllrrrrl", notes=notes,
-                             column_sets=[list(ASKED), list(ANSWERED)])
+    return latex.latex_table(body, caption=caption, label=label, escape=False, column_format="lllllllrrrrrl",
+                             notes=notes, column_sets=[list(ASKED), list(ANSWERED)])
+
+
+def sesoi_cell(sesoi: float) -> str:
+    """A SESOI as the tables print it: ``±5 %``."""
+    return f"$\\pm$\\num{{{100 * sesoi:g}}}\\,\\%"
+
+
+def power_cell(d: Decision | None) -> str:
+    """The power at the SESOI as the tables print it (two decimals), ``--`` without a decision or a spread."""
+    return f"{d.power:.2f}" if d is not None and d.power == d.power else "--"
 
 
 def deviations_tex(devs: list[qmod.Deviation], *, caption: str, label: str) -> str:
@@ -161,10 +196,10 @@ def deviations_tex(devs: list[qmod.Deviation], *, caption: str, label: str) -> s
 
 def values(study: str, results: list[tuple[qmod.Question, Decision | None, str]]) -> dict[str, str]:
     """Macros: ``<study>/verdict/<id>`` (the verdict word, or "not yet measured" before its campaign's data),
-    ``.../change``, ``.../ci``, ``.../p``, ``.../n`` per question, and ``<study>/verdicts/<word>`` counts
-    (``pending`` for the questions without data)."""
+    ``.../change``, ``.../ci``, ``.../p``, ``.../n``, ``.../power`` per question, and ``<study>/verdicts/<word>``
+    counts (:func:`word_key`; ``pending`` for the questions without data)."""
     out: dict[str, str] = {}
-    counts = {w: 0 for w in ("supported", "contradicted", "equivalent", "inconclusive", "pending")}
+    counts = {w: 0 for w in (*VERDICTS, "pending")}
     for q, d, note in results:
         pending = d is None and note.startswith(NO_DATA)
         word = d.verdict if d else (PENDING if pending else "inconclusive")
@@ -175,7 +210,8 @@ def values(study: str, results: list[tuple[qmod.Question, Decision | None, str]]
         out[f"{stem}/change"] = latex.percent_change(d.rel_diff) if d else "--"  # no data yet: the prose still compiles
         out[f"{stem}/ci"] = latex.format_ci(d.ci_low, d.ci_high, percent=True) if d else "--"
         out[f"{stem}/p"] = latex.format_p(d.p_adjusted) if d else "--"
-    out.update({f"{study}/verdicts/{w}": str(c) for w, c in counts.items()})
+        out[f"{stem}/power"] = power_cell(d)
+    out.update({f"{study}/verdicts/{word_key(w)}": str(c) for w, c in counts.items()})
     out[f"{study}/verdicts/questions"] = str(len(results))
     return out
 
