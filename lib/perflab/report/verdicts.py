@@ -29,11 +29,14 @@ from . import latex, lineage, macros
 #: The verdict macro of a question whose campaign has no data yet (counted as ``pending``), and its note's start.
 PENDING = "not yet measured"
 NO_DATA = "no data of"
-#: The verdict table's two column sets, the same in every chapter, each narrow enough to stand upright on
-#: the text width: what each question asks, then what its data answer (the question's id in both).
-ASKED = ("Question", "Claim", "Contrast", "Expected", "Testable", "Data")
-ANSWERED = ("Question", "n", latex.header("Change", "{[}adj. CI{]}"), "SESOI", latex.header("p", "(adj.)"),
-            latex.header("TOST", "p"), latex.header("Power", "at SESOI"), "Verdict")
+#: The verdict table's three column sets, the same in every chapter, each narrow enough to stand upright on
+#: the text width: what each question asks, the data that decide it, then what they answer (the question's id
+#: in each).
+ASKED = ("Question", "Claim", "Contrast", "Expected")
+DATA = ("Question", "Testable", "Data", "n", "SESOI", latex.header("Power", "at SESOI"))
+ANSWERED = ("Question", latex.header("Change", "{[}adj. CI{]}"), latex.header("p", "(adj.)"),
+            latex.header("TOST", "p"), "Verdict")
+COLUMNS = ASKED + DATA[1:] + ANSWERED[1:]
 #: What the verdict tables and the summary say about reading a verdict (minimum-effect semantics).
 READING = ("Verdicts (family-adjusted interval; minimum-effect semantics): supported, the interval lies beyond the SESOI "
            "in the expected direction; direction only, it excludes 0 on that side but not the SESOI; contradicted, TOST "
@@ -127,8 +130,8 @@ VERDICT_ROWS = 8
 
 def table_tex(study: str, results: list[tuple[qmod.Question, Decision | None, str]], *, caption: str,
               label: str) -> str:
-    """The verdict table: one row per question, in declaration order; upright as its two column sets
-    (:data:`ASKED`, :data:`ANSWERED`) when the whole is wider than the text. More than :data:`VERDICT_ROWS`
+    """The verdict table: one row per question, in declaration order; upright as its three column sets
+    (:data:`ASKED`, :data:`DATA`, :data:`ANSWERED`) when the whole is wider than the text. More than :data:`VERDICT_ROWS`
     questions are set in parts of about equal size (labels ``label``, ``label-2``, ...), each caption naming its
     questions and each note its own questions' diagnostics."""
     size = latex.balanced_size(len(results), VERDICT_ROWS)
@@ -146,16 +149,14 @@ def _table_part(study: str, results: list[tuple[qmod.Question, Decision | None, 
     for q, d, _ in results:
         where = ", ".join(f"{k} = {v}" for k, v in q.within.items())
         change = (latex.cell(latex.percent_change(d.rel_diff), latex.format_ci(d.ci_low, d.ci_high, percent=True)) if d else "--")
-        rows.append(dict(zip(ASKED + ANSWERED[1:], (
+        rows.append(dict(zip(COLUMNS, (
             latex.escape_latex(q.id), latex.escape_latex(q.claim),
             latex.cell(latex.escape_latex(f"{q.item or q.metric}: {q.factor} {q.versus} vs {q.baseline}"),
                        latex.escape_latex(f"({where})") if where else "", align="l"),
-            latex.escape_latex(q.expected), q.testability,
-            latex.cell(*(latex.escape_latex(part) for part in q.data.split(" ", 1)), align="l"),
-            f"{d.n_a}/{d.n_b}" if d else "0", change,
-            sesoi_cell(q.sesoi), latex.format_p(d.p_adjusted) if d else "--",
-            latex.format_p(d.tost_p) if d else "--", power_cell(d), f"\\plv{{{study}/verdict/{q.id}}}"))))
-    body = pd.DataFrame(rows, columns=list(ASKED + ANSWERED[1:]))
+            latex.escape_latex(q.expected), q.testability, latex.escape_latex(q.data), f"{d.n_a}/{d.n_b}" if d else "0", sesoi_cell(q.sesoi), power_cell(d),
+            change, latex.format_p(d.p_adjusted) if d else "--", latex.format_p(d.tost_p) if d else "--",
+            f"\\plv{{{study}/verdict/{q.id}}}"))))
+    body = pd.DataFrame(rows, columns=list(COLUMNS))
     notes = ["Each question was declared before its campaign's data (study.yaml, questions:; a later change is in the "
              "deviations table). Change: relative difference of means, versus against baseline; the test is the "
              "blocked analysis (paired $t$ on block differences) unless noted; interval and $p$ are "
@@ -172,8 +173,8 @@ def _table_part(study: str, results: list[tuple[qmod.Question, Decision | None, 
     extra = _grouped([(q.id, n) for q, _, n in results if n])
     if extra:
         notes.append(latex.escape_latex(extra) + ".")
-    return latex.latex_table(body, caption=caption, label=label, escape=False, column_format="lllllllrrrrrl",
-                             notes=notes, column_sets=[list(ASKED), list(ANSWERED)])
+    return latex.latex_table(body, caption=caption, label=label, escape=False, column_format="llllllrrrrrrl",
+                             notes=notes, column_sets=[list(ASKED), list(DATA), list(ANSWERED)])
 
 
 def sesoi_cell(sesoi: float) -> str:
