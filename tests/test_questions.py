@@ -209,6 +209,7 @@ def test_verdicts_of_a_study_are_written_as_table_and_macros(tmp_path):
     text = out["macros"].read_text()
     words = re.findall(r"\\plset\{004-aoe-iscsi/verdict/Q\d\}\{([\w ]+)\}", text)
     assert words == [NOT_TESTABLE] * 3  # a Python AoE initiator against libiscsi: no verdict on the protocols
+    assert "\\plset{004-aoe-iscsi/verdicts/counts}{3 not testable here}" in text
     powers = re.findall(r"\\plset\{004-aoe-iscsi/verdict/Q\d/power\}\{([\d.]+)\}", text)
     assert len(powers) == 3 and all(0 <= float(p) <= 1 for p in powers)
     table_text = out["verdicts"].read_text()

@@ -197,8 +197,9 @@ def deviations_tex(devs: list[qmod.Deviation], *, caption: str, label: str) -> s
 
 def values(study: str, results: list[tuple[qmod.Question, Decision | None, str]]) -> dict[str, str]:
     """Macros: ``<study>/verdict/<id>`` (the verdict word, or "not yet measured" before its campaign's data),
-    ``.../change``, ``.../ci``, ``.../p``, ``.../n``, ``.../power`` per question, and ``<study>/verdicts/<word>``
-    counts (:func:`word_key`; ``pending`` for the questions without data)."""
+    ``.../change``, ``.../ci``, ``.../p``, ``.../n``, ``.../power`` per question, ``<study>/verdicts/<word>``
+    counts (:func:`word_key`; ``pending`` for the questions without data) and ``<study>/verdicts/counts``, the
+    counts that are not 0 in words ("3 not testable here, 1 supported"), so that prose lists every verdict word."""
     out: dict[str, str] = {}
     counts = {w: 0 for w in (*VERDICTS, "pending")}
     for q, d, note in results:
@@ -213,6 +214,8 @@ def values(study: str, results: list[tuple[qmod.Question, Decision | None, str]]
         out[f"{stem}/p"] = latex.format_p(d.p_adjusted) if d else "--"
         out[f"{stem}/power"] = power_cell(d)
     out.update({f"{study}/verdicts/{word_key(w)}": str(c) for w, c in counts.items()})
+    out[f"{study}/verdicts/counts"] = ", ".join(f"{c} {PENDING if w == 'pending' else w}"
+                                                for w, c in counts.items() if c) or "none"
     out[f"{study}/verdicts/questions"] = str(len(results))
     return out
 
