@@ -121,6 +121,21 @@ def test_a_field_added_after_the_data_is_a_change_unless_declared_and_a_default_
     assert questions.frozen_problems(ROOT) == []
 
 
+def test_a_question_below_its_required_n_is_refused_unless_declared_underpowered(tmp_path):
+    root = _project(tmp_path)
+    yml = root / "studies/004-aoe-iscsi/study.yaml"
+    text = yml.read_text()
+    deviations = text[text.index("deviations:"):]
+    kept = "".join(line + "\n" for line in deviations.splitlines()[1:] if "field: n," not in line)
+    yml.write_text(text[:text.index("deviations:")] + "deviations:\n" + kept)
+    with pytest.raises(questions.QuestionError) as err:
+        questions.load("studies/004-aoe-iscsi", root)
+    assert re.search(r"study\.yaml:\d+: questions\.0\.n: 40 is below the planning's required_n 8512", str(err.value))
+    assert str(err.value).count("below the planning's required_n") == 3
+    yml.write_text(yml.read_text().replace("power: 0.8, required_n:", "power: 0.8, underpowered: only 40 fit, required_n:"))
+    assert len(questions.load("studies/004-aoe-iscsi", root)[0]) == 3
+
+
 def test_a_family_that_separates_two_looks_at_one_claim_is_refused(tmp_path):
     root = _project(tmp_path, "002-pfsense-neighbour")
     yml = root / "studies/002-pfsense-neighbour/study.yaml"

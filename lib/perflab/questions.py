@@ -216,6 +216,13 @@ def load(study_dir: str | Path, root: str | Path = ".") -> tuple[list[Question],
         if str(d["question"]) not in seen | {"*"}:
             problems.append(f"{at('deviations', i, 'question')}: no question {d['question']!r} in this study")
         deviations.append(Deviation(str(d["question"]), str(d["field"]), str(d["reason"])))
+    declared_n = {d.question for d in deviations if d.field == "n"}
+    for i, q in enumerate(out):
+        required = q.planning.get("required_n")
+        if isinstance(required, int) and required > q.n and q.id not in declared_n and not q.planning.get("underpowered"):
+            problems.append(f"{at('questions', i, 'n')}: {q.n} is below the planning's required_n {required}; raise n, "
+                            "redesign the question (a less noisy metric, longer samples), or declare it underpowered "
+                            "(planning: underpowered: <what is done instead>; after its data: a deviation of field n)")
     if problems:
         raise QuestionError("\n".join(problems))
     return out, deviations
