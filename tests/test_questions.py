@@ -233,16 +233,18 @@ def test_verdicts_of_a_study_are_written_as_table_and_macros(tmp_path):
     assert "Testability: Q1: no: the AoE and iSCSI protocols" in table_text
 
 
-def test_a_verdict_table_of_more_than_eight_questions_is_set_in_parts_that_fit_a_page(tmp_path):
+def test_a_verdict_table_of_more_than_four_questions_is_set_in_parts_that_fit_a_page(tmp_path):
     out = verdicts.write("studies/002-pfsense-neighbour", ROOT, paper_dir=tmp_path, tables={}, inputs=[],
                          generator="test")
     text = out["verdicts"].read_text()
     captions = re.findall(r"\\caption\{([^}]*)\}", text)
-    assert [c.split(", ")[-1] for c in captions] == ["questions Q1--Q6", "questions Q7--Q11"]
-    assert "\\label{tab:002-pfsense-neighbour-verdicts}" in text and "\\label{tab:002-pfsense-neighbour-verdicts-2}" in text
-    first, second = text.split("\\begin{lrbox}{\\pltabbox}")[1:]
-    assert "\\plv{002-pfsense-neighbour/verdict/Q6}" in first and "verdict/Q7}" not in first
-    assert "\\plv{002-pfsense-neighbour/verdict/Q11}" in second and "verdict/Q6}" not in second
+    assert [c.split(", ")[-1] for c in captions] == ["questions Q1--Q4", "questions Q5--Q8", "questions Q9--Q11"]
+    for label in ("", "-2", "-3"):
+        assert f"\\label{{tab:002-pfsense-neighbour-verdicts{label}}}" in text
+    first, second, third = text.split("\\begin{lrbox}{\\pltabbox}")[1:]
+    assert "\\plv{002-pfsense-neighbour/verdict/Q4}" in first and "verdict/Q5}" not in first
+    assert "\\plv{002-pfsense-neighbour/verdict/Q8}" in second and "verdict/Q4}" not in second
+    assert "\\plv{002-pfsense-neighbour/verdict/Q11}" in third and "verdict/Q8}" not in third
 
 
 @pytest.mark.parametrize("study", SEEDS)

@@ -37,7 +37,12 @@ DATA = ("Question", "Testable", "Data", "n", "SESOI", latex.header("Power", "at 
 ANSWERED = ("Question", latex.header("Change", "{[}adj. CI{]}"), latex.header("p", "(adj.)"),
             latex.header("TOST", "p"), "Verdict")
 COLUMNS = ASKED + DATA[1:] + ANSWERED[1:]
-#: What the verdict tables and the summary say about reading a verdict (minimum-effect semantics).
+#: How a verdict table reads its verdict words (minimum-effect semantics; the summary says it at length).
+BRIEF = ("Verdicts (minimum-effect, family-adjusted): supported, the interval lies beyond the SESOI in the expected "
+         "direction; direction only, beyond 0 but not the SESOI; contradicted, TOST inside $\\pm$SESOI or the interval on "
+         "the other side (expected equivalent: outside $\\pm$SESOI); equivalent, TOST; not testable here, the lab lacks "
+         "the claim's mechanism (testability below). Power: at the SESOI for the n used.")
+#: What the cross-study summary says about reading a verdict (minimum-effect semantics).
 READING = ("Verdicts (family-adjusted interval; minimum-effect semantics): supported, the interval lies beyond the SESOI "
            "in the expected direction; direction only, it excludes 0 on that side but not the SESOI; contradicted, TOST "
            "puts the change inside $\\pm$SESOI or the interval lies on the other side (expected equivalent: the interval "
@@ -123,9 +128,9 @@ def _grouped(notes: list[tuple[str, str]]) -> str:
     return "; ".join(said)
 
 
-#: Questions per part of a verdict table: its rows are two lines high and its two column sets stacked, so
+#: Questions per part of a verdict table: its rows are two lines high and its three column sets stacked, so
 #: more than this with the notes would run past the page (a float is never broken across pages).
-VERDICT_ROWS = 8
+VERDICT_ROWS = 4
 
 
 def table_tex(study: str, results: list[tuple[qmod.Question, Decision | None, str]], *, caption: str,
@@ -161,8 +166,8 @@ def _table_part(study: str, results: list[tuple[qmod.Question, Decision | None, 
              "deviations table). Change: relative difference of means, versus against baseline; the test is the "
              "blocked analysis (paired $t$ on block differences) unless noted; interval and $p$ are "
              "Bonferroni-adjusted over the question's family (every look at one claim); TOST: two one-sided tests "
-             "within $\\pm$SESOI at $\\alpha$/m. " + READING]
-    untestable = _grouped([(q.id, f"{q.testable.value}: {q.testable.mechanism}; {q.testable.reason}")
+             "within $\\pm$SESOI at $\\alpha$/m. " + BRIEF]
+    untestable = _grouped([(q.id, f"{q.testable.value}, {q.testable.reason}")
                            for q, _, _ in results if q.testable and q.testable.value != "yes"])
     if untestable:
         notes.append("Testability: " + latex.escape_latex(untestable) + ".")
