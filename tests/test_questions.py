@@ -230,7 +230,7 @@ def test_verdicts_of_a_study_are_written_as_table_and_macros(tmp_path):
     table_text = out["verdicts"].read_text()
     assert "\\plv{004-aoe-iscsi/verdict/Q1}" in table_text and "Secondary metrics" in table_text
     assert "Testable" in table_text and "Power" in table_text and "004-confirm-protocols" in table_text
-    assert "Testability: Q1: no: the AoE and iSCSI protocols" in table_text
+    assert "Testability: Q1: no, the lab's AoE initiator is a Python program" in table_text
 
 
 def test_a_verdict_table_of_more_than_four_questions_is_set_in_parts_that_fit_a_page(tmp_path):

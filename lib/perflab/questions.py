@@ -77,7 +77,7 @@ class Question:
     #: Instead of a campaign: a published summaries table of the study and the row (``name``) it is about.
     published: str = ""
     item: str = ""
-    #: Declared by every question of a seed study; a question without it (an older record) reads as untested.
+    #: Required in a study.yaml (the schema); None only for a question built without one, which reads as ``yes``.
     testable: Testability | None = None
     #: Why this look at a claim is an independent replication with its own data (its own family), or "".
     replication: str = ""
