@@ -23,7 +23,7 @@ import pandas as pd
 from .. import questions as qmod
 from ..stats import StatsInputError
 from ..stats.levels import select_rows
-from ..stats.verdict import NOT_TESTABLE, VERDICTS, Decision, decide, decide_summary
+from ..stats.verdict import VERDICTS, Decision, decide, decide_summary
 from . import latex, lineage, macros
 
 #: The verdict macro of a question whose campaign has no data yet (counted as ``pending``), and its note's start.
@@ -37,20 +37,16 @@ DATA = ("Question", "Testable", "Data", "n", "SESOI", latex.header("Power", "at 
 ANSWERED = ("Question", latex.header("Change", "{[}adj. CI{]}"), latex.header("p", "(adj.)"),
             latex.header("TOST", "p"), "Verdict")
 COLUMNS = ASKED + DATA[1:] + ANSWERED[1:]
-#: How a verdict table reads its verdict words (minimum-effect semantics; the summary says it at length).
+#: How a verdict table reads its verdict words (minimum-effect semantics, ``docs/statistics.md``).
 BRIEF = ("Verdicts (minimum-effect, family-adjusted): supported, the interval lies beyond the SESOI in the expected "
          "direction; direction only, beyond 0 but not the SESOI; contradicted, TOST inside $\\pm$SESOI or the interval on "
-         "the other side (expected equivalent: outside $\\pm$SESOI); equivalent, TOST; not testable here, the lab lacks "
-         "the claim's mechanism (testability below). Power: at the SESOI for the n used.")
-#: What the cross-study summary says about reading a verdict (minimum-effect semantics).
-READING = ("Verdicts (family-adjusted interval; minimum-effect semantics): supported, the interval lies beyond the SESOI "
-           "in the expected direction; direction only, it excludes 0 on that side but not the SESOI; contradicted, TOST "
-           "puts the change inside $\\pm$SESOI or the interval lies on the other side (expected equivalent: the interval "
-           "lies outside $\\pm$SESOI); equivalent, TOST within $\\pm$SESOI at $\\alpha$/m; otherwise inconclusive. "
-           f"Testable no: the lab lacks the claim's mechanism, the verdict is ``{NOT_TESTABLE}'' and the change a "
-           "finding about the lab. Power at SESOI: of the question's test at the n used and the spread measured, to "
-           "show one SESOI (directional: beyond the SESOI when the change is twice it; equivalence: TOST at no change). "
-           "Data: rerun (its campaign) or the seed's published summaries.")
+         "the other side (expected equivalent: outside $\\pm$SESOI); equivalent, TOST; otherwise inconclusive; not "
+         "testable here, the lab lacks the claim's mechanism and the change is a finding about the lab. Power: at the "
+         "SESOI for the n used.")
+#: What the cross-study summary says about reading a verdict: :data:`BRIEF`, the power and the data.
+READING = (BRIEF + " It is the power of the question's test at the spread measured (directional: to show the change "
+           "beyond the SESOI when it is twice it; equivalence: TOST at no change). Data: a rerun's campaign, or the "
+           "seed's published summaries.")
 
 
 def word_key(word: str) -> str:
@@ -158,12 +154,13 @@ def _table_part(study: str, results: list[tuple[qmod.Question, Decision | None, 
             latex.escape_latex(q.id), latex.escape_latex(q.claim),
             latex.cell(latex.escape_latex(f"{q.item or q.metric}: {q.factor} {q.versus} vs {q.baseline}"),
                        latex.escape_latex(f"({where})") if where else "", align="l"),
-            latex.escape_latex(q.expected), q.testability, latex.escape_latex(q.data), f"{d.n_a}/{d.n_b}" if d else "0", sesoi_cell(q.sesoi), power_cell(d),
+            latex.escape_latex(q.expected),
+            q.testability, latex.escape_latex(q.data), f"{d.n_a}/{d.n_b}" if d else "0", sesoi_cell(q.sesoi), power_cell(d),
             change, latex.format_p(d.p_adjusted) if d else "--", latex.format_p(d.tost_p) if d else "--",
             f"\\plv{{{study}/verdict/{q.id}}}"))))
     body = pd.DataFrame(rows, columns=list(COLUMNS))
-    notes = ["Each question was declared before its campaign's data (study.yaml, questions:; a later change is in the "
-             "deviations table). Change: relative difference of means, versus against baseline; the test is the "
+    notes = ["Each question was declared in study.yaml (questions:) before its campaign's data, or after a seed's "
+             "published summaries it is decided from; a later change is in the deviations table. Change: relative difference of means, versus against baseline; the test is the "
              "blocked analysis (paired $t$ on block differences) unless noted; interval and $p$ are "
              "Bonferroni-adjusted over the question's family (every look at one claim); TOST: two one-sided tests "
              "within $\\pm$SESOI at $\\alpha$/m. " + BRIEF]
