@@ -147,6 +147,7 @@ def test_a_family_that_separates_two_looks_at_one_claim_is_refused(tmp_path):
     assert re.search(r"study\.yaml:\d+: questions\.8\.family: 'pfsense-latency-idle' separates this look at claim C18 "
                      r"from Q5 \(family 'pfsense-confirm-ping'\)", str(err.value))
     assert any("separates this look" in text for _, text in questions.frozen_problems(root))
+    assert any("separates this look" in f.problem for f in verify.repository(root).findings)  # perflab verify refuses
     text = yml.read_text()
     at = text.index("- id: Q9")
     yml.write_text(text[:at] + text[at:].replace("  family: pfsense-latency-idle\n", "  family: pfsense-latency-idle\n"
