@@ -154,10 +154,22 @@ def test_the_cross_study_summary_has_a_row_per_question_and_types_no_verdict():
     assert len(declared) >= 5
     for sid, qid in declared:
         assert f"\\plv{{{sid}/verdict/{qid}}}" in table
-    body = table.split("\\midrule", 1)[1]
-    for word in ("supported", "contradicted", "equivalent", "inconclusive"):
-        assert word not in body.lower(), "a verdict word typed into the summary"
+    body = table.split("\\midrule", 1)[1].split("\\bottomrule", 1)[0]
+    rows = [line.rstrip("\\") for line in body.strip().splitlines()]
+    assert len(rows) == len(declared)
+    for row in rows:  # the verdict (last cell) is a macro; "equivalent" may be typed only as the expected outcome
+        *cells, verdict = row.split(" & ")
+        assert re.fullmatch(r"\\plv\{[^}]+/verdict/Q\d+\}", verdict), row
+        typed = " ".join(cells[:3] + cells[4:]).lower()
+        for word in ("supported", "contradicted", "equivalent", "inconclusive", "direction only", "not testable"):
+            assert word not in typed, f"a verdict word typed into the summary: {row}"
+    header = table.split("\\toprule", 1)[1].split("\\midrule", 1)[0]
+    for column in ("Expected", "Change {[}adj. CI{]}", "SESOI", "Data", "Testable", "Power", "Verdict"):
+        assert column in header
+    assert all("& published &" in line for line in body.splitlines() if "003-openstack-opennebula/verdict" in line)
+    assert "& rerun pfsense-confirm-64 &" in body
     studies = {sid for sid, _ in declared}  # each study's counts before the table, from its macros
     assert table.count("\\item ") == len(studies)
     for sid in studies:
         assert f"\\plv{{{sid}/verdicts/questions}} questions" in table and f"\\plv{{{sid}/verdicts/inconclusive}}" in table
+        assert f"\\plv{{{sid}/verdicts/not-testable-here}} not testable here" in table

@@ -14,19 +14,19 @@ import pytest
 from perflab import questions, verify
 from perflab.report import verdicts
 from perflab.study import MIN_N
-from perflab.stats.verdict import EXPECTED, decide, decide_summary, required_n
+from perflab.stats.verdict import EXPECTED, NOT_TESTABLE, decide, decide_summary, required_n
 
 ROOT = Path(__file__).resolve().parents[1]
 SEEDS = ("000-cedri", "001-unnoba-ceph", "002-pfsense-neighbour", "003-openstack-opennebula", "004-aoe-iscsi")
 #: Verdict words that only a macro may print next to a claim or question.
 VERDICT_WORDS = re.compile(r"\b(supported|unsupported|contradicted|equivalent|inconclusive|confirmed|refuted|"
-                           r"reproduced|not reproduced)\b", re.I)
+                           r"reproduced|not reproduced|direction only|not testable here)\b", re.I)
 CLAIM_REF = re.compile(r"\b(C\d\d|Q\d+|claims?)\b")
 
 
 @pytest.mark.parametrize("study", SEEDS)
 def test_every_seed_study_declares_questions_with_a_sesoi_and_a_planned_n(study):
-    declared, _ = questions.load(f"studies/{study}", ROOT)
+    declared, devs = questions.load(f"studies/{study}", ROOT)
     assert declared, f"{study} declares no question"
     for q in declared:
         assert 0 < q.sesoi < 1 and q.sesoi_source in ("seed", "tool", "domain") and q.sesoi_reason
@@ -35,9 +35,24 @@ def test_every_seed_study_declares_questions_with_a_sesoi_and_a_planned_n(study)
         if "cv" not in plan:  # no pilot to take a CV from: the note says so and n is the floor
             assert plan.get("note") and q.n == MIN_N, (q.id, plan)
             continue
-        m = questions.family_size(declared, q)
-        assert plan["required_n"] == required_n(q.sesoi, plan["cv"], alpha=q.alpha, m=m, power=plan["power"])
-        assert q.n >= plan["required_n"] or plan.get("note"), (q.id, q.n, plan)
+        m = plan.get("m", questions.family_size(declared, q))  # the family's size when the plan was made
+        assert plan["required_n"] == required_n(q.sesoi, plan["cv"], alpha=q.alpha, m=m, power=plan["power"],
+                                                expected=q.expected), q.id
+        assert q.n >= plan["required_n"] or plan.get("note") or any(d.question == q.id and d.field == "n" for d in devs), \
+            (q.id, q.n, plan)
+
+
+@pytest.mark.parametrize("study", SEEDS)
+def test_every_question_declares_its_testability_and_its_n_or_a_deviation(study):
+    """Yes, partly or no with the mechanism and the reason; a question below its own required n names it under
+    deviations:, and so does a testability declared after the data."""
+    declared, devs = questions.load(f"studies/{study}", ROOT)
+    fields = {(d.question, d.field) for d in devs}
+    for q in declared:
+        assert q.testable and q.testable.value in ("yes", "partly", "no") and q.testable.mechanism and q.testable.reason
+        if q.planning.get("required_n", 0) > q.n:
+            assert (q.id, "n") in fields, f"{study} {q.id}: n {q.n} below its required n without a deviation"
+    assert ("*", "testable") in fields
 
 
 def _project(tmp_path: Path, study: str = "004-aoe-iscsi") -> Path:
@@ -82,11 +97,63 @@ def test_a_question_changed_after_its_data_fails_verify_unless_declared(tmp_path
     problems = questions.frozen_problems(root)
     assert len(problems) == 1 and "question Q2 field sesoi changed" in problems[0][1]
     assert any("question Q2 field sesoi" in f.problem for f in verify.repository(root).findings)
-    _edit(yml, "deviations: []", "deviations:\n  - {question: Q2, field: sesoi, reason: the tool's precision was "
-                                 "found to be 8 % before the confirmatory run}")
+    _edit(yml, "deviations:\n", "deviations:\n  - {question: Q2, field: sesoi, reason: the tool's precision was "
+                                "found to be 8 % before the confirmatory run}\n")
     assert questions.frozen_problems(root) == []
     _, devs = questions.load("studies/004-aoe-iscsi", root)
     assert "the tool's precision" in verdicts.deviations_tex(devs, caption="c", label="l")
+
+
+def test_a_field_added_after_the_data_is_a_change_unless_declared_and_a_default_one_is_none():
+    """A record frozen before testability existed: the declared testability is a change (a deviation, for one
+    question or for every question with '*'); a new field left at its default (no replication) is none."""
+    declared, _ = questions.load("studies/004-aoe-iscsi", ROOT)
+    own = [q for q in declared if q.campaign == "004-confirm-protocols"]
+    record = json.loads(questions.freeze("004-aoe-iscsi", "004-confirm-protocols", own))
+    for frozen in record["questions"]:
+        frozen.pop("testable")
+    assert "replication" not in record["questions"][0]
+    found = questions.changes(record, declared, [])
+    assert len(found) == len(own) and all("field testable changed" in t for t in found)
+    assert questions.changes(record, declared, [questions.Deviation("Q1", "testable", "r")]) == found[1:]
+    assert questions.changes(record, declared, [questions.Deviation("*", "testable", "r")]) == []
+    # the committed records predate testability: every study declares it as a deviation, and verify is clean
+    assert questions.frozen_problems(ROOT) == []
+
+
+def test_a_question_below_its_required_n_is_refused_unless_declared_underpowered(tmp_path):
+    root = _project(tmp_path)
+    yml = root / "studies/004-aoe-iscsi/study.yaml"
+    text = yml.read_text()
+    deviations = text[text.index("deviations:"):]
+    kept = "".join(line + "\n" for line in deviations.splitlines()[1:] if "field: n," not in line)
+    yml.write_text(text[:text.index("deviations:")] + "deviations:\n" + kept)
+    with pytest.raises(questions.QuestionError) as err:
+        questions.load("studies/004-aoe-iscsi", root)
+    assert re.search(r"study\.yaml:\d+: questions\.0\.n: 40 is below the planning's required_n 8512", str(err.value))
+    assert str(err.value).count("below the planning's required_n") == 3
+    yml.write_text(yml.read_text().replace("power: 0.8, required_n:", "power: 0.8, underpowered: only 40 fit, required_n:"))
+    assert len(questions.load("studies/004-aoe-iscsi", root)[0]) == 3
+
+
+def test_a_family_that_separates_two_looks_at_one_claim_is_refused(tmp_path):
+    root = _project(tmp_path, "002-pfsense-neighbour")
+    yml = root / "studies/002-pfsense-neighbour/study.yaml"
+    text = yml.read_text()
+    at = text.index("- id: Q9")
+    yml.write_text(text[:at] + text[at:].replace("family: pfsense-confirm-ping", "family: pfsense-latency-idle", 1))
+    with pytest.raises(questions.QuestionError) as err:
+        questions.load("studies/002-pfsense-neighbour", root)
+    assert re.search(r"study\.yaml:\d+: questions\.8\.family: 'pfsense-latency-idle' separates this look at claim C18 "
+                     r"from Q5 \(family 'pfsense-confirm-ping'\)", str(err.value))
+    assert any("separates this look" in text for _, text in questions.frozen_problems(root))
+    assert any("separates this look" in f.problem for f in verify.repository(root).findings)  # perflab verify refuses
+    text = yml.read_text()
+    at = text.index("- id: Q9")
+    yml.write_text(text[:at] + text[at:].replace("  family: pfsense-latency-idle\n", "  family: pfsense-latency-idle\n"
+                                                 "  replication: its own campaign, measured after Q5 was decided\n", 1))
+    declared, _ = questions.load("studies/002-pfsense-neighbour", root)
+    assert next(q for q in declared if q.id == "Q9").replication
 
 
 def _blocked(effect: float, sd: float, blocks: int, seed: int = 1) -> pd.DataFrame:
@@ -102,7 +169,9 @@ def _blocked(effect: float, sd: float, blocks: int, seed: int = 1) -> pd.DataFra
 @pytest.mark.parametrize("effect, sd, blocks, expected, verdict", [
     (-0.20, 2.0, 40, "lower", "supported"),
     (+0.20, 2.0, 40, "lower", "contradicted"),
-    (+0.001, 0.5, 40, "lower", "equivalent"),  # a difference, if any, smaller than the SESOI
+    (+0.001, 0.5, 40, "lower", "contradicted"),  # a negligible change on a directional claim: never "equivalent"
+    (-0.03, 0.5, 40, "lower", "contradicted"),  # shown in the claimed direction, and shown to be under the SESOI
+    (-0.05, 6.0, 40, "lower", "direction only"),  # shown in the claimed direction, not shown to reach the SESOI
     (-0.02, 10.0, 5, "lower", "inconclusive"),
     (0.0, 0.5, 40, "equivalent", "equivalent"),
     (-0.30, 1.0, 40, "equivalent", "contradicted"),
@@ -111,6 +180,14 @@ def _blocked(effect: float, sd: float, blocks: int, seed: int = 1) -> pd.DataFra
 def test_the_data_decide_the_verdict(effect, sd, blocks, expected, verdict):
     d = decide(_blocked(effect, sd, blocks), value="v", factor="cell", a="a", b="b", expected=expected, sesoi=0.05, m=2)
     assert d.verdict == verdict and d.test == "paired t" and d.m == 2 and d.ci_level == pytest.approx(0.975)
+
+
+def test_a_question_the_lab_cannot_test_gets_no_verdict_but_its_numbers():
+    d = decide(_blocked(-0.20, 2.0, 40), value="v", factor="cell", a="a", b="b", expected="lower", sesoi=0.05,
+               testable="no")
+    assert d.verdict == NOT_TESTABLE and d.rel_diff < -0.15 and d.ci_high < -0.05 and d.testable == "no"
+    s = decide_summary((100.0, 2.0, 40), (130.0, 3.0, 40), expected="higher", sesoi=0.05, testable="no")
+    assert s.verdict == NOT_TESTABLE and s.rel_diff == pytest.approx(0.30)
 
 
 def test_a_question_on_a_published_table_is_decided_from_its_summaries():
@@ -146,22 +223,29 @@ def test_verdicts_of_a_study_are_written_as_table_and_macros(tmp_path):
     tables = {c: tidy.frame(ROOT / "data/raw" / c)[0] for c in ("004-confirm-protocols", "004-confirm-mtu")}
     out = verdicts.write("studies/004-aoe-iscsi", ROOT, paper_dir=tmp_path, tables=tables, inputs=[], generator="test")
     text = out["macros"].read_text()
-    words = re.findall(r"\\plset\{004-aoe-iscsi/verdict/Q\d\}\{(\w+)\}", text)
-    assert len(words) == 3 and set(words) <= {"supported", "contradicted", "equivalent", "inconclusive"}
+    words = re.findall(r"\\plset\{004-aoe-iscsi/verdict/Q\d\}\{([\w ]+)\}", text)
+    assert words == [NOT_TESTABLE] * 3  # a Python AoE initiator against libiscsi: no verdict on the protocols
+    assert "\\plset{004-aoe-iscsi/verdicts/counts}{3 not testable here}" in text
+    powers = re.findall(r"\\plset\{004-aoe-iscsi/verdict/Q\d/power\}\{([\d.]+)\}", text)
+    assert len(powers) == 3 and all(0 <= float(p) <= 1 for p in powers)
     table_text = out["verdicts"].read_text()
     assert "\\plv{004-aoe-iscsi/verdict/Q1}" in table_text and "Secondary metrics" in table_text
+    assert "Testable" in table_text and "Power" in table_text and "004-confirm-protocols" in table_text
+    assert "Testability: Q1: no, the lab's AoE initiator is a Python program" in table_text
 
 
-def test_a_verdict_table_of_more_than_eight_questions_is_set_in_parts_that_fit_a_page(tmp_path):
+def test_a_verdict_table_of_more_than_four_questions_is_set_in_parts_that_fit_a_page(tmp_path):
     out = verdicts.write("studies/002-pfsense-neighbour", ROOT, paper_dir=tmp_path, tables={}, inputs=[],
                          generator="test")
     text = out["verdicts"].read_text()
     captions = re.findall(r"\\caption\{([^}]*)\}", text)
-    assert [c.split(", ")[-1] for c in captions] == ["questions Q1--Q6", "questions Q7--Q11"]
-    assert "\\label{tab:002-pfsense-neighbour-verdicts}" in text and "\\label{tab:002-pfsense-neighbour-verdicts-2}" in text
-    first, second = text.split("\\begin{lrbox}{\\pltabbox}")[1:]
-    assert "\\plv{002-pfsense-neighbour/verdict/Q6}" in first and "verdict/Q7}" not in first
-    assert "\\plv{002-pfsense-neighbour/verdict/Q11}" in second and "verdict/Q6}" not in second
+    assert [c.split(", ")[-1] for c in captions] == ["questions Q1--Q4", "questions Q5--Q8", "questions Q9--Q11"]
+    for label in ("", "-2", "-3"):
+        assert f"\\label{{tab:002-pfsense-neighbour-verdicts{label}}}" in text
+    first, second, third = text.split("\\begin{lrbox}{\\pltabbox}")[1:]
+    assert "\\plv{002-pfsense-neighbour/verdict/Q4}" in first and "verdict/Q5}" not in first
+    assert "\\plv{002-pfsense-neighbour/verdict/Q8}" in second and "verdict/Q4}" not in second
+    assert "\\plv{002-pfsense-neighbour/verdict/Q11}" in third and "verdict/Q8}" not in third
 
 
 @pytest.mark.parametrize("study", SEEDS)
@@ -220,7 +304,8 @@ def test_the_runner_freezes_the_questions_with_the_first_sample(tmp_path, monkey
         "factors: {cmd: ['echo 1', 'echo 2']}\nrepetitions: 1\nwarmups: 0\nseed: 1\n"
         "fingerprints: false\n")
     question = ("  - {id: Q1, claim: 'seed:1', quote: q, campaign: frozen, metric: value, factor: cmd, baseline: 'echo 1',\n"
-                "     versus: 'echo 2', expected: higher, sesoi: {value: 0.05, source: domain, reason: r}, n: 40}\n")
+                "     versus: 'echo 2', expected: higher, sesoi: {value: 0.05, source: domain, reason: r}, n: 40,\n"
+                "     testable: {value: 'yes', mechanism: m, reason: r}}\n")
     decl = root / "studies/demo/study.yaml"
     decl.write_text("format: 1\nstudy: demo\ntitle: t\ndemo: true\ncampaigns:\n  - {file: campaigns/c.yaml}\n"
                     f"questions:\n{question}")

@@ -19,6 +19,7 @@ from perflab.report import calibrate as calibrate_report, scenarios, verdicts
 from perflab.stats import calibrate, windows
 from perflab.stats._input import StatsInputError
 from perflab.stats.family import min_detectable
+from perflab.stats.verdict import NOT_TESTABLE
 from statsmodels.stats.power import TTestIndPower
 from perflab.tools import get
 
@@ -286,9 +287,20 @@ def test_the_latency_and_fragmented_udp_questions_are_decided_from_the_committed
     tables = {c: tidy.frame(ROOT / "data/raw" / c)[0] for c in ("pfsense-confirm-ping", "pfsense-confirm-8192")}
     results = {q.id: d for q, d, _ in verdicts.evaluate(STUDY, ROOT, tables.get) if q.id in {"Q5", "Q6", "Q7", "Q8"}}
     assert all(d is not None and d.n_a == d.n_b == 40 and d.test == "paired t" for d in results.values())
-    # fragmented datagrams beside the stressed, talking neighbour: a change well within +-5 %
-    assert results["Q8"].verdict == "equivalent" and -0.05 < results["Q8"].ci_low < results["Q8"].ci_high < 0.05
-    # the round-trip times: intervals that hold no change, at 40 blocks
+    # fragmented datagrams beside the stressed, talking neighbour: a change well within +-5 %, at an offered rate
+    # the firewall forwards whatever the neighbour does, so no verdict on the claim (testable: no)
+    assert results["Q8"].verdict == NOT_TESTABLE and -0.05 < results["Q8"].ci_low < results["Q8"].ci_high < 0.05
+    # the round-trip times: intervals that hold no change, at 40 blocks, in a family of six (both looks at each claim)
     for q in ("Q5", "Q6", "Q7"):
         assert results[q].verdict == "inconclusive" and results[q].ci_low < 0 < results[q].ci_high, q
+        assert results[q].m == 6 and 0 < results[q].power < 0.5, q
+
+
+def test_the_second_looks_at_the_latency_claims_are_decided_in_the_first_looks_family():
+    """Q9-Q11 ask C18, C20, C21 again: Bonferroni over all six looks; Q11's +12 % is not shown to reach 10 %."""
+    tables = {c: tidy.frame(ROOT / "data/raw" / c)[0] for c in ("pfsense-latency-idle", "pfsense-latency-loaded")}
+    results = {q.id: d for q, d, _ in verdicts.evaluate(STUDY, ROOT, tables.get) if q.id in {"Q9", "Q10", "Q11"}}
+    assert all(d.m == 6 and d.ci_level == pytest.approx(1 - 0.05 / 6) for d in results.values())
+    assert results["Q9"].verdict == results["Q10"].verdict == "supported"
+    assert results["Q11"].verdict == "direction only" and 0 < results["Q11"].ci_low < 0.10 < results["Q11"].ci_high
 

@@ -2,13 +2,16 @@
 
 A study's ``study.yaml`` lists ``questions:`` (what each campaign is to decide: the seed's
 claim, one primary metric, the contrast and expected direction, the SESOI and its source,
-alpha, family, test and the planned n) and ``deviations:`` (a field changed after data
-exist, with the reason). :func:`load` reads and checks them (one line per problem, naming
-file, line and field). :func:`freeze` is the record the runner writes once, as
+whether the lab has the mechanism the claim rests on (``testable``), alpha, family, test and
+the planned n) and ``deviations:`` (a field changed after data exist, with the reason;
+``question: '*'`` for every question of the study). :func:`load` reads and checks them (one
+line per problem, naming file, line and field), and refuses a claim looked at in two
+families unless the later look is declared an independent ``replication``. :func:`freeze` is the record the runner writes once, as
 ``questions.json`` beside ``campaign.json``, when a campaign's first sample is stored; it
 holds the digest and the questions as declared then. :func:`changes` compares that record
 with today's declaration: every changed field not declared as a deviation is a problem,
-which ``perflab verify`` reports. Deciding the questions is :mod:`perflab.stats.verdict`;
+which ``perflab verify`` reports. A field a record predates reads as its default, so only a
+new field with a value of its own (a testability declared after the data) needs a deviation. Deciding the questions is :mod:`perflab.stats.verdict`;
 ``docs/studies.md`` documents the fields.
 """
 
@@ -32,6 +35,16 @@ RECORD = "questions.json"
 
 class QuestionError(UserError, ValueError):
     """A question or deviation is declared wrongly; ``str()`` lists ``file:line: field: problem`` lines."""
+
+
+@dataclass(frozen=True)
+class Testability:
+    """Whether this lab has the mechanism a question's claim rests on: ``yes``, ``partly`` or ``no``, the
+    mechanism, and the reason (what the lab's stand-in emulates, and how)."""
+
+    value: str
+    mechanism: str
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -64,6 +77,10 @@ class Question:
     #: Instead of a campaign: a published summaries table of the study and the row (``name``) it is about.
     published: str = ""
     item: str = ""
+    #: Required in a study.yaml (the schema); None only for a question built without one, which reads as ``yes``.
+    testable: Testability | None = None
+    #: Why this look at a claim is an independent replication with its own data (its own family), or "".
+    replication: str = ""
 
     def declared(self) -> dict[str, Any]:
         """The question as declared (what is frozen and compared), without the study id (and without the
@@ -71,15 +88,25 @@ class Question:
         out = asdict(self)
         out.pop("study")
         out["secondary"] = list(self.secondary)
-        for key in ("published", "item"):
+        for key in ("published", "item", "testable", "replication"):
             if not out[key]:
                 out.pop(key)
         return out
 
     @property
+    def testability(self) -> str:
+        """``yes``, ``partly`` or ``no`` (``yes`` when undeclared, as questions were before testability existed)."""
+        return self.testable.value if self.testable else "yes"
+
+    @property
     def source(self) -> str:
         """What decides the question: its campaign, or ``<published table>: <item>``."""
         return self.campaign or f"{self.published}: {self.item}"
+
+    @property
+    def data(self) -> str:
+        """Where the verdict's data come from, as the tables print it: ``rerun <campaign>`` or ``published``."""
+        return f"rerun {self.campaign}" if self.campaign else "published"
 
 
 @dataclass(frozen=True)
@@ -179,15 +206,42 @@ def load(study_dir: str | Path, root: str | Path = ".") -> tuple[list[Question],
             test=str(q.get("test", "welch" if published else "blocked")),
             select=dict(q.get("select") or {}), within={str(k): str(v) for k, v in (q.get("within") or {}).items()},
             per_run=q.get("per_run"), secondary=tuple(q.get("secondary") or ()), planning=dict(q.get("planning") or {}),
-            text=str(q.get("text", "")), published=published, item=str(q.get("item", ""))))
+            text=str(q.get("text", "")), published=published, item=str(q.get("item", "")),
+            testable=Testability(**{k: str(v) for k, v in q["testable"].items()}) if q.get("testable") else None,
+            replication=str(q.get("replication", ""))))
+    problems += [f"{at('questions', next(i for i, q in enumerate(out) if q.id == qid), 'family')}: {text}"
+                 for qid, text in _split_claims(out)]
     deviations = []
     for i, d in enumerate(doc.get("deviations") or []):
-        if str(d["question"]) not in seen:
+        if str(d["question"]) not in seen | {"*"}:
             problems.append(f"{at('deviations', i, 'question')}: no question {d['question']!r} in this study")
         deviations.append(Deviation(str(d["question"]), str(d["field"]), str(d["reason"])))
+    declared_n = {d.question for d in deviations if d.field == "n"}
+    for i, q in enumerate(out):
+        required = q.planning.get("required_n")
+        if isinstance(required, int) and required > q.n and q.id not in declared_n and not q.planning.get("underpowered"):
+            problems.append(f"{at('questions', i, 'n')}: {q.n} is below the planning's required_n {required}; raise n, "
+                            "redesign the question (a less noisy metric, longer samples), or declare it underpowered "
+                            "(planning: underpowered: <what is done instead>; after its data: a deviation of field n)")
     if problems:
         raise QuestionError("\n".join(problems))
     return out, deviations
+
+
+def _split_claims(questions: list[Question]) -> list[tuple[str, str]]:
+    """(question id, problem) for every claim whose looks (its questions not declared a ``replication``) lie in
+    more than one family: one claim, one family, its alpha spent across the looks."""
+    out = []
+    for claim in dict.fromkeys(q.claim for q in questions):
+        looks = [q for q in questions if q.claim == claim and not q.replication]
+        families = list(dict.fromkeys(q.family for q in looks))
+        if len(families) > 1:
+            later = next(q for q in looks if q.family != looks[0].family)
+            out.append((later.id, f"{later.family!r} separates this look at claim {claim} from "
+                                   f"{', '.join(q.id for q in looks if q.family == looks[0].family)} (family "
+                                   f"{looks[0].family!r}); put every look at one claim in one family, or declare "
+                                   "`replication:` with why this one is independent"))
+    return out
 
 
 def family_size(questions: list[Question], q: Question) -> int:
@@ -253,6 +307,7 @@ def changes(record: dict[str, Any], questions: list[Question], deviations: list[
     question that is no longer declared is a change of every field.
     """
     allowed = {(d.question, d.field) for d in deviations}
+    allowed |= {(q.id, d.field) for d in deviations if d.question == "*" for q in questions}
     now = {q.id: q.declared() for q in questions}
     out = []
     for frozen in record["questions"]:
@@ -263,7 +318,7 @@ def changes(record: dict[str, Any], questions: list[Question], deviations: list[
                 out.append(f"campaign {record['campaign']}: question {qid} was removed after its data existed; "
                            f"declare it under deviations: with field '*' and a reason")
             continue
-        for key in sorted(set(frozen) | set(current)):
+        for key in sorted(set(frozen) | set(current)):  # a key either side lacks is one it holds at its default
             if frozen.get(key) != current.get(key) and (qid, key) not in allowed:
                 out.append(f"campaign {record['campaign']}: question {qid} field {key} changed after its data existed "
                            f"({frozen.get(key)!r} -> {current.get(key)!r}); declare it under deviations: "
@@ -280,7 +335,8 @@ def frozen_problems(root: str | Path = ".") -> list[tuple[str, str]]:
     """(raw directory's record, problem) for every frozen question changed without a declared deviation.
 
     Reads ``data/raw/<campaign>/questions.json`` of every campaign a study under ``root``
-    declares; a study whose questions cannot be loaded is one problem.
+    declares; a study whose questions cannot be loaded (a claim split across families among
+    them) is one problem.
     """
     root = Path(root)
     out: list[tuple[str, str]] = []
@@ -291,9 +347,7 @@ def frozen_problems(root: str | Path = ".") -> list[tuple[str, str]]:
     for s in studies:
         records = [(c.id, root / "data/raw" / c.id / RECORD) for c in s.campaigns]
         records = [(c, p) for c, p in records if p.is_file()]
-        if not records:
-            continue
-        try:
+        try:  # every study is loaded: a claim split across families is refused with or without records
             declared, deviations = load(s.folder, root)
         except QuestionError as exc:
             out.append((s.declaration, str(exc).splitlines()[0]))

@@ -357,7 +357,9 @@ def kind_table(result: Sweep, *, xlabel: str, caption: str, label: str) -> str:
                      "published": escape_latex(r["published_best"]),
                      "Spearman $\\rho$": "--" if pd.isna(r["spearman"]) else format_number(r["spearman"], 2)})
     note = ("Over the levels both sweeps have: span = largest over smallest mean of the curve; best = level of "
-            "the largest mean; $\\rho$: Spearman rank correlation of the two curves (shape, not size).")
+            "the largest mean; $\\rho$: Spearman rank correlation of the two curves (shape, not size), a description of "
+            "the levels' order, not a test of agreement: on n levels a perfect $\\rho$ arises by chance once in n! "
+            "orderings (once in 24 for four).")
     return latex_table(pd.DataFrame(rows), caption=caption, label=label, notes=[note], escape=False)
 
 

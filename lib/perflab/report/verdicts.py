@@ -2,9 +2,13 @@
 
 For each question of :mod:`perflab.questions`, the rows of its campaign's tidy table are
 selected (its primary metric, its ``select`` and ``within`` levels, one value per sample)
-and :func:`perflab.stats.verdict.decide` decides it; this module writes the verdict table,
-the deviations table and the macros a chapter's prose uses for every verdict word
-(``\\plv{<study>/verdict/<question>}``), so no verdict is typed by hand.
+and :func:`perflab.stats.verdict.decide` decides it (a question on a published table:
+:func:`perflab.stats.verdict.decide_summary`); this module writes the verdict table (what
+each question asks: claim, contrast, expected outcome, testability and the data that decide
+it; what the data answer: n, change with its adjusted interval, SESOI, p, TOST p, power at
+the SESOI and the verdict), the deviations table and the macros a chapter's prose and the
+cross-study summary use for every verdict word (``\\plv{<study>/verdict/<question>}``), so
+no verdict is typed by hand.
 """
 
 from __future__ import annotations
@@ -19,17 +23,35 @@ import pandas as pd
 from .. import questions as qmod
 from ..stats import StatsInputError
 from ..stats.levels import select_rows
-from ..stats.verdict import Decision, decide, decide_summary
+from ..stats.verdict import VERDICTS, Decision, decide, decide_summary
 from . import latex, lineage, macros
 
 #: The verdict macro of a question whose campaign has no data yet (counted as ``pending``), and its note's start.
 PENDING = "not yet measured"
 NO_DATA = "no data of"
-#: The verdict table's two column sets, the same in every chapter, each narrow enough to stand upright on
-#: the text width: what each question asks, then what its data answer (the question's id in both).
+#: The verdict table's three column sets, the same in every chapter, each narrow enough to stand upright on
+#: the text width: what each question asks, the data that decide it, then what they answer (the question's id
+#: in each).
 ASKED = ("Question", "Claim", "Contrast", "Expected")
-ANSWERED = ("Question", "n", latex.header("Change", "{[}adj. CI{]}"), "SESOI", latex.header("p", "(adj.)"),
+DATA = ("Question", "Testable", "Data", "n", "SESOI", latex.header("Power", "at SESOI"))
+ANSWERED = ("Question", latex.header("Change", "{[}adj. CI{]}"), latex.header("p", "(adj.)"),
             latex.header("TOST", "p"), "Verdict")
+COLUMNS = ASKED + DATA[1:] + ANSWERED[1:]
+#: How a verdict table reads its verdict words (minimum-effect semantics, ``docs/statistics.md``).
+BRIEF = ("Verdicts (minimum-effect, family-adjusted): supported, the interval lies beyond the SESOI in the expected "
+         "direction; direction only, beyond 0 but not the SESOI; contradicted, TOST inside $\\pm$SESOI or the interval on "
+         "the other side (expected equivalent: outside $\\pm$SESOI); equivalent, TOST; otherwise inconclusive; not "
+         "testable here, the lab lacks the claim's mechanism and the change is a finding about the lab. Power: at the "
+         "SESOI for the n used.")
+#: What the cross-study summary says about reading a verdict: :data:`BRIEF`, the power and the data.
+READING = (BRIEF + " It is the power of the question's test at the spread measured (directional: to show the change "
+           "beyond the SESOI when it is twice it; equivalence: TOST at no change). Data: a rerun's campaign, or the "
+           "seed's published summaries.")
+
+
+def word_key(word: str) -> str:
+    """The macro key of a verdict word's count (``direction only`` -> ``direction-only``)."""
+    return word.replace(" ", "-")
 
 
 def question_rows(df: pd.DataFrame, q: qmod.Question) -> tuple[pd.DataFrame, str]:
@@ -59,7 +81,7 @@ def evaluate(study_dir: str | Path, root: str | Path, table: Callable[[str], pd.
             a, b = ((float(rows[g]["mean"]), float(rows[g]["sd"]), int(rows[g]["n"])) for g in (q.baseline, q.versus))
             try:
                 d = decide_summary(a, b, expected=q.expected, sesoi=q.sesoi, alpha=q.alpha,
-                                   m=qmod.family_size(declared, q))
+                                   m=qmod.family_size(declared, q), testable=q.testability)
             except StatsInputError as exc:
                 out.append((q, None, str(exc)))
                 continue
@@ -72,7 +94,8 @@ def evaluate(study_dir: str | Path, root: str | Path, table: Callable[[str], pd.
         try:
             data, value = question_rows(df, q)
             d = decide(data, value=value, factor=q.factor, a=q.baseline, b=q.versus, expected=q.expected,
-                       sesoi=q.sesoi, alpha=q.alpha, m=qmod.family_size(declared, q), test=q.test)
+                       sesoi=q.sesoi, alpha=q.alpha, m=qmod.family_size(declared, q), test=q.test,
+                       testable=q.testability)
         except StatsInputError as exc:
             out.append((q, None, str(exc)))
             continue
@@ -101,15 +124,15 @@ def _grouped(notes: list[tuple[str, str]]) -> str:
     return "; ".join(said)
 
 
-#: Questions per part of a verdict table: its rows are two lines high and its two column sets stacked, so
+#: Questions per part of a verdict table: its rows are two lines high and its three column sets stacked, so
 #: more than this with the notes would run past the page (a float is never broken across pages).
-VERDICT_ROWS = 8
+VERDICT_ROWS = 4
 
 
 def table_tex(study: str, results: list[tuple[qmod.Question, Decision | None, str]], *, caption: str,
               label: str) -> str:
-    """The verdict table: one row per question, in declaration order; upright as its two column sets
-    (:data:`ASKED`, :data:`ANSWERED`) when the whole is wider than the text. More than :data:`VERDICT_ROWS`
+    """The verdict table: one row per question, in declaration order; upright as its three column sets
+    (:data:`ASKED`, :data:`DATA`, :data:`ANSWERED`) when the whole is wider than the text. More than :data:`VERDICT_ROWS`
     questions are set in parts of about equal size (labels ``label``, ``label-2``, ...), each caption naming its
     questions and each note its own questions' diagnostics."""
     size = latex.balanced_size(len(results), VERDICT_ROWS)
@@ -127,19 +150,24 @@ def _table_part(study: str, results: list[tuple[qmod.Question, Decision | None, 
     for q, d, _ in results:
         where = ", ".join(f"{k} = {v}" for k, v in q.within.items())
         change = (latex.cell(latex.percent_change(d.rel_diff), latex.format_ci(d.ci_low, d.ci_high, percent=True)) if d else "--")
-        rows.append(dict(zip(ASKED + ANSWERED[1:], (
+        rows.append(dict(zip(COLUMNS, (
             latex.escape_latex(q.id), latex.escape_latex(q.claim),
             latex.cell(latex.escape_latex(f"{q.item or q.metric}: {q.factor} {q.versus} vs {q.baseline}"),
                        latex.escape_latex(f"({where})") if where else "", align="l"),
-            latex.escape_latex(q.expected), f"{d.n_a}/{d.n_b}" if d else "0", change,
-            f"$\\pm$\\num{{{100 * q.sesoi:g}}}\\,\\%", latex.format_p(d.p_adjusted) if d else "--",
-            latex.format_p(d.tost_p) if d else "--", f"\\plv{{{study}/verdict/{q.id}}}"))))
-    body = pd.DataFrame(rows, columns=list(ASKED + ANSWERED[1:]))
-    notes = ["Each question was declared before its campaign's data (study.yaml, questions:). Change: relative "
-             "difference of means, versus against baseline; the test is the blocked analysis (paired $t$ on block "
-             "differences) unless noted; interval and $p$ are Bonferroni-adjusted over the question's family; "
-             "TOST: two one-sided tests within $\\pm$SESOI at $\\alpha$/m. Verdicts: equivalent (TOST), supported or "
-             "contradicted (significant, in or against the expected direction), otherwise inconclusive."]
+            latex.escape_latex(q.expected),
+            q.testability, latex.escape_latex(q.data), f"{d.n_a}/{d.n_b}" if d else "0", sesoi_cell(q.sesoi), power_cell(d),
+            change, latex.format_p(d.p_adjusted) if d else "--", latex.format_p(d.tost_p) if d else "--",
+            f"\\plv{{{study}/verdict/{q.id}}}"))))
+    body = pd.DataFrame(rows, columns=list(COLUMNS))
+    notes = ["Each question was declared in study.yaml (questions:) before its campaign's data, or after a seed's "
+             "published summaries it is decided from; a later change is in the deviations table. Change: relative difference of means, versus against baseline; the test is the "
+             "blocked analysis (paired $t$ on block differences) unless noted; interval and $p$ are "
+             "Bonferroni-adjusted over the question's family (every look at one claim); TOST: two one-sided tests "
+             "within $\\pm$SESOI at $\\alpha$/m. " + BRIEF]
+    untestable = _grouped([(q.id, f"{q.testable.value}, {q.testable.reason}")
+                           for q, _, _ in results if q.testable and q.testable.value != "yes"])
+    if untestable:
+        notes.append("Testability: " + latex.escape_latex(untestable) + ".")
     secondary = _grouped([(q.id, ", ".join(q.secondary)) for q, _, _ in results if q.secondary])
     if secondary:
         notes.append("Secondary metrics (reported in the chapter's tables, not decided): "
@@ -147,8 +175,18 @@ def _table_part(study: str, results: list[tuple[qmod.Question, Decision | None, 
     extra = _grouped([(q.id, n) for q, _, n in results if n])
     if extra:
         notes.append(latex.escape_latex(extra) + ".")
-    return latex.latex_table(body, caption=caption, label=label, escape=False, column_format="lllllrrrrl", notes=notes,
-                             column_sets=[list(ASKED), list(ANSWERED)])
+    return latex.latex_table(body, caption=caption, label=label, escape=False, column_format="llllllrrrrrrl",
+                             notes=notes, column_sets=[list(ASKED), list(DATA), list(ANSWERED)])
+
+
+def sesoi_cell(sesoi: float) -> str:
+    """A SESOI as the tables print it: ``±5 %``."""
+    return f"$\\pm$\\num{{{100 * sesoi:g}}}\\,\\%"
+
+
+def power_cell(d: Decision | None) -> str:
+    """The power at the SESOI as the tables print it (two decimals), ``--`` without a decision or a spread."""
+    return f"{d.power:.2f}" if d is not None and d.power == d.power else "--"
 
 
 def deviations_tex(devs: list[qmod.Deviation], *, caption: str, label: str) -> str:
@@ -161,10 +199,11 @@ def deviations_tex(devs: list[qmod.Deviation], *, caption: str, label: str) -> s
 
 def values(study: str, results: list[tuple[qmod.Question, Decision | None, str]]) -> dict[str, str]:
     """Macros: ``<study>/verdict/<id>`` (the verdict word, or "not yet measured" before its campaign's data),
-    ``.../change``, ``.../ci``, ``.../p``, ``.../n`` per question, and ``<study>/verdicts/<word>`` counts
-    (``pending`` for the questions without data)."""
+    ``.../change``, ``.../ci``, ``.../p``, ``.../n``, ``.../power`` per question, ``<study>/verdicts/<word>``
+    counts (:func:`word_key`; ``pending`` for the questions without data) and ``<study>/verdicts/counts``, the
+    counts that are not 0 in words ("3 not testable here, 1 supported"), so that prose lists every verdict word."""
     out: dict[str, str] = {}
-    counts = {w: 0 for w in ("supported", "contradicted", "equivalent", "inconclusive", "pending")}
+    counts = {w: 0 for w in (*VERDICTS, "pending")}
     for q, d, note in results:
         pending = d is None and note.startswith(NO_DATA)
         word = d.verdict if d else (PENDING if pending else "inconclusive")
@@ -175,7 +214,10 @@ def values(study: str, results: list[tuple[qmod.Question, Decision | None, str]]
         out[f"{stem}/change"] = latex.percent_change(d.rel_diff) if d else "--"  # no data yet: the prose still compiles
         out[f"{stem}/ci"] = latex.format_ci(d.ci_low, d.ci_high, percent=True) if d else "--"
         out[f"{stem}/p"] = latex.format_p(d.p_adjusted) if d else "--"
-    out.update({f"{study}/verdicts/{w}": str(c) for w, c in counts.items()})
+        out[f"{stem}/power"] = power_cell(d)
+    out.update({f"{study}/verdicts/{word_key(w)}": str(c) for w, c in counts.items()})
+    out[f"{study}/verdicts/counts"] = ", ".join(f"{c} {PENDING if w == 'pending' else w}"
+                                                for w, c in counts.items() if c) or "none"
     out[f"{study}/verdicts/questions"] = str(len(results))
     return out
 

@@ -1,10 +1,12 @@
-"""Planning: minimum detectable effect, runs needed for an effect, runs for a CI half-width.
+"""Planning: minimum detectable effect, runs needed for an effect or an equivalence, runs for a CI half-width.
 
 Effects are relative to the mean (0.05 = 5 %) and spread is a coefficient of variation
 from a pilot, so Cohen's d = relative effect / CV. Power comes from statsmodels'
 ``TTestIndPower`` (independent cells) or ``TTestPower`` (paired by block, where the CV
-is that of the per-block differences relative to the mean); the half-width plan uses
-Student's t quantiles (``scipy.stats.t``).
+is that of the per-block differences relative to the mean); the power of two one-sided
+tests (TOST) within ±margin is the noncentral-t approximation of Chow & Liu
+(``scipy.stats.nct``: P(both reject) >= P(lower rejects) + P(upper rejects) - 1, which is
+conservative); the half-width plan uses Student's t quantiles (``scipy.stats.t``).
 """
 
 from __future__ import annotations
@@ -57,6 +59,49 @@ def n_for_effect(effect: float, cv: float, *, alpha: float = 0.05, power: float 
                               "State the smallest difference that matters.")
     n = _solve(paired, effect_size=effect / cv, n=None, alpha=alpha, power=power)
     return max(2, math.ceil(n))
+
+
+def power_at(effect: float, n: int, cv: float, *, alpha: float = 0.05, paired: bool = False,
+             ratio: float = 1.0) -> float:
+    """Power of a two-sided t test at ``alpha`` to detect a relative ``effect`` with ``n`` runs per cell
+    (pairs when ``paired``; independent cells: ``n`` in a and ``ratio`` × n in b)."""
+    cv = _check_cv(cv)
+    if paired:
+        return float(TTestPower().power(effect_size=effect / cv, nobs=n, alpha=alpha))
+    return float(TTestIndPower().power(effect_size=effect / cv, nobs1=n, alpha=alpha, ratio=ratio))
+
+
+def tost_power(n: int, cv: float, margin: float, *, alpha: float = 0.05, paired: bool = False,
+               effect: float = 0.0) -> float:
+    """Power of TOST at ``alpha`` within ±``margin`` (relative) when the true relative difference is ``effect``.
+
+    ``n`` runs per cell (pairs when ``paired``, where ``cv`` is that of the differences); the
+    Chow & Liu lower bound from the noncentral t, never below 0.
+    """
+    cv = _check_cv(cv)
+    if n < 2 or not margin > 0:
+        raise StatsInputError("tost_power", "n >= 2 and a positive margin", f"n {n}, margin {margin}",
+                              "Plan more runs or state the margin.")
+    se, df = (cv / math.sqrt(n), n - 1) if paired else (cv * math.sqrt(2 / n), 2 * n - 2)
+    crit = stats.t.ppf(1 - alpha, df)
+    lower = stats.nct.sf(crit, df, (effect + margin) / se)
+    upper = stats.nct.cdf(-crit, df, (effect - margin) / se)
+    return float(max(0.0, lower + upper - 1))
+
+
+def n_for_equivalence(margin: float, cv: float, *, alpha: float = 0.05, power: float = 0.8,
+                      paired: bool = False) -> int:
+    """Runs per cell for TOST at ``alpha`` within ±``margin`` to declare equivalence with ``power`` when the
+    true difference is 0 (:func:`tost_power`)."""
+    fits = lambda n: tost_power(n, cv, margin, alpha=alpha, paired=paired) >= power  # noqa: E731
+    high = 4
+    while not fits(high):
+        high *= 2
+    low = 2
+    while low < high:
+        mid = (low + high) // 2
+        low, high = (low, mid) if fits(mid) else (mid + 1, high)
+    return low
 
 
 def n_for_halfwidth(cv: float, halfwidth: float, *, level: float = 0.95) -> int:
