@@ -20,7 +20,8 @@ CAMPAIGN = ("campaign: tamper\nbenchmark: {tool: probe}\nprograms: [cmd]\nhosts:
             "factors: {cmd: ['echo 1', 'echo 2']}\nrepetitions: 2\nwarmups: 0\nseed: 7\n"
             "fingerprints: false\n")
 QUESTION = ("  - {id: Q1, claim: 'seed:1', quote: q, campaign: tamper, metric: value, factor: cmd, baseline: 'echo 1',\n"
-            "     versus: 'echo 2', expected: higher, sesoi: {value: 0.05, source: domain, reason: r}, n: 40}\n")
+            "     versus: 'echo 2', expected: higher, sesoi: {value: 0.05, source: domain, reason: r}, n: 40,\n"
+            "     testable: {value: 'yes', mechanism: m, reason: r}}\n")
 
 
 @pytest.fixture
