@@ -65,7 +65,7 @@ def test_a_frozen_alpha_changed_with_its_manifest_line_and_the_study_is_found(pr
     record.write_text(text.replace('"alpha": 0.05', '"alpha": 0.2'))
     _reseal(cdir, questions.RECORD)
     study = project / "studies/demo/study.yaml"
-    study.write_text(study.read_text().replace("n: 40}", "n: 40, alpha: 0.2}"))
+    study.write_text(study.read_text().replace("n: 40,", "n: 40, alpha: 0.2,"))
     assert questions.frozen_problems(project) == [], "the record and the study agree: only the digest tells"
     problems = _problems(project)
     assert len(problems) == 1, problems
