@@ -69,11 +69,18 @@ MATCH_KEYS: tuple[str, ...] = (
     "kernel.release", "net.*.mtu", "net.*.speed", "net.*.qdisc", "net.*.offload.*", "tool.*",
 )
 
-#: Offload features taken from ``ethtool -k`` (when ethtool is installed).
+#: Offload features taken from ``ethtool -k`` (when ethtool is installed; without it they are absent, which
+#: :func:`describe` calls unknown), keyed ``net.<iface>.offload.<feature>``.
 OFFLOADS: tuple[str, ...] = (
     "rx-checksumming", "tx-checksumming", "scatter-gather", "tcp-segmentation-offload",
     "generic-segmentation-offload", "generic-receive-offload", "large-receive-offload",
 )
+#: The short names of the offloads a wire-like lab link turns off (docs/lab.md), as ``ethtool -K`` calls them.
+_SHORT = {"tcp-segmentation-offload": "tso", "generic-segmentation-offload": "gso",
+          "generic-receive-offload": "gro", "large-receive-offload": "lro"}
+_OFFLOAD_KEY = re.compile(r"^net\.([^.]+)\.offload\.(.+)$")
+#: Debian packages the fingerprint reads with: ``ethtool`` for the interfaces' offloads.
+DEBIAN_PACKAGES: tuple[str, ...] = ("ethtool",)
 
 #: Host-wide sections of the fingerprint script: name -> shell command (stderr is dropped).
 _HOST_SECTIONS: dict[str, str] = {
@@ -474,6 +481,37 @@ def compare_hosts(fps: Mapping[str, dict]) -> list[Difference]:
         out += [Difference(k, ref_facts.get(k), other.get(k), (ref, name)) for k in keys
                 if ref_facts.get(k) != other.get(k)]
     return out
+
+
+def describe(differences: Sequence[Difference]) -> list[str]:
+    """Each difference as a sentence, but one sentence per host and interface for its offloads, e.g.
+    ``h1: eth1 offloads changed from unknown (not recorded) to tso off, gso off, gro off, lro off``.
+
+    A fingerprint without an interface's offload facts (taken where ethtool was missing, as every
+    fingerprint before the lab's links declared offloads) has them unknown, which differs from any
+    recorded state: a comparison across it is refused like any other change of a matched fact."""
+    entries: dict[tuple, list[Difference]] = {}
+    for i, d in enumerate(differences):
+        match = _OFFLOAD_KEY.match(d.key)
+        entries.setdefault(("offloads", d.hosts, match.group(1)) if match else ("fact", i), []).append(d)
+    out = []
+    for key, diffs in entries.items():
+        if key[0] == "fact":
+            out.append(str(diffs[0]))
+            continue
+        hosts, iface = key[1:]
+        before, after = _offloads_text(diffs, "before"), _offloads_text(diffs, "after")
+        out.append(f"{hosts[0]}: {iface} offloads changed from {before} to {after}" if len(hosts) == 1 else
+                   f"{iface} offloads differ between hosts: {hosts[0]} {before}; {hosts[1]} {after}")
+    return out
+
+
+def _offloads_text(diffs: Sequence[Difference], side: str) -> str:
+    """The ``before`` or ``after`` offload states of one interface's differences, or unknown when none is recorded."""
+    values = [(d.key.rpartition(".offload.")[2], getattr(d, side)) for d in diffs]
+    if all(v is None for _, v in values):
+        return "unknown (not recorded)"
+    return ", ".join(f"{_SHORT.get(feature, feature)} {'unknown' if v is None else v}" for feature, v in values)
 
 
 def summary(fp: Mapping[str, Any]) -> str:
