@@ -508,7 +508,8 @@ def describe(differences: Sequence[Difference]) -> list[str]:
 
 def _offloads_text(diffs: Sequence[Difference], side: str) -> str:
     """The ``before`` or ``after`` offload states of one interface's differences, or unknown when none is recorded."""
-    values = [(d.key.rpartition(".offload.")[2], getattr(d, side)) for d in diffs]
+    values = sorted(((d.key.rpartition(".offload.")[2], getattr(d, side)) for d in diffs),
+                    key=lambda item: OFFLOADS.index(item[0]) if item[0] in OFFLOADS else len(OFFLOADS))
     if all(v is None for _, v in values):
         return "unknown (not recorded)"
     return ", ".join(f"{_SHORT.get(feature, feature)} {'unknown' if v is None else v}" for feature, v in values)
