@@ -18,7 +18,9 @@ reports every change between two fingerprints of one host (a reboot shows as a n
 ``kernel.boot_id``). ``state`` holds values that change by themselves and is never
 diffed; ``versions`` keeps each tool's first banner line verbatim. Across hosts,
 :func:`compare_hosts` checks only the short explicit list :data:`MATCH_KEYS`, as
-pyperf does before merging runs. Interfaces are compared by name.
+pyperf does before merging runs. Interfaces are compared by name. :func:`describe` words
+differences, an interface's offloads in one sentence (absent offload facts, as in fingerprints
+taken without ethtool, are unknown).
 
 A fingerprint after a host's first in a run need not probe everything again: ``collect(...,
 known=...)`` first runs :func:`digest_script`, which reads the facts that can change without a
