@@ -29,15 +29,14 @@ class LabFileError(FileError, ValueError):
     """A lab description is invalid; ``str()`` is a list of ``file:line: field: problem`` lines."""
 
 
-#: A link's offload settings (docs/lab.md, Wire-like links): ``off``, the segmentation and receive offloads
-#: off on every interface of the link, so every packet is a frame of at most the MTU as on a wire; ``kernel``,
-#: the kernel's defaults left as they are (on a veth TSO and GSO on: ~64 KB packets cross the link).
-OFFLOADS = ("off", "kernel")
-
-
 @dataclass(frozen=True)
 class Link:
-    """A link (one bridge, one /24): its MTU, optional egress rate of its host interfaces and its offloads."""
+    """A link (one bridge, one /24): its MTU, optional egress rate of its host interfaces and its offloads.
+
+    ``offloads`` (docs/lab.md, Wire-like links): ``off``, segmentation and receive offloads off on every
+    interface of the link, so every packet is a frame of at most the MTU as on a wire; ``kernel``, the
+    kernel's defaults left as they are (on a veth TSO and GSO on: ~64 KB packets cross the link).
+    """
 
     name: str
     mtu: int = 1500
