@@ -3,6 +3,7 @@ drawing apply and show them, and how a change of offloads between two runs is re
 
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -114,3 +115,10 @@ def test_compare_runs_refuses_runs_across_a_change_of_offloads_in_one_line(tmp_p
     err = capsys.readouterr().err
     assert "eth0 offloads changed from unknown (not recorded) to tso off, gso off, gro off, lro off" in err
     assert len(err.strip().splitlines()) == 1 and "--allow-host-change" in err
+
+
+def test_the_fingerprint_reads_offloads_and_qdisc_where_the_accounts_path_lacks_sbin():
+    out = subprocess.run(["sh", "-c", fingerprint.script(("lo",))], env={"PATH": "/usr/bin:/bin"},
+                         capture_output=True, text=True, check=True).stdout
+    facts = fingerprint.parse(out)["facts"]
+    assert facts["net.lo.offload.tcp-segmentation-offload"] in ("on", "off") and facts["net.lo.qdisc"]

@@ -227,10 +227,11 @@ def _interface_sections(iface: str) -> dict[str, str]:
     """The sections reading one interface's settings (those the digest shares with the full script)."""
     _check_name(iface, "interface")
     q = shlex.quote(iface)
+    sbin = 'PATH="$PATH:/usr/sbin:/sbin"'  # tc and ethtool, for an account whose PATH lacks them (Debian's users)
     return {f"link:{iface}": f"ip -j -d link show dev {q} 2>/dev/null",
             f"speed:{iface}": f"{{ r /sys/class/net/{q}/speed ; }} 2>/dev/null",
-            f"qdisc:{iface}": f"tc -j qdisc show dev {q} 2>/dev/null",
-            f"offload:{iface}": f"ethtool -k {q} 2>/dev/null"}
+            f"qdisc:{iface}": f"{sbin} tc -j qdisc show dev {q} 2>/dev/null",
+            f"offload:{iface}": f"{sbin} ethtool -k {q} 2>/dev/null"}
 
 
 def _digest_commands(tools: Sequence[str]) -> dict[str, str]:
