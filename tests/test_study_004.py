@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-import yaml
 
 from helpers import ROOT_ONLY, leftovers, monitor_text
 from perflab import campaign as campaign_mod, lab as lab_mod, labspec, remote, runner, tidy
@@ -121,10 +120,11 @@ def aoe_lab():
     """The study's lab file under a name of this test process, with a small scratch device."""
     if os.geteuid() != 0:
         pytest.skip("the lab needs root")
-    doc = yaml.safe_load((ROOT / "labs/004-aoe-iscsi.yaml").read_text())
-    doc["lab"] = NAME
-    doc["hosts"]["tgt"]["devices"]["disk"]["size"] = "32M"
-    lab = lab_mod.bring_up(labspec.load(f"{NAME}.yaml", text=yaml.safe_dump(doc)))
+    # edited as text: a YAML 1.1 round trip would turn the lab's `offloads: off` into a boolean
+    text = (ROOT / "labs/004-aoe-iscsi.yaml").read_text()
+    text = text.replace("lab: aoe\n", f"lab: {NAME}\n").replace("disk: {size: 256M,", "disk: {size: 32M,")
+    assert f"lab: {NAME}\n" in text and "size: 32M" in text
+    lab = lab_mod.bring_up(labspec.load(f"{NAME}.yaml", text=text))
     try:
         yield lab
     finally:

@@ -18,7 +18,9 @@ reports every change between two fingerprints of one host (a reboot shows as a n
 ``kernel.boot_id``). ``state`` holds values that change by themselves and is never
 diffed; ``versions`` keeps each tool's first banner line verbatim. Across hosts,
 :func:`compare_hosts` checks only the short explicit list :data:`MATCH_KEYS`, as
-pyperf does before merging runs. Interfaces are compared by name.
+pyperf does before merging runs. Interfaces are compared by name. :func:`describe` words
+differences, an interface's offloads in one sentence (absent offload facts, as in fingerprints
+taken without ethtool, are unknown).
 
 A fingerprint after a host's first in a run need not probe everything again: ``collect(...,
 known=...)`` first runs :func:`digest_script`, which reads the facts that can change without a
@@ -69,11 +71,18 @@ MATCH_KEYS: tuple[str, ...] = (
     "kernel.release", "net.*.mtu", "net.*.speed", "net.*.qdisc", "net.*.offload.*", "tool.*",
 )
 
-#: Offload features taken from ``ethtool -k`` (when ethtool is installed).
+#: Offload features taken from ``ethtool -k`` (when ethtool is installed; without it they are absent, which
+#: :func:`describe` calls unknown), keyed ``net.<iface>.offload.<feature>``.
 OFFLOADS: tuple[str, ...] = (
     "rx-checksumming", "tx-checksumming", "scatter-gather", "tcp-segmentation-offload",
     "generic-segmentation-offload", "generic-receive-offload", "large-receive-offload",
 )
+#: The short names of the offloads a wire-like lab link turns off (docs/lab.md), as ``ethtool -K`` calls them.
+_SHORT = {"tcp-segmentation-offload": "tso", "generic-segmentation-offload": "gso",
+          "generic-receive-offload": "gro", "large-receive-offload": "lro"}
+_OFFLOAD_KEY = re.compile(r"^net\.([^.]+)\.offload\.(.+)$")
+#: Debian packages the fingerprint reads with: ``ethtool`` for the interfaces' offloads.
+DEBIAN_PACKAGES: tuple[str, ...] = ("ethtool",)
 
 #: Host-wide sections of the fingerprint script: name -> shell command (stderr is dropped).
 _HOST_SECTIONS: dict[str, str] = {
@@ -218,10 +227,11 @@ def _interface_sections(iface: str) -> dict[str, str]:
     """The sections reading one interface's settings (those the digest shares with the full script)."""
     _check_name(iface, "interface")
     q = shlex.quote(iface)
+    sbin = 'PATH="$PATH:/usr/sbin:/sbin"'  # tc and ethtool, for an account whose PATH lacks them (Debian's users)
     return {f"link:{iface}": f"ip -j -d link show dev {q} 2>/dev/null",
             f"speed:{iface}": f"{{ r /sys/class/net/{q}/speed ; }} 2>/dev/null",
-            f"qdisc:{iface}": f"tc -j qdisc show dev {q} 2>/dev/null",
-            f"offload:{iface}": f"ethtool -k {q} 2>/dev/null"}
+            f"qdisc:{iface}": f"{sbin} tc -j qdisc show dev {q} 2>/dev/null",
+            f"offload:{iface}": f"{sbin} ethtool -k {q} 2>/dev/null"}
 
 
 def _digest_commands(tools: Sequence[str]) -> dict[str, str]:
@@ -474,6 +484,38 @@ def compare_hosts(fps: Mapping[str, dict]) -> list[Difference]:
         out += [Difference(k, ref_facts.get(k), other.get(k), (ref, name)) for k in keys
                 if ref_facts.get(k) != other.get(k)]
     return out
+
+
+def describe(differences: Sequence[Difference]) -> list[str]:
+    """Each difference as a sentence, but one sentence per host and interface for its offloads, e.g.
+    ``h1: eth1 offloads changed from unknown (not recorded) to tso off, gso off, gro off, lro off``.
+
+    A fingerprint without an interface's offload facts (taken where ethtool was missing, as every
+    fingerprint before the lab's links declared offloads) has them unknown, which differs from any
+    recorded state: a comparison across it is refused like any other change of a matched fact."""
+    entries: dict[tuple, list[Difference]] = {}
+    for i, d in enumerate(differences):
+        match = _OFFLOAD_KEY.match(d.key)
+        entries.setdefault(("offloads", d.hosts, match.group(1)) if match else ("fact", i), []).append(d)
+    out = []
+    for key, diffs in entries.items():
+        if key[0] == "fact":
+            out.append(str(diffs[0]))
+            continue
+        hosts, iface = key[1:]
+        before, after = _offloads_text(diffs, "before"), _offloads_text(diffs, "after")
+        out.append(f"{hosts[0]}: {iface} offloads changed from {before} to {after}" if len(hosts) == 1 else
+                   f"{iface} offloads differ between hosts: {hosts[0]} {before}; {hosts[1]} {after}")
+    return out
+
+
+def _offloads_text(diffs: Sequence[Difference], side: str) -> str:
+    """The ``before`` or ``after`` offload states of one interface's differences, or unknown when none is recorded."""
+    values = sorted(((d.key.rpartition(".offload.")[2], getattr(d, side)) for d in diffs),
+                    key=lambda item: OFFLOADS.index(item[0]) if item[0] in OFFLOADS else len(OFFLOADS))
+    if all(v is None for _, v in values):
+        return "unknown (not recorded)"
+    return ", ".join(f"{_SHORT.get(feature, feature)} {'unknown' if v is None else v}" for feature, v in values)
 
 
 def summary(fp: Mapping[str, Any]) -> str:

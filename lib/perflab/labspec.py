@@ -1,4 +1,4 @@
-"""Lab descriptions: the links, hosts, routers, cgroup limits and scratch devices of a lab.
+"""Lab descriptions: the links (MTU, rate, offloads), hosts, routers, cgroup limits and scratch devices of a lab.
 
 A description is a YAML file validated against ``schemas/lab.schema.json`` (errors are
 ``file:line: field: problem`` lines, as for campaign files), or the flat lab of
@@ -31,11 +31,17 @@ class LabFileError(FileError, ValueError):
 
 @dataclass(frozen=True)
 class Link:
-    """A link (one bridge, one /24): its MTU and optional egress rate of its host interfaces."""
+    """A link (one bridge, one /24): its MTU, optional egress rate of its host interfaces and its offloads.
+
+    ``offloads`` (docs/lab.md, Wire-like links): ``off``, segmentation and receive offloads off on every
+    interface of the link, so every packet is a frame of at most the MTU as on a wire; ``kernel``, the
+    kernel's defaults left as they are (on a veth TSO and GSO on: ~64 KB packets cross the link).
+    """
 
     name: str
     mtu: int = 1500
     rate: str | None = None
+    offloads: str = "kernel"
 
 
 @dataclass(frozen=True)
@@ -182,7 +188,8 @@ def load(path: str | Path, *, text: str | None = None) -> LabSpec:
     problems = _semantic_problems(doc, lines, path)
     if problems:
         raise LabFileError(path, problems)
-    links = tuple(Link(n, **(spec or {})) for n, spec in doc["links"].items())
+    default = {"offloads": doc.get("offloads", Link.offloads)}
+    links = tuple(Link(n, **{**default, **(spec or {})}) for n, spec in doc["links"].items())
     return LabSpec(doc["lab"], links, tuple(_host(n, h) for n, h in doc["hosts"].items()), path,
                    _ceph(doc.get("ceph")))
 

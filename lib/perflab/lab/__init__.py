@@ -2,7 +2,7 @@
 
 A lab is described by a :class:`~perflab.labspec.LabSpec` (a YAML file, or the flat lab of
 ``perflab lab up --hosts N``). ``up`` makes one bridge per link, one network namespace per
-host with an interface per link (its own hostname and mount namespace too), routes through
+host with an interface per link (its MTU, rate and offloads: wire-like when they are off) (its own hostname and mount namespace too), routes through
 the router hosts with their nftables rules, a cgroup per host with its cpuset and memory
 limit, loop devices over sparse files (formatted and mounted inside the host) and an sshd
 per host with keys made for the lab; a virtual host is instead a QEMU guest on taps of its

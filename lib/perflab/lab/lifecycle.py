@@ -13,7 +13,7 @@ from ..labspec import LabSpec
 from . import ceph, model
 from .cgroups import CGROUP_PARENT, cgroup_dirs, cgroup_hierarchies, cgroup_usage, cgroups_up, rmdir_cgroup
 from .model import Lab, LabError, layout
-from .net import host_net_up, host_routes, link_up, ruleset
+from .net import host_net_up, host_routes, link_offload_state, link_up, ruleset
 from .shell import kill, link_exists, netns_list, sh
 from .sshd import SSHD, keygen, sshd_pid, sshd_up, wait_port
 from .state import STATE_VERSION, allocate, lab_of, read_state, state_format, write_state
@@ -21,8 +21,8 @@ from .storage import detach, devices_up, guest_device, loops_of, mounts_up
 from .vm import QEMU, VM_BOOT_TIMEOUT, vm_accel, vm_kernel, vm_up
 
 #: Debian packages the lab needs beyond the base ones (collected by the install script): router
-#: rules, mkfs for scratch devices, and QEMU, a kernel and a static busybox for virtual hosts.
-DEBIAN_PACKAGES: tuple[str, ...] = ("nftables", "e2fsprogs", "xfsprogs", "btrfs-progs", "qemu-system-x86",
+#: rules, links' offloads, mkfs for scratch devices, and QEMU, a kernel and a static busybox for virtual hosts.
+DEBIAN_PACKAGES: tuple[str, ...] = ("nftables", "ethtool", "e2fsprogs", "xfsprogs", "btrfs-progs", "qemu-system-x86",
                                     "linux-image-amd64", "busybox-static", "cpio", "kmod")
 
 
@@ -34,6 +34,7 @@ def require_root(spec: LabSpec | None = None) -> None:
     tools = ["ip", "ssh-keygen", "unshare", "nsenter", "tc", "losetup"]
     if spec is not None:
         tools += ["nft"] if any(h.router for h in spec.hosts) else []
+        tools += ["ethtool"] if any(link.offloads == "off" for link in spec.links) else []
         tools += sorted({f"mkfs.{d.fs}" for h in spec.hosts for d in h.devices if d.fs})
         tools += [QEMU, "cpio", "gzip", "modprobe"] if any(h.vm for h in spec.hosts) else []
     for tool in tools:
@@ -168,7 +169,8 @@ def status(name: str = "default") -> dict | None:
         return None
     lab = lab_of(state)
     namespaces = netns_list()
-    state["links"] = [{**link.__dict__, "present": link_exists(link.bridge)} for link in lab.links]
+    state["links"] = [{**link.__dict__, "present": link_exists(link.bridge),
+                       "offload_state": link_offload_state(lab, link, namespaces)} for link in lab.links]
     state["hosts"] = [{"name": h.name, "netns": h.netns, "netns_present": h.netns in namespaces,
                        "sshd_pid": sshd_pid(lab, h.name), "address": h.address,
                        "ports": [p.__dict__ for p in h.ports]} for h in lab.hosts]
@@ -190,7 +192,7 @@ def draw(state: dict) -> str:
         members = [h["name"] for h in state["hosts"] if any(p["link"] == link["name"] for p in h["ports"])]
         out.append(f"  [{link['name']}] {link['network']} bridge {link['bridge']}"
                    f"{'' if link['present'] else ' MISSING'}, MTU {link['mtu']}, "
-                   f"rate {link['rate'] or 'unlimited'}: {' -- '.join(members)}")
+                   f"rate {link['rate'] or 'unlimited'}, {_offloads_text(link)}: {' -- '.join(members)}")
     for spec_host, h in zip(spec.hosts, state["hosts"]):
         process = "qemu" if spec_host.vm else "sshd"
         alive = f"{process} {h['sshd_pid']}" if h["sshd_pid"] else f"{process} NOT running"
@@ -228,6 +230,15 @@ def draw(state: dict) -> str:
     if spec.ceph:
         out += ceph.draw(lab_of(state), state["ceph"])
     return "\n".join(out)
+
+
+def _offloads_text(link: dict) -> str:
+    """A link's declared offloads and what its interfaces report, e.g. ``offloads off (TSO off, GSO off, ...)``."""
+    found = link.get("offload_state")
+    shown = ", ".join(f"{name.upper()} {'/'.join(values)}" for name, values in found.items()) if found else \
+        "not read: ethtool missing"
+    wrong = link["offloads"] == "off" and found and any(values != ["off"] for values in found.values())
+    return f"offloads {link['offloads']}{' NOT APPLIED' if wrong else ''} ({shown})"
 
 
 def down(name: str = "default") -> list[str]:

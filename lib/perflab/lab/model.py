@@ -47,7 +47,7 @@ class LabHost:
 
 @dataclass(frozen=True)
 class LabLink:
-    """One link: its bridge, its /24 and the controller's address on it."""
+    """One link: its bridge, its /24, the controller's address on it, its MTU, rate and offloads (``off``, ``kernel``)."""
 
     name: str
     bridge: str
@@ -55,6 +55,7 @@ class LabLink:
     gateway: str
     mtu: int
     rate: str | None
+    offloads: str
 
 
 @dataclass(frozen=True)
@@ -112,7 +113,8 @@ def layout(spec: LabSpec, slots: dict[str, int]) -> Lab:
     for i, link in enumerate(spec.links, 1):
         slot = slots[link.name]
         net = f"198.{18 + slot // 256}.{slot % 256}"
-        links.append(LabLink(link.name, f"p{spec.name}-b{i}", f"{net}.0/24", f"{net}.1", link.mtu, link.rate))
+        links.append(LabLink(link.name, f"p{spec.name}-b{i}", f"{net}.0/24", f"{net}.1", link.mtu, link.rate,
+                             link.offloads))
     index = {link.name: i for i, link in enumerate(spec.links, 1)}
     nets = {link.name: link.gateway.rsplit(".", 1)[0] for link in links}
     hosts = tuple(

@@ -1,4 +1,5 @@
-"""The lab's network: a bridge per link, each host's interfaces and routes, router hosts' nftables rules."""
+"""The lab's network: a bridge per link, each host's interfaces (MTU, rate, offloads) and routes, router hosts'
+nftables rules."""
 
 from __future__ import annotations
 
@@ -8,6 +9,63 @@ from collections import deque
 from .model import Lab, LabError, LabHost, LabLink
 from .shell import link_exists, sh
 from .state import load
+
+#: The offloads a wire-like link (``offloads: off``) turns off, as ``ethtool -K`` names them, with the feature
+#: ``ethtool -k`` shows for each: segmentation (TSO, GSO) and receive coalescing (GRO, LRO).
+WIRE_OFFLOADS: dict[str, str] = {"tso": "tcp-segmentation-offload", "gso": "generic-segmentation-offload",
+                                 "gro": "generic-receive-offload", "lro": "large-receive-offload"}
+#: What a link's rate counts per frame beyond the bytes the kernel sends (Ethernet header included): preamble
+#: and start delimiter 8, FCS 4 and inter-frame gap 12 bytes; and the smallest frame on the wire (64 + 8 + 12).
+FRAME_OVERHEAD, FRAME_MIN = 24, 84
+
+
+def shaper(rate: str) -> tuple[str, ...]:
+    """The qdisc of a link's ``rate`` as ``tc qdisc replace dev IF root`` arguments: a token bucket (tbf) that
+    counts each frame as a wire does (:data:`FRAME_OVERHEAD`, :data:`FRAME_MIN`), burst 256 kB, latency 50 ms."""
+    return ("tbf", "rate", rate, "burst", "256kb", "latency", "50ms", "overhead", str(FRAME_OVERHEAD),
+            "mpu", str(FRAME_MIN))
+
+
+def offloads_argv(link: LabLink, dev: str) -> tuple[str, ...]:
+    """The ``ethtool -K`` command that gives interface ``dev`` of ``link`` its offloads; empty for ``kernel``."""
+    if link.offloads != "off":
+        return ()
+    return ("ethtool", "-K", dev, *(word for name in WIRE_OFFLOADS for word in (name, "off")))
+
+
+def set_offloads(link: LabLink, dev: str, netns: str | None = None) -> None:
+    """Give interface ``dev`` (in ``netns``) the offloads of ``link``: nothing to do for ``kernel``."""
+    argv = offloads_argv(link, dev)
+    if argv:
+        sh(*(("ip", "netns", "exec", netns) if netns else ()), *argv)
+
+
+def offload_state(dev: str, netns: str | None = None) -> dict[str, str] | None:
+    """``tso``, ``gso``, ``gro``, ``lro`` -> ``on``/``off`` of interface ``dev`` (in ``netns``), read with
+    ``ethtool -k``; None when ethtool or the interface is missing."""
+    argv = (*(("ip", "netns", "exec", netns) if netns else ()), "ethtool", "-k", dev)
+    try:
+        proc = sh(*argv, check=False)
+    except FileNotFoundError:
+        return None
+    if proc.returncode != 0:
+        return None
+    shown = dict(line.strip().partition(":")[::2] for line in proc.stdout.splitlines())
+    return {name: shown[feature].split()[0] for name, feature in WIRE_OFFLOADS.items()
+            if shown.get(feature, "").split()}
+
+
+def link_offload_state(lab: Lab, link: LabLink, namespaces: set[str]) -> dict[str, list[str]] | None:
+    """Offload (``tso``, ...) -> the states found on ``link``'s interfaces (both ends of each namespace host's veth
+    in ``namespaces``, a virtual host's tap), e.g. ``["off"]``; None when none could be read (no ethtool)."""
+    found: dict[str, set[str]] = {}
+    for host in lab.hosts:
+        for port in (p for p in host.ports if p.link == link.name):
+            inside = host.netns in namespaces and not lab.described(host.name).vm
+            for dev, netns in ((port.veth, None), *(((port.ifname, host.netns),) if inside else ())):
+                for name, value in (offload_state(dev, netns) or {}).items():
+                    found.setdefault(name, set()).add(value)
+    return {name: sorted(found[name]) for name in WIRE_OFFLOADS if name in found} or None
 
 
 def host_routes(lab: Lab) -> dict[str, list[tuple[str, str, str]]]:
@@ -83,13 +141,15 @@ def link_up(link: LabLink) -> None:
 
 
 def host_net_up(lab: Lab, host: LabHost, exists: bool) -> None:
-    """Create (or complete) a host's namespace and interfaces (a virtual host: its taps), with MTU and rate limit."""
+    """Create (or complete) a host's namespace and interfaces (a virtual host: its taps), with MTU, rate limit and
+    offloads (both ends of each veth; a virtual host's guest sets its own, see :mod:`.vm`)."""
     if lab.described(host.name).vm:
         for port in host.ports:
             if not link_exists(port.veth):
                 sh("ip", "tuntap", "add", "dev", port.veth, "mode", "tap")
             sh("ip", "link", "set", port.veth, "mtu", str(lab.link(port.link).mtu), "master",
                 lab.link(port.link).bridge, "up")
+            set_offloads(lab.link(port.link), port.veth)
         return
     ns = ("ip", "netns", "exec", host.netns)
     if not exists:
@@ -101,11 +161,12 @@ def host_net_up(lab: Lab, host: LabHost, exists: bool) -> None:
             sh("ip", "link", "add", port.veth, "type", "veth", "peer", "name", port.ifname, "netns", host.netns)
         sh("ip", "link", "set", port.veth, "mtu", str(link.mtu), "master", link.bridge, "up")
         sh(*ns, "ip", "link", "set", port.ifname, "mtu", str(link.mtu), "up")
+        set_offloads(link, port.veth)
+        set_offloads(link, port.ifname, host.netns)
         if f" {port.address}/" not in sh(*ns, "ip", "-o", "addr", "show", "dev", port.ifname).stdout:
             sh(*ns, "ip", "addr", "add", f"{port.address}/24", "dev", port.ifname)
         if link.rate:
-            sh(*ns, "tc", "qdisc", "replace", "dev", port.ifname, "root", "tbf", "rate", link.rate,
-                "burst", "256kb", "latency", "50ms")
+            sh(*ns, "tc", "qdisc", "replace", "dev", port.ifname, "root", *shaper(link.rate))
         else:
             sh(*ns, "tc", "qdisc", "del", "dev", port.ifname, "root", check=False)
     if next(h for h in lab.spec.hosts if h.name == host.name).router:

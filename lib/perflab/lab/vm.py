@@ -13,6 +13,7 @@ from ..files import atomic_write
 from ..labspec import Vm
 from .cgroups import in_cgroups
 from .model import Lab, LabError, LabHost
+from .net import offloads_argv, shaper
 from .shell import sh
 from .sshd import SSHD, keygen, sshd_config, sshd_pid
 from .storage import guest_device
@@ -109,8 +110,10 @@ def _guest_init(lab: Lab, host: LabHost, routes: list[tuple[str, str, str]]) -> 
     for port in host.ports:
         link = lab.link(port.link)
         lines += [f"ip link set {port.ifname} mtu {link.mtu} up", f"ip addr add {port.address}/24 dev {port.ifname}"]
+        if offloads_argv(link, port.ifname):
+            lines.append(shlex.join(offloads_argv(link, port.ifname)))
         if link.rate:
-            lines.append(f"tc qdisc replace dev {port.ifname} root tbf rate {q(link.rate)} burst 256kb latency 50ms")
+            lines.append(shlex.join(("tc", "qdisc", "replace", "dev", port.ifname, "root", *shaper(link.rate))))
     lines += [f"ip route replace {network} via {via} dev {ifname}" for network, via, ifname in routes]
     for i, dev in enumerate(described.devices):
         if dev.fs:

@@ -50,8 +50,8 @@ def host_changes(old_dir: str | Path, new_dir: str | Path) -> list[str]:
     old, new = _first_fingerprints(Path(old_dir)), _first_fingerprints(Path(new_dir))
     out = [f"host {h} is in only one of the runs" for h in sorted(old.keys() ^ new.keys())]
     for host in sorted(old.keys() & new.keys()):
-        out += [str(d) for d in fingerprint.diff(old[host], new[host])
-                if any(fnmatch.fnmatchcase(d.key, p) for p in fingerprint.MATCH_KEYS)]
+        out += fingerprint.describe([d for d in fingerprint.diff(old[host], new[host])
+                                     if any(fnmatch.fnmatchcase(d.key, p) for p in fingerprint.MATCH_KEYS)])
     return out
 
 
