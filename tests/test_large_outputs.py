@@ -141,3 +141,40 @@ def test_a_sample_beyond_max_output_fails_saying_which_stream_where_and_both_siz
                       "bytes written); the first 1000 bytes are kept: raise max_output or make the tool write less")
     kept = store.RawStore(tmp_path, "c").put_sample("r1", {"stdout": res.out}, failed=True)
     assert (kept / "stdout").read_bytes() == b"\0" * 1000
+
+
+DD = """\
+campaign: dd-stdout
+benchmark: {{tool: dd, params: {{of: /dev/stdout, bs: 1M}}}}
+scratch: [/dev/stdout]
+hosts: {{client: h1}}
+factors: {{count: [{count}]}}
+repetitions: 2
+warmups: 0
+retries: 0
+monitors: false
+fingerprints: false
+{cap}"""
+
+
+@pytest.mark.lab
+def test_a_campaign_whose_tool_writes_its_data_to_stdout_stores_every_sample_or_fails_it_past_max_output(
+        lab_inventory, tmp_path):
+    from perflab import runner
+
+    whole = runner.run(load_campaign(DD.format(count=32, cap=""), tmp_path), lab_inventory, tmp_path / "raw",
+                       stream=open(os.devnull, "w"))
+    assert whole.complete and not whole.failed
+    for sample in (whole.raw_dir / "samples").iterdir():
+        assert (sample / "stdout").stat().st_size == 32 * MiB
+        assert (sample / "stdout").read_bytes() == b"\0" * (32 * MiB)
+
+    (tmp_path / "capped").mkdir()
+    capped = runner.run(load_campaign(DD.format(count=4, cap="max_output: 1048576\n"), tmp_path / "capped"),
+                        lab_inventory, tmp_path / "capped-raw", stream=open(os.devnull, "w"))
+    assert len(capped.failed) == 2 and not capped.done
+    for attempt in (capped.raw_dir / "failed").iterdir():
+        meta = json.loads((attempt / "meta.json").read_text())
+        assert meta["reason"].startswith("stdout of the command on h1 exceeded the campaign's max_output of 1048576 "
+                                         f"bytes ({4 * MiB} and "), meta["reason"]
+        assert (attempt / "stdout").stat().st_size == MiB
