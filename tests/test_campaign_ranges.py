@@ -72,3 +72,11 @@ def test_every_numeric_parameter_has_a_range():
                 assert low is not None and high is not None and low <= high, (name, param.name)
             else:
                 assert param.range is None and param.span() == ""
+
+
+def test_an_integer_of_more_digits_than_python_converts_is_refused_in_one_line(tmp_path, capsys):
+    path = tmp_path / "c.yaml"
+    path.write_text(PING.format(count="1" + "0" * 5000))
+    assert cli.main(["plan", str(path)]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"perflab plan: error: {path}:5: a number of more than 4300 digits; write a number of sensible size"]
