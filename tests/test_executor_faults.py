@@ -152,3 +152,51 @@ def _reconnector(tmp_path: Path, policy: str, host: remote.Host) -> Reconnector:
     raw.begin(records.CampaignRecord(campaign="c", design_digest=c.digest(), spec=dict(c.doc), source="c.yaml",
                                      perflab="test", python="3", schedule=[], inventory={}), min_free=0)
     return Reconnector(c, {"h1": host}, raw, Progress(1, 0, stream=io.StringIO()), ())
+
+
+#: A controller waiting 2 s for a reply that h1 sends after 1 s; it says "waiting" when its read begins.
+STOPPED = r"""
+import sys
+from perflab import inventory, remote
+
+host = remote.Host(inventory.load(sys.argv[1])["h1"])
+agent = host._executor("start")
+agent.run("true", reply_deadline=30)
+
+class Said:
+    def __init__(self, chan):
+        self.chan, self.said = chan, False
+    def settimeout(self, t):
+        if not self.said:
+            self.said = True
+            print("waiting", flush=True)
+        self.chan.settimeout(t)
+    def __getattr__(self, name):
+        return getattr(self.chan, name)
+
+agent.chan = Said(agent.chan)
+try:
+    reply = agent.run("sleep 1; echo done", reply_deadline=2)
+    print("reply", bytes(reply.out).decode().strip(), round(getattr(agent, "stalled", 0)), flush=True)
+except TimeoutError:
+    print("no answer", flush=True)
+"""
+
+
+@pytest.mark.lab
+def test_a_controller_stopped_for_longer_than_its_wait_still_reads_the_hosts_reply(lab):
+    import sys
+    import time
+
+    child = subprocess.Popen([sys.executable, "-c", STOPPED, str(lab.inventory_path)], stdout=subprocess.PIPE,
+                             text=True)
+    try:
+        assert child.stdout.readline().strip() == "waiting"
+        child.send_signal(signal.SIGSTOP)
+        time.sleep(6)  # the stop itself, three times the wait: what the test is about, not a wait for luck
+        child.send_signal(signal.SIGCONT)
+        said = child.stdout.readline().split()
+    finally:
+        child.send_signal(signal.SIGCONT)
+        child.wait(timeout=60)
+    assert said[:2] == ["reply", "done"] and int(said[2]) >= 4, said
