@@ -1,4 +1,5 @@
-"""Files: atomic writes (a reader sees the old file or the whole new one, never a part), name parts and their order."""
+"""Files: atomic writes (a reader sees the old file or the whole new one, never a part), name parts and their order,
+and spools (bytes received in pieces, kept on disk beyond a few MiB)."""
 
 from __future__ import annotations
 
