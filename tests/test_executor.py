@@ -102,7 +102,7 @@ def test_processes_that_left_the_group_die_with_a_timed_command(agent):
 
 def test_a_child_left_in_the_background_does_not_hold_the_reply(agent):
     reply = agent.run("sleep 300 & echo $!")
-    pid = int(reply.out)
+    pid = int(bytes(reply.out))
     try:
         assert reply.exit_code == 0 and reply.seconds < 300
     finally:
@@ -118,7 +118,8 @@ def test_the_duration_is_the_commands_own_on_the_host(agent):
 
 def test_the_command_reads_dev_null_not_the_agents_clock_pipe(agent):
     reply = agent.run("cat; echo done; ls -l /proc/$$/fd/0", timeout=20)
-    assert reply.out.startswith(b"done\n") and reply.out.rstrip().endswith(b"/dev/null"), reply.out
+    out = bytes(reply.out)
+    assert out.startswith(b"done\n") and out.rstrip().endswith(b"/dev/null"), out
 
 
 def test_a_command_whose_cgroup_cannot_be_joined_does_not_run(tmp_path):
@@ -126,7 +127,7 @@ def test_a_command_whose_cgroup_cannot_be_joined_does_not_run(tmp_path):
     (tmp_path / "cg" / "cgroup.procs").mkdir()  # a directory: the shell's echo into it fails
     reply = executor.run_here(f"touch {tmp_path}/ran", cgroup=str(tmp_path / "cg"))
     assert reply.exit_code == 125 and not (tmp_path / "ran").exists()
-    assert b"could not be moved into its cgroup" in reply.err
+    assert b"could not be moved into its cgroup" in bytes(reply.err)
 
 
 def test_a_timed_command_leaves_no_thread_behind():
@@ -186,7 +187,7 @@ def test_nothing_a_command_starts_leaves_its_cgroup(agent):
     scope = base / "c-1"
     try:
         reply = agent.run("env -i setsid sleep 301.5 </dev/null >/dev/null 2>&1 & echo $!", cgroup=str(scope))
-        pid = int(reply.out)
+        pid = int(bytes(reply.out))
         assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1][:3], \
             "a process that dropped its environment and session outlived its cgroup"
         assert not scope.exists(), "the command's cgroup is removed"

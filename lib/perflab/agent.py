@@ -4,7 +4,8 @@ This file is sent to a host as the source of ``python3 -c`` and must stay self-c
 standard library only, Python 3.6 or later, no perflab import. Each request is one JSON line
 ``{"line", "timeout", "kill_after", "env", "tag", "cgroup"}``, or ``{"op": "observe", "truncate",
 "read", "stat"}`` for small files read without starting a process (:func:`observe`); the answer is a
-header line ``__PERFLAB_AGENT__ <rc> <n_out> <n_err> <seconds>`` and the bytes of stdout and stderr.
+header line ``__PERFLAB_AGENT__ <rc> <n_out> <n_err> <seconds>`` and the bytes of stdout and stderr, copied from
+the command's output files in chunks (:func:`send`), so the agent's memory does not grow with an output's size.
 """
 
 import json
@@ -179,8 +180,37 @@ def _signal_group(proc, sig):
         pass
 
 
+def _members(pgid):
+    """Pids of the live processes (not zombies) of the process group ``pgid``."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                with open("/proc/%s/stat" % pid) as fh:
+                    fields = fh.read().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            if fields[0] != "Z" and int(fields[2]) == pgid:
+                found.append(int(pid))
+    return found
+
+
+def end_group(proc, wait=10.0):
+    """KILL the process group ``proc`` leads, wait (``wait`` s at most) until none of its members is alive, then
+    reap ``proc``.
+
+    KILL is delivered asynchronously: the group's leader can be reaped while a member, not yet scheduled on a
+    busy machine, still runs; so the members are waited for, not only the leader.
+    """
+    _signal_group(proc, signal.SIGKILL)
+    end = time.monotonic() + wait
+    while _members(proc.pid) and time.monotonic() < end:
+        time.sleep(0.005)
+    proc.wait()
+
+
 def run(req):
-    """Run one request with ``sh``; return (exit status, stdout bytes, stderr bytes, seconds on this host).
+    """Run one request with ``sh``; return (exit status, stdout file, stderr file, seconds on this host).
 
     The command runs in a session of its own with stdin from /dev/null (and, given ``cgroup``, in
     that cgroup, made for it and joined before it runs); at ``timeout`` its process group gets TERM,
@@ -188,7 +218,9 @@ def run(req):
     the cgroup removed; without a cgroup, a timed command's processes that left its group but still
     carry its ``tag`` are killed. The seconds are the command's own: from the moment its shell, in
     its cgroup, is let go to the moment it exits (a blocking wait, no polling); making the cgroup,
-    moving the shell into it and the cleanup fall outside them.
+    moving the shell into it and the cleanup fall outside them. The output comes back as two
+    anonymous temporary files positioned at their start (the caller closes them), never read into
+    memory here: an output of any size costs this process no more than a chunk (:func:`send`).
     """
     env = dict(os.environ)
     env.update(req.get("env") or {})
@@ -202,36 +234,39 @@ def run(req):
     # Output goes to files, not pipes: a child the command leaves in the background keeps a pipe
     # open, and the reply would wait for it; the command is done when its own process exits.
     waiting, go = os.pipe()
+    out_file, err_file = tempfile.TemporaryFile(), tempfile.TemporaryFile()
     try:
-        with tempfile.TemporaryFile() as out_file, tempfile.TemporaryFile() as err_file:
-            proc = subprocess.Popen(["sh", "-c", EVAL], stdin=waiting, stdout=out_file,
-                                    stderr=err_file, env=env, start_new_session=True)
-            since = Since(proc.pid)
-            os.close(waiting)
-            waiting = -1
-            guard = _Deadline(proc, timeout, req.get("kill_after", 5))
-            try:
-                joined = _join(cgroup, proc.pid) if cgroup else True
-                start = time.monotonic()
-                if joined:
-                    try:
-                        os.write(go, b"go\n")
-                    except BrokenPipeError:  # the shell is gone already: its exit status says how
-                        pass
-                os.close(go)  # without the line (a refused join) the shell exits 125
-                go = -1
-                os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)  # exited, not reaped: its pid stays its own
-                seconds = time.monotonic() - start
-            except BaseException:  # interrupted (in-process, a signal's exception): end the command, then re-raise
-                guard.ended()
-                _signal_group(proc, signal.SIGKILL)
-                proc.wait()
-                raise
-            stopped = guard.ended()
-            rc = proc.wait()
-            out_file.seek(0)
-            err_file.seek(0)
-            out, err = out_file.read(), err_file.read()
+        proc = subprocess.Popen(["sh", "-c", EVAL], stdin=waiting, stdout=out_file,
+                                stderr=err_file, env=env, start_new_session=True)
+        since = Since(proc.pid)
+        os.close(waiting)
+        waiting = -1
+        guard = _Deadline(proc, timeout, req.get("kill_after", 5))
+        try:
+            joined = _join(cgroup, proc.pid) if cgroup else True
+            start = time.monotonic()
+            if joined:
+                try:
+                    os.write(go, b"go\n")
+                except BrokenPipeError:  # the shell is gone already: its exit status says how
+                    pass
+            os.close(go)  # without the line (a refused join) the shell exits 125
+            go = -1
+            os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)  # exited, not reaped: its pid stays its own
+            seconds = time.monotonic() - start
+        except BaseException:  # interrupted (in-process, a signal's exception): end the command, then re-raise
+            guard.ended()
+            end_group(proc)
+            _clean(req, since)
+            raise
+        stopped = guard.ended()
+        rc = proc.wait()
+        out_file.seek(0)
+        err_file.seek(0)
+    except BaseException:
+        out_file.close()
+        err_file.close()
+        raise
     finally:
         for fd in (waiting, go):
             if fd >= 0:
@@ -240,11 +275,17 @@ def run(req):
         rc = stopped
     elif rc < 0:  # killed by a signal: the status a shell reports
         rc = 128 - rc
-    if cgroup:
-        kill_cgroup(cgroup)
-    elif req.get("tag") and timeout is not None:
+    _clean(req, since)
+    return rc, out_file, err_file, seconds
+
+
+def _clean(req, since):
+    """After a command: kill what is left in its cgroup and remove it; without one, kill what a timed command
+    left carrying its tag (``since``: the command's :class:`Since`)."""
+    if req.get("cgroup"):
+        kill_cgroup(req["cgroup"])
+    elif req.get("tag") and req.get("timeout") is not None:
         sweep(req["tag"], since=since)
-    return rc, out, err, seconds
 
 
 class _Deadline:
@@ -316,8 +357,34 @@ def observe(req):
     return json.dumps({"text": b"".join(parts).decode("utf-8", "replace"), "mtime_ns": mtimes}).encode()
 
 
+def size(fh):
+    """Bytes in the file object ``fh``."""
+    return os.fstat(fh.fileno()).st_size
+
+
+#: Bytes the agent copies per write of a reply's output.
+CHUNK = 1 << 16
+
+
+def send(out, rc, o, e, seconds):
+    """Write the reply of one request to the binary stream ``out``: its header line, then the bytes of ``o`` and
+    ``e`` (bytes, or files copied in :data:`CHUNK` pieces, so that the reply's size does not matter)."""
+    n_out, n_err = (len(x) if isinstance(x, bytes) else size(x) for x in (o, e))
+    out.write(MARK + (" %d %d %d %.9f\n" % (rc, n_out, n_err, seconds)).encode())
+    for part, n in ((o, n_out), (e, n_err)):
+        if isinstance(part, bytes):
+            out.write(part)
+            continue
+        while n > 0:  # the header's count, even if the file grew since (a command's leftover still writing)
+            chunk = part.read(min(CHUNK, n)) or b"\0" * min(CHUNK, n)
+            out.write(chunk)
+            n -= len(chunk)
+    out.flush()
+
+
 def answer(req):
-    """(exit status, stdout, stderr, seconds) of one request: :func:`observe` for ``op`` observe, else :func:`run`."""
+    """(exit status, stdout, stderr, seconds) of one request: :func:`observe` for ``op`` observe (bytes), else
+    :func:`run` (files)."""
     if req.get("op") == "observe":
         return 0, observe(req), b"", 0.0
     return run(req)
@@ -333,8 +400,12 @@ def main():
             rc, o, e, seconds = answer(json.loads(raw.decode()))
         except Exception as exc:  # a bad request is answered, never the end of the agent
             rc, o, e, seconds = 127, b"", ("perflab agent: %s\n" % exc).encode(), 0.0
-        out.write(MARK + (" %d %d %d %.9f\n" % (rc, len(o), len(e), seconds)).encode() + o + e)
-        out.flush()
+        try:
+            send(out, rc, o, e, seconds)
+        finally:
+            for part in (o, e):
+                if not isinstance(part, bytes):
+                    part.close()
 
 
 if __name__ == "__main__":

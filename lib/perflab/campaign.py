@@ -20,10 +20,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping
 
-from . import campaign_checks
+from . import campaign_checks, tools
 from .campaign_checks import doc_hosts, doc_roles, seat_fields
 from .campaign_values import Text, label
-from .yamlfile import SpecError, read_yaml
+from .yamlfile import SpecError, line_of, read_yaml
 
 #: Campaign file formats this reader knows (a file without ``format`` is format 1).
 FORMATS = (1,)
@@ -206,6 +206,8 @@ class Campaign:
     reconnect: Reconnect = Reconnect()
     #: Names whose values are free text: commands see them only as ``PERFLAB_<NAME>`` (see ``campaign_values``).
     text: frozenset[str] = frozenset()
+    #: Bytes of stdout and of stderr a measured command may write; beyond them the sample fails (None: no cap).
+    max_output: int | None = None
 
     def cells(self) -> list[Cell]:
         """The campaign's cells, in design order (before any schedule)."""
@@ -298,7 +300,35 @@ def load(path: str | Path, *, text: str | None = None) -> Campaign:
     problems = campaign_checks.problems(doc, lines, path)
     if problems:
         raise SpecError(path, problems)
-    return from_doc(doc, path)
+    spec = from_doc(doc, path)
+    if problems := _too_long(spec, lines):
+        raise SpecError(path, problems)
+    return spec
+
+
+#: Seconds a sample may be expected to take at most (the tool's estimate; also the most ``timeout`` may say): a
+#: week, far beyond any benchmark run, and within what a timer can wait for.
+MAX_SAMPLE_SECONDS = 7 * 86400
+
+
+def _too_long(spec: Campaign, lines: Mapping[tuple, int]) -> list[str]:
+    """A problem for a ``timeout`` above :data:`MAX_SAMPLE_SECONDS` and per cell whose samples the tool expects to
+    take longer (values within their parameters' ranges can still multiply into that: dd's ``bs`` times ``count``)."""
+    tool = tools.get(spec.tool)
+    out = []
+    if spec.timeout is not None and spec.timeout > MAX_SAMPLE_SECONDS:
+        out.append(f"{spec.source}:{line_of(lines, ('timeout',))}: timeout: {spec.timeout:g} s is more than a week "
+                   f"({MAX_SAMPLE_SECONDS} s); give a sample at most that")
+    for cell in spec.cells():
+        for phase, params in spec.phase_params(cell.levels):
+            seconds = tool.expected_duration(params)
+            if not seconds <= MAX_SAMPLE_SECONDS:
+                where = f"cell {cell.slug}" + (f", phase {phase}" if phase else "")
+                out.append(f"{spec.source}:{line_of(lines, ('benchmark', 'params'))}: benchmark.params: {tool.name} "
+                           f"would take {seconds:.3g} s per sample in {where}, more than a week "
+                           f"({MAX_SAMPLE_SECONDS} s); choose parameters for a shorter run")
+                break
+    return out
 
 
 def _int_or_none(value: Any) -> int | None:
@@ -342,6 +372,6 @@ def from_doc(doc: Mapping[str, Any], source: str) -> Campaign:
         monitors=doc.get("monitors", True), fingerprints=doc.get("fingerprints", True),
         groups=groups, parallel_groups=int(doc.get("parallel_groups", len(groups) or 1)),
         reconnect=Reconnect(**{k: float(v) if k != "attempts" else v for k, v in doc.get("reconnect", {}).items()}),
-        text=frozenset(doc.get("text", ())),
+        text=frozenset(doc.get("text", ())), max_output=_int_or_none(doc.get("max_output")),
     )
 

@@ -137,6 +137,9 @@ def problems(doc: dict, lines: dict[tuple, int], path: str) -> list[str]:
                         f"many levels; found {', '.join(f'{k}={len(v)}' for k, v in doc['factors'].items())}")
     problems += _reference_problems(doc, lines, path) + _part_problems(doc, tool, lines, path)
     problems += campaign_contracts.problems(doc, tool, lines, path)
+    # a value refused already (not finite, not positive) is not also said to be out of its parameter's range
+    refused = {p.split(": ", 2)[:2][-1] for p in problems if campaign_contracts.OUT_OF_RANGE not in p}
+    problems = [p for p in problems if campaign_contracts.OUT_OF_RANGE not in p or p.split(": ", 2)[1] not in refused]
     return problems or _command_problems(doc, tool, lines, path)
 
 

@@ -15,6 +15,7 @@ tool writes stays relative (the sample's working directory) or inside ``scratch`
 from __future__ import annotations
 
 import difflib
+import math
 import re
 from typing import Any, Iterator, Mapping
 
@@ -149,12 +150,40 @@ class _Checker:
             hint = (_unsafe(value, self.scratch) if kind in ("path", "write-path") and isinstance(value, str)
                     and ":" not in value else f"parameter {name} takes {PARAM_TYPES[kind]}; found {_safe_text(value)}")
             self.add(where, hint)
+        elif (outside := _outside(param, value)) is not None:
+            self.add(where, f"parameter {name} is {outside}, {OUT_OF_RANGE} {param.span()} ({param.doc}); give "
+                            "a value in that range")
         elif param.choices and value not in param.choices:
             self.add(where, f"parameter {name} takes one of {', '.join(map(str, param.choices))}; found "
                             f"{_safe_text(value)}")
         elif _runs_program(param, None, value) and name not in self.programs:
             self.add(where, f"{name}={value} makes {self.tool.name} run a program; list {name} under programs if "
                             "the campaign means to run one")
+
+
+#: What a message about a value outside its parameter's range says (campaign_checks keeps one problem per value).
+OUT_OF_RANGE = "outside its range"
+#: Multipliers of a size's unit suffix (binary, as the tools read them).
+_SIZE_UNITS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40, "p": 2**50}
+
+
+def _outside(param: Param, value: Any) -> str | None:
+    """``value`` as a message says it when it lies outside ``param``'s range (NaN and infinities too), else None."""
+    if param.range is None:
+        return None
+    try:
+        text = str(value).strip()
+        if isinstance(value, str) and param.type == "size":
+            number, suffix = re.fullmatch(r"(\d+(?:\.\d+)?)([kKmMgGtTpP]?)\D*", text).groups()  # type: ignore[union-attr]
+            magnitude: float = float(number) * _SIZE_UNITS[suffix.lower()]
+        else:  # a whole number compares exactly, whatever its size
+            magnitude = int(value) if isinstance(value, int) or param.type == "int" else float(value)
+    except (ValueError, OverflowError):  # more digits than Python converts, or beyond a float
+        text, magnitude = "too large a number", math.inf
+    low, high = param.range
+    if low <= magnitude <= high:  # False for NaN
+        return None
+    return text if len(text) <= 30 else f"{text[:12]}...({len(text)} characters)"
 
 
 def _unsafe(value: Any, scratch: list[str]) -> str:

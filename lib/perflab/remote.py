@@ -25,6 +25,7 @@ from fabric import Config, Connection
 
 from . import executor, knownhosts, registry, sshconfig
 from .errors import UserError
+from .files import Spool
 from .inventory import HostEntry
 
 T = TypeVar("T")
@@ -100,12 +101,13 @@ class HostLost(HostError):
 
     ``host`` is the inventory name, ``reason`` what the transport reported (one line) and ``at``
     the time (epoch seconds) the loss was noticed; a reconnection may help, unlike a refused
-    host key or a command that exited non-zero.
+    host key or a command that exited non-zero. ``stalled``: seconds this process itself did not run
+    (stopped, or the machine suspended) while it waited, so the loss may be its own doing, not the host's.
     """
 
-    def __init__(self, host: str, message: str, reason: str) -> None:
+    def __init__(self, host: str, message: str, reason: str, stalled: float = 0.0) -> None:
         super().__init__(message)
-        self.host, self.reason, self.at = host, reason, time.time()
+        self.host, self.reason, self.at, self.stalled = host, reason, time.time(), stalled
 
 
 def known_hosts_file(entry: HostEntry) -> Path:
@@ -155,20 +157,31 @@ class _KeyPolicy(paramiko.MissingHostKeyPolicy):
 class Result:
     """What one command did on one host: verbatim output bytes, exit status and wall-clock times.
 
-    ``out`` and ``err`` are the bytes the command wrote, unaltered: store those. ``stdout``
-    and ``stderr`` decode them (UTF-8, undecodable bytes replaced) for parsers and messages.
+    ``out`` and ``err`` are the bytes the command wrote, unaltered, as spools (in memory while small, else in a
+    temporary file; bytes given are taken as a spool of them): store those. ``stdout`` and ``stderr`` decode them
+    (UTF-8, undecodable bytes replaced) for parsers and messages.
     """
 
     host: str
     command: str
-    out: bytes
-    err: bytes
+    out: Spool
+    err: Spool
     exit_code: int
     started: float
     ended: float
     #: Seconds the command itself ran, taken on the host around its process alone (no framing, no
     #: round trip); None from the shell executor, which cannot take it.
     duration: float | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("out", "err"):
+            if isinstance(getattr(self, name), bytes):
+                object.__setattr__(self, name, Spool(getattr(self, name)))
+
+    @property
+    def cut(self) -> str:
+        """Which outputs exceeded the command's ``max_output`` and were cut there ("stdout and stderr"), or ""."""
+        return " and ".join(n for n, s in (("stdout", self.out), ("stderr", self.err)) if s.dropped)
 
     @property
     def stdout(self) -> str:
@@ -235,19 +248,17 @@ class _Shell(executor.Channel):
         self.chan.exec_command("exec sh")
         self.chan.sendall(self.PRELUDE)
 
-    def run(self, line: str, timeout: float | None) -> tuple[bytes, bytes, int]:
-        """Run ``line`` in the shell; return (stdout, stderr, exit status), the bytes verbatim."""
-        deadline = None if timeout is None else time.monotonic() + timeout
+    def run(self, line: str, timeout: float | None, limit: int | None = None) -> tuple[Spool, Spool, int]:
+        """Run ``line`` in the shell; return (stdout, stderr, exit status), the bytes verbatim (at most ``limit``
+        of each kept)."""
+        self._start(timeout)
         self.chan.sendall(f"__pl {shlex.quote(line)}\n".encode())
-        while (at := self.buf.find(self.MARK)) < 0 or self.buf.find(b"\n", at) < 0:
-            self._fill(deadline)
-        end = self.buf.index(b"\n", at)
-        code, n_out, n_err = (int(x) for x in self.buf[at + len(self.MARK):end].split())
-        while len(self.buf) < end + 1 + n_out + n_err:
-            self._fill(deadline)
-        body = self.buf[end + 1:end + 1 + n_out + n_err]
-        self.buf = self.buf[end + 1 + n_out + n_err:]
-        return body[:n_out], body[n_out:], code
+        while (at := self.buf.find(self.MARK)) < 0:
+            self._fill()
+        del self.buf[:at]
+        code, n_out, n_err = (int(x) for x in self._line()[len(self.MARK):].split())
+        out = self._spool(n_out, limit)
+        return out, self._spool(n_err, limit), code
 
 
 class Host:
@@ -333,7 +344,7 @@ class Host:
         return self._conn
 
     def run(self, command: str, *, timeout: float | None = None, env: Mapping[str, str] | None = None,
-            tagged: bool = True) -> Result:
+            tagged: bool = True, max_output: int | None = None) -> Result:
         """Run ``command`` through ``sh -c`` on the host, bounded by a remote-side timeout.
 
         With a timeout, the command's processes carry the host's process registry in their
@@ -347,6 +358,9 @@ class Host:
         The agent (:mod:`perflab.executor`) enforces the timeout and sweeps the tag itself and
         times the command on the host (:attr:`Result.duration`); a host without ``python3`` gets
         the same through a shell line and ``timeout``, without the duration.
+
+        The output is received in chunks into spools (memory bounded, whatever its size); ``max_output`` keeps at
+        most that many bytes of stdout and of stderr, the rest is dropped (:attr:`Result.cut` says which).
         """
         tag = secrets.token_hex(8) if timeout is not None and tagged else None
         # the command's own cgroup in the campaign's registry: nothing it starts can leave it (env -i, setsid)
@@ -355,15 +369,15 @@ class Host:
             started = time.time()
             if self.is_local:
                 reply = executor.run_here(command, timeout=timeout, kill_after=KILL_AFTER,
-                                          env=self._registry(env, tag), tag=tag, cgroup=scope)
+                                          env=self._registry(env, tag), tag=tag, cgroup=scope, max_output=max_output)
             elif (agent := self._executor(command)) is not None:
                 reply = self._exchange(command, timeout, lambda wait: agent.run(
                     command, timeout=timeout, kill_after=KILL_AFTER, env=self._registry(env, tag), tag=tag,
-                    cgroup=scope, reply_deadline=wait))
+                    cgroup=scope, reply_deadline=wait, max_output=max_output))
             else:
                 shell, line = self._shell, self._shell_line(command, timeout, env, tag, scope)
                 assert shell is not None
-                stdout, stderr, code = self._exchange(command, timeout, lambda wait: shell.run(line, wait))
+                stdout, stderr, code = self._exchange(command, timeout, lambda wait: shell.run(line, wait, max_output))
                 return Result(self.name, command, stdout, stderr, code, started, time.time())
         return Result(self.name, command, reply.out, reply.err, reply.exit_code, started, time.time(), reply.seconds)
 
@@ -444,17 +458,21 @@ class Host:
         if self.given_up:
             raise HostLost(self.name, f"host {self.name} ({self.address}): {self.given_up}", self.given_up)
         wait = None if timeout is None else timeout + KILL_AFTER + 30
+        channel = self._agent or self._shell
         try:
             return send(wait)
-        except TimeoutError as exc:  # before OSError, of which it is a subclass
-            self.close()
+        except TimeoutError as exc:  # before OSError, of which it is a subclass (time this process did not run
+            self.close()               # is not counted: executor.Channel waits anew after it)
             silent = f"no answer within {wait:g} s although the host itself stops the command after {timeout:g} s"
             raise HostLost(self.name, f"host {self.name} ({self.address}): {silent} (running "
                            f"{_brief(command)})", silent) from exc
         except (OSError, paramiko.SSHException, EOFError) as exc:
             self.close()
+            stalled = channel.stalled if channel is not None else 0.0
+            own = (f" after this process itself did not run for {stalled:.0f} s (stopped or suspended)"
+                   if stalled else "")
             raise HostLost(self.name, f"host {self.name} ({self.address}): lost while running "
-                           f"{_brief(command)}: {_one_line(exc)}", _one_line(exc)) from exc
+                           f"{_brief(command)}{own}: {_one_line(exc)}", _one_line(exc), stalled) from exc
         except BaseException:  # a signal while waiting: the reply will come on a channel no command reads again
             for running in (self._agent, self._shell):
                 if running is not None:

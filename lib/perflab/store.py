@@ -46,7 +46,7 @@ from typing import Iterable, Iterator, Mapping, TextIO
 
 from . import records
 from .errors import UserError
-from .files import atomic_write, fsync
+from .files import Spool, atomic_write, fsync
 from .ledger import Ledger, chain
 
 MANIFEST = "MANIFEST.sha256"
@@ -71,17 +71,17 @@ HASH_CHUNK = 1 << 20
 MONITOR_ARCHIVE = ".tar.xz"
 
 
-def pack_monitors(files: Mapping[str, bytes | str]) -> dict[str, bytes | str]:
+def pack_monitors(files: Mapping[str, bytes | str | Spool]) -> dict[str, bytes | str | Spool]:
     """A sample's files as they are stored: every ``monitors/<host>/<name>`` of one host packed into one
     ``monitors/<host>.tar.xz`` (members sorted by name, no owner or time, so equal files give equal bytes:
     a 5-s sample's monitor files of one host, about 7 KB gzipped one by one, take about 4 KB), the other
     files unchanged."""
     hosts: dict[str, dict[str, bytes]] = {}
-    out: dict[str, bytes | str] = {}
+    out: dict[str, bytes | str | Spool] = {}
     for path, data in files.items():
         parts = path.split("/")
         if len(parts) == 3 and parts[0] == "monitors":
-            hosts.setdefault(parts[1], {})[parts[2]] = data.encode() if isinstance(data, str) else data
+            hosts.setdefault(parts[1], {})[parts[2]] = data.encode() if isinstance(data, str) else bytes(data)
         else:
             out[path] = data
     for host, members in hosts.items():
@@ -290,9 +290,10 @@ class RawStore:
         fdir = self.dir / "failed"
         return len(list(fdir.glob(f"{run_id}.a*"))) if fdir.is_dir() else 0
 
-    def put_sample(self, run_id: str, files: Mapping[str, bytes | str], *, failed: bool = False) -> Path:
+    def put_sample(self, run_id: str, files: Mapping[str, bytes | str | Spool], *, failed: bool = False) -> Path:
         """Store one sample's files atomically (a failed attempt under failed/) and checksum them; the files of
-        ``monitors/<host>/`` go into one archive per host (:func:`pack_monitors`)."""
+        ``monitors/<host>/`` go into one archive per host (:func:`pack_monitors`). A :class:`~perflab.files.Spool`
+        (a command's output) is copied in chunks, so an output of any size is stored in bounded memory."""
         if failed:
             final = self.dir / "failed" / f"{run_id}.a{self.attempts(run_id) + 1}"
         else:
@@ -311,14 +312,16 @@ class RawStore:
         return {p.relative_to(sample).as_posix(): sha256_file(p)
                 for p in sorted(sample.rglob("*"), key=lambda p: p.parts) if p.is_file()}
 
-    def _write_sample(self, tmp: Path, final: Path, files: Mapping[str, bytes | str]) -> None:
+    def _write_sample(self, tmp: Path, final: Path, files: Mapping[str, bytes | str | Spool]) -> None:
         folders = {tmp}
         for name, data in files.items():
             target = tmp / name
             target.parent.mkdir(parents=True, exist_ok=True)
             folders.update(target.parents[:len(Path(name).parts)])
             with open(target, "wb") as fh:
-                fh.write(data.encode() if isinstance(data, str) else data)
+                for piece in data.chunks() if isinstance(data, Spool) else (
+                        data.encode() if isinstance(data, str) else data,):
+                    fh.write(piece)
                 fh.flush()
                 os.fsync(fh.fileno())
         for folder in sorted(folders, key=lambda f: len(f.parts), reverse=True):  # every entry made, deepest first

@@ -219,6 +219,11 @@ def load(path: str | Path, kind: str, *, text: str | None = None) -> tuple[Any, 
         raise YamlSyntaxError(path, [f"{path}: not valid YAML: {exc}"]) from None
     except RecursionError:  # not reached within MAX_DEPTH; kept so that no input can show a traceback
         raise YamlFileError(path, [f"{path}: nested too deep to read; flatten the document"]) from None
+    except ValueError:  # an integer of more digits than Python converts (sys.get_int_max_str_digits())
+        digits = re.search(r"\d{%d,}" % (sys.get_int_max_str_digits() + 1), text)
+        line = text.count("\n", 0, digits.start()) + 1 if digits else 1
+        raise YamlFileError(path, [f"{path}:{line}: a number of more than {sys.get_int_max_str_digits()} digits; "
+                                   "write a number of sensible size"]) from None
     return doc, ({} if node is None else _line_map(node))
 
 

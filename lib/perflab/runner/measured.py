@@ -84,7 +84,8 @@ def _together(spec: Campaign, hosts: Mapping[str, Host], wave: list[Measured]) -
     """Run a wave's commands at the same time, one thread per host, released together; wait for all."""
     if len(wave) == 1:
         m = wave[0]
-        return [(m, hosts[m.host], hosts[m.host].run(m.line(), timeout=sample_timeout(spec, m.params)))]
+        return [(m, hosts[m.host], hosts[m.host].run(m.line(), timeout=sample_timeout(spec, m.params),
+                                                       max_output=spec.max_output))]
     out: list[Result | None] = [None] * len(wave)
     errors: list[BaseException] = []
     start = threading.Barrier(len(wave))
@@ -92,7 +93,7 @@ def _together(spec: Campaign, hosts: Mapping[str, Host], wave: list[Measured]) -
     def one(k: int, m: Measured) -> None:
         start.wait()
         try:
-            out[k] = hosts[m.host].run(m.line(), timeout=sample_timeout(spec, m.params))
+            out[k] = hosts[m.host].run(m.line(), timeout=sample_timeout(spec, m.params), max_output=spec.max_output)
         except Exception as exc:  # a lost host: raised again in the caller's thread once all have ended
             errors.append(exc)
 
@@ -110,6 +111,10 @@ def _together(spec: Campaign, hosts: Mapping[str, Host], wave: list[Measured]) -
 def _failure(spec: Campaign, m: Measured, host: Host, res: Result) -> str:
     """Why a measured command failed, naming the host (and the phase), or ""."""
     where = f"{host.name}{f' (phase {m.phase})' if m.phase else ''}"
+    if res.cut:
+        return (f"{res.cut} of the command on {where} exceeded the campaign's max_output of {spec.max_output} bytes "
+                f"({len(res.out) + res.out.dropped} and {len(res.err) + res.err.dropped} bytes written); the first "
+                f"{spec.max_output} bytes are kept: raise max_output or make the tool write less")
     if res.timed_out:
         return f"timed out after {sample_timeout(spec, m.params):g} s on {where}"
     if not res.ok:

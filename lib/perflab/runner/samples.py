@@ -13,6 +13,7 @@ from ..ledger import Ledger
 from ..remote import HostError, Hosts, connect
 from ..campaign import Campaign
 from ..campaign_values import fill
+from ..files import Spool
 from ..store import RawStore
 from ..tools.base import ParseError
 from .measured import Measured, build, run_waves
@@ -119,7 +120,7 @@ class Engine:
         return {"satisfied": res.satisfied, "waited": round(res.waited, 3), "loads": dict(res.loads),
                 "polls": res.polls, "max_load1": res.max_load1}
 
-    def _measure(self, run_: design.Run, measured: list[list[Measured]], files: dict[str, bytes | str],
+    def _measure(self, run_: design.Run, measured: list[list[Measured]], files: dict[str, bytes | str | Spool],
                  contended: dict[str, Any]) -> tuple[list, str]:
         """Run the measured commands under the monitors; monitor files go into ``files`` (as
         ``monitors/<host>/<name>``, packed per host when stored), the machine's contention during the
@@ -150,7 +151,7 @@ class Engine:
         measured = self.prepare(run_)
         first = self.store.attempts(run_.run_id) + 1
         for attempt in range(first, first + self.spec.retries + 1):
-            files: dict[str, bytes | str] = {}
+            files: dict[str, bytes | str | Spool] = {}
             contended: dict[str, Any] = {}
             settled = self._settle()
             self.ledger.running(run_.run_id, attempt)
@@ -259,8 +260,8 @@ def _file_names(results: list) -> list[str]:
 def _sample_files(spec: Campaign, tool: tools.Tool, run_: design.Run, attempt: int, results: list, reason: str,
                   *, settle: dict[str, Any] | None, neighbours: list[dict[str, str]],
                   services: list[dict[str, str]], verified: str | None = None,
-                  contention: dict[str, Any] | None = None) -> dict[str, bytes | str]:
-    files: dict[str, bytes | str] = {}
+                  contention: dict[str, Any] | None = None) -> dict[str, bytes | str | Spool]:
+    files: dict[str, bytes | str | Spool] = {}
     commands = []
     for (cmd, host, res), name in zip(results, _file_names(results)):
         err = "stderr" + name[len("stdout"):]

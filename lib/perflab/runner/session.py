@@ -396,7 +396,11 @@ class Reconnector:
             except HostLost as exc:
                 lost: HostLost | None = exc
             while lost is not None:  # a host lost again while recovering is one more outage
-                outages += 1
+                if lost.stalled:  # this process was stopped or suspended meanwhile: not the host's outage
+                    self.progress.note(f"host {lost.host}: lost while this process was not running for "
+                                       f"{lost.stalled:.0f} s (stopped or suspended); not counted against the host")
+                else:
+                    outages += 1
                 try:
                     self._recover(lost, outages)
                     lost = None

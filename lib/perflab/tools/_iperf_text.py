@@ -303,9 +303,9 @@ def common_params(port: int) -> tuple[Param, ...]:
     """The parameters iperf2 and iperf3 share (their server listens on ``port`` by default)."""
     return (
         Param("protocol", "word", "tcp", "", "tcp or udp", choices=("tcp", "udp")),
-        Param("port", "int", port, "", "the server's port"),
+        Param("port", "int", port, "", "the server's port", bounds=(1, 65535)),
         Param("duration", "number", 10, "s", "how long the client sends"),
-        Param("parallel", "int", 1, "", "parallel client streams (-P)"),
+        Param("parallel", "int", 1, "", "parallel client streams (-P)", bounds=(1, 128)),
         Param("reverse", "bool", False, "", "the server sends and the client receives (-R)"),
         Param("length", "size", None, "byte", "the length of a read or write buffer; for UDP the datagram size (-l)"),
         Param("bitrate", "size", None, "bit/s", "the target rate (-b); for UDP the offered load"),

@@ -106,6 +106,11 @@ PARAM_TYPES = {
     "program": "a command line the tool runs as a program",
 }
 
+#: The range a numeric parameter (``int``, ``number``, ``size``) takes when it declares none, by its unit: up to a
+#: day of seconds, a PiB of bytes (or bits per second), 100 % and 10^9 of a count. Far beyond any run, they keep
+#: a value from overflowing what the runner computes from it (a sample's timeout, the plan's estimate).
+RANGES = {"s": (0, 86400), "byte": (0, 2**50), "bit/s": (0, 2**50), "%": (0, 100), "": (0, 10**9)}
+
 
 @dataclass(frozen=True)
 class Param:
@@ -114,7 +119,8 @@ class Param:
     ``programs`` names what makes the parameter run a program: for a ``program`` parameter any
     value (``"*"``); for a word, the values that do (fio's ``ioengine=exec``); for ``options``, the
     option names (``exec_prerun``) or ``name=value`` pairs that do. A campaign must list such a
-    parameter under ``programs`` to use it that way.
+    parameter under ``programs`` to use it that way. ``bounds`` (lowest, highest) is the range of a
+    numeric parameter's values; without it the parameter takes its unit's (:data:`RANGES`).
     """
 
     name: str
@@ -124,10 +130,34 @@ class Param:
     doc: str
     programs: frozenset[str] = frozenset()
     choices: tuple[Any, ...] = ()
+    bounds: tuple[float, float] | None = None
 
     def __post_init__(self) -> None:
         if self.type not in PARAM_TYPES:
             raise ValueError(f"parameter {self.name}: type {self.type!r} is not one of {sorted(PARAM_TYPES)}")
+        if self.type in ("int", "number", "size") and self.bounds is None and self.unit not in RANGES:
+            raise ValueError(f"parameter {self.name}: unit {self.unit!r} has no default range; declare bounds")
+
+    @property
+    def range(self) -> tuple[float, float] | None:
+        """(lowest, highest) value of a numeric parameter (declared, else its unit's); None for other types."""
+        if self.type not in ("int", "number", "size"):
+            return None
+        return self.bounds or RANGES[self.unit]
+
+    def span(self) -> str:
+        """The range as a reader writes it ("1 to 65535", "0 to 2^50 byte"); empty for a parameter without one."""
+        if self.range is None:
+            return ""
+
+        def one(x: float) -> str:
+            if isinstance(x, int) and x >= 2**20:
+                return f"2^{x.bit_length() - 1}" if x & (x - 1) == 0 else f"10^{len(str(x)) - 1}" \
+                    if str(x).strip("0") == "1" else str(x)
+            return f"{x:g}"
+
+        low, high = self.range
+        return f"{one(low)} to {one(high)}" + (f" {self.unit}" if self.unit else "")
 
 
 class Tool:

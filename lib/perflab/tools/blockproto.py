@@ -78,7 +78,7 @@ class BlockProto(Tool):
         Param("size", "int", 64 << 20, "byte", "bytes of the device the I/O covers"),
         Param("depth", "int", 1, "", "I/Os in flight"),
         Param("jobfile", "path", None, "", "nbd only: a fio job file (relative to the project root) instead of rw/bs/size/depth"),
-        Param("port", "int", 10809, "", "nbd only: the server's port"),
+        Param("port", "int", 10809, "", "nbd only: the server's port", bounds=(1, 65535)),
         Param("initiator", "word", "fio", "", "nbd only: fio's nbd engine, or perflab's load loop (aoe.py bench)",
               choices=("fio", "perflab")),
         Param("iqn", "word", "iqn.2026-11.org.perflab:disk", "", "iscsi only: the target's IQN"),

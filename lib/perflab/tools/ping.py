@@ -35,9 +35,9 @@ class Ping(Tool):
     debian_packages = ("iputils-ping",)
     version_command = ("ping", "-V")
     params = (
-        Param("count", "int", 10, "", "echo requests to send (-c)"),
+        Param("count", "int", 10, "", "echo requests to send (-c)", bounds=(1, 10**9)),
         Param("interval", "number", 1, "s", "seconds between requests (-i)"),
-        Param("size", "int", 56, "byte", "payload bytes per request (-s)"),
+        Param("size", "int", 56, "byte", "payload bytes per request (-s)", bounds=(0, 65507)),
         Param("deadline", "number", None, "s", "stop after this many seconds whatever the count (-w)"),
     )
 

@@ -39,13 +39,14 @@ def markdown() -> str:
         if not tool.params:
             out += ["No parameters."]
             continue
-        out += ["| parameter | type | default | unit | runs a program | what it is |", "|---|---|---|---|---|---|"]
+        out += ["| parameter | type | default | unit | range | runs a program | what it is |",
+                "|---|---|---|---|---|---|---|"]
         for p in tool.params:
             programs = ("any value" if "*" in p.programs else ", ".join(f"`{x}`" for x in sorted(p.programs))
                         if p.programs else "")
             doc = p.doc + (f" (one of {', '.join(map(str, p.choices))})" if p.choices else "")
             default = "" if p.default is None else f"`{p.default}`"
-            out.append(f"| `{p.name}` | {p.type} | {_cell(default)} | {p.unit} | {programs} | {_cell(doc)} |")
+            out.append(f"| `{p.name}` | {p.type} | {_cell(default)} | {p.unit} | {p.span()} | {programs} | {_cell(doc)} |")
     return "\n".join(out + ["", END]) + "\n"
 
 
