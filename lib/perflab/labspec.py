@@ -22,7 +22,7 @@ SCHEMA = json.loads(resources.files("perflab").joinpath("schemas/lab.schema.json
 FORMATS = frozenset({1})
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 #: Smallest device each file system's mkfs accepts (xfsprogs refuses below 300 MiB).
-MIN_FS_SIZE = {"ext4": 1 << 20, "xfs": 300 << 20, "btrfs": 120 << 20}
+MIN_FS_SIZE = {"ext4": 1 << 20, "xfs": 300 << 20, "btrfs": 120 << 20, "zfs": 64 << 20}
 
 
 class LabFileError(FileError, ValueError):
@@ -254,10 +254,14 @@ def _semantic_problems(doc: dict, lines: dict[tuple, int], path: str) -> list[st
                 where = ("hosts", name, "devices", dev, "size")
                 problems.append(f"{path}:{line_of(lines, where)}: {'.'.join(where)}: {spec['size']} is too small for "
                                 f"{fs}; use at least {MIN_FS_SIZE[fs] >> 20}M")
+            if fs == "zfs" and ("vm" in h or "mkfs" in spec):
+                where = ("hosts", name, "devices", dev)  # type: ignore[assignment]
+                problems.append(f"{path}:{line_of(lines, where)}: {'.'.join(where)}: a zfs pool is made by zfs-fuse "
+                                "on a namespace host, with dataset properties in options; drop mkfs (and vm)")
             if spec.get("options") and not fs or spec.get("mkfs") and not fs:
                 where = ("hosts", name, "devices", dev)  # type: ignore[assignment]
                 problems.append(f"{path}:{line_of(lines, where)}: {'.'.join(where)}: mkfs and options need a file "
-                                "system; add fs: ext4, xfs or btrfs")
+                                "system; add fs: ext4, xfs, btrfs or zfs")
     ceph = doc.get("ceph") or {}
     named: list[tuple[tuple, Any]] = [(("ceph", "mon"), ceph["mon"])] if ceph else []
     named += [(("ceph", "clients", i), h) for i, h in enumerate(ceph.get("clients", ()))]

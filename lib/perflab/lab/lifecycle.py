@@ -10,7 +10,7 @@ from pathlib import Path
 
 from .. import inventory, labspec
 from ..labspec import LabSpec
-from . import ceph, model
+from . import ceph, model, zfs
 from .cgroups import CGROUP_PARENT, cgroup_dirs, cgroup_hierarchies, cgroup_usage, cgroups_up, rmdir_cgroup
 from .model import Lab, LabError, layout
 from .net import host_net_up, host_routes, link_up, ruleset
@@ -34,7 +34,8 @@ def require_root(spec: LabSpec | None = None) -> None:
     tools = ["ip", "ssh-keygen", "unshare", "nsenter", "tc", "losetup"]
     if spec is not None:
         tools += ["nft"] if any(h.router for h in spec.hosts) else []
-        tools += sorted({f"mkfs.{d.fs}" for h in spec.hosts for d in h.devices if d.fs})
+        tools += sorted({f"mkfs.{d.fs}" for h in spec.hosts for d in h.devices if d.fs and d.fs != "zfs"})
+        tools += ["zfs-fuse", "zpool"] if any(zfs.devices(h) for h in spec.hosts) else []
         tools += [QEMU, "cpio", "gzip", "modprobe"] if any(h.vm for h in spec.hosts) else []
     for tool in tools:
         if not shutil.which(tool):
@@ -129,7 +130,9 @@ def _make(lab: Lab, state: dict, hierarchies: dict[str, Path]) -> None:
         if spec_host.vm:
             vm_up(lab, host, routes[host.name], procs, state["vms"][host.name])
         else:
-            mounts_up(lab, spec_host, sshd_up(lab, host, procs), state["loops"])
+            pid = sshd_up(lab, host, procs)
+            mounts_up(lab, spec_host, pid, state["loops"])
+            zfs.up(lab, spec_host, pid, state)
         pub = (lab.state_dir / host.name / "ssh_host_ed25519_key.pub").read_text().split()
         known += [f"{p.address} {pub[0]} {pub[1]}" for p in host.ports]
     lab.known_hosts.write_text("\n".join(known) + "\n")
@@ -245,6 +248,7 @@ def down(name: str = "default") -> list[str]:
         return removed
     lab = lab_of(state)
     namespaces = netns_list()
+    removed += zfs.down(lab, state)
     for spec_host, host in zip(lab.spec.hosts, lab.hosts):
         pid = sshd_pid(lab, host.name)
         for dev in spec_host.devices:
@@ -271,6 +275,7 @@ def down(name: str = "default") -> list[str]:
                     detach(loop)
                     removed.append(f"loop {loop} ({path.name})")
     removed += ceph.down(lab, state)
+    removed += zfs.release_run_dirs(state)
     for link in lab.links:
         if link_exists(link.bridge):
             sh("ip", "link", "del", link.bridge)
@@ -323,4 +328,4 @@ def traces(name: str) -> list[str]:
               if (root / CGROUP_PARENT / name).exists()]
     loops = sh("losetup", "-n", "-O", "NAME,BACK-FILE", check=False).stdout.splitlines()
     found += [f"loop {line}" for line in loops if f"{model.STATE_ROOT}/{name}/" in line]
-    return found + ceph.traces(name)
+    return found + ceph.traces(name) + zfs.traces(name)
