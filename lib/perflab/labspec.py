@@ -116,6 +116,14 @@ class Ceph:
 
 
 @dataclass(frozen=True)
+class Nfs:
+    """An NFS server on the lab (``perflab.lab.nfs``): its host and the devices of it that it exports."""
+
+    server: str
+    exports: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class LabSpec:
     """A whole lab description; ``source`` is the file it came from (None for :func:`simple`)."""
 
@@ -124,6 +132,7 @@ class LabSpec:
     hosts: tuple[HostSpec, ...]
     source: str | None = None
     ceph: Ceph | None = None
+    nfs: Nfs | None = None
 
     def link(self, name: str) -> Link:
         """The link called ``name``."""
@@ -145,8 +154,9 @@ class LabSpec:
         ceph = doc.get("ceph") and Ceph(doc["ceph"]["mon"], tuple(doc["ceph"]["clients"]),
                                         tuple(CephOsd(**o) for o in doc["ceph"]["osds"]),
                                         doc["ceph"]["osd_memory_target"])
+        nfs = doc.get("nfs") and Nfs(doc["nfs"]["server"], tuple(doc["nfs"]["exports"]))
         return cls(doc["name"], tuple(Link(**link) for link in doc["links"]), tuple(map(host, doc["hosts"])),
-                   doc["source"], ceph)
+                   doc["source"], ceph, nfs)
 
 
 def simple(name: str, hosts: int, *, mtu: int = 1500, rate: str | None = None) -> LabSpec:
@@ -183,8 +193,9 @@ def load(path: str | Path, *, text: str | None = None) -> LabSpec:
     if problems:
         raise LabFileError(path, problems)
     links = tuple(Link(n, **(spec or {})) for n, spec in doc["links"].items())
+    nfs = doc.get("nfs")
     return LabSpec(doc["lab"], links, tuple(_host(n, h) for n, h in doc["hosts"].items()), path,
-                   _ceph(doc.get("ceph")))
+                   _ceph(doc.get("ceph")), nfs and Nfs(nfs["server"], tuple(nfs["exports"])))
 
 
 def _ceph(c: dict | None) -> Ceph | None:
@@ -269,4 +280,11 @@ def _semantic_problems(doc: dict, lines: dict[tuple, int], path: str) -> list[st
     hosts = [h for h in doc["hosts"] if "vm" not in doc["hosts"][h]]
     for place, host in named:
         check_link(place, host, hosts, "a namespace host of this lab (Ceph daemons do not run in virtual hosts)")
+    nfs = doc.get("nfs")
+    if nfs:
+        check_link(("nfs", "server"), nfs["server"], hosts, "a namespace host of this lab (the NFS server)")
+        formatted = [d for d, spec in (doc["hosts"].get(nfs["server"], {}).get("devices") or {}).items()
+                     if spec.get("fs")]
+        for i, device in enumerate(nfs["exports"]):
+            check_link(("nfs", "exports", i), device, formatted, f"a device of {nfs['server']} with a file system")
     return problems

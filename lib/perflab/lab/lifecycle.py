@@ -10,7 +10,7 @@ from pathlib import Path
 
 from .. import inventory, labspec
 from ..labspec import LabSpec
-from . import ceph, model, zfs
+from . import ceph, model, nfs, zfs
 from .cgroups import CGROUP_PARENT, cgroup_dirs, cgroup_hierarchies, cgroup_usage, cgroups_up, rmdir_cgroup
 from .model import Lab, LabError, layout
 from .net import host_net_up, host_routes, link_up, ruleset
@@ -36,6 +36,7 @@ def require_root(spec: LabSpec | None = None) -> None:
         tools += ["nft"] if any(h.router for h in spec.hosts) else []
         tools += sorted({f"mkfs.{d.fs}" for h in spec.hosts for d in h.devices if d.fs and d.fs != "zfs"})
         tools += ["zfs-fuse", "zpool"] if any(zfs.devices(h) for h in spec.hosts) else []
+        tools += ["ganesha.nfsd", "rpcbind"] if spec.nfs else []
         tools += [QEMU, "cpio", "gzip", "modprobe"] if any(h.vm for h in spec.hosts) else []
     for tool in tools:
         if not shutil.which(tool):
@@ -147,6 +148,8 @@ def _make(lab: Lab, state: dict, hierarchies: dict[str, Path]) -> None:
             wait_port(host.address)
     if spec.ceph:
         ceph.up(lab, state)
+    if spec.nfs:
+        nfs.up(lab, state)
     _write_inventory(lab, state)
 
 
@@ -230,6 +233,8 @@ def draw(state: dict) -> str:
             out.append(f"    disk {d.name}: {loop} {d.size >> 20} MiB {fs}{', direct I/O' if d.direct_io else ''}")
     if spec.ceph:
         out += ceph.draw(lab_of(state), state["ceph"])
+    if spec.nfs:
+        out += nfs.draw(lab_of(state))
     return "\n".join(out)
 
 
@@ -248,6 +253,7 @@ def down(name: str = "default") -> list[str]:
         return removed
     lab = lab_of(state)
     namespaces = netns_list()
+    removed += nfs.down(lab)
     removed += zfs.down(lab, state)
     for spec_host, host in zip(lab.spec.hosts, lab.hosts):
         pid = sshd_pid(lab, host.name)
@@ -328,4 +334,4 @@ def traces(name: str) -> list[str]:
               if (root / CGROUP_PARENT / name).exists()]
     loops = sh("losetup", "-n", "-O", "NAME,BACK-FILE", check=False).stdout.splitlines()
     found += [f"loop {line}" for line in loops if f"{model.STATE_ROOT}/{name}/" in line]
-    return found + ceph.traces(name) + zfs.traces(name)
+    return found + ceph.traces(name) + nfs.traces(name) + zfs.traces(name)
