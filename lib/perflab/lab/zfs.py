@@ -113,8 +113,10 @@ def up(lab: Lab, host: HostSpec, sshd: int, state: dict) -> None:
 
 
 def down(lab: Lab, state: dict) -> list[str]:
-    """Export every pool and stop every zfs-fuse daemon of the lab (before its namespaces go); what was stopped."""
-    removed = []
+    """Export every pool and stop every zfs-fuse daemon of the lab (before its namespaces go); what was stopped.
+
+    The daemons are sent SIGTERM together and then waited for (each takes 5-7 s to unmount and exit)."""
+    stopping = {}
     for host in lab.spec.hosts:
         pid = daemon_pid(lab, host.name)
         if pid is None:
@@ -124,11 +126,12 @@ def down(lab: Lab, state: dict) -> list[str]:
             if sshd:
                 _in_host(sshd, "zpool", "export", "-f", pool_name(lab, dev.name), check=False)
         os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + STOP_TIMEOUT
-        while daemon_pid(lab, host.name) == pid and time.monotonic() < deadline:
-            time.sleep(0.05)
-        removed.append(f"zfs-fuse {pid} on {host.name} ({', '.join(pool_name(lab, d.name) for d in devices(host))})")
-    return removed
+        stopping[host] = pid
+    deadline = time.monotonic() + STOP_TIMEOUT
+    while any(daemon_pid(lab, h.name) == pid for h, pid in stopping.items()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return [f"zfs-fuse {pid} on {h.name} ({', '.join(pool_name(lab, d.name) for d in devices(h))})"
+            for h, pid in stopping.items()]
 
 
 def release_run_dirs(state: dict) -> list[str]:
