@@ -285,6 +285,6 @@ def _semantic_problems(doc: dict, lines: dict[tuple, int], path: str) -> list[st
         check_link(("nfs", "server"), nfs["server"], hosts, "a namespace host of this lab (the NFS server)")
         formatted = [d for d, spec in (doc["hosts"].get(nfs["server"], {}).get("devices") or {}).items()
                      if spec.get("fs")]
-        for i, device in enumerate(nfs["exports"]):
+        for i, device in enumerate(nfs["exports"] if nfs["server"] in hosts else ()):
             check_link(("nfs", "exports", i), device, formatted, f"a device of {nfs['server']} with a file system")
     return problems

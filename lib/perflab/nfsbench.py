@@ -56,6 +56,8 @@ _SIGNATURES = {
     "nfs_service": ([ctypes.c_void_p, ctypes.c_int], ctypes.c_int),
 }
 LAYOUT_CHUNK = 1 << 20
+#: Seconds the I/Os in flight may take to complete once the run is over.
+DRAIN_TIMEOUT = 30.0
 
 
 class NfsError(RuntimeError):
@@ -160,6 +162,8 @@ def bench(server: str, export: str, rw: str, bs: int, iodepth: int, jobs: int, s
         now = time.perf_counter()
         if now - start >= runtime:
             state["stop"] = True
+        if now - start > runtime + DRAIN_TIMEOUT:
+            raise NfsError(f"{sum(w.in_flight for w in workers)} I/Os unanswered {DRAIN_TIMEOUT:.0f} s after the run")
         if errors or (state["stop"] and not any(w.in_flight for w in workers)):
             break
         poller = select.poll()
