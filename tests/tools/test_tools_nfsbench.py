@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import base64
 import shlex
 
 import pytest
 
 from perflab import tools
 from perflab.tools.base import ParseError, littles_law_flags
+from perflab.tools.nfsbench import NFSBENCH_SCRIPT
 
 NFS = tools.get("nfsbench")
 
@@ -42,7 +44,10 @@ def test_failed_run_and_repeated_output_are_refused(read_fixture):
 def test_commands_are_safe_tokens_and_refuse_a_bad_export():
     cmds = NFS.commands({"export": "zfs", "rw": "randwrite", "iodepth": 4, "numjobs": 2, "sync": True},
                         {"server": "198.18.1.12"})
-    assert [c.service for c in cmds] == [True, True, False]
+    assert [c.service for c in cmds] == [True, False]
+    install = cmds[0].argv
+    assert install[-2] == tools.nfsbench.HOST_SCRIPT and base64.b64decode(install[-1]) == NFSBENCH_SCRIPT.read_bytes()
+    assert install[-4] == tools.blockproto.HOST_SCRIPT, "one service installs both scripts, so ready waits for both"
     run = cmds[-1].argv
     assert run[run.index("--server") + 1] == "198.18.1.12" and run[run.index("--export") + 1] == "/zfs"
     assert "--sync" in run and run[run.index("--jobs") + 1] == "2" and "--" in run

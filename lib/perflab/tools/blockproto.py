@@ -122,7 +122,7 @@ class BlockProto(Tool):
             inner += job_options(str(jobfile)) if jobfile is not None else [
                 "--name=blockproto", f"--rw={rw}", f"--bs={bs}", f"--size={size}", f"--iodepth={depth}"]
         wrapper = ["python3", HOST_SCRIPT, "cost", "--procs", PROTOCOLS[protocol], "--"]
-        install = _hostscript.install(HOST_SCRIPT, _SOURCE, "install-aoe")
+        install = _hostscript.install("install-aoe", (HOST_SCRIPT, _SOURCE))
         return [Command("client", install, service=True), Command("client", tuple(wrapper + inner))]
 
     def ready(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> str | None:

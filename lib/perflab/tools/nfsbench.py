@@ -12,7 +12,7 @@ Debian's libnfs 4.0 through ctypes over NFSv3 (libnfs 4.0 cannot write over NFSv
 under ``aoe.py cost`` (as blockproto's initiators do), which appends the loop process's CPU
 seconds and the CPU seconds of the server's daemons (``ganesha.nfsd``, ``zfs-fuse``; readable
 on the embedded lab, whose hosts share one PID namespace). Both scripts reach the client host
-through services of the tool, named by their digests. Why not fio: Debian's fio has no
+through one service of the tool, named by their digests. Why not fio: Debian's fio has no
 ``nfs`` engine and this kernel has no NFS client to mount an export for fio's file engines.
 
 Rows: ``ops``, ``bytes``, ``elapsed`` (s), ``iops`` (op/s), ``throughput`` (byte/s),
@@ -67,7 +67,7 @@ class NfsBench(Tool):
     )
 
     def commands(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> list[Command]:
-        """The two scripts' installing services, then ``aoe.py cost ... -- nfsbench.py ...``."""
+        """The service installing both scripts, then ``aoe.py cost ... -- nfsbench.py ...``."""
         export, rw = str(params.get("export") or ""), params.get("rw", "randread")
         if not _EXPORT.match(export):
             raise ValueError(f"nfsbench parameter export: {export!r}; give the export's name (letters, digits, "
@@ -83,10 +83,9 @@ class NfsBench(Tool):
                  "--size", str(numbers["size"]), "--runtime", f"{float(params.get('runtime', 5)):g}",
                  *(["--sync"] if params.get("sync") else [])]
         wrapper = ["python3", AOE_HOST_SCRIPT, "cost", "--procs", SERVER_PROCESSES, "--"]
-        return [Command("client", _hostscript.install(AOE_HOST_SCRIPT, AOE_SCRIPT.read_bytes(), "install-aoe"),
-                        service=True),
-                Command("client", _hostscript.install(HOST_SCRIPT, _SOURCE, "install-nfsbench"), service=True),
-                Command("client", tuple(wrapper + inner))]
+        install = _hostscript.install("install-nfsbench", (AOE_HOST_SCRIPT, AOE_SCRIPT.read_bytes()),
+                                      (HOST_SCRIPT, _SOURCE))
+        return [Command("client", install, service=True), Command("client", tuple(wrapper + inner))]
 
     def ready(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> str | None:
         """Both scripts are in place on the client host."""
