@@ -47,6 +47,9 @@ def test_a_zfs_device_is_a_zfs_fuse_pool_of_its_host_and_gone_after_down():
         assert next(r.value for r in rows if r.metric == "iops" and "job" not in r.dims) > 0
         assert subprocess.run(["findmnt", pool["mount"]], capture_output=True).returncode != 0, \
             "the FUSE mount is not in the root namespace"
+        daemon = zfs.daemon_pid(lab, "h1")
+        lab_mod.bring_up(labspec.load(f"{NAME}.yaml", text=TEXT))
+        assert zfs.daemon_pid(lab, "h1") == daemon, "a second up keeps the running daemon and its pool"
         text = lab_mod.draw(lab_mod.status(NAME))
         assert "disk pool:" in text and "zfs -o atime=off,compression=off" in text
     finally:
