@@ -83,7 +83,7 @@ def bring_up(spec: LabSpec) -> Lab:
         state = {"format": STATE_VERSION, "name": spec.name, "spec": spec.to_json(), "slots": slots,
                  "cgroups": cgroup_dirs(lab, hierarchies), "loops": state["loops"] if state else {}, "vms": vms,
                  "formatted": state.get("formatted", []) if state else [],
-                 **({"ceph": state["ceph"]} if state and "ceph" in state else {})}
+                 **{k: state[k] for k in ("ceph", "zfs_run_dirs") if state and k in state}}
         lab_dir.mkdir(exist_ok=True)
         write_state(lab_dir, state)
     try:
