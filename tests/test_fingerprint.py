@@ -374,3 +374,14 @@ def test_an_mtu_change_between_two_fingerprints_is_reported(hosts):
     assert fingerprint.compare_hosts({"h1": after, "h2": others}) == [
         Difference("net.eth0.mtu", 1400, 1500, ("h1", "h2"))]
     assert fingerprint.compare_hosts({"h1": before, "h2": others}) == []
+
+
+def test_installed_daemons_versions_are_facts_and_a_package_change_changes_the_digest():
+    section = ("@@perflab daemons\nii nfs-ganesha 4.3-2\nii zfs-fuse 0.7.0-25+b1\nrc rpcbind 1.2.6-6+b1\n"
+               "un libnfs13 <none>\n")
+    facts = fingerprint.parse(CAPTURED + "\n" + section)["facts"]
+    assert (facts["daemon.nfs-ganesha"], facts["daemon.zfs-fuse"]) == ("4.3-2", "0.7.0-25+b1")
+    assert "daemon.rpcbind" not in facts and "daemon.libnfs13" not in facts, "only installed packages are facts"
+    assert "dpkg-query" in fingerprint.script() and "/var/lib/dpkg/info/zfs-fuse.list" in fingerprint.digest_script()
+    listing = "@@perflab digest.daemons\n398186 -rw-r--r-- 1 root root 1273 2026-11-29 01:56:11 zfs-fuse.list\n"
+    assert fingerprint.digest(listing) != fingerprint.digest(listing.replace("1273", "1274"))

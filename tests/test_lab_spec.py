@@ -68,6 +68,10 @@ def test_a_good_description_loads_with_every_field():
     (("lab: demo", "lab: Demo-Lab"), "lab.yaml:1: lab: 'Demo-Lab' does not match"),
     (("raw: {size: 64M, direct_io: true}", "raw: {size: 64M, options: ro}"),
      "lab.yaml:18: hosts.h2.devices.raw: mkfs and options need a file system"),
+    (("raw: {size: 64M, direct_io: true}", "raw: {size: 64M, fs: zfs, mkfs: [-o, ashift=12]}"),
+     "lab.yaml:18: hosts.h2.devices.raw: a zfs pool is made by zfs-fuse on a namespace host"),
+    (("raw: {size: 64M, direct_io: true}", "raw: {size: 32M, fs: zfs}"),
+     "lab.yaml:18: hosts.h2.devices.raw.size: 32M is too small for zfs; use at least 64M"),
     (("dport: 80, action: drop", "dport: 80, action: log"), "lab.yaml:10: hosts.r1.router.filter.0.action: got 'log'"),
     (("cpuset: \"0-1\"", "cpuset: \"0-1; reboot\""), "lab.yaml:14: hosts.h2.cpuset: '0-1; reboot' does not match"),
     (("router: {}", "router: {}, vm: {}"), "lab.yaml:11: hosts.r2.vm: a virtual host cannot be a router"),
@@ -173,3 +177,20 @@ def test_cgroup_v2_only_writes_limits_where_the_kernel_reads_them_and_parses_cou
 
 def test_the_shipped_lab_files_are_found():
     assert len(list((ROOT / "labs").glob("*.yaml"))) >= 5, "the parametrized lab file tests found no lab files"
+
+
+def test_an_nfs_server_exports_formatted_devices_of_a_namespace_host_and_its_config_names_them():
+    from perflab.lab import model, nfs
+
+    spec = labspec.load("lab.yaml", text=GOOD + "nfs: {server: h2, exports: [data]}\n")
+    assert spec.nfs == labspec.Nfs("h2", ("data",)) and labspec.LabSpec.from_json(spec.to_json()) == spec
+    lab = model.layout(spec, {"lan1": 1, "lan2": 2, "lan3": 3})
+    conf = nfs.config(lab)
+    assert f'Path = "{lab.mount_point("h2", "data")}";' in conf and 'Pseudo = "/data";' in conf
+    assert "Mount_Path_Pseudo = true;" in conf and "Graceless = true;" in conf and "Squash = No_Root_Squash;" in conf
+    problems = _errors(GOOD + "nfs: {server: h3, exports: [raw, data]}\n")
+    assert problems == ["lab.yaml:20: nfs.server: 'h3' is not a namespace host of this lab (the NFS server); use one "
+                        "of: h1, r1, r2, h2"]
+    problems = _errors(GOOD + "nfs: {server: h2, exports: [raw]}\n")
+    assert any(p.startswith("lab.yaml:20: nfs.exports.0: 'raw' is not a device of h2 with a file system")
+               for p in problems), problems

@@ -2,8 +2,9 @@
 
 :func:`collect` costs one round trip per host: a single shell script whose sections
 (each introduced by a line ``@@perflab <name>``) read ``/proc``, ``/sys``, ``lscpu``,
-``ip``/``tc``/``ethtool`` for the interfaces in use and the version banners of the
-campaign's tools (each adapter's ``version_command``, nothing for tools not asked for);
+``ip``/``tc``/``ethtool`` for the interfaces in use, the version banners of the
+campaign's tools (each adapter's ``version_command``, nothing for tools not asked for) and
+the versions of the installed daemon packages of :data:`DAEMON_PACKAGES` (facts ``daemon.<package>``);
 :func:`parse` turns that verbatim output into a fingerprint::
 
     {"schema": 1, "host": "h1", "address": "198.18.7.11",
@@ -84,6 +85,10 @@ _OFFLOAD_KEY = re.compile(r"^net\.([^.]+)\.offload\.(.+)$")
 #: Debian packages the fingerprint reads with: ``ethtool`` for the interfaces' offloads.
 DEBIAN_PACKAGES: tuple[str, ...] = ("ethtool",)
 
+#: Debian packages of the daemons a lab host may serve a benchmark with (NFS server, ZFS in user space, NFS
+#: client library): each installed one's version is a fact ``daemon.<package>`` (``docs/lab.md``).
+DAEMON_PACKAGES: tuple[str, ...] = ("nfs-ganesha", "nfs-ganesha-vfs", "rpcbind", "zfs-fuse", "libnfs13")
+
 #: Host-wide sections of the fingerprint script: name -> shell command (stderr is dropped).
 _HOST_SECTIONS: dict[str, str] = {
     "hostname": "cat /proc/sys/kernel/hostname",
@@ -106,6 +111,7 @@ _HOST_SECTIONS: dict[str, str] = {
     "meminfo": "grep -E '^(MemTotal|SwapTotal|HugePages_Total|Hugepagesize):' /proc/meminfo",
     "uptime": "cat /proc/uptime",
     "loadavg": "cat /proc/loadavg",
+    "daemons": "dpkg-query -W -f='${db:Status-Abbrev}${Package} ${Version}\\n' " + " ".join(DAEMON_PACKAGES),
 }
 
 #: A shell function printing files with builtins only (no process per file): ``r FILE...``, unreadable ones skipped.
@@ -127,6 +133,9 @@ _DIGEST_SECTIONS: dict[str, str] = {
                      "/sys/devices/system/clocksource/clocksource0/current_clocksource; "
                      "while IFS= read -r l; do case $l in MemTotal:*|SwapTotal:*|HugePages_Total:*|Hugepagesize:*) "
                      "printf '%s\\n' \"$l\";; esac; done < /proc/meminfo",
+    # the daemons' package lists: dpkg rewrites them when a package is installed, upgraded or removed
+    "digest.daemons": "ls -lLi --full-time -- " + " ".join(f"/var/lib/dpkg/info/{p}.list /var/lib/dpkg/info/{p}:*.list"
+                                                           for p in DAEMON_PACKAGES),
 }
 #: The ``state`` a digest-only fingerprint records, read with builtins.
 _DIGEST_STATE: dict[str, str] = {"uptime": "r /proc/uptime", "loadavg": "r /proc/loadavg"}
@@ -350,6 +359,10 @@ def parse(output: str, *, source: str = "") -> dict[str, Any]:
         path, _, value = line.partition(":")
         facts[f"cpu.vulnerability.{path.rsplit('/', 1)[-1]}"] = _text(value)
     facts |= _meminfo(sec.get("meminfo", ""))
+    for line in sec.get("daemons", "").splitlines():
+        status, package, version = (line.split() + ["", "", ""])[:3]
+        if status == "ii":
+            facts[f"daemon.{package}"] = version
     versions: dict[str, str | None] = {}
     for name, text in sec.items():
         kind, _, item = name.partition(":")

@@ -22,7 +22,7 @@ SCHEMA = json.loads(resources.files("perflab").joinpath("schemas/lab.schema.json
 FORMATS = frozenset({1})
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 #: Smallest device each file system's mkfs accepts (xfsprogs refuses below 300 MiB).
-MIN_FS_SIZE = {"ext4": 1 << 20, "xfs": 300 << 20, "btrfs": 120 << 20}
+MIN_FS_SIZE = {"ext4": 1 << 20, "xfs": 300 << 20, "btrfs": 120 << 20, "zfs": 64 << 20}
 
 
 class LabFileError(FileError, ValueError):
@@ -122,6 +122,14 @@ class Ceph:
 
 
 @dataclass(frozen=True)
+class Nfs:
+    """An NFS server on the lab (``perflab.lab.nfs``): its host and the devices of it that it exports."""
+
+    server: str
+    exports: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class LabSpec:
     """A whole lab description; ``source`` is the file it came from (None for :func:`simple`)."""
 
@@ -130,6 +138,7 @@ class LabSpec:
     hosts: tuple[HostSpec, ...]
     source: str | None = None
     ceph: Ceph | None = None
+    nfs: Nfs | None = None
 
     def link(self, name: str) -> Link:
         """The link called ``name``."""
@@ -151,8 +160,9 @@ class LabSpec:
         ceph = doc.get("ceph") and Ceph(doc["ceph"]["mon"], tuple(doc["ceph"]["clients"]),
                                         tuple(CephOsd(**o) for o in doc["ceph"]["osds"]),
                                         doc["ceph"]["osd_memory_target"])
+        nfs = doc.get("nfs") and Nfs(doc["nfs"]["server"], tuple(doc["nfs"]["exports"]))
         return cls(doc["name"], tuple(Link(**link) for link in doc["links"]), tuple(map(host, doc["hosts"])),
-                   doc["source"], ceph)
+                   doc["source"], ceph, nfs)
 
 
 def simple(name: str, hosts: int, *, mtu: int = 1500, rate: str | None = None) -> LabSpec:
@@ -190,8 +200,9 @@ def load(path: str | Path, *, text: str | None = None) -> LabSpec:
         raise LabFileError(path, problems)
     default = {"offloads": doc.get("offloads", Link.offloads)}
     links = tuple(Link(n, **{**default, **(spec or {})}) for n, spec in doc["links"].items())
+    nfs = doc.get("nfs")
     return LabSpec(doc["lab"], links, tuple(_host(n, h) for n, h in doc["hosts"].items()), path,
-                   _ceph(doc.get("ceph")))
+                   _ceph(doc.get("ceph")), nfs and Nfs(nfs["server"], tuple(nfs["exports"])))
 
 
 def _ceph(c: dict | None) -> Ceph | None:
@@ -261,10 +272,14 @@ def _semantic_problems(doc: dict, lines: dict[tuple, int], path: str) -> list[st
                 where = ("hosts", name, "devices", dev, "size")
                 problems.append(f"{path}:{line_of(lines, where)}: {'.'.join(where)}: {spec['size']} is too small for "
                                 f"{fs}; use at least {MIN_FS_SIZE[fs] >> 20}M")
+            if fs == "zfs" and ("vm" in h or "mkfs" in spec):
+                where = ("hosts", name, "devices", dev)  # type: ignore[assignment]
+                problems.append(f"{path}:{line_of(lines, where)}: {'.'.join(where)}: a zfs pool is made by zfs-fuse "
+                                "on a namespace host, with dataset properties in options; drop mkfs (and vm)")
             if spec.get("options") and not fs or spec.get("mkfs") and not fs:
                 where = ("hosts", name, "devices", dev)  # type: ignore[assignment]
                 problems.append(f"{path}:{line_of(lines, where)}: {'.'.join(where)}: mkfs and options need a file "
-                                "system; add fs: ext4, xfs or btrfs")
+                                "system; add fs: ext4, xfs, btrfs or zfs")
     ceph = doc.get("ceph") or {}
     named: list[tuple[tuple, Any]] = [(("ceph", "mon"), ceph["mon"])] if ceph else []
     named += [(("ceph", "clients", i), h) for i, h in enumerate(ceph.get("clients", ()))]
@@ -272,4 +287,11 @@ def _semantic_problems(doc: dict, lines: dict[tuple, int], path: str) -> list[st
     hosts = [h for h in doc["hosts"] if "vm" not in doc["hosts"][h]]
     for place, host in named:
         check_link(place, host, hosts, "a namespace host of this lab (Ceph daemons do not run in virtual hosts)")
+    nfs = doc.get("nfs")
+    if nfs:
+        check_link(("nfs", "server"), nfs["server"], hosts, "a namespace host of this lab (the NFS server)")
+        formatted = [d for d, spec in (doc["hosts"].get(nfs["server"], {}).get("devices") or {}).items()
+                     if spec.get("fs")]
+        for i, device in enumerate(nfs["exports"] if nfs["server"] in hosts else ()):
+            check_link(("nfs", "exports", i), device, formatted, f"a device of {nfs['server']} with a file system")
     return problems

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from .. import inventory, labspec
 from ..labspec import LabSpec
-from . import ceph, model
+from . import ceph, model, nfs, zfs
 from .cgroups import CGROUP_PARENT, cgroup_dirs, cgroup_hierarchies, cgroup_usage, cgroups_up, rmdir_cgroup
 from .model import Lab, LabError, layout
 from .net import host_net_up, host_routes, link_offload_state, link_up, ruleset
@@ -35,7 +35,9 @@ def require_root(spec: LabSpec | None = None) -> None:
     if spec is not None:
         tools += ["nft"] if any(h.router for h in spec.hosts) else []
         tools += ["ethtool"] if any(link.offloads == "off" for link in spec.links) else []
-        tools += sorted({f"mkfs.{d.fs}" for h in spec.hosts for d in h.devices if d.fs})
+        tools += sorted({f"mkfs.{d.fs}" for h in spec.hosts for d in h.devices if d.fs and d.fs != "zfs"})
+        tools += ["zfs-fuse", "zpool"] if any(zfs.devices(h) for h in spec.hosts) else []
+        tools += ["ganesha.nfsd", "rpcbind"] if spec.nfs else []
         tools += [QEMU, "cpio", "gzip", "modprobe"] if any(h.vm for h in spec.hosts) else []
     for tool in tools:
         if not shutil.which(tool):
@@ -82,7 +84,7 @@ def bring_up(spec: LabSpec) -> Lab:
         state = {"format": STATE_VERSION, "name": spec.name, "spec": spec.to_json(), "slots": slots,
                  "cgroups": cgroup_dirs(lab, hierarchies), "loops": state["loops"] if state else {}, "vms": vms,
                  "formatted": state.get("formatted", []) if state else [],
-                 **({"ceph": state["ceph"]} if state and "ceph" in state else {})}
+                 **{k: state[k] for k in ("ceph", "zfs_run_dirs") if state and k in state}}
         lab_dir.mkdir(exist_ok=True)
         write_state(lab_dir, state)
     try:
@@ -130,7 +132,9 @@ def _make(lab: Lab, state: dict, hierarchies: dict[str, Path]) -> None:
         if spec_host.vm:
             vm_up(lab, host, routes[host.name], procs, state["vms"][host.name])
         else:
-            mounts_up(lab, spec_host, sshd_up(lab, host, procs), state["loops"])
+            pid = sshd_up(lab, host, procs)
+            mounts_up(lab, spec_host, pid, state["loops"])
+            zfs.up(lab, spec_host, pid, state)
         pub = (lab.state_dir / host.name / "ssh_host_ed25519_key.pub").read_text().split()
         known += [f"{p.address} {pub[0]} {pub[1]}" for p in host.ports]
     lab.known_hosts.write_text("\n".join(known) + "\n")
@@ -145,6 +149,8 @@ def _make(lab: Lab, state: dict, hierarchies: dict[str, Path]) -> None:
             wait_port(host.address)
     if spec.ceph:
         ceph.up(lab, state)
+    if spec.nfs:
+        nfs.up(lab, state)
     _write_inventory(lab, state)
 
 
@@ -229,6 +235,8 @@ def draw(state: dict) -> str:
             out.append(f"    disk {d.name}: {loop} {d.size >> 20} MiB {fs}{', direct I/O' if d.direct_io else ''}")
     if spec.ceph:
         out += ceph.draw(lab_of(state), state["ceph"])
+    if spec.nfs:
+        out += nfs.draw(lab_of(state))
     return "\n".join(out)
 
 
@@ -256,6 +264,8 @@ def down(name: str = "default") -> list[str]:
         return removed
     lab = lab_of(state)
     namespaces = netns_list()
+    removed += nfs.down(lab)
+    removed += zfs.down(lab, state)
     for spec_host, host in zip(lab.spec.hosts, lab.hosts):
         pid = sshd_pid(lab, host.name)
         for dev in spec_host.devices:
@@ -282,6 +292,7 @@ def down(name: str = "default") -> list[str]:
                     detach(loop)
                     removed.append(f"loop {loop} ({path.name})")
     removed += ceph.down(lab, state)
+    removed += zfs.release_run_dirs(state)
     for link in lab.links:
         if link_exists(link.bridge):
             sh("ip", "link", "del", link.bridge)
@@ -334,4 +345,4 @@ def traces(name: str) -> list[str]:
               if (root / CGROUP_PARENT / name).exists()]
     loops = sh("losetup", "-n", "-O", "NAME,BACK-FILE", check=False).stdout.splitlines()
     found += [f"loop {line}" for line in loops if f"{model.STATE_ROOT}/{name}/" in line]
-    return found + ceph.traces(name)
+    return found + ceph.traces(name) + nfs.traces(name) + zfs.traces(name)

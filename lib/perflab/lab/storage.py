@@ -36,7 +36,7 @@ def devices_up(lab: Lab, state: dict) -> None:
                     state["loops"][key] = loops[0]
                     write_state(lab.state_dir, state)
                 target = loops[0]
-            if dev.fs and key not in state["formatted"]:
+            if dev.fs and dev.fs != "zfs" and key not in state["formatted"]:  # a pool is made by lab.zfs
                 sh(f"mkfs.{dev.fs}", "-q", {"ext4": "-F", "xfs": "-f", "btrfs": "-f"}[dev.fs], *dev.mkfs, target)
                 state["formatted"].append(key)
                 write_state(lab.state_dir, state)
@@ -48,7 +48,7 @@ def mounts_up(lab: Lab, host: HostSpec, sshd_pid: int, loops: dict[str, str]) ->
     for dev in host.devices:
         target = lab.mount_point(host.name, dev.name)
         target.mkdir(parents=True, exist_ok=True)
-        if dev.fs and f" {target} " not in mounted:
+        if dev.fs and dev.fs != "zfs" and f" {target} " not in mounted:
             sh("nsenter", "-t", str(sshd_pid), "-m", "--", "mount", "-t", dev.fs,
                 *(("-o", dev.options) if dev.options else ()), loops[f"{host.name}/{dev.name}"], str(target))
 

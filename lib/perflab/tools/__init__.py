@@ -28,6 +28,7 @@ REGISTRY: dict[str, str] = {
     "rbd_bench": "perflab.tools.ceph:RbdBench",
     "ceph_osd_bench": "perflab.tools.ceph:CephOsdBench",
     "blockproto": "perflab.tools.blockproto:BlockProto",
+    "nfsbench": "perflab.tools.nfsbench:NfsBench",
 }
 
 #: Other names users type for the same tools.

@@ -36,15 +36,14 @@ its ``ops`` are that average times ``runtime``.
 
 from __future__ import annotations
 
-import base64
 import configparser
-import hashlib
 import json
 import re
 from pathlib import Path
 from typing import Any, Mapping
 
 from .. import paths
+from . import _hostscript
 from .base import Command, Measurement, Param, ParseError, Rows, Tool, extract_json, search
 from .fio import PROGRAM_OPTIONS
 
@@ -53,7 +52,7 @@ RWS = ("read", "write", "randread", "randwrite")
 AOE_SCRIPT = Path(__file__).resolve().parents[1] / "aoe.py"
 _SOURCE = AOE_SCRIPT.read_bytes()
 #: Where the initiator host keeps the AoE script: relative to its login directory, named by its digest.
-HOST_SCRIPT = f".perflab/aoe-{hashlib.sha256(_SOURCE).hexdigest()[:16]}.py"
+HOST_SCRIPT = _hostscript.host_path("aoe", _SOURCE)
 #: fio options a job file may not set: the adapter sets them for the protocol and the campaign.
 _OWNED = frozenset({"ioengine", "uri", "filename", "runtime", "time_based", "output-format", "output_format"})
 _COST = re.compile(r"^@cost (\{.*\})\s*$", re.MULTILINE)
@@ -123,9 +122,8 @@ class BlockProto(Tool):
             inner += job_options(str(jobfile)) if jobfile is not None else [
                 "--name=blockproto", f"--rw={rw}", f"--bs={bs}", f"--size={size}", f"--iodepth={depth}"]
         wrapper = ["python3", HOST_SCRIPT, "cost", "--procs", PROTOCOLS[protocol], "--"]
-        install = ["sh", "-c", 'mkdir -p "${1%/*}" && printf %s "$2" | base64 -d > "$1.$$" && mv -f "$1.$$" "$1" '
-                   "&& exec sleep infinity", "install-aoe", HOST_SCRIPT, base64.b64encode(_SOURCE).decode()]
-        return [Command("client", tuple(install), service=True), Command("client", tuple(wrapper + inner))]
+        install = _hostscript.install("install-aoe", (HOST_SCRIPT, _SOURCE))
+        return [Command("client", install, service=True), Command("client", tuple(wrapper + inner))]
 
     def ready(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> str | None:
         """The script is in place on the initiator host."""
