@@ -138,3 +138,40 @@ def test_make_clean_outputs_leaves_no_generated_file(tmp_path):
     status = subprocess.run(["git", "status", "--porcelain", "--ignored", "--untracked-files=all"], cwd=tmp_path,
                             capture_output=True, text=True, check=True).stdout
     assert status == "", status
+
+
+def test_the_readme_begins_with_the_two_commands():
+    lines = README.splitlines()
+    assert lines[0] == "# perflab" and lines[1] == ""
+    assert [line.split()[:2] for line in lines[2:4]] == [["make", "reproduce"], ["make", "test"]] and lines[4] == ""
+
+
+def test_the_readme_names_the_studies_and_counts_the_campaigns_measured_and_re_analysed():
+    from perflab import study
+
+    studies = study.discover(ROOT)
+    seeds = [s for s in studies if s.source]
+    assert len(seeds) == 5 and all(f"| `{s.id}` | {s.title}" in README for s in studies), "every study by its title"
+    committed = set(subprocess.run(["git", "ls-files", "data/raw"], cwd=ROOT, capture_output=True, text=True,
+                                   check=True).stdout.split())
+    declared = [c.id for s in studies for c in s.campaigns]
+    stored = [c for c in declared if f"data/raw/{c}/campaign.json" in committed]
+    measured = [c for c in declared if c not in stored]
+    text = " ".join(README.split())
+    assert f"The studies declare {len(declared)} campaigns. The {len(stored)} campaigns of the five studies" in text
+    assert all(c in {c.id for s in seeds for c in s.campaigns} for c in stored)
+    assert f"It measures only the {len(measured)} demonstration campaigns" in text
+    assert all(any(s.demo or s.id == "iperf3-streams" for s in studies if c in {x.id for x in s.campaigns})
+               for c in measured)
+
+
+def test_the_readme_says_what_make_test_runs_and_that_root_is_required():
+    makefile = (ROOT / "Makefile").read_text()
+    assert re.search(r"^test: install lint\b", makefile, re.M) and re.search(r"^lint:.*\n\truff check \.\n\tmypy lib/perflab",
+                                                                          makefile, re.M)
+    text = " ".join(README.split())
+    assert "first `ruff check .` and `mypy lib/perflab` (`make lint`), then pytest in two processes" in text
+    assert "then the tests marked `alone`" in text and "TEST_WORKERS ?= 2" in makefile
+    assert "need a Debian machine and **root**" in text and "`make` stops there" in text
+    script = (ROOT / "scripts/install-debian.sh").read_text()
+    assert re.search(r'if \[ "\$\(id -u\)" -ne 0 \]; then\n  echo "Debian packages missing.*\n.*\n  exit 1', script)
