@@ -286,6 +286,10 @@ def test_a_page_per_declared_study_links_its_data_manifest_campaigns_and_declara
     repo = Path(__file__).resolve().parents[1]
     for folder in ("data/raw/published", "studies", "notebooks"):
         shutil.copytree(repo / folder, tmp_path / folder)
+    extra = tmp_path / "data/raw/published/notes.md"  # listed in the manifest, linked from no page
+    extra.write_text("notes\n")
+    with (extra.parent / store.MANIFEST).open("a") as manifest:
+        manifest.write(f"{store.sha256_file(extra)}  notes.md\n")
     index = site.build([], tmp_path / "reports", root=tmp_path)
     text = index.read_text()
     assert "studies/iperf3-streams.html" in text and "One stream or four" in text
@@ -297,6 +301,9 @@ def test_a_page_per_declared_study_links_its_data_manifest_campaigns_and_declara
     assert {"files/data/raw/published/MANIFEST.sha256", "files/data/raw/published/ORIGIN.md",
             "files/data/raw/published/003-openstack-opennebula-table3-nas.csv"} <= targets
     assert "All published files match" in page.read_text()
+    check = subprocess.run(["sha256sum", "-c", "--quiet", "MANIFEST.sha256"], capture_output=True, text=True,
+                           cwd=tmp_path / "reports/files/data/raw/published")
+    assert check.returncode == 0, "the site holds every published file its manifest lists: " + check.stdout
     pilot = (tmp_path / "reports/studies/001-unnoba-ceph.html").read_text()
     assert re.search(r"unnoba-fio-qd\b[^<]*(<[^>]*>[^<]*)*?; pilot: decides no question", pilot), "a pilot says so"
     assert "unnoba-confirm-bs (" in pilot and "unnoba-confirm-bs; pilot" not in pilot
