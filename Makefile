@@ -55,10 +55,14 @@ rerun: install unlock ## measure CAMPAIGN again: its old raw data is moved aside
 	  echo "moved data/raw/$(CAMPAIGN) to data/superseded/"; fi
 	$(SNAKEMAKE)
 
+# The pipeline writes only under these paths (.gitignore's "Pipeline outputs" and LaTeX by-products); raw data stays.
+OUTPUT_DIRS := data/processed paper/figures paper/tables paper/macros paper/sections
+LATEX_LEFTOVERS := aux log out toc lof lot bbl bcf blg fls fdb_latexmk run.xml synctex.gz
+
 clean-outputs: ## remove everything the pipeline regenerates (raw data stays)
-	rm -rf data/processed/*.parquet data/processed/*.csv data/processed/*.json reports logs \
-	  paper/figures/* paper/tables/* paper/macros/* paper/main.pdf
-	cd paper && latexmk -C main.tex >/dev/null 2>&1 || true
+	rm -rf reports logs paper/main.pdf
+	find $(OUTPUT_DIRS) -mindepth 1 -not -name .gitkeep -delete
+	find paper -type f \( $(foreach e,$(LATEX_LEFTOVERS),-name '*.$(e)' -o) -false \) -delete
 
 # Snakemake locks the project (.snakemake/locks/) while it runs; a killed run leaves the lock behind
 # and the next run stops with "Directory cannot be locked". `snakemake --unlock` removes it, which is

@@ -39,13 +39,12 @@ rule tidy:
         lib=LIB,
     output:
         parquet="data/processed/{campaign}.parquet",
-        csv="data/processed/{campaign}.csv",
         quarantine="data/processed/{campaign}.quarantine.csv",
         lineage="data/processed/{campaign}.lineage.json",
     log:
         "logs/tidy/{campaign}.log",
     shell:
-        "perflab tidy data/raw/{wildcards.campaign} --out data/processed --csv > {log} 2>&1 || {{ cat {log}; exit 1; }}"
+        "perflab tidy data/raw/{wildcards.campaign} --out data/processed > {log} 2>&1 || {{ cat {log}; exit 1; }}"
 
 
 def _study(analysis):

@@ -1,6 +1,8 @@
 """The whole Snakemake pipeline in a copy of the project: lab, papermill, analysis, LaTeX, HTML."""
 
 import os
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -55,4 +57,14 @@ def test_pipeline_runs_end_to_end_and_a_second_run_does_nothing(tmp_path):
     assert (tmp_path / "paper/main.pdf").read_bytes()[:5] == b"%PDF-"
     log = (tmp_path / "paper/main.log").read_text(errors="replace")
     assert "No value for" not in log, "the paper uses a value the pipeline did not produce"
+    assert not list((tmp_path / "data/processed").glob("iperf3-streams.csv")), "Parquet is the shipped format"
+    assert not [p for p in (tmp_path / "reports").rglob("*.csv") if "processed" in p.parts
+                and not p.name.endswith(".quarantine.csv")], "no CSV mirror in the site"
+    assert re.search(r"^site: [\d,.]+ MB in [\d,]+ files, [\d.]+ x the raw data",
+                     (tmp_path / "logs/report.log").read_text(), re.M)
+    moved = tmp_path / "elsewhere"
+    shutil.copytree(tmp_path / "reports", moved)
+    check = subprocess.run(["sha256sum", "-c", "--quiet", "MANIFEST.sha256"], capture_output=True, text=True,
+                           cwd=moved / "files/data/raw/iperf3-streams")
+    assert check.returncode == 0, check.stdout + check.stderr
     assert second.returncode == 0 and "Nothing to be done" in second.stdout + second.stderr

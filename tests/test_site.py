@@ -1,5 +1,6 @@
 """The review site: figures as images, links to raw data, manifests, lineage, CSVs and machine pages."""
 
+import html
 import json
 import os
 import re
@@ -129,7 +130,7 @@ def test_a_copied_site_has_no_broken_link_and_loads_nothing_from_the_network(pro
     assert checked > 100
 
 
-def test_the_campaign_page_shows_its_declared_analysis_and_links_raw_manifest_lineage_and_csv(project):
+def test_the_campaign_page_shows_its_declared_analysis_and_links_raw_manifest_lineage_and_parquet(project):
     root, _ = project
     out = root / "reports"
     page = out / "campaigns/demo.html"
@@ -137,7 +138,7 @@ def test_the_campaign_page_shows_its_declared_analysis_and_links_raw_manifest_li
     targets = _targets(page, out)
     assert "files/paper/figures/demo-throughput.png" in {t for t in targets if t.endswith(".png")}
     for expected in ("files/data/raw/demo/MANIFEST.sha256", "files/data/raw/demo/samples/b0-p1/stdout",
-                     "files/data/raw/demo/samples/b5-p4/meta.json", "files/data/processed/demo.csv",
+                     "files/data/raw/demo/samples/b5-p4/meta.json", "files/data/processed/demo.parquet",
                      "files/paper/figures/demo-throughput.lineage.json",
                      "files/paper/tables/demo-throughput-checks.lineage.json",
                      "files/data/raw/demo/blocks/3/differences.json", "html/demo-throughput.html",
@@ -152,6 +153,59 @@ def test_the_campaign_page_shows_its_declared_analysis_and_links_raw_manifest_li
     assert re.search(r'from raw campaign <a href="[^"]*files/data/raw/demo/MANIFEST.sha256">data/raw/demo</a>: '
                      r"12 samples", lineage), "the lineage links down to the raw manifest"
     assert re.search(r'host <a href="\.\./machines/h[12]-2026-11-22-1[23]00\.html">h[12], 2026-11-22 1[23]:00', lineage)
+
+
+def test_the_site_ships_parquet_and_no_csv_mirror_unless_asked(project, tmp_path):
+    root, _ = project
+    assert (root / "data/processed/demo.csv").is_file(), "the fixture's tidy step made the CSV mirror"
+    shipped = {p.relative_to(root / "reports").as_posix() for p in (root / "reports").rglob("*.csv")}
+    assert shipped == {"files/data/processed/demo.quarantine.csv"}, "no CSV mirror of a tidy table by default"
+    assert (root / "reports/files/data/processed/demo.parquet").is_file()
+    site.build([], tmp_path / "asked", root=root, csv=True)
+    assert (tmp_path / "asked/files/data/processed/demo.csv").is_file()
+    assert "files/data/processed/demo.csv" in _targets(tmp_path / "asked/campaigns/demo.html", tmp_path / "asked")
+
+
+def test_a_moved_copy_of_the_site_passes_the_manifest_check_its_campaign_page_prints(project, tmp_path, monkeypatch):
+    """Every raw file the manifest lists is in the site, also the samples past those the page lists, so the check
+    the page prints (sha256sum -c, as the README's) passes in a copy of the site moved elsewhere; on the same file
+    system the raw files are hard links, which the copy turns into files of their own."""
+    root, _ = project
+    monkeypatch.setattr(site, "MAX_SAMPLES", 2)
+    out = tmp_path / "built" / "reports"
+    site.build([], out, root=root)
+    page = (out / "campaigns/demo.html").read_text()
+    assert "12 samples stored" in page and "10 more samples are in the directory" in page
+    [check] = re.findall(r"<code>(cd [^<]*sha256sum -c[^<]*)</code>", page)
+    check = html.unescape(check)
+    assert check == "cd files/data/raw/demo && sha256sum -c --quiet MANIFEST.sha256"
+    raw = root / "data/raw/demo/samples/b5-p4/stdout"
+    assert (out / "files/data/raw/demo/samples/b5-p4/stdout").samefile(raw), "a raw file is a hard link"
+    moved = tmp_path / "elsewhere" / "reports"
+    shutil.copytree(out, moved)
+    shutil.rmtree(tmp_path / "built")
+    assert not (moved / "files/data/raw/demo/samples/b5-p4/stdout").samefile(raw)
+    result = subprocess.run(["bash", "-c", check], cwd=moved, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert len(store.read_manifest(moved / "files/data/raw/demo")) == 56
+
+
+def test_perflab_report_prints_the_sites_size_against_the_raw_datas(project, tmp_path, capsys):
+    from perflab import cli
+
+    root, _ = project
+    out = tmp_path / "reports"
+    notebook = root / "reports/notebooks/demo-throughput.ipynb"
+    assert cli.main(["report", "--out", str(out), "--root", str(root), str(notebook)]) == 0
+    line = capsys.readouterr().out.splitlines()[-1]
+    size, files = site.footprint(out)
+    raw_size, raw_files = site.footprint(root / "data/raw")
+    assert (size, files) == (sum(p.stat().st_size for p in out.rglob("*") if p.is_file()),
+                             sum(1 for p in out.rglob("*") if p.is_file()))
+    assert raw_files == len(store.read_manifest(root / "data/raw/demo")) + 1, "the listed files and the manifest"
+    assert line == (f"site: {size / 1e6:,.1f} MB in {files:,} files, {size / raw_size:.2f} x the raw data "
+                    f"(data/raw: {raw_size / 1e6:,.1f} MB in {raw_files:,} files); a copy of it elsewhere holds "
+                    "that much")
 
 
 def test_tables_are_shown_as_html_not_latex_source(project):
@@ -232,6 +286,10 @@ def test_a_page_per_declared_study_links_its_data_manifest_campaigns_and_declara
     repo = Path(__file__).resolve().parents[1]
     for folder in ("data/raw/published", "studies", "notebooks"):
         shutil.copytree(repo / folder, tmp_path / folder)
+    extra = tmp_path / "data/raw/published/notes.md"  # listed in the manifest, linked from no page
+    extra.write_text("notes\n")
+    with (extra.parent / store.MANIFEST).open("a") as manifest:
+        manifest.write(f"{store.sha256_file(extra)}  notes.md\n")
     index = site.build([], tmp_path / "reports", root=tmp_path)
     text = index.read_text()
     assert "studies/iperf3-streams.html" in text and "One stream or four" in text
@@ -243,6 +301,9 @@ def test_a_page_per_declared_study_links_its_data_manifest_campaigns_and_declara
     assert {"files/data/raw/published/MANIFEST.sha256", "files/data/raw/published/ORIGIN.md",
             "files/data/raw/published/003-openstack-opennebula-table3-nas.csv"} <= targets
     assert "All published files match" in page.read_text()
+    check = subprocess.run(["sha256sum", "-c", "--quiet", "MANIFEST.sha256"], capture_output=True, text=True,
+                           cwd=tmp_path / "reports/files/data/raw/published")
+    assert check.returncode == 0, "the site holds every published file its manifest lists: " + check.stdout
     pilot = (tmp_path / "reports/studies/001-unnoba-ceph.html").read_text()
     assert re.search(r"unnoba-fio-qd\b[^<]*(<[^>]*>[^<]*)*?; pilot: decides no question", pilot), "a pilot says so"
     assert "unnoba-confirm-bs (" in pilot and "unnoba-confirm-bs; pilot" not in pilot

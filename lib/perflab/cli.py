@@ -374,7 +374,13 @@ def _import(args: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace) -> int:
     from .report import site
 
-    print(f"report: {site.build(args.notebooks, args.out, root=args.root)}")
+    index = site.build(args.notebooks, args.out, root=args.root, csv=args.csv)
+    print(f"report: {index}")
+    size, files = site.footprint(index.parent)
+    raw_size, raw_files = site.footprint(Path(args.root) / "data/raw")
+    ratio = f"{size / raw_size:.2f} x" if raw_size else "no"
+    print(f"site: {size / 1e6:,.1f} MB in {files:,} files, {ratio} the raw data (data/raw: {raw_size / 1e6:,.1f} MB in "
+          f"{raw_files:,} files); a copy of it elsewhere holds that much")
     return 0
 
 
@@ -476,7 +482,7 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
     tp.add_argument("raw_dir", help="data/raw/<campaign>")
     tp.add_argument("--out", default="data/processed", help="output directory (default data/processed)")
     tp.add_argument("--csv", action="store_true",
-                    help="also write the CSV mirror <campaign>.csv for reviewers (the pipeline does)")
+                    help="also write the CSV mirror <campaign>.csv (the pipeline does not: Parquet is its format)")
     tp.add_argument("--workers", type=_workers, metavar="N",
                     help="processes that parse the samples, this one included, at most 4 (default: one per CPU "
                     "for a campaign of 4,000 samples or more, else 1); the table is the same either way")
@@ -537,14 +543,18 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
         "report", help="build the review site: notebooks, figures, raw data, manifests, lineage, machines",
         description="Render the executed notebooks with nbconvert and write a static review site: an index, a "
                     "page per campaign (figures, tables, fingerprint differences, links to raw samples, the "
-                    "manifest, processed CSVs and lineage sidecars), a page per machine (host fingerprint) and a "
-                    "search page. Every linked file is copied into OUT/files/, so OUT can be copied and read on "
-                    "its own.",
+                    "manifest, the processed Parquet table and lineage sidecars), a page per machine (host "
+                    "fingerprint) and a search page. Every linked file, and every raw file a manifest lists, is "
+                    "copied into OUT/files/ (raw files as hard links on the same file system), so OUT can be "
+                    "copied and read on its own and its manifests checked there. Prints the site's size beside "
+                    "the raw data's.",
         epilog="example:\n  perflab report --out reports data/raw/*/experiment.ipynb reports/notebooks/*.ipynb",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     hp.add_argument("notebooks", nargs="+", help="executed notebooks")
     hp.add_argument("--out", default="reports", help="output directory (default reports)")
     hp.add_argument("--root", default=".", help="project root holding data/ and paper/ (default: .)")
+    hp.add_argument("--csv", action="store_true",
+                    help="also ship the processed tables' CSV mirrors (made by perflab tidy --csv) where they exist")
     hp.set_defaults(func=_report)
 
     gp = sub.add_parser(

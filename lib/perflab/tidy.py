@@ -16,7 +16,7 @@ The raw directory is verified against its manifest first; a sample whose output 
 parse is quarantined with the reason, never turned into a number. Outputs are written
 next to each other in ``data/processed/``: ``<campaign>.parquet`` (typed), on request
 ``<campaign>.csv`` (for reviewers, written by pyarrow: strings quoted, booleans ``true``/``false``,
-times in UTC with ``Z``; the pipeline asks for it), ``<campaign>.quarantine.csv`` and
+times in UTC with ``Z``; the pipeline does not ask: Parquet is the shipped format), ``<campaign>.quarantine.csv`` and
 ``<campaign>.lineage.json``. Each raw file is read once: the bytes parsed are the bytes hashed
 for the manifest check, and nothing is returned unless every file matches. A campaign of
 :data:`PARALLEL_SAMPLES` samples or more is parsed on every CPU, each worker process a contiguous

@@ -8,11 +8,15 @@ made from it (each analysis reading it: figures, tables as HTML, notebook), how 
 measured (:func:`perflab.evidence.sentence`: its window, overlaps, contention), its lineage with
 links down to raw files and manifests, the fingerprint differences between and within
 blocks, whether the raw files still match the manifest, and links to the raw samples, the
-manifest, the processed CSVs and every lineage sidecar.
+manifest, the processed table (Parquet; its CSV mirror only when asked: ``csv``) and every lineage sidecar.
 
-Every file a page links to is copied into ``<out>/files/`` under its project path, and the
-notebook pages carry no scripts, so the site works when ``reports/`` is copied on its own
-(``file://`` or any static web server).
+Every file a page links to is copied into ``<out>/files/`` under its project path, and so is every
+file a shown manifest lists (a campaign's raw data, the published data), whole, so that
+``sha256sum -c MANIFEST.sha256`` passes in the copy as it does in ``data/raw/``. Raw files are hard
+links to the committed ones where the site is on the same file system (they are never rewritten;
+a copy of the site elsewhere copies their bytes). The notebook pages carry no scripts, so the site
+works when ``reports/`` is copied on its own (``file://`` or any static web server).
+:func:`footprint` measures it against the raw data (``perflab report`` prints both).
 
 The site stays in its folder: every page and copy it writes resolves inside ``<out>``
 (:meth:`_Site.target`), a name from data (a host in a fingerprint, a campaign, a
@@ -32,6 +36,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -122,8 +127,8 @@ class _Site:
     with ``study_error`` set, when the declarations do not load).
     """
 
-    def __init__(self, root: Path, out: Path) -> None:
-        self.root, self.out = root, out
+    def __init__(self, root: Path, out: Path, csv: bool = False) -> None:
+        self.root, self.out, self.csv = root, out, csv
         try:
             self.studies = study_mod.discover(root) if (root / study_mod.STUDIES_DIR).is_dir() else []
             self.study_error = ""
@@ -178,6 +183,18 @@ class _Site:
                     "symbolic link out of its campaign)</small>")
         return f"<a href=\"{_e(url)}\">{_e(text or target.name)}</a>"
 
+    def whole(self, directory: Path, names: Iterable[str]) -> list[str]:
+        """Publish every file ``names`` (a manifest's paths, relative to ``directory``) lists, linked from a page
+        or not, so that the copy of ``directory`` is whole; return the names that may not be published."""
+        left = []
+        for name in names:
+            rel = self.source(directory / name)
+            if rel is None or not (self.root / rel).is_file():
+                left.append(name)
+            else:
+                self.copied.add(rel)
+        return left
+
     def links(self, targets: Iterable[Path], page: Path) -> str:
         """Links to the existing ``targets``, comma-separated (or a dash)."""
         found = [self.link(t, page) for t in targets if (self.root / t).exists()]
@@ -202,7 +219,8 @@ class _Site:
                                  "</body></html>\n")
 
     def copy(self) -> int:
-        """Copy every linked project file into ``out/files/`` (unchanged copies are kept); remove stale copies."""
+        """Copy every published project file into ``out/files/`` (unchanged copies are kept; a raw file is a hard
+        link to its original on the same file system); remove stale copies."""
         base = self.out / FILES_DIR
         for rel in sorted(self.copied):
             src, dst = self.root / rel, base / rel
@@ -213,7 +231,9 @@ class _Site:
                     dst.stat().st_mtime_ns == src.stat().st_mtime_ns:
                 continue
             dst.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, dst)
+            dst.unlink(missing_ok=True)
+            if not (rel.parts[:2] == ("data", "raw") and _hard_link(src, dst)):
+                shutil.copy2(src, dst)
         if base.is_dir():
             for path in sorted(base.rglob("*"), reverse=True):
                 if path.is_symlink() or (path.is_file() and path.relative_to(base) not in self.copied):
@@ -221,6 +241,27 @@ class _Site:
                 elif path.is_dir() and not any(path.iterdir()):
                     path.rmdir()
         return len(self.copied)
+
+
+def _hard_link(src: Path, dst: Path) -> bool:
+    """Make ``dst`` a hard link to ``src``; False when the file system refuses (another device, say)."""
+    try:
+        os.link(src, dst)
+    except OSError:
+        return False
+    return True
+
+
+def footprint(path: Path) -> tuple[int, int]:
+    """The bytes and number of the regular files under ``path`` (symbolic links not followed), counted as a copy
+    of it elsewhere would hold them: a hard-linked file counts in full."""
+    size = count = 0
+    for folder, _, names in os.walk(path):
+        for name in names:
+            st = os.lstat(os.path.join(folder, name))
+            if stat.S_ISREG(st.st_mode):
+                size, count = size + st.st_size, count + 1
+    return size, count
 
 
 #: The media types an image embedded in a notebook page may have (a ``data:`` URL of another type is removed).
@@ -409,9 +450,12 @@ def _campaign_page(site: _Site, cdir: Path, nb_pages: dict[Path, Path], owner: s
     page = site.named("campaigns", name)
     record = json.loads((cdir / "campaign.json").read_text())
     spec = record.get("spec", {})
-    problems = store.verify(cdir)
     manifest = store.read_manifest(cdir)
-    status = (f"<p class=\"ok\">All {len(manifest)} raw files match {site.link(cdir / store.MANIFEST, page)}.</p>"
+    problems = store.verify(cdir) + [f"{n}: not published here (a symbolic link out of its campaign, or not a "
+                                     "file), so the copy below lacks it" for n in site.whole(cdir, manifest)]
+    status = (f"<p class=\"ok\">All {len(manifest)} raw files match {site.link(cdir / store.MANIFEST, page)}, "
+              f"and this site holds a copy of each: <code>cd {_e(FILES_DIR)}/data/raw/{_e(name)} &amp;&amp; "
+              f"sha256sum -c --quiet {store.MANIFEST}</code> in the site's folder checks it.</p>"
               if not problems else f"<p class=\"bad\">{len(problems)} raw file(s) do not match "
               f"{site.link(cdir / store.MANIFEST, page)}:</p><ul>"
               + "".join(f"<li>{_e(p)}</li>" for p in problems) + "</ul>")
@@ -446,7 +490,8 @@ def _campaign_page(site: _Site, cdir: Path, nb_pages: dict[Path, Path], owner: s
         + "<h2>Machines</h2><p>" + (", ".join(site.link(m.page, page, m.label) for m in used) or "none recorded")
         + "</p>" + _differences(site, cdir, page)
         + "<h2>Processed data</h2><p>" + site.links(
-            [processed / f"{name}{ext}" for ext in (".csv", ".quarantine.csv", ".lineage.json", ".parquet")], page)
+            [processed / f"{name}{ext}" for ext in (".parquet", *((".csv",) if site.csv else ()), ".quarantine.csv",
+                                                    ".lineage.json")], page)
         + "</p><h2>Raw data</h2><p>" + site.links(
             [cdir / n for n in (store.MANIFEST, "campaign.json", "ledger.jsonl", "experiment.ipynb")], page)
         + f"</p><p>Ledger hash chain: <code>{_e(verify.head(cdir))}</code> (<code>perflab verify</code> checks "
@@ -512,7 +557,9 @@ def _studies(site: _Site, nb_pages: dict[Path, Path], campaign_pages: dict[str, 
     if not site.studies:
         return "<p>None declared.</p>"
     pub = site.root / study_mod.PUBLISHED_DIR
-    problems = store.verify(pub) if (pub / store.MANIFEST).exists() else [f"no {store.MANIFEST}"]
+    problems = store.verify(pub) + [f"{n}: not published here, so the copy lacks it"
+                                    for n in site.whole(pub, store.read_manifest(pub))] \
+        if (pub / store.MANIFEST).exists() else [f"no {store.MANIFEST}"]
     items = []
     for s in site.studies:
         page = site.named("studies", s.id)
@@ -554,12 +601,13 @@ def _search_page(site: _Site) -> Path:
     return site.page(site.out / "search.html", "Search the review site", body)
 
 
-def build(notebooks: Sequence[str | Path], out_dir: str | Path, *, root: str | Path = ".") -> Path:
-    """Build the review site for the project at ``root`` into ``out_dir``; return the index page."""
+def build(notebooks: Sequence[str | Path], out_dir: str | Path, *, root: str | Path = ".", csv: bool = False) -> Path:
+    """Build the review site for the project at ``root`` into ``out_dir``; return the index page. The processed
+    tables are shipped as Parquet; with ``csv`` their CSV mirrors (``perflab tidy --csv``) too, where they exist."""
     root = Path(root).resolve()
     out = Path(out_dir)
     out = (out if out.is_absolute() else Path.cwd() / out).resolve()
-    site = _Site(root, out)
+    site = _Site(root, out, csv)
     nb_pages = _notebooks(site, [Path(os.path.relpath(Path(p).resolve(), root)) for p in notebooks])
     campaigns = sorted(p for p in (root / "data/raw").iterdir() if (p / "campaign.json").exists()) \
         if (root / "data/raw").is_dir() else []
