@@ -545,7 +545,7 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
                     "page per campaign (figures, tables, fingerprint differences, links to raw samples, the "
                     "manifest, the processed Parquet table and lineage sidecars), a page per machine (host "
                     "fingerprint) and a search page. Every linked file, and every raw file a manifest lists, is "
-                    "copied into OUT/files/ (raw files as hard links on the same file system), so OUT can be "
+                    "copied into OUT/files/, so OUT can be "
                     "copied and read on its own and its manifests checked there. Prints the site's size beside "
                     "the raw data's.",
         epilog="example:\n  perflab report --out reports data/raw/*/experiment.ipynb reports/notebooks/*.ipynb",

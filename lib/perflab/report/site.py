@@ -232,8 +232,7 @@ class _Site:
                 continue
             dst.parent.mkdir(parents=True, exist_ok=True)
             dst.unlink(missing_ok=True)
-            if not (rel.parts[:2] == ("data", "raw") and _hard_link(src, dst)):
-                shutil.copy2(src, dst)
+            shutil.copy2(src, dst)
         if base.is_dir():
             for path in sorted(base.rglob("*"), reverse=True):
                 if path.is_symlink() or (path.is_file() and path.relative_to(base) not in self.copied):
@@ -243,18 +242,9 @@ class _Site:
         return len(self.copied)
 
 
-def _hard_link(src: Path, dst: Path) -> bool:
-    """Make ``dst`` a hard link to ``src``; False when the file system refuses (another device, say)."""
-    try:
-        os.link(src, dst)
-    except OSError:
-        return False
-    return True
-
-
 def footprint(path: Path) -> tuple[int, int]:
     """The bytes and number of the regular files under ``path`` (symbolic links not followed), counted as a copy
-    of it elsewhere would hold them: a hard-linked file counts in full."""
+    of it elsewhere would hold them."""
     size = count = 0
     for folder, _, names in os.walk(path):
         for name in names:
