@@ -29,6 +29,7 @@ BASE = (
     "biber", "texlive-bibtex-extra",  # the paper's bibliography (biblatex)
     "texlive-science",  # siunitx, for the numbers in generated tables
     "chromium",  # the review site is checked in a headless browser by the tests
+    "slurmctld", "slurmd", "slurm-client",  # the Slurm profile's test on a single-node Slurm (docs/cluster.md)
 )
 
 
