@@ -57,7 +57,7 @@ def test_inequality_and_decimal_comma_p_values():
 
 def test_unreadable_values_are_not_checkable_rather_than_flagged():
     out = recheck(_table([("x", "A", "", "1.0", "40", "0.01"), ("x", "B", "12.0", "1.0", "40", "0.01")]))
-    assert out.loc[0, "status"] == "not checkable: no value for mean_a"
+    assert out.loc[0, "status"] == "not checkable: no value for the mean of A"
     assert not out.loc[0, "flag"]
 
 

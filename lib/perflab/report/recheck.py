@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import textwrap
 from pathlib import Path
 
 import pandas as pd
@@ -53,8 +54,11 @@ def recheck_table_latex(result: pd.DataFrame, *, caption: str = "Re-check of pub
         header("Published", "$p$"): [escape_latex(str(p)) or "--" for p in result["published_p"]],
         header("Student", "$p$"): [p_cell(r, "student") for _, r in result.iterrows()],
         header("Welch", "$p$"): [p_cell(r, "welch") for _, r in result.iterrows()],
-        # the status on two lines, its reason or tests below it: "reproduced" above "(Student and Welch)"
-        "Status": [cell(*(escape_latex(part) for part in re.split(r"(?<=:) | (?=\()", s)), align="l")
+        # the status on two lines, its reason or tests below it: "reproduced" above "(Student and Welch)"; a long
+        # reason ("no value for the mean of ...") wrapped, so that the table stands upright
+        "Status": [cell(*(escape_latex(line) for part in re.split(r"(?<=:) | (?=\()", s)
+                          for line in textwrap.wrap(part, 26, break_long_words=False, break_on_hyphens=False)),
+                        align="l")
                    + (r" $\dagger$" if f else "") for s, f in zip(result["status"], result["flag"])],
     })
     groups = (f"$a$: {escape_latex(str(next(iter(pairs))[0]))}, $b$: {escape_latex(str(next(iter(pairs))[1]))} in "

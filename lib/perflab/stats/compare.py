@@ -159,7 +159,7 @@ def _normality_note(what: str, test: str, n: int) -> str:
     skewed differences raise its error rate to 8.5 %)."""
     if test in RANK_TESTS:
         return f"normality is rejected for {what}; the rank test does not assume it"
-    shift = "if a typical shift is the question, name a rank test (test='mannwhitney' or 'wilcoxon')"
+    shift = "if a typical shift is the question, a rank test (Mann-Whitney, or Wilcoxon's signed-rank when paired) answers it"
     if n < 15:
         return (f"normality is rejected for {what}; with n = {n} the t test relies on near-normal data, so "
                 f"its p-value and interval are approximate: plan more runs, or {shift}")
