@@ -71,6 +71,13 @@ def in_words(items: Sequence[str]) -> str:
     return " and ".join(items) if len(items) < 3 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
+def level_words(label: str) -> str:
+    """A level as the statistics label it (``parallel=1``, ``vm_bytes=32M``) in a reader's words: "parallel 1",
+    "vm bytes 32M"; a label without ``=`` keeps its text, an underscore read as a space."""
+    factor, sep, value = label.partition("=")
+    return f"{factor.replace('_', ' ')} {value}" if sep else label.replace("_", " ")
+
+
 def format_number(value: object, digits: int = 3) -> str:
     """Format a number with ``digits`` significant digits in fixed notation (12345.6 -> "12346", not
     "1.23e+04"; e-notation only below 1e-6 or from 1e15); nan/None as an en dash, inf as ±∞."""

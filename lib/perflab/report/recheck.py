@@ -63,9 +63,8 @@ def recheck_table_latex(result: pd.DataFrame, *, caption: str = "Re-check of pub
     })
     groups = (f"$a$: {escape_latex(str(next(iter(pairs))[0]))}, $b$: {escape_latex(str(next(iter(pairs))[1]))} in "
               "every row" if same else "$a$, $b$: the groups in the order named")
-    notes = [f"Means as printed ({groups}). Two-sided $p$ recomputed from the "
-             r"printed mean, SD and $n$ with "
-             r"\texttt{scipy.stats.ttest\_ind\_from\_stats}; $\surd$: the test reproduces the "
+    notes = [f"Means as printed ({groups}). Two-sided $p$ of Student's and of Welch's $t$ test recomputed from the "
+             r"printed mean, SD and $n$ of each group; $\surd$: the test reproduces the "
              r"printed $p$ for some values the printed digits allow. $\dagger$: neither test reproduces it. "
              r"$^*$: a value is uncertain in the text extraction."]
     names = list(table.columns)

@@ -14,7 +14,7 @@ import pandas as pd
 
 from ..files import natural_key
 from ..stats import BlockEffect, Comparison
-from .latex import (ci_decimals, escape_latex, fixed, format_ci, format_number, format_p, header, latex_table,
+from .latex import (ci_decimals, escape_latex, fixed, format_ci, format_number, format_p, header, latex_table, level_words,
                     significance_note)
 
 
@@ -82,7 +82,7 @@ def comparison_table(comparisons: Sequence[Comparison], *, caption: str, label: 
     u = escape_latex(unit)
     tests, effects, sizes = [], [], []
     for i, c in enumerate(comparisons):
-        name = escape_latex(f"{c.labels[1]} vs {c.labels[0]}")
+        name = escape_latex(f"{level_words(c.labels[1])} vs {level_words(c.labels[0])}")
         effect, effect_ci, _ = estimate(c.estimate / scale, c.estimate_ci[0] / scale, c.estimate_ci[1] / scale,
                                         digits=3)
         rel, rel_ci, _ = estimate(100 * c.rel_diff, 100 * c.rel_diff_ci[0], 100 * c.rel_diff_ci[1], digits=3)
@@ -98,7 +98,8 @@ def comparison_table(comparisons: Sequence[Comparison], *, caption: str, label: 
                       "Cliff's $\\delta$": format_number(c.cliffs_delta, 3)})
     how = []
     for c in comparisons:
-        how.append(escape_latex(f"{c.labels[1]} vs {c.labels[0]}: {c.test} ({c.reason}); effect: {c.effect}; "
+        how.append(escape_latex(f"{level_words(c.labels[1])} vs {level_words(c.labels[0])}: {c.test} ({c.reason}); "
+                                f"effect: {c.effect}; "
                                 f"relative interval: {c.rel_diff_ci_method}.")
                    + "".join(" " + escape_latex(n[0].upper() + n[1:]) + "." for n in c.notes))
     sets = [list(rows[0]) for rows in (tests, effects, sizes)] if comparisons else []
