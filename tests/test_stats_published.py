@@ -128,7 +128,7 @@ def test_recheck_latex_marks_flagged_and_uncertain_rows():
     tex = recheck_table_latex(out, caption="Recheck", label="tab:recheck")
     assert tex.count(r"\plfloat") == 1 and r"\label{tab:recheck}" in tex
     assert r"ok$^*$" in tex and r"not reproduced $\dagger$" in tex
-    assert "ttest\\_ind\\_from\\_stats" in tex
+    assert "Student's and of Welch's $t$ test recomputed" in tex and "scipy" not in tex
 
 
 def test_recheck_latex_sets_the_means_in_siunitx_columns():

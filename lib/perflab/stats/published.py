@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ._input import StatsInputError
+from ._input import StatsInputError, counted
 
 #: Columns a published-summaries CSV must have (one row per group of a comparison).
 PUBLISHED_COLUMNS = ("name", "group", "mean", "sd", "n", "published_p")
@@ -307,8 +307,7 @@ def recheck_claims(claims: pd.DataFrame, published: pd.DataFrame) -> pd.DataFram
         if matches:
             out["status"] = "reproduced" + (" (on the readable items)" if unknown else "")
         elif unknown:
-            out["status"] = (f"not checkable: {unknown} {'item' if unknown == 1 else 'items'} without readable "
-                             "values")
+            out["status"] = f"not checkable: {counted(unknown, 'item')} without readable values"
         else:
             out["status"] = "not reproduced"
         out["flag"] = out["status"] == "not reproduced"
