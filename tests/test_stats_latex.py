@@ -246,6 +246,10 @@ def test_levels_and_tests_are_named_in_words_not_code():
     a, b = rng.normal(10, 1, 8), rng.normal(11, 1, 8)
     tex = comparison_table_tex([compare(a, b, labels=("vm_bytes=32M", "vm_bytes=64M"))], caption="c", label="l")
     assert "vm bytes 64M vs vm bytes 32M" in tex and "vm\\_bytes" not in tex and "=32M" not in tex
+    skewed = [rng.lognormal(0, 1.5, 40), rng.lognormal(0.5, 1.5, 40)]
+    tex = comparison_table_tex([compare(*skewed, labels=("vm_bytes=32M", "vm_bytes=64M"))], caption="c", label="l")
+    assert "Normality is rejected for vm bytes 32M (Shapiro" in tex and "with 40 samples per group" in tex
+    assert "n = " not in tex and "test=" not in tex and "vm\\_bytes" not in tex
     pub = pd.DataFrame([("x", "A", "10", "1", "40", "0.01"), ("x", "B", "", "1", "40", "0.01")],
                        columns=["name", "group", "mean", "sd", "n", "published_p"])
     from perflab.stats.published import recheck as recheck_p

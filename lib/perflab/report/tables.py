@@ -67,6 +67,13 @@ def describe_table(summary: pd.DataFrame, *, factor: str, factor_label: str, sca
                        align=[c for c in frame.columns if c != factor_label], column_sets=[means, medians])
 
 
+def _in_words(note: str, labels: Sequence[str]) -> str:
+    """A comparison's note for a table: its levels in words (:func:`level_words`), its first letter capitalized."""
+    for label in labels:
+        note = note.replace(label, level_words(label))
+    return note[:1].upper() + note[1:]
+
+
 def comparison_table(comparisons: Sequence[Comparison], *, caption: str, label: str, p_adjusted: Sequence[float] = (),
                      scale: float = 1.0, unit: str = "", notes: Sequence[str] = ()) -> str:
     """A booktabs table with one row per :class:`perflab.stats.Comparison` (b against a), in three parts.
@@ -101,7 +108,7 @@ def comparison_table(comparisons: Sequence[Comparison], *, caption: str, label: 
         how.append(escape_latex(f"{level_words(c.labels[1])} vs {level_words(c.labels[0])}: {c.test} ({c.reason}); "
                                 f"effect: {c.effect}; "
                                 f"relative interval: {c.rel_diff_ci_method}.")
-                   + "".join(" " + escape_latex(n[0].upper() + n[1:]) + "." for n in c.notes))
+                   + "".join(" " + escape_latex(_in_words(n, c.labels)) + "." for n in c.notes))
     sets = [list(rows[0]) for rows in (tests, effects, sizes)] if comparisons else []
     frame = pd.DataFrame([{**a, **b, **c} for a, b, c in zip(tests, effects, sizes)])
     aligned = [c for c in frame.columns if c not in ("Comparison", "$n$", "Test") and "$p" not in c]
