@@ -242,6 +242,7 @@ def test_levels_and_tests_are_named_in_words_not_code():
     from perflab.report.latex import level_words
 
     assert level_words("vm_bytes=32M") == "vm bytes 32M" and level_words("parallel=1") == "parallel 1"
+    assert level_words("vm_bytes=32M", {"vm_bytes": "working set"}) == "working set 32M"
     rng = np.random.default_rng(2)
     a, b = rng.normal(10, 1, 8), rng.normal(11, 1, 8)
     tex = comparison_table_tex([compare(a, b, labels=("vm_bytes=32M", "vm_bytes=64M"))], caption="c", label="l")
