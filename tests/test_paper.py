@@ -255,3 +255,20 @@ def test_the_abstract_and_conclusion_findings_are_the_studies_macros_summed_and_
     text = frame.write(tmp_path / "paper", tmp_path / "config.yaml", root=ROOT)[0].read_text()
     assert "\\plset{frame/degree}{[Degree: set degree in config/config.yaml]}" in text
     assert "\\plset{frame/findings}{\\ifcsname plv@" in text
+
+
+@pytest.mark.skipif(not shutil.which("pdflatex") or not shutil.which("pdftotext"), reason="needs pdflatex, pdftotext")
+def test_several_verdicts_that_agree_are_said_once(tmp_path):
+    shutil.copy(ROOT / "paper/perflab.sty", tmp_path)
+    (tmp_path / "t.tex").write_text(
+        "\\documentclass{article}\\usepackage{caption}\\usepackage{perflab}\n"
+        "\\plset{a}{inconclusive}\\plset{b}{inconclusive}\\plset{c}{inconclusive}\\plset{d}{supported}\n"
+        "\\begin{document}X: \\plvwords{a,b,c}. Y: \\plvwords{a,d,c}. Z: \\plvwords{a,b}. W: \\plvwords{d}.\n"
+        "\\end{document}\n")
+    run = subprocess.run(["pdflatex", "-interaction=nonstopmode", "t.tex"], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=120)
+    assert run.returncode == 0, run.stdout[-2000:]
+    text = " ".join(subprocess.run(["pdftotext", "t.pdf", "-"], cwd=tmp_path, capture_output=True,
+                                   text=True).stdout.split())
+    assert ("X: all three inconclusive. Y: inconclusive, supported and inconclusive. Z: both inconclusive. "
+            "W: supported.") in text
