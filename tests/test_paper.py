@@ -272,3 +272,14 @@ def test_several_verdicts_that_agree_are_said_once(tmp_path):
                                    text=True).stdout.split())
     assert ("X: all three inconclusive. Y: inconclusive, supported and inconclusive. Z: both inconclusive. "
             "W: supported.") in text
+
+
+@pytest.mark.parametrize("part", sorted(p.name for p in (ROOT / "paper/frame").glob("*.tex")))
+def test_the_frame_types_no_verdict_beside_a_question(part):
+    """The frame's findings are generated macros: no verdict word typed in a sentence naming a question."""
+    text = re.sub(r"\\(plv|plvor|ref|label|plinput)\{[^}]*\}", "MACRO", (ROOT / "paper/frame" / part).read_text())
+    text = "\n".join(line.split("%")[0] for line in text.splitlines())
+    for sentence in re.split(r"(?<=[.;:])\s+", text):
+        if re.search(r"\b(C\d\d|Q\d+|RQ\d)\b", sentence):
+            assert not re.search(r"\b(supported|contradicted|equivalent|inconclusive|direction only|not testable)\b",
+                                 sentence), f"{part}: {sentence.strip()[:200]}"
