@@ -31,18 +31,32 @@ def test_build_macros_name_version_commit_and_date(tmp_path, monkeypatch):
     assert (tmp_path / "build.lineage.json").exists()
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(not all(shutil.which(t) for t in ("latexmk", "biber", "pdffonts", "pdfinfo")),
-                    reason="needs latexmk, biber and poppler-utils")
-def test_the_paper_builds_with_metadata_bibliography_and_no_type3_font(tmp_path):
+TOOLS = ("latexmk", "biber", "pdffonts", "pdfinfo", "pdftotext")
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """The paper built once for this module from its tracked sources (never what a pipeline run generated) and the
+    frame's generated macros; its directory, the latexmk run and the PDF's text."""
+    if not all(shutil.which(t) for t in TOOLS):
+        pytest.skip("needs latexmk, biber and poppler-utils")
+    tmp_path = tmp_path_factory.mktemp("paper-build")
     paper = tmp_path / "paper"
     tracked = subprocess.run(["git", "ls-files", "paper"], cwd=ROOT, capture_output=True, text=True, check=True)
-    for name in tracked.stdout.split():  # the paper's sources only, never what a pipeline run generated
+    for name in tracked.stdout.split():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / name, tmp_path / name)
     macros.write_build(paper / "macros/build.tex", root=ROOT)
     run = subprocess.run(["latexmk", "-pdf", "-interaction=nonstopmode", "-halt-on-error", "main.tex"], cwd=paper,
                          capture_output=True, text=True, timeout=300)
+    text = subprocess.run(["pdftotext", "-layout", "main.pdf", "-"], cwd=paper, capture_output=True,
+                          text=True).stdout if run.returncode == 0 else ""
+    return paper, run, text
+
+
+@pytest.mark.slow
+def test_the_paper_builds_with_metadata_bibliography_and_no_type3_font(built):
+    paper, run, text = built
     assert run.returncode == 0, run.stdout[-3000:]
     fonts = subprocess.run(["pdffonts", "main.pdf"], cwd=paper, capture_output=True, text=True).stdout
     assert "Type 3" not in fonts and "Type 1" in fonts
@@ -51,15 +65,59 @@ def test_the_paper_builds_with_metadata_bibliography_and_no_type3_font(tmp_path)
     assert f"git commit {head}" in info and "perflab 0.1.0" in info
     log = (paper / "main.log").read_text(errors="replace")
     assert not re.search(r"Citation .* undefined|could not be found", log)
-    assert "Rocha" in (paper / "main.bbl").read_text() and "Delacre" in (paper / "main.bbl").read_text()
+    bbl = (paper / "main.bbl").read_text()
+    for name in ("Rocha", "Delacre", "Schuirmann", "Kalibera", "Hoefler", "Georges", "Lakens", "Fieller"):
+        assert name in bbl, name
     from perflab.report import frame
 
     assert frame.undefined_citations(paper / "main.log") == []
-    text = subprocess.run(["pdftotext", "-layout", "main.pdf", "-"], cwd=paper, capture_output=True, text=True).stdout
-    for heading in ("Abstract", "List of Figures", "List of Tables", "Introduction", "Summary of the verdicts",
-                    "Conclusion", "The perflab project"):
+    for heading in ("Abstract", "List of Figures", "List of Tables", "Introduction", "Research questions",
+                    "Contributions", "Related work", "Method", "Summary of the verdicts", "Conclusion",
+                    "Limitations", "Future work", "Seed study", "[Author: set author in config/config.yaml]",
+                    "[Degree: set degree in config/config.yaml]"):
         assert heading in text, heading
     assert text.index("Summary of the verdicts") < text.rindex("Conclusion")
+    for topic in ("randomized multiple", "Fieller", "Bonferroni", "TOST", "SESOI", "minimum detectable", "steal",
+                  "hash", "manifest", "PerfKit", "pbench", "ReBench", "airspeed velocity", "pyperf", "Popper",
+                  "showyourwork", "namespaces", "emulated"):
+        assert topic in " ".join(text.split()), topic
+
+
+#: Template text that must never reach the PDF: a placeholder left in a phrase, a doubled preposition, an
+#: optional plural, an identifier of the code (a word with an underscore, a key=value pair), a file of the code.
+LEFTOVERS = {
+    "placeholder p-value": re.compile(r"\bp\s*[<=>]\s*x\b"),
+    "placeholder sample size": re.compile(r"\bn\s*=\s*x\b"),
+    "doubled preposition": re.compile(r"\bversus against\b"),
+    "optional plural": re.compile(r"\w\(s\)"),
+    "code identifier": re.compile(r"\b[A-Za-z]+_[A-Za-z_]+\b"),
+    "parameter as key=value": re.compile(r"\b[a-z]+=[\w.]+"),
+    "declaration file": re.compile(r"study\.yaml"),
+}
+
+
+def leftovers(text: str) -> list[str]:
+    """Each leftover of :data:`LEFTOVERS` in ``text`` (a PDF's text), named with the line it is on."""
+    found = []
+    for line in text.splitlines():
+        for name, pattern in LEFTOVERS.items():
+            if pattern.search(line):
+                found.append(f"{name}: {line.strip()[:120]}")
+    return found
+
+
+def test_the_leftover_patterns_find_template_text_and_spare_prose():
+    bad = ("Shapiro-Wilk p < x at n = x", "change of b versus against baseline", "3 item(s) unreadable",
+           "scipy.stats.ttest_ind_from_stats", "against parallel=1", "declared in study.yaml (questions:)")
+    assert [len(leftovers(line)) for line in bad] == [2, 1, 1, 1, 1, 1]
+    assert leftovers("Welch's t of 4 streams against 1 stream, p < 0.001 at n = 40 (the seed study's claim)") == []
+
+
+@pytest.mark.slow
+def test_the_built_paper_has_no_template_leftovers(built):
+    _, run, text = built
+    assert run.returncode == 0, run.stdout[-3000:]
+    assert leftovers(text) == []
 
 
 def _cited(text: str) -> set[str]:
@@ -173,3 +231,55 @@ def test_the_cross_study_summary_has_a_row_per_question_and_types_no_verdict():
     for sid in studies:
         assert f"\\plv{{{sid}/verdicts/questions}} questions" in table and f"\\plv{{{sid}/verdicts/inconclusive}}" in table
         assert f"\\plv{{{sid}/verdicts/not-testable-here}} not testable here" in table
+
+
+def test_the_abstract_and_conclusion_findings_are_the_studies_macros_summed_and_listed(tmp_path):
+    from perflab import questions, study
+    from perflab.report import frame
+
+    found = frame.findings(ROOT)
+    declared = [(s.id, q.id) for s in study.discover(ROOT, demos=False)
+                for q in questions.load(ROOT / s.folder, ROOT)[0]]
+    studies = list(dict.fromkeys(sid for sid, _ in declared))
+    for word in ("questions", "supported", "direction-only", "equivalent", "contradicted", "inconclusive",
+                 "not-testable-here", "pending"):  # each count summed over the studies by TeX, none typed
+        total = "\\the\\numexpr" + "+".join(f"\\plvor{{{sid}/verdicts/{word}}}{{0}}" for sid in studies)
+        assert total in found["frame/findings"], word
+    for sid, qid in declared:
+        assert f"\\plv{{{sid}/verdict/{qid}}}," in found["frame/per-study"]
+    for sid in studies:
+        assert f"\\plv{{{sid}/verdicts/counts}}" in found["frame/findings"]
+    typed = re.sub(r"\\plv(or)?\{[^}]*\}", "", found["frame/per-study"]).lower()
+    assert not re.search(r"\b(supported|contradicted|equivalent|inconclusive|direction only|not testable)\b", typed)
+    (tmp_path / "config.yaml").write_text("kernel: perflab\ninventory: lab\n")
+    text = frame.write(tmp_path / "paper", tmp_path / "config.yaml", root=ROOT)[0].read_text()
+    assert "\\plset{frame/degree}{[Degree: set degree in config/config.yaml]}" in text
+    assert "\\plset{frame/findings}{\\ifcsname plv@" in text
+
+
+@pytest.mark.skipif(not shutil.which("pdflatex") or not shutil.which("pdftotext"), reason="needs pdflatex, pdftotext")
+def test_several_verdicts_that_agree_are_said_once(tmp_path):
+    shutil.copy(ROOT / "paper/perflab.sty", tmp_path)
+    (tmp_path / "t.tex").write_text(
+        "\\documentclass{article}\\usepackage{caption}\\usepackage{perflab}\n"
+        "\\plset{a}{inconclusive}\\plset{b}{inconclusive}\\plset{c}{inconclusive}\\plset{d}{supported}\n"
+        "\\begin{document}X: \\plvwords{a,b,c}. Y: \\plvwords{a,d,c}. Z: \\plvwords{a,b}. W: \\plvwords{d}.\n"
+        "\\end{document}\n")
+    run = subprocess.run(["pdflatex", "-interaction=nonstopmode", "t.tex"], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=120)
+    assert run.returncode == 0, run.stdout[-2000:]
+    text = " ".join(subprocess.run(["pdftotext", "t.pdf", "-"], cwd=tmp_path, capture_output=True,
+                                   text=True).stdout.split())
+    assert ("X: all three inconclusive. Y: inconclusive, supported and inconclusive. Z: both inconclusive. "
+            "W: supported.") in text
+
+
+@pytest.mark.parametrize("part", sorted(p.name for p in (ROOT / "paper/frame").glob("*.tex")))
+def test_the_frame_types_no_verdict_beside_a_question(part):
+    """The frame's findings are generated macros: no verdict word typed in a sentence naming a question."""
+    text = re.sub(r"\\(plv|plvor|ref|label|plinput)\{[^}]*\}", "MACRO", (ROOT / "paper/frame" / part).read_text())
+    text = "\n".join(line.split("%")[0] for line in text.splitlines())
+    for sentence in re.split(r"(?<=[.;:])\s+", text):
+        if re.search(r"\b(C\d\d|Q\d+|RQ\d)\b", sentence):
+            assert not re.search(r"\b(supported|contradicted|equivalent|inconclusive|direction only|not testable)\b",
+                                 sentence), f"{part}: {sentence.strip()[:200]}"

@@ -68,4 +68,5 @@ def test_the_sentence_has_fixed_notation_and_the_analysis_level():
     result = levels.analyse(df, metric="bw", factor="bs", level=0.9)
     text = levels.sentence(result, quantity="Bandwidth", factor_label="Block size", scale=1, unit="B/s")
     assert "90 % CI" in text and "95" not in text and not re.search(r"\de[+-]?\d", text)
+    assert "at block size " in text and "bs=" not in text and "n=" not in text  # levels in the factor's words
     assert levels.tex_minus("CI -0.5 to +1, n-1, x=-3") == r"CI \textminus{}0.5 to +1, n-1, x=\textminus{}3"

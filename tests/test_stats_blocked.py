@@ -71,7 +71,7 @@ def test_levels_analysis_pairs_by_block_when_the_design_has_blocks():
 def test_incomplete_blocks_are_dropped_and_counted():
     df = _frame(np.arange(5.0), np.arange(5.0) + 1).iloc[:-1]
     x, y, notes = paired_by_block(df, "value", "cell", "block", "a", "b")
-    assert x.size == 4 and notes == ["dropped 1 block(s) missing cell = a or b"]
+    assert x.size == 4 and notes == ["dropped 1 block missing cell = a or b"]
     with pytest.raises(StatsInputError, match="complete blocks"):
         paired_by_block(df.iloc[:3], "value", "cell", "block", "a", "b")
 

@@ -46,7 +46,7 @@ def tidy(tmp_path: Path) -> Path:
 def test_compare_prints_description_and_comparison(tidy, capsys):
     code, out, _ = run(["compare", str(tidy), "--metric", "throughput", "--by", "cell"], capsys)
     assert code == 0
-    assert "excluded 12 warm-up row(s)" in out and "values in bit/s" in out
+    assert "excluded 12 warm-up rows" in out and "values in bit/s" in out
     assert "Description" in out and "cell=y vs cell=x: Welch's t; default for independent groups" in out
     assert "difference of means: " in out and " bit/s, 95 % CI [" in out and "relative: " in out and " %, 95 % CI [" in out
     assert "e+" not in out and "e-" not in out  # ordinary magnitudes in fixed notation

@@ -235,3 +235,24 @@ def test_tables_captioned_from_data_compile_with_the_papers_preamble_and_read_no
     text = subprocess.run(["pdftotext", "t.pdf", "-"], cwd=tmp_path, capture_output=True, text=True).stdout
     assert "CANARY-FROM-INPUT" not in text
     assert text.count("\\input{x}") == 3 and text.count("^^5c") == 3, text[:2000]
+
+
+def test_levels_and_tests_are_named_in_words_not_code():
+    from perflab.report import recheck
+    from perflab.report.latex import level_words
+
+    assert level_words("vm_bytes=32M") == "vm bytes 32M" and level_words("parallel=1") == "parallel 1"
+    assert level_words("vm_bytes=32M", {"vm_bytes": "working set"}) == "working set 32M"
+    rng = np.random.default_rng(2)
+    a, b = rng.normal(10, 1, 8), rng.normal(11, 1, 8)
+    tex = comparison_table_tex([compare(a, b, labels=("vm_bytes=32M", "vm_bytes=64M"))], caption="c", label="l")
+    assert "vm bytes 64M vs vm bytes 32M" in tex and "vm\\_bytes" not in tex and "=32M" not in tex
+    skewed = [rng.lognormal(0, 1.5, 40), rng.lognormal(0.5, 1.5, 40)]
+    tex = comparison_table_tex([compare(*skewed, labels=("vm_bytes=32M", "vm_bytes=64M"))], caption="c", label="l")
+    assert "Normality is rejected for vm bytes 32M (Shapiro" in tex and "with 40 samples per group" in tex
+    assert "n = " not in tex and "test=" not in tex and "vm\\_bytes" not in tex
+    pub = pd.DataFrame([("x", "A", "10", "1", "40", "0.01"), ("x", "B", "", "1", "40", "0.01")],
+                       columns=["name", "group", "mean", "sd", "n", "published_p"])
+    from perflab.stats.published import recheck as recheck_p
+    table = recheck.recheck_table_latex(recheck_p(pub), caption="p", label="tab:p")
+    assert "scipy" not in table and "Welch's $t$" in table and "mean of B" in table

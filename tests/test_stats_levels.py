@@ -36,7 +36,7 @@ def _campaign(rng: np.random.Generator, *, burst_from: int | None = None, blocks
 def test_select_rows_keeps_summary_rows_and_refuses_what_cannot_be_compared():
     df = _campaign(np.random.default_rng(1), blocks=6)
     sel = select_rows(df, "throughput")
-    assert len(sel.data) == 12 and sel.unit == "bit/s" and sel.notes == ["excluded 6 warm-up row(s)"]
+    assert len(sel.data) == 12 and sel.unit == "bit/s" and sel.notes == ["excluded 6 warm-up rows"]
     with pytest.raises(StatsInputError, match="several rows for run"):
         select_rows(df, "throughput", {"interval_start": "*"}, source="t.parquet")
     per_run = select_rows(df, "throughput", {"interval_start": "*"}, per_run="median")

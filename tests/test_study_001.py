@@ -207,3 +207,18 @@ def test_campaign_short_run(campaign, unnoba_lab, tmp_path):
         hdd_dev = next(d for h in unnoba_lab.values() for name, d in (h.devices or {}).items() if name == "hdd")
         majmin = os.stat(hdd_dev["device"]).st_rdev
         assert f"{os.major(majmin)}:{os.minor(majmin)}" not in devices
+
+
+def test_the_rbd_cache_level_named_after_the_seed_study_is_shown_as_what_it_is():
+    """The campaign's cache level ``seed`` (the seed study's client cache) is relabelled in every analysis and ratio,
+    so that no figure or table shows a level called "seed"."""
+    s = study.load("studies/001-unnoba-ceph", ROOT)
+    rbd = [a for a in s.analyses if a.campaign == "unnoba-ceph-rbd"]
+    assert len(rbd) == 4
+    for a in rbd:
+        assert a.parameters["relabel"] == {"cache": {"seed": "on (64 MiB)"}}, a.name
+        levels = {spec[side]["cache"] for spec in a.parameters["ratios"] for side in ("numerator", "denominator")}
+        assert levels == {"off", "on (64 MiB)"}, a.name
+    from perflab.stats._input import counted
+    assert (counted(1, "warm-up row"), counted(32, "warm-up row"), counted(2, "cell@block pair")) == (
+        "1 warm-up row", "32 warm-up rows", "2 cell@block pairs")

@@ -67,8 +67,9 @@ def samples(df: pd.DataFrame, *, metric: str, factors: Sequence[str], select: Ma
             raise ValueError(f"{source}: no procstat cpu_time rows of host {cpu_host!r}; "
                              "run the campaign with monitors: true and name a monitored host")
         data["value"] = busy.loc[data["run_id"]].to_numpy() / (data["value"].to_numpy() / 1e9)
-        unit = f"CPU s per 1e9 {unit}"
-        notes.append(f"busy CPU time ({', '.join(BUSY_STATES)}) seen by {cpu_host}'s monitor per 1e9 {metric}")
+        unit = f"CPU s per billion {unit}"
+        notes.append(f"busy CPU time ({', '.join(BUSY_STATES)}) seen by {cpu_host}'s monitor per billion "
+                     f"{metric.replace('_', ' ')}")
     out = data[["run_id", *factors, "value", *(["block"] if "block" in data.columns else [])]].copy()
     for f in factors:
         out[f] = out[f].map(lambda v, f=f: (relabel or {}).get(f, {}).get(_label(v), _label(v)))

@@ -1,7 +1,9 @@
-"""The paper's frame: what the title page and the cross-study summary take from the pipeline.
+"""The paper's frame: what the title page, the abstract, the conclusion and the cross-study summary take from the
+pipeline.
 
-:func:`write` writes ``paper/macros/frame.tex`` (the author and institution of
-``config/config.yaml``, as ``\\plset{frame/author}`` and ``\\plset{frame/institution}``) and
+:func:`write` writes ``paper/macros/frame.tex`` (the author, institution and degree of ``config/config.yaml``, as
+``\\plset{frame/author}``, ``\\plset{frame/institution}`` and ``\\plset{frame/degree}``, and the findings of
+:func:`findings`) and
 ``paper/macros/verdicts-pending.tex``, the text the summary chapter shows while no
 generated verdict table (``paper/tables/verdicts-summary.tex``) exists: the summary is
 never typed by hand. :func:`undefined_citations` reads a finished LaTeX log, so that the
@@ -20,8 +22,50 @@ from .lineage import atomic_text
 
 #: The generated table of every study's verdicts the summary chapter inputs when it exists.
 VERDICTS = "tables/verdicts-summary.tex"
-#: Author shown when the configuration names none.
-DEFAULT_AUTHOR = "The perflab project"
+#: What the title page shows for a field the configuration leaves empty: a placeholder no reader can mistake.
+PLACEHOLDERS = {"author": "[Author: set author in config/config.yaml]",
+                "institution": "[Institution: set institution in config/config.yaml]",
+                "degree": "[Degree: set degree in config/config.yaml]"}
+
+
+def findings(root: str | Path = ".") -> dict[str, str]:
+    """The findings the abstract and the conclusion state, as macro bodies built from the studies' generated verdict
+    macros (``\\plv{<study>/verdicts/<word>}``, ``\\plv{<study>/verdict/<id>}``), never typed here:
+    ``frame/findings``, the number of pre-registered questions of all studies and of each verdict (summed by TeX
+    from the studies' counts) with each study's counts; ``frame/per-study``, a paragraph per study with each
+    question in words, its claim, verdict and change. Before the studies' macros exist, each says the verdicts are not
+    generated yet."""
+    from .. import questions, study
+    from ..stats.verdict import VERDICTS
+    from .verdicts import word_key
+
+    declared = []
+    for s in study.discover(root, demos=False):
+        qs, _ = questions.load(Path(root) / s.folder, root)
+        if qs:
+            declared.append((s, qs))
+    if not declared:
+        return {"frame/findings": "", "frame/per-study": ""}
+    ready = "".join(f"\\ifcsname plv@{s.id}/verdicts/questions\\endcsname" for s, _ in declared)
+    pending = "the verdicts are not generated yet (\\texttt{make reproduce} writes them)"
+    closing = "\\else " + pending + "\\fi" * len(declared)
+
+    def total(word: str) -> str:
+        return "\\the\\numexpr" + "+".join(f"\\plvor{{{s.id}/verdicts/{word}}}{{0}}" for s, _ in declared) + "\\relax{}"
+
+    counts = ", ".join(f"{total(word_key(w))} {w}" for w in VERDICTS) + f" and {total('pending')} not yet measured"
+    per = "; ".join(f"{escape_latex(s.title)} (\\plv{{{s.id}/verdicts/counts}})" for s, _ in declared)
+    summary = (f"{ready} Over the {len(declared)} studies, {total('questions')} questions were declared before their "
+               f"data; the pipeline's verdicts are {counts}. Per study: {per}.{closing}")
+    paragraphs = []
+    for s, qs in declared:
+        items = "\n".join(f"\\item {escape_latex(q.text or 'Claim ' + q.claim)} (question {escape_latex(q.id)}, claim "
+                          f"{escape_latex(q.claim)}): \\plv{{{s.id}/verdict/{q.id}}}, change "
+                          f"\\plv{{{s.id}/verdict/{q.id}/change}} \\plv{{{s.id}/verdict/{q.id}/ci}}." for q in qs)
+        paragraphs.append(f"\\paragraph{{{escape_latex(s.title)}.}} Its \\plv{{{s.id}/verdicts/questions}} "
+                          f"questions:\n\\begin{{itemize}}\n{items}\n\\end{{itemize}}")
+    per_study = (f"{ready} " + "\n\n".join(paragraphs) + f"{closing}")
+    return {"frame/findings": summary, "frame/per-study": per_study}
 
 
 def summary_table(root: str | Path = ".") -> str:
@@ -61,23 +105,24 @@ def summary_table(root: str | Path = ".") -> str:
             "\\par\\smallskip\\parbox{\\linewidth}{\\scriptsize " + READING + "}\n\\end{sidewaystable}\n")
 
 
-def write(paper_dir: str | Path = "paper", config: str | Path = "config/config.yaml") -> list[Path]:
+def write(paper_dir: str | Path = "paper", config: str | Path = "config/config.yaml",
+          root: str | Path = ".") -> list[Path]:
     """Write the frame's generated inputs under ``paper_dir/macros/`` (and the cross-study verdict table under
     ``paper_dir/tables/``); return their paths."""
     doc = yaml.safe_load(Path(config).read_text()) if Path(config).exists() else {}
     doc = doc or {}
-    author = escape_latex(str(doc.get("author") or DEFAULT_AUTHOR))
-    institution = escape_latex(str(doc.get("institution") or ""))
+    fields = {key: escape_latex(str(doc.get(key) or placeholder)) for key, placeholder in PLACEHOLDERS.items()}
+    fields.update(findings(root))
     macros = Path(paper_dir) / "macros"
-    head = f"% Generated by perflab.report.frame from {Path(config).as_posix()}; do not edit.\n"
+    head = f"% Generated by perflab.report.frame from {Path(config).as_posix()} and the studies; do not edit.\n"
     return [
-        atomic_text(macros / "frame.tex", head + f"\\plset{{frame/author}}{{{author}}}\n"
-                    f"\\plset{{frame/institution}}{{{institution}}}\n"),
+        atomic_text(macros / "frame.tex", head + "".join(f"\\plset{{{key if '/' in key else 'frame/' + key}}}"
+                                                          f"{{{value}}}\n" for key, value in fields.items())),
         atomic_text(macros / "verdicts-pending.tex", head + "The verdicts of the studies' pre-registered questions "
                     f"are not generated yet: the pipeline writes them into \\texttt{{paper/{VERDICTS}}} from each "
                     "study's declared questions and its data (\\texttt{make reproduce}). No verdict is stated "
                     "here by hand.\n"),
-        atomic_text(Path(paper_dir) / VERDICTS, summary_table()),
+        atomic_text(Path(paper_dir) / VERDICTS, summary_table(root)),
     ]
 
 

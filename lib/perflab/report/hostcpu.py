@@ -251,11 +251,11 @@ def compare_tex(table: pd.DataFrame, *, name: str, level: float = 0.95) -> str:
         f"{100 * level:.0f}\\% CI": [("--" if not np.isfinite(lo) else f"[{lo:.2f}, {hi:.2f}]")
                                      for lo, hi in zip(table["low"], table["high"])],
     }).to_latex(index=False, escape=False, column_format="p{0.5\\textwidth}rrrr")
-    note = ("Native, Virtual: the seed's pfSense kinds, from the 1-minute load averages of its Tables 3.3-3.7 "
+    note = ("Native, Virtual: the seed study's pfSense kinds, from the 1-minute load averages of its Tables 3.3-3.7 "
             "(SMT on), means over 1, 2, 4 and 8 threads, the direct link from Table 3.7 (MTU 1500 only). Rerun: "
             "cgroup CPU load of each lab host, ratio of pooled means over the streams, Fieller's CI; "
             "-- where a ratio has no published cell or a zero denominator.")
-    return float_table(body, caption="CPU of client, server and router compared in kind, seed and rerun.",
+    return float_table(body, caption="CPU of client, server and router compared in kind, seed study and rerun.",
                        label=f"tab:{name}-compare", note=note)
 
 

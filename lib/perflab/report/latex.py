@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import re
 import textwrap
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import pandas as pd
 
@@ -69,6 +69,16 @@ def in_words(items: Sequence[str]) -> str:
     """Items as a caption says them: ``a``, ``a and b``, ``a, b and c``."""
     items = list(items)
     return " and ".join(items) if len(items) < 3 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def level_words(label: str, names: Mapping[str, str] | None = None) -> str:
+    """A level as the statistics label it (``parallel=1``, ``vm_bytes=32M``) in a reader's words: the factor's
+    name from ``names`` (``{"vm_bytes": "working set"}`` gives "working set 32M"), else the factor with its
+    underscores read as spaces ("vm bytes 32M"); a label without ``=`` keeps its text."""
+    factor, sep, value = label.partition("=")
+    if not sep:
+        return label.replace("_", " ")
+    return f"{(names or {}).get(factor) or factor.replace('_', ' ')} {value}"
 
 
 def format_number(value: object, digits: int = 3) -> str:

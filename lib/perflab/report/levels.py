@@ -16,7 +16,7 @@ import pandas as pd
 from ..stats.levels import LevelsResult, analyse
 from . import figures, lineage, macros, tables
 from ..files import slug
-from .latex import ci_decimals, escape_latex, fixed, format_number, format_p, in_prose, num
+from .latex import ci_decimals, escape_latex, fixed, format_number, format_p, in_prose, level_words, num
 from .tables import estimate, level_text, p_phrase
 
 __all__ = ["analyse", "output_stem", "write", "section_tex", "sentence"]
@@ -49,13 +49,14 @@ def write(result: LevelsResult, *, campaign: str, source: str | Path, paper_dir:
         result.summary, factor=result.factor, factor_label=factor_label, scale=scale, unit=unit,
         caption=f"{quantity} per level of {in_prose(factor_label)}; warm-up samples excluded.",
         label=f"tab:{stem}-summary")
+    names = {result.factor: in_prose(factor_label)}
     notes = ["Holm-adjusted $p$-values (each level against the baseline) are used for the decisions in the "
              "text."] if len(result.comparisons) > 1 else []
     cmp_tex = tables.comparison_table(
         result.comparisons, p_adjusted=result.p_adjusted, scale=scale, unit=unit,
         caption=f"{quantity}: each level of {in_prose(factor_label)} against "
-                f"{result.comparisons[0].labels[0] if result.comparisons else 'the baseline'}.",
-        label=f"tab:{stem}-comparison", notes=notes) if result.comparisons else ""
+                f"{level_words(result.comparisons[0].labels[0], names) if result.comparisons else 'the baseline'}.",
+        label=f"tab:{stem}-comparison", notes=notes, names=names) if result.comparisons else ""
     checks_tex = tables.checks_table(result.checks, result.block, factor=result.factor, factor_label=factor_label,
                                      caption=f"{quantity}: assumptions and run-order checks per level "
                                              f"of {in_prose(factor_label)}.",
@@ -168,8 +169,9 @@ def sentence(result: LevelsResult, *, quantity: str, factor_label: str, scale: f
         rel, rel_low, rel_high = _plain(100 * c.rel_diff, 100 * c.rel_diff_ci[0], 100 * c.rel_diff_ci[1])
         mean_a, mean_b = (means.get(label, format_number(m / scale, 4)) for label, m in zip(c.labels, (c.mean_a,
                                                                                                         c.mean_b)))
-        parts.append(f"{quantity} at {c.labels[1]} ({mean_b} {unit}, n={c.n_b}) "
-                     f"{verdict} {c.labels[0]} ({mean_a} {unit}, n={c.n_a}): {c.test}, "
+        names = {result.factor: in_prose(factor_label)}
+        parts.append(f"{quantity} at {level_words(c.labels[1], names)} ({mean_b} {unit}, {c.n_b} samples) "
+                     f"{verdict} {level_words(c.labels[0], names)} ({mean_a} {unit}, {c.n_a} samples): {c.test}, "
                      f"{_p_plain(p_adj)}, {c.effect} {est} {unit} ({100 * c.level:g} % CI {low} to {high}), "
                      f"relative {rel} % (CI {rel_low} to {rel_high} %).")
     return " ".join([*parts, result.verdict])

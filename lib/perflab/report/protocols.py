@@ -333,7 +333,7 @@ def write(runs: pd.DataFrame, *, name: str, inputs: Sequence[str | Path], paper_
     paper, out = Path(paper_dir), {}
     if claims is not None:
         out["claims"] = lineage.atomic_text(paper / "tables" / f"{name}-claims.tex", claims_latex(
-            load_claims(claims), caption="What the seed states about AoE and iSCSI (prose only: no figure value "
+            load_claims(claims), caption="What the seed study states about AoE and iSCSI (prose only: no figure value "
             "is recoverable).", label=f"tab:{name}-claims"))
         lineage.write([out["claims"]], [claims], generator=generator)
     out["runs"] = lineage.atomic_text(Path(processed_dir) / f"{name}-per-op.csv", runs.to_csv(index=False))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import textwrap
 from pathlib import Path
 
 import pandas as pd
@@ -53,15 +54,17 @@ def recheck_table_latex(result: pd.DataFrame, *, caption: str = "Re-check of pub
         header("Published", "$p$"): [escape_latex(str(p)) or "--" for p in result["published_p"]],
         header("Student", "$p$"): [p_cell(r, "student") for _, r in result.iterrows()],
         header("Welch", "$p$"): [p_cell(r, "welch") for _, r in result.iterrows()],
-        # the status on two lines, its reason or tests below it: "reproduced" above "(Student and Welch)"
-        "Status": [cell(*(escape_latex(part) for part in re.split(r"(?<=:) | (?=\()", s)), align="l")
+        # the status on two lines, its reason or tests below it: "reproduced" above "(Student and Welch)"; a long
+        # reason ("no value for the mean of ...") wrapped, so that the table stands upright
+        "Status": [cell(*(escape_latex(line) for part in re.split(r"(?<=:) | (?=\()", s)
+                          for line in textwrap.wrap(part, 26, break_long_words=False, break_on_hyphens=False)),
+                        align="l")
                    + (r" $\dagger$" if f else "") for s, f in zip(result["status"], result["flag"])],
     })
     groups = (f"$a$: {escape_latex(str(next(iter(pairs))[0]))}, $b$: {escape_latex(str(next(iter(pairs))[1]))} in "
               "every row" if same else "$a$, $b$: the groups in the order named")
-    notes = [f"Means as printed ({groups}). Two-sided $p$ recomputed from the "
-             r"printed mean, SD and $n$ with "
-             r"\texttt{scipy.stats.ttest\_ind\_from\_stats}; $\surd$: the test reproduces the "
+    notes = [f"Means as printed ({groups}). Two-sided $p$ of Student's and of Welch's $t$ test recomputed from the "
+             r"printed mean, SD and $n$ of each group; $\surd$: the test reproduces the "
              r"printed $p$ for some values the printed digits allow. $\dagger$: neither test reproduces it. "
              r"$^*$: a value is uncertain in the text extraction."]
     names = list(table.columns)

@@ -8,13 +8,13 @@ empty is explained in the table's note.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import pandas as pd
 
 from ..files import natural_key
 from ..stats import BlockEffect, Comparison
-from .latex import (ci_decimals, escape_latex, fixed, format_ci, format_number, format_p, header, latex_table,
+from .latex import (ci_decimals, escape_latex, fixed, format_ci, format_number, format_p, header, latex_table, level_words,
                     significance_note)
 
 
@@ -67,9 +67,18 @@ def describe_table(summary: pd.DataFrame, *, factor: str, factor_label: str, sca
                        align=[c for c in frame.columns if c != factor_label], column_sets=[means, medians])
 
 
+def _in_words(note: str, labels: Sequence[str], names: Mapping[str, str]) -> str:
+    """A comparison's note for a table: its levels in words (:func:`level_words`), its first letter capitalized."""
+    for label in labels:
+        note = note.replace(label, level_words(label, names))
+    return note[:1].upper() + note[1:]
+
+
 def comparison_table(comparisons: Sequence[Comparison], *, caption: str, label: str, p_adjusted: Sequence[float] = (),
-                     scale: float = 1.0, unit: str = "", notes: Sequence[str] = ()) -> str:
-    """A booktabs table with one row per :class:`perflab.stats.Comparison` (b against a), in three parts.
+                     scale: float = 1.0, unit: str = "", notes: Sequence[str] = (),
+                     names: Mapping[str, str] | None = None) -> str:
+    """A booktabs table with one row per :class:`perflab.stats.Comparison` (b against a), in three parts; each
+    level named in words (:func:`perflab.report.latex.level_words` with the factors' ``names``).
 
     The first shows the test, its statistic and the p-value (and the adjusted one when
     ``p_adjusted`` is given); the second the effect the test is about with its interval (in
@@ -82,7 +91,7 @@ def comparison_table(comparisons: Sequence[Comparison], *, caption: str, label: 
     u = escape_latex(unit)
     tests, effects, sizes = [], [], []
     for i, c in enumerate(comparisons):
-        name = escape_latex(f"{c.labels[1]} vs {c.labels[0]}")
+        name = escape_latex(f"{level_words(c.labels[1], names)} vs {level_words(c.labels[0], names)}")
         effect, effect_ci, _ = estimate(c.estimate / scale, c.estimate_ci[0] / scale, c.estimate_ci[1] / scale,
                                         digits=3)
         rel, rel_ci, _ = estimate(100 * c.rel_diff, 100 * c.rel_diff_ci[0], 100 * c.rel_diff_ci[1], digits=3)
@@ -98,9 +107,10 @@ def comparison_table(comparisons: Sequence[Comparison], *, caption: str, label: 
                       "Cliff's $\\delta$": format_number(c.cliffs_delta, 3)})
     how = []
     for c in comparisons:
-        how.append(escape_latex(f"{c.labels[1]} vs {c.labels[0]}: {c.test} ({c.reason}); effect: {c.effect}; "
+        how.append(escape_latex(f"{level_words(c.labels[1], names)} vs {level_words(c.labels[0], names)}: {c.test} "
+                                f"({c.reason}); effect: {c.effect}; "
                                 f"relative interval: {c.rel_diff_ci_method}.")
-                   + "".join(" " + escape_latex(n[0].upper() + n[1:]) + "." for n in c.notes))
+                   + "".join(" " + escape_latex(_in_words(n, c.labels, names or {})) + "." for n in c.notes))
     sets = [list(rows[0]) for rows in (tests, effects, sizes)] if comparisons else []
     frame = pd.DataFrame([{**a, **b, **c} for a, b, c in zip(tests, effects, sizes)])
     aligned = [c for c in frame.columns if c not in ("Comparison", "$n$", "Test") and "$p" not in c]

@@ -81,6 +81,11 @@ def plain(value: Any) -> Any:
     return value
 
 
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """``n`` and ``noun`` as prose says them: "1 warm-up row", "32 warm-up rows" (``plural`` when not noun + s)."""
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
+
+
 def shapiro_p(x: np.ndarray) -> float:
     """Shapiro-Wilk p-value, or nan when it is undefined (n < 3 or zero range)."""
     if x.size < 3 or np.ptp(x) == 0:

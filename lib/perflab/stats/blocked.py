@@ -22,7 +22,7 @@ import pandas as pd
 import statsmodels.formula.api as smf
 from scipy import stats
 
-from ._input import StatsInputError, as_sample, check_level
+from ._input import StatsInputError, as_sample, check_level, counted
 from .compare import Comparison, compare
 
 #: Fewest complete blocks a blocked comparison accepts (a paired t needs 2; one is no test).
@@ -55,7 +55,7 @@ def paired_by_block(df: pd.DataFrame, value: str, factor: str, block: str, a: An
                                   f"Use levels of {factor!r}: {sorted(df[factor].astype(str).unique())}.")
     complete = wide[[str(a), str(b)]].dropna()
     if len(complete) < len(wide):
-        notes.append(f"dropped {len(wide) - len(complete)} block(s) missing {factor} = {a} or {b}")
+        notes.append(f"dropped {counted(len(wide) - len(complete), 'block')} missing {factor} = {a} or {b}")
     if len(complete) < MIN_BLOCKS:
         raise StatsInputError(f"paired_by_block, column {block!r}", f"at least {MIN_BLOCKS} complete blocks",
                               f"{len(complete)}", "Run more blocks, or compare without blocking.")

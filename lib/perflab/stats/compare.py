@@ -159,11 +159,11 @@ def _normality_note(what: str, test: str, n: int) -> str:
     skewed differences raise its error rate to 8.5 %)."""
     if test in RANK_TESTS:
         return f"normality is rejected for {what}; the rank test does not assume it"
-    shift = "if a typical shift is the question, name a rank test (test='mannwhitney' or 'wilcoxon')"
+    shift = "if a typical shift is the question, a rank test (Mann-Whitney, or Wilcoxon's signed-rank when paired) answers it"
     if n < 15:
-        return (f"normality is rejected for {what}; with n = {n} the t test relies on near-normal data, so "
+        return (f"normality is rejected for {what}; with only {n} samples per group the t test relies on near-normal data, so "
                 f"its p-value and interval are approximate: plan more runs, or {shift}")
-    return (f"normality is rejected for {what}; the t test concerns means and is robust to this at n = {n} "
+    return (f"normality is rejected for {what}; the t test concerns means and is robust to this with {n} samples per group "
             f"unless the data are strongly skewed or heavy-tailed; {shift}")
 
 

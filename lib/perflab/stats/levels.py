@@ -17,7 +17,7 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from ._input import StatsInputError, check_labels, p_text, shapiro_p
+from ._input import StatsInputError, check_labels, counted, p_text, shapiro_p
 from .blocked import blocked_compare, has_blocks
 from .compare import Comparison, compare
 from .describe import COLUMNS as DESCRIBE_COLUMNS, describe
@@ -104,7 +104,7 @@ def select_rows(df: pd.DataFrame, metric: str, select: Mapping[str, Any] | None 
                               f"Use one of the columns {list(df.columns)}.")
     notes: list[str] = []
     if "warmup" in data.columns and data["warmup"].astype(bool).any():
-        notes.append(f"excluded {int(data['warmup'].astype(bool).sum())} warm-up row(s)")
+        notes.append(f"excluded {counted(int(data['warmup'].astype(bool).sum()), 'warm-up row')}")
         data = data[~data["warmup"].astype(bool)]
     if select is None:
         if "summary" in data.columns:

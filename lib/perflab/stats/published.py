@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ._input import StatsInputError
+from ._input import StatsInputError, counted
 
 #: Columns a published-summaries CSV must have (one row per group of a comparison).
 PUBLISHED_COLUMNS = ("name", "group", "mean", "sd", "n", "published_p")
@@ -141,6 +141,18 @@ def _pair_rows(df: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
     return pairs
 
 
+_WORDS = {"mean": "mean", "sd": "standard deviation", "n": "sample size"}
+
+
+def _in_words(keys: list[str], group_a: object, group_b: object) -> str:
+    """The cells ``keys`` (``mean_a``, ``n_b``, ``published_p``) as a reader says them: "the mean of A, the sample
+    size of B" with the rows' group names."""
+    groups = {"a": group_a, "b": group_b}
+    words = [("the published p-value" if key == "published_p" else
+              f"the {_WORDS[key.rsplit('_', 1)[0]]} of {groups[key.rsplit('_', 1)[1]]}") for key in keys]
+    return ", ".join(words[:-1]) + (" and " if len(words) > 1 else "") + words[-1]
+
+
 def recheck(df: pd.DataFrame) -> pd.DataFrame:
     """Recompute each published comparison's p under Student's and Welch's t.
 
@@ -177,7 +189,7 @@ def recheck(df: pd.DataFrame) -> pd.DataFrame:
                     for k, v in cells.items() if k != "published_p"})
         out["published_p"] = "" if _blank(cells["published_p"]) else str(cells["published_p"]).strip()
         if empty:
-            out.update(status=f"not checkable: no value for {', '.join(empty)}", flag=False)
+            out.update(status=f"not checkable: no value for {_in_words(empty, a['group'], b['group'])}", flag=False)
             rows.append(out)
             continue
         means = (out["mean_a"], out["mean_b"])
@@ -295,7 +307,7 @@ def recheck_claims(claims: pd.DataFrame, published: pd.DataFrame) -> pd.DataFram
         if matches:
             out["status"] = "reproduced" + (" (on the readable items)" if unknown else "")
         elif unknown:
-            out["status"] = f"not checkable: {unknown} item(s) without readable values"
+            out["status"] = f"not checkable: {counted(unknown, 'item')} without readable values"
         else:
             out["status"] = "not reproduced"
         out["flag"] = out["status"] == "not reproduced"
