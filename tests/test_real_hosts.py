@@ -162,6 +162,10 @@ def test_a_rehearsal_is_cut_short_and_never_written_under_data_raw(tmp_path):
     assert c.doc["repetitions"] == 3, "the campaign itself is unchanged"
     hpcc = rehearse.shortened_doc(campaign_mod.load(ROOT / "studies/003-openstack-opennebula/real-hosts/kvm-hpcc.yaml").doc)
     assert hpcc["factors"]["n"] == [400] and hpcc["benchmark"]["params"]["n"] == 400
+    block = campaign_mod.load(ROOT / "studies/004-aoe-iscsi/campaigns/004-wire-mtu.yaml")
+    short = rehearse.shortened_doc(block.doc)["benchmark"]["params"]["size"]
+    assert short == 16 << 20, "a size given in bytes stays a number of bytes (blockproto takes no suffix)"
+    campaign_mod.load(block.source, text=json.dumps(rehearse.shortened_doc(block.doc)))  # and loads
     for root in ("data/raw", "data/raw-virtio"):
         with pytest.raises(rehearse.RehearsalError, match="never goes under data/raw"):
             rehearse.rehearse(c, {}, tmp_path / root, stream=io.StringIO())
