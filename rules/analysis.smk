@@ -58,7 +58,7 @@ for _a in ANALYSES:
             f"analysis_{_a.name.replace('-', '_')}"
         input:
             notebook=_a.notebook,
-            tidy=[f"data/processed/{c}.parquet" for c in _a.reads],
+            tidy=[f"data/processed/{c}.parquet" for c in _a.inputs(PENDING)],
             published=list(_study(_a).published),
             verified=ancient("data/processed/published.verified") if _study(_a).published else [],
             lib=LIB,

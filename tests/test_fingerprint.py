@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import subprocess
 
 import pytest
@@ -244,6 +245,21 @@ def test_a_tools_version_is_the_first_line_its_version_command_prints():
     by_hand = subprocess.run(tools.get("dd").version_command, capture_output=True, text=True, check=True)
     assert fp["versions"] == {"dd": by_hand.stdout.splitlines()[0]}
     assert fp["facts"]["tool.dd"] in by_hand.stdout.splitlines()[0]
+
+
+def test_a_storage_campaign_records_the_versions_of_the_daemons_its_tool_talks_to():
+    """vblade, tgt, libiscsi and nbdkit, as their Debian packages give them, for a blockproto campaign only."""
+    host = remote.Host(inventory.HostEntry("fpcdaemons", "127.0.0.1", local=True))
+    fp = fingerprint.collect(host, interfaces=("lo",), tools=("blockproto",))
+    for daemon, (package, _) in fingerprint.DAEMONS["blockproto"].items():
+        by_hand = subprocess.run(["dpkg-query", "-W", "-f", "${Version}", package], capture_output=True, text=True)
+        expected = by_hand.stdout.strip() if by_hand.returncode == 0 else None
+        if expected is None and shutil.which(fingerprint.DAEMONS["blockproto"][daemon][1]):
+            continue  # not a Debian package here: the program's banner, checked by the line below being set
+        assert fp["facts"][f"daemon.{daemon}"] == expected, daemon
+        assert fp["versions"][daemon] == expected
+    assert not any(k.startswith("daemon.") for k in fingerprint.collect(host, interfaces=("lo",),
+                                                                         tools=("dd",))["facts"])
 
 
 def test_diff_of_identical_fingerprints_is_empty():

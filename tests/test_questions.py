@@ -44,14 +44,15 @@ def test_every_seed_study_declares_questions_with_a_sesoi_and_a_planned_n(study)
 
 @pytest.mark.parametrize("study", SEEDS)
 def test_every_question_declares_its_testability_and_its_n_or_a_deviation(study):
-    """Yes, partly or no with the mechanism and the reason; a question below its own required n names it under
-    deviations:, and so does a testability declared after the data."""
+    """Yes, partly or no with the mechanism and the reason; a question below its own required n is declared
+    underpowered before its data or names it under deviations:, and so does a testability declared after the data."""
     declared, devs = questions.load(f"studies/{study}", ROOT)
     fields = {(d.question, d.field) for d in devs}
     for q in declared:
         assert q.testable and q.testable.value in ("yes", "partly", "no") and q.testable.mechanism and q.testable.reason
         if q.planning.get("required_n", 0) > q.n:
-            assert (q.id, "n") in fields, f"{study} {q.id}: n {q.n} below its required n without a deviation"
+            assert (q.id, "n") in fields or q.planning.get("underpowered"), \
+                f"{study} {q.id}: n {q.n} below its required n without a deviation"
     assert ("*", "testable") in fields
 
 
@@ -132,8 +133,9 @@ def test_a_question_below_its_required_n_is_refused_unless_declared_underpowered
         questions.load("studies/004-aoe-iscsi", root)
     assert re.search(r"study\.yaml:\d+: questions\.0\.n: 40 is below the planning's required_n 8512", str(err.value))
     assert str(err.value).count("below the planning's required_n") == 3
-    yml.write_text(yml.read_text().replace("power: 0.8, required_n:", "power: 0.8, underpowered: only 40 fit, required_n:"))
-    assert len(questions.load("studies/004-aoe-iscsi", root)[0]) == 3
+    yml.write_text(re.sub(r"power: 0\.8, required_n: (\d+), note:", r"power: 0.8, underpowered: only 40 fit, required_n: \1, note:",
+                          yml.read_text(), count=3))  # Q1-Q3, the questions measured below their n
+    assert len(questions.load("studies/004-aoe-iscsi", root)[0]) >= 3
 
 
 def test_a_family_that_separates_two_looks_at_one_claim_is_refused(tmp_path):
@@ -224,10 +226,12 @@ def test_verdicts_of_a_study_are_written_as_table_and_macros(tmp_path):
     out = verdicts.write("studies/004-aoe-iscsi", ROOT, paper_dir=tmp_path, tables=tables, inputs=[], generator="test")
     text = out["macros"].read_text()
     words = re.findall(r"\\plset\{004-aoe-iscsi/verdict/Q\d\}\{([\w ]+)\}", text)
-    assert words == [NOT_TESTABLE] * 3  # a Python AoE initiator against libiscsi: no verdict on the protocols
-    assert "\\plset{004-aoe-iscsi/verdicts/counts}{3 not testable here}" in text
+    # a Python AoE initiator against libiscsi: no verdict on the protocols; the wire-like links' questions
+    # (Q4, Q5), declared before their campaign's data, wait for it
+    assert words == [NOT_TESTABLE] * 3 + [verdicts.PENDING] * 2
+    assert "\\plset{004-aoe-iscsi/verdicts/counts}{3 not testable here" in text
     powers = re.findall(r"\\plset\{004-aoe-iscsi/verdict/Q\d/power\}\{([\d.]+)\}", text)
-    assert len(powers) == 3 and all(0 <= float(p) <= 1 for p in powers)
+    assert len(powers) >= 3 and all(0 <= float(p) <= 1 for p in powers)
     table_text = out["verdicts"].read_text()
     assert "\\plv{004-aoe-iscsi/verdict/Q1}" in table_text and "Secondary metrics" in table_text
     assert "Testable" in table_text and "Power" in table_text and "004-confirm-protocols" in table_text
@@ -239,10 +243,11 @@ def test_a_verdict_table_of_more_than_four_questions_is_set_in_parts_that_fit_a_
                          generator="test")
     text = out["verdicts"].read_text()
     captions = re.findall(r"\\caption\{([^}]*)\}", text)
-    assert [c.split(", ")[-1] for c in captions] == ["questions Q1--Q4", "questions Q5--Q8", "questions Q9--Q11"]
-    for label in ("", "-2", "-3"):
+    parts = [c.split(", ")[-1] for c in captions]
+    assert parts[:3] == ["questions Q1--Q4", "questions Q5--Q8", "questions Q9--Q12"] and parts[3].endswith("Q13")
+    for label in ("", "-2", "-3", "-4"):
         assert f"\\label{{tab:002-pfsense-neighbour-verdicts{label}}}" in text
-    first, second, third = text.split("\\begin{lrbox}{\\pltabbox}")[1:]
+    first, second, third, _ = text.split("\\begin{lrbox}{\\pltabbox}")[1:]
     assert "\\plv{002-pfsense-neighbour/verdict/Q4}" in first and "verdict/Q5}" not in first
     assert "\\plv{002-pfsense-neighbour/verdict/Q8}" in second and "verdict/Q4}" not in second
     assert "\\plv{002-pfsense-neighbour/verdict/Q11}" in third and "verdict/Q8}" not in third

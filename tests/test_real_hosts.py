@@ -64,6 +64,25 @@ def test_kernel_fio_keeps_its_lun_and_login_across_protocols_and_restarts_vblade
     assert login.start.endswith("sh {server_address}"), "the target's address comes from the inventory"
 
 
+
+def test_kernel_fio_keeps_ssh_and_monitors_off_the_measured_storage_link():
+    """The inventory's address (SSH, monitors) is a management interface; the login goes to the storage address,
+    and a setup step on each host stops the run when its SSH connection arrives on the storage interface."""
+    c = campaign_mod.load(ROOT / "studies/004-aoe-iscsi/real-hosts/004-kernel-fio.yaml")
+    assert dict(c.links) == {"client": "storage", "server": "storage"}
+    entries = inventory.load(ROOT / "studies/004-aoe-iscsi/real-hosts/inventory.example.yaml")
+    for host in c.involved():
+        storage = (entries[host].addresses or {}).get("storage")
+        assert storage and storage != entries[host].address, host
+    guards = [st for st in c.setup if "SSH_CONNECTION" in st.run and "dev eth1" in st.run]
+    assert {c.host_of(st.on) for st in guards} == set(c.involved())
+    for st in guards:  # the guard's own logic, on this machine: fails for an address of eth1's, passes otherwise
+        script = st.run.replace("ip -o addr show dev eth1", 'echo "2: eth1    inet 198.51.100.40/24 scope global"')
+        on_storage = subprocess.run(["sh", "-c", script], env={**os.environ, "SSH_CONNECTION": "192.0.2.9 5 198.51.100.40 22"})
+        on_mgmt = subprocess.run(["sh", "-c", script], env={**os.environ, "SSH_CONNECTION": "192.0.2.9 5 192.0.2.40 22"})
+        assert on_storage.returncode != 0 and on_mgmt.returncode == 0
+
+
 RAW_WRITE = """\
 campaign: raw-write
 benchmark: {tool: fio, params: {rw: randwrite, runtime: 1, filename: /dev/nvme0n1}}
@@ -143,6 +162,10 @@ def test_a_rehearsal_is_cut_short_and_never_written_under_data_raw(tmp_path):
     assert c.doc["repetitions"] == 3, "the campaign itself is unchanged"
     hpcc = rehearse.shortened_doc(campaign_mod.load(ROOT / "studies/003-openstack-opennebula/real-hosts/kvm-hpcc.yaml").doc)
     assert hpcc["factors"]["n"] == [400] and hpcc["benchmark"]["params"]["n"] == 400
+    block = campaign_mod.load(ROOT / "studies/004-aoe-iscsi/campaigns/004-wire-mtu.yaml")
+    short = rehearse.shortened_doc(block.doc)["benchmark"]["params"]["size"]
+    assert short == 16 << 20, "a size given in bytes stays a number of bytes (blockproto takes no suffix)"
+    campaign_mod.load(block.source, text=json.dumps(rehearse.shortened_doc(block.doc)))  # and loads
     for root in ("data/raw", "data/raw-virtio"):
         with pytest.raises(rehearse.RehearsalError, match="never goes under data/raw"):
             rehearse.rehearse(c, {}, tmp_path / root, stream=io.StringIO())

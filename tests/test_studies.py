@@ -119,7 +119,7 @@ def test_a_verdicts_analysis_that_misses_a_questions_campaign_is_refused(tmp_pat
     assert study.load("studies/001-unnoba-ceph", root)
     decl = root / "studies/001-unnoba-ceph/study.yaml"
     decl.write_text(decl.read_text().replace("unnoba-confirm-qd, unnoba-confirm-bs,", "unnoba-confirm-qd,"))
-    with pytest.raises(study.StudyError, match=r"study.yaml:35: analyses.0.parameters.campaigns: the study's "
+    with pytest.raises(study.StudyError, match=r"study.yaml:40: analyses.0.parameters.campaigns: the study's "
                                                r"questions ask about unnoba-confirm-bs, which this verdicts"):
         study.load("studies/001-unnoba-ceph", root)
 
@@ -181,8 +181,30 @@ def test_a_sixth_study_is_one_new_folder_and_the_pipeline_finds_it(tmp_path):
 def test_an_analysis_reads_every_campaign_its_parameters_name():
     verdicts = next(a for s in STUDIES for a in s.analyses if a.name == "002-pfsense-neighbour-verdicts")
     assert set(verdicts.reads) == {"pfsense-confirm-64", "pfsense-confirm-512-1518", "pfsense-confirm-8192",
-                                   "pfsense-confirm-ping", "pfsense-latency-idle", "pfsense-latency-loaded"}  # named in a list of its parameters
+                                   "pfsense-confirm-ping", "pfsense-latency-idle", "pfsense-latency-loaded",
+                                   "pfsense-capacity-64"}  # named in a list of its parameters
     table2 = next(a for s in STUDIES for a in s.analyses if a.name == "003-openstack-opennebula-table2")
     assert table2.reads == ()  # the published table alone
     demo = next(a for s in STUDIES for a in s.analyses if a.name == "iperf3-streams-throughput")
     assert demo.reads == ("iperf3-streams",)
+
+
+def test_every_campaign_declared_before_its_data_plans_within_75_minutes():
+    """A planned campaign without data yet is measured alone for the record: `perflab plan` must estimate it
+    within the 75 minutes a campaign is designed for (docs/campaigns.md)."""
+    from perflab import campaign, runner
+
+    pending = [c for s in STUDIES for c in s.campaigns if c.pending(ROOT)]
+    for ref in pending:
+        minutes = runner.plan(campaign.load(ROOT / ref.file))["estimated_seconds"] / 60
+        assert minutes <= 75, (ref.id, round(minutes))
+
+
+def test_a_verdicts_analysis_reads_what_exists_while_other_analyses_wait_for_a_planned_campaign():
+    cedri = next(s for s in STUDIES if s.id == "000-cedri")
+    by_name = {a.name: a for a in cedri.analyses}
+    verdicts, grid = by_name["000-cedri-verdicts"], by_name["cedri-mtu-wire-throughput"]
+    pending = {"cedri-mtu-wire"}
+    assert verdicts.reads == ("cedri-nat-confirm", "cedri-mtu-wire")
+    assert verdicts.inputs(pending) == ("cedri-nat-confirm",) and verdicts.inputs(set()) == verdicts.reads
+    assert grid.inputs(pending) is None and grid.inputs(set()) == ("cedri-mtu-wire",)

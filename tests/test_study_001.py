@@ -153,6 +153,7 @@ CAMPAIGNS = {
     "unnoba-confirm-qd": {"params": {"runtime": 1}, "factors": {"rw": ["randwrite"], "iodepth": [1, 8]}},
     "unnoba-confirm-grid": {"params": {"runtime": 1}, "factors": {"numjobs": [1, 2], "iodepth": [4]}},
     "unnoba-confirm-bs": {"params": {"runtime": 1}, "factors": {"rw": ["randwrite"], "bs": ["64k", "1m"]}},
+    "unnoba-confirm-dd": {"params": {"count": 8}},
 }
 
 

@@ -184,18 +184,34 @@ def committed(tmp_path_factory) -> Path:
     return out / "pfsense-confirm-512-1518.parquet"
 
 
-@pytest.fixture(scope="module")
-def calibrated(tmp_path_factory) -> pd.DataFrame:
-    """The calibrated rates from the committed calibration."""
-    raw = ROOT / "data/raw/pfsense-calibrate"
+def _calibrated(name: str, out: Path) -> pd.DataFrame:
+    """The calibrated rates per frame size from the committed calibration campaign ``name``."""
+    raw = ROOT / "data/raw" / name
     if not (raw / "MANIFEST.sha256").exists():
-        pytest.skip("the calibration's raw data is not committed")
-    out = tmp_path_factory.mktemp("calibration")
+        pytest.skip(f"the calibration's raw data ({name}) is not committed")
     tidy.write(raw, out)
-    loss = scenarios.per_sample(tidy.load(out / "pfsense-calibrate.parquet"),
+    loss = scenarios.per_sample(tidy.load(out / f"{name}.parquet"),
                                 scenarios.Metric(key="loss", label="Loss", name="loss"), factors=["point"])
     levels = records.read_campaign(raw / "campaign.json").spec["factors"]["point"]
     return calibrate.highest_rates(calibrate_report.per_rung(loss, levels, factor="point")).set_index("frame")
+
+
+@pytest.fixture(scope="module")
+def calibrated(tmp_path_factory) -> pd.DataFrame:
+    """The calibrated rates from the committed calibration."""
+    return _calibrated("pfsense-calibrate", tmp_path_factory.mktemp("calibration"))
+
+
+def test_the_campaigns_at_capacity_offer_the_latest_quiet_calibrations_rates(tmp_path):
+    """The forwarding capacity measured on the quiet machine: pfsense-calibrate-capacity once its data exist,
+    pfsense-calibrate-quiet until then (its rate is replaced before the campaign's first sample)."""
+    name = ("pfsense-calibrate-capacity" if (ROOT / "data/raw/pfsense-calibrate-capacity/MANIFEST.sha256").exists()
+            else "pfsense-calibrate-quiet")
+    rates = _calibrated(name, tmp_path)
+    for level in campaign_mod.load(STUDY / "campaigns/pfsense-capacity-64.yaml").doc["factors"]["frame"]:
+        row = rates.loc[int(level["label"])]
+        pps = calibrate.packets_per_second(level["set"]["bitrate"], level["set"]["length"])
+        assert row["rate"] > 0 and abs(pps - row["rate"]) <= row["step"], (name, level["label"], pps, row["rate"])
 
 
 def test_the_campaigns_offer_the_calibrated_rates(calibrated):

@@ -3,8 +3,9 @@
 :func:`collect` costs one round trip per host: a single shell script whose sections
 (each introduced by a line ``@@perflab <name>``) read ``/proc``, ``/sys``, ``lscpu``,
 ``ip``/``tc``/``ethtool`` for the interfaces in use, the version banners of the
-campaign's tools (each adapter's ``version_command``, nothing for tools not asked for) and
-the versions of the installed daemon packages of :data:`DAEMON_PACKAGES` (facts ``daemon.<package>``);
+campaign's tools (each adapter's ``version_command``, nothing for tools not asked for) and of the
+daemons they talk to (:data:`DAEMONS`, e.g. vblade, tgt, libiscsi and nbdkit for ``blockproto``), and
+the versions of the installed lab daemon packages of :data:`DAEMON_PACKAGES` (NFS, ZFS; facts ``daemon.<package>``);
 :func:`parse` turns that verbatim output into a fingerprint::
 
     {"schema": 1, "host": "h1", "address": "198.18.7.11",
@@ -82,6 +83,13 @@ OFFLOADS: tuple[str, ...] = (
 _SHORT = {"tcp-segmentation-offload": "tso", "generic-segmentation-offload": "gso",
           "generic-receive-offload": "gro", "large-receive-offload": "lro"}
 _OFFLOAD_KEY = re.compile(r"^net\.([^.]+)\.offload\.(.+)$")
+#: The daemons a tool's runs talk to, whose versions a fingerprint of a campaign with that tool records
+#: (facts ``daemon.<name>``, banners in ``versions``): tool adapter -> daemon -> (its Debian package, its
+#: program). The version is the package's (``dpkg-query``), else the program's ``--version`` banner.
+DAEMONS: dict[str, dict[str, tuple[str, str]]] = {
+    "blockproto": {"vblade": ("vblade", "vblade"), "tgt": ("tgt", "tgtd"), "libiscsi": ("libiscsi-bin", "iscsi-perf"),
+                   "nbdkit": ("nbdkit", "nbdkit")},
+}
 #: Debian packages the fingerprint reads with: ``ethtool`` for the interfaces' offloads.
 DEBIAN_PACKAGES: tuple[str, ...] = ("ethtool",)
 
@@ -220,6 +228,9 @@ def script(interfaces: Sequence[str] = ("eth0",), tools: Sequence[str] = ()) -> 
         if argv:
             commands[f"tool:{tool.name}"] = (f"if command -v {shlex.quote(argv[0])} >/dev/null 2>&1; then "
                                              f"{{ {shlex.join(argv)} ; }} </dev/null 2>&1 | head -n 5; fi")
+        for daemon, (package, program) in DAEMONS.get(tool.name, {}).items():
+            commands[f"daemon:{daemon}"] = (f"{{ dpkg-query -W -f '${{Version}}\\n' {shlex.quote(package)} || "
+                                            f"{shlex.quote(program)} --version </dev/null ; }} 2>/dev/null | head -n 1")
     return _READ_FUNCTION + sectioned(commands | _digest_commands(tools))
 
 
@@ -246,7 +257,8 @@ def _interface_sections(iface: str) -> dict[str, str]:
 def _digest_commands(tools: Sequence[str]) -> dict[str, str]:
     """The host-wide digest sections, and the inode, size and time of the ``tools``' programs."""
     commands = {name: f"{{ {cmd} ; }} 2>/dev/null" for name, cmd in _DIGEST_SECTIONS.items()}
-    programs = sorted({_adapter(t).version_command[0] for t in tools if _adapter(t).version_command})
+    programs = sorted({_adapter(t).version_command[0] for t in tools if _adapter(t).version_command}
+                      | {program for t in tools for _, program in DAEMONS.get(_adapter(t).name, {}).values()})
     if programs:
         names = " ".join(shlex.quote(p) for p in programs)
         commands["digest.programs"] = (f"{{ set -- $(command -v {names}); [ $# -eq 0 ] || ls -lLi --full-time -- \"$@\" "
@@ -373,6 +385,8 @@ def parse(output: str, *, source: str = "") -> dict[str, Any]:
             versions[item] = line
             match = _VERSION_RE.search(line or "")
             facts[f"tool.{item}"] = match.group(0) if match else line
+        elif kind == "daemon":
+            versions[item] = facts[f"daemon.{item}"] = _text(text.splitlines()[0] if text.strip() else "")
     return {"facts": facts, "state": _state(sec), "versions": versions}
 
 

@@ -56,7 +56,7 @@ def _bytes(value: Any) -> float | None:
     m = _SIZE.match(str(value))
     if not m:
         return None
-    return float(m.group(1)) * 1024 ** "kmgt".find(m.group(2).lower()) if m.group(2) else float(m.group(1))
+    return float(m.group(1)) * 1024 ** ("kmgt".find(m.group(2).lower()) + 1) if m.group(2) else float(m.group(1))
 
 
 def _shorter(name: str, value: Any) -> Any:
@@ -66,7 +66,9 @@ def _shorter(name: str, value: Any) -> Any:
     short = SHORTEST[name]
     if name == "size":
         have, want = _bytes(value), _bytes(short)
-        return short if have is not None and want is not None and have > want else value
+        if have is None or want is None or have <= want:
+            return value
+        return int(want) if isinstance(value, int) else short  # a size in bytes stays a number (blockproto's)
     return short if isinstance(value, (int, float)) and value > short else value
 
 

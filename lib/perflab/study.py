@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Collection
 
 from . import campaign as campaign_mod, datasource, templates
 from .errors import FileError
@@ -85,6 +85,17 @@ class Analysis:
     #: The campaigns whose tidy tables it reads: ``campaign`` and every campaign of the study
     #: named by a string anywhere in its parameters (e.g. a list of benchmarks).
     reads: tuple[str, ...] = ()
+    #: Reads what exists of ``reads`` (the verdicts template: a question whose campaign has no data yet is
+    #: "not yet measured"), so a planned campaign without data does not hold it back.
+    partial: bool = False
+
+    def inputs(self, pending: Collection[str]) -> tuple[str, ...] | None:
+        """The campaigns whose tidy tables the pipeline gives it while the ``pending`` ones (planned, no data
+        yet) are left out: ``reads`` without them for a ``partial`` analysis; None (it waits with them) for
+        any other that reads one of them."""
+        if self.partial:
+            return tuple(c for c in self.reads if c not in pending)
+        return None if any(c in pending for c in self.reads) else self.reads
 
     def papermill_parameters(self) -> dict[str, Any]:
         """What the pipeline passes to the notebook: study, campaign and the declared parameters (plain data,
@@ -219,7 +230,7 @@ def load(folder: str | Path, root: str | Path = ".") -> Study:
         named = [v for v in _strings(params) if v in ids]
         reads = tuple(dict.fromkeys([c for c in [a.get("campaign"), *named] if c]))
         analyses.append(Analysis(name, doc["study"], f"{NOTEBOOKS_DIR}/{a['notebook']}.ipynb", a.get("campaign"),
-                                 params, outputs, reads))
+                                 params, outputs, reads, partial=a["notebook"] == "verdicts"))
         if a["notebook"] == "verdicts":
             asked = dict.fromkeys(str(q["campaign"]) for q in doc.get("questions", []) if q.get("campaign") in ids)
             unread = [c for c in asked if c not in reads]
