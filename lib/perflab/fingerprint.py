@@ -4,8 +4,7 @@
 (each introduced by a line ``@@perflab <name>``) read ``/proc``, ``/sys``, ``lscpu``,
 ``ip``/``tc``/``ethtool`` for the interfaces in use, the version banners of the
 campaign's tools (each adapter's ``version_command``, nothing for tools not asked for) and of the
-daemons they talk to (:data:`DAEMONS`, e.g. vblade, tgt, libiscsi and nbdkit for ``blockproto``), and
-the versions of the installed lab daemon packages of :data:`DAEMON_PACKAGES` (NFS, ZFS; facts ``daemon.<package>``);
+daemons they talk to (:data:`DAEMONS`, e.g. vblade, tgt, libiscsi and nbdkit for ``blockproto``);
 :func:`parse` turns that verbatim output into a fingerprint::
 
     {"schema": 1, "host": "h1", "address": "198.18.7.11",
@@ -89,13 +88,14 @@ _OFFLOAD_KEY = re.compile(r"^net\.([^.]+)\.offload\.(.+)$")
 DAEMONS: dict[str, dict[str, tuple[str, str]]] = {
     "blockproto": {"vblade": ("vblade", "vblade"), "tgt": ("tgt", "tgtd"), "libiscsi": ("libiscsi-bin", "iscsi-perf"),
                    "nbdkit": ("nbdkit", "nbdkit")},
+    # the NFS server and its helpers (docs/lab.md, NFS) and the client library nfsbench loads (no program of its own)
+    "nfsbench": {"nfs-ganesha": ("nfs-ganesha", "ganesha.nfsd"), "nfs-ganesha-vfs": ("nfs-ganesha-vfs", ""),
+                 "rpcbind": ("rpcbind", "rpcbind"), "libnfs": ("libnfs13", "")},
+    # a lab's ZFS device is served by zfs-fuse (docs/lab.md, ZFS), reached with fio
+    "fio": {"zfs-fuse": ("zfs-fuse", "zfs-fuse")},
 }
 #: Debian packages the fingerprint reads with: ``ethtool`` for the interfaces' offloads.
 DEBIAN_PACKAGES: tuple[str, ...] = ("ethtool",)
-
-#: Debian packages of the daemons a lab host may serve a benchmark with (NFS server, ZFS in user space, NFS
-#: client library): each installed one's version is a fact ``daemon.<package>`` (``docs/lab.md``).
-DAEMON_PACKAGES: tuple[str, ...] = ("nfs-ganesha", "nfs-ganesha-vfs", "rpcbind", "zfs-fuse", "libnfs13")
 
 #: Host-wide sections of the fingerprint script: name -> shell command (stderr is dropped).
 _HOST_SECTIONS: dict[str, str] = {
@@ -119,7 +119,6 @@ _HOST_SECTIONS: dict[str, str] = {
     "meminfo": "grep -E '^(MemTotal|SwapTotal|HugePages_Total|Hugepagesize):' /proc/meminfo",
     "uptime": "cat /proc/uptime",
     "loadavg": "cat /proc/loadavg",
-    "daemons": "dpkg-query -W -f='${db:Status-Abbrev}${Package} ${Version}\\n' " + " ".join(DAEMON_PACKAGES),
 }
 
 #: A shell function printing files with builtins only (no process per file): ``r FILE...``, unreadable ones skipped.
@@ -141,9 +140,6 @@ _DIGEST_SECTIONS: dict[str, str] = {
                      "/sys/devices/system/clocksource/clocksource0/current_clocksource; "
                      "while IFS= read -r l; do case $l in MemTotal:*|SwapTotal:*|HugePages_Total:*|Hugepagesize:*) "
                      "printf '%s\\n' \"$l\";; esac; done < /proc/meminfo",
-    # the daemons' package lists: dpkg rewrites them when a package is installed, upgraded or removed
-    "digest.daemons": "ls -lLi --full-time -- " + " ".join(f"/var/lib/dpkg/info/{p}.list /var/lib/dpkg/info/{p}:*.list"
-                                                           for p in DAEMON_PACKAGES),
 }
 #: The ``state`` a digest-only fingerprint records, read with builtins.
 _DIGEST_STATE: dict[str, str] = {"uptime": "r /proc/uptime", "loadavg": "r /proc/loadavg"}
@@ -229,8 +225,9 @@ def script(interfaces: Sequence[str] = ("eth0",), tools: Sequence[str] = ()) -> 
             commands[f"tool:{tool.name}"] = (f"if command -v {shlex.quote(argv[0])} >/dev/null 2>&1; then "
                                              f"{{ {shlex.join(argv)} ; }} </dev/null 2>&1 | head -n 5; fi")
         for daemon, (package, program) in DAEMONS.get(tool.name, {}).items():
-            commands[f"daemon:{daemon}"] = (f"{{ dpkg-query -W -f '${{Version}}\\n' {shlex.quote(package)} || "
-                                            f"{shlex.quote(program)} --version </dev/null ; }} 2>/dev/null | head -n 1")
+            banner = f" || {shlex.quote(program)} --version </dev/null" if program else ""
+            commands[f"daemon:{daemon}"] = (f"{{ dpkg-query -W -f '${{Version}}\\n' {shlex.quote(package)}{banner} ; }} "
+                                            f"2>/dev/null | head -n 1")
     return _READ_FUNCTION + sectioned(commands | _digest_commands(tools))
 
 
@@ -258,7 +255,7 @@ def _digest_commands(tools: Sequence[str]) -> dict[str, str]:
     """The host-wide digest sections, and the inode, size and time of the ``tools``' programs."""
     commands = {name: f"{{ {cmd} ; }} 2>/dev/null" for name, cmd in _DIGEST_SECTIONS.items()}
     programs = sorted({_adapter(t).version_command[0] for t in tools if _adapter(t).version_command}
-                      | {program for t in tools for _, program in DAEMONS.get(_adapter(t).name, {}).values()})
+                      | {program for t in tools for _, program in DAEMONS.get(_adapter(t).name, {}).values() if program})
     if programs:
         names = " ".join(shlex.quote(p) for p in programs)
         commands["digest.programs"] = (f"{{ set -- $(command -v {names}); [ $# -eq 0 ] || ls -lLi --full-time -- \"$@\" "
@@ -371,10 +368,6 @@ def parse(output: str, *, source: str = "") -> dict[str, Any]:
         path, _, value = line.partition(":")
         facts[f"cpu.vulnerability.{path.rsplit('/', 1)[-1]}"] = _text(value)
     facts |= _meminfo(sec.get("meminfo", ""))
-    for line in sec.get("daemons", "").splitlines():
-        status, package, version = (line.split() + ["", "", ""])[:3]
-        if status == "ii":
-            facts[f"daemon.{package}"] = version
     versions: dict[str, str | None] = {}
     for name, text in sec.items():
         kind, _, item = name.partition(":")
