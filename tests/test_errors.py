@@ -18,9 +18,9 @@ from perflab import campaign as campaign_mod, cli, errors, knownhosts, study
 ROOT = Path(__file__).resolve().parents[1]
 LIB = ROOT / "lib" / "perflab"
 CAMPAIGN = "studies/iperf3-streams/campaigns/iperf3-streams.yaml"
-#: Exception classes that are not for users: a standalone script's own (aoe.py runs on hosts with the
-#: standard library only) and a signal inside remote that becomes a HostError before anyone sees it.
-NOT_FOR_USERS = {("aoe", "AoEError"), ("remote", "_UnknownHostKey")}
+#: Exception classes that are not for users: a standalone script's own (aoe.py and nfsbench.py run on hosts with
+#: the standard library only) and a signal inside remote that becomes a HostError before anyone sees it.
+NOT_FOR_USERS = {("aoe", "AoEError"), ("nfsbench", "NfsError"), ("remote", "_UnknownHostKey")}
 
 
 def test_a_user_error_is_one_line_with_its_parts():
