@@ -71,7 +71,7 @@ def test_every_adapter_passes_every_value_as_one_word(name, sandbox):
     addresses = {role: "198.18.0.1" for role in tool.roles}
     #: Parameters an adapter cannot do without; each payload goes in one parameter beside them.
     required = {"dd": {"of": "/dev/null"}, "blockproto": {"protocol": "iscsi"}, "ceph_osd_bench": {"osd": "0"},
-                "rados_bench": {"pool": "p"}, "rbd_bench": {"pool": "p", "image": "i"}}
+                "rados_bench": {"pool": "p"}, "rbd_bench": {"pool": "p", "image": "i"}, "nfsbench": {"export": "ext4"}}
     lines, accepted = [], 0
     for key in sorted(parameter_names(tool)):
         base = {k: v for k, v in required.get(name, {}).items() if k != key}

@@ -156,11 +156,13 @@ def test_the_readme_names_the_studies_and_counts_the_campaigns_measured_and_re_a
                                    check=True).stdout.split())
     declared = [c.id for s in studies for c in s.campaigns]
     stored = [c for c in declared if f"data/raw/{c}/campaign.json" in committed]
-    measured = [c for c in declared if c not in stored]
+    waiting = [c.id for s in studies for c in s.campaigns if c.planned and c.id not in stored]
+    measured = [c for c in declared if c not in stored and c not in waiting]
     text = " ".join(README.split())
     assert f"The studies declare {len(declared)} campaigns. The {len(stored)} campaigns of the five studies" in text
+    assert f"{len(waiting)} more are declared before their data and not yet measured" in text
     assert all(c in {c.id for s in seeds for c in s.campaigns} for c in stored)
-    assert f"It measures only the {len(measured)} demonstration campaigns" in text
+    assert f"`make reproduce` measures only the {len(measured)} demonstration campaigns" in text
     assert all(any(s.demo or s.id == "iperf3-streams" for s in studies if c in {x.id for x in s.campaigns})
                for c in measured)
 

@@ -152,6 +152,9 @@ class BlockProto(Tool):
             doc = extract_json(body, source=source)
             if "jobs" in doc:  # fio: every job's reads and writes, over the longest job's runtime
                 jobs = doc["jobs"]
+                if not (isinstance(jobs, list) and jobs and all(isinstance(j, dict) and "read" in j and "write" in j
+                                                                for j in jobs)):
+                    raise ParseError(source, "fio's JSON: a list of jobs with read and write", repr(jobs)[:80])
                 ops = float(sum(job[d]["total_ios"] for job in jobs for d in ("read", "write")))
                 nbytes = float(sum(job[d]["io_bytes"] for job in jobs for d in ("read", "write")))
                 elapsed = max(float(job["job_runtime"]) for job in jobs) / 1000.0
