@@ -90,8 +90,10 @@ class CampaignEvidence:
     #: Steal during the samples, for the campaign and per cell (shares of the CPU time, 0..1).
     steal: Spread | None = None
     steal_cells: dict[str, Spread] = field(default_factory=dict)
-    #: The steal bound the campaign's samples were judged by (percent; None: not bounded).
+    #: The steal bound (percent) and the bound on the CPU outside the lab (CPUs) the samples were judged by (None:
+    #: not bounded).
     steal_bound: float | None = None
+    outside_bound: float | None = None
     gates: int = 0
     gates_gave_up: int = 0
     gate_wait: float = 0.0
@@ -194,6 +196,8 @@ def campaign(raw_dir: str | Path, root: str | Path = ".") -> CampaignEvidence:
             bounds = meta.contention.get("bounds") or {}
             if bounds.get("max_steal") is not None:
                 ev.steal_bound = float(bounds["max_steal"])
+            if bounds.get("max_other_cpus") is not None:
+                ev.outside_bound = float(bounds["max_other_cpus"])
             if judged["steal"] is not None and not meta.warmup:
                 steal.setdefault(cell or "", []).append(float(judged["steal"]))
             for key, into in (("other_cpus", others), ("kernel_cpus", kernel)):
