@@ -227,3 +227,16 @@ def test_every_committed_study_campaign_with_a_contention_record_has_steal_figur
     recorded = [r for r in rows if r["study_campaign"] and r["recorded"]]
     assert len(recorded) >= 15
     assert all(r["steal"] and set(r["steal"]) == {"median", "p90", "max", "n"} and r["steal_cells"] for r in recorded)
+
+
+def test_no_chapter_or_frame_calls_the_machine_quiet_in_its_own_words():
+    """A quiet machine is only ever said by the evidence macro, which states the steal (and says "not" above the
+    bound); the prose names the quiet gate, never a quiet machine."""
+    root = Path(__file__).resolve().parents[1]
+    texts = [*root.glob("studies/*/chapter.tex"), *root.glob("paper/frame/*.tex"), *root.glob("paper/sections/*.tex")]
+    said = [f"{p.relative_to(root)}: {line.strip()}" for p in texts for line in p.read_text().splitlines()
+            if "quiet machine" in line.lower() or "alone on a quiet" in line.lower()]
+    assert said == []
+    noisy = evidence.CampaignEvidence("n", "", "s", False, 3, None, None, recorded=3, steal_bound=1.0,
+                                      steal=evidence.Spread(0.15, 0.3, 0.4, 3))
+    assert "not on a quiet machine" in evidence.machine(noisy) and "median 15.0 %" in evidence.machine(noisy)
