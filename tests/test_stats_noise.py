@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from perflab import questions
-from perflab.report import verdicts
+from perflab.report import latex, verdicts
 from perflab.stats.noise import block_differences, steal_adjusted
 from perflab.stats.verdict import decide
 
@@ -76,9 +76,10 @@ def test_the_verdict_table_shows_the_adjusted_estimate_beside_the_primary_and_ma
     adjusted = verdicts.sensitivity(results, lambda c: df.assign(metric="value", summary=True, run_id=range(len(df))))
     assert set(adjusted) == {"Q1"} and adjusted["Q1"].sensitive
     tex = verdicts.table_tex("s", results, caption="c", label="tab:v", adjusted=adjusted)
-    assert "Steal-adj." in tex and "$^\\dagger$ (supported)" in tex and verdicts.SENSITIVE in tex
+    assert "steal-adj." in tex and f"s: {latex.percent_change(adjusted['Q1'].rel_diff)}" in tex and "$^\\dagger$\\\\{}(supported)" in tex and verdicts.SENSITIVE in tex
     plain = verdicts.table_tex("s", results, caption="c", label="tab:v")
-    assert "$^\\dagger$ (" not in plain
+    body = plain.split("s: the change")[0]
+    assert "$^\\dagger$" not in body and "s: \\num" not in body, "without the analysis: no mark, no estimate"
     values = verdicts.values("s", results, adjusted=adjusted)
     assert values["s/verdict/Q1/sensitive"] == verdicts.SENSITIVE and values["s/verdict/Q1/adjusted/verdict"] == "supported"
     assert f"Q1 ({primary.verdict}; adjusted" in values["s/verdicts/noise"] and verdicts.SENSITIVE in values["s/verdicts/noise"]

@@ -29,8 +29,8 @@ NO_DATA = "no data of"
 #: The verdict table's two column sets, the same in every chapter, each narrow enough to stand upright on
 #: the text width: what each question asks, then what its data answer (the question's id in both).
 ASKED = ("Question", "Claim", "Contrast", "Expected")
-ANSWERED = ("Question", "n", latex.header("Change", "{[}adj. CI{]}"), latex.header("Steal-adj.", "{[}adj. CI{]}"),
-            "SESOI", latex.header("p", "(adj.)"), latex.header("TOST", "p"), "Verdict")
+ANSWERED = ("Question", "n", latex.header("Change", "{[}adj. CI{]}", "s: steal-adj."), "SESOI",
+            latex.header("p", "(adj.)"), latex.header("TOST", "p"), "Verdict")
 #: The mark of a verdict whose word changes when the comparison is adjusted for the steal (:mod:`perflab.stats.noise`).
 SENSITIVE = "sensitive to platform noise"
 
@@ -151,17 +151,16 @@ def _table_part(study: str, results: list[tuple[qmod.Question, Decision | None, 
     rows = []
     for q, d, _ in results:
         where = ", ".join(f"{k} = {v}" for k, v in q.within.items())
-        change = (latex.cell(latex.percent_change(d.rel_diff), latex.format_ci(d.ci_low, d.ci_high, percent=True)) if d else "--")
         adj = adjusted.get(q.id)
-        steal = (latex.cell(latex.percent_change(adj.rel_diff), latex.format_ci(adj.ci_low, adj.ci_high, percent=True))
-                 if adj else "--")
-        word = f"\\plv{{{study}/verdict/{q.id}}}" + (f"$^\\dagger$ ({latex.escape_latex(adj.verdict)})"
-                                                     if adj and adj.sensitive else "")
+        change = (latex.cell(latex.percent_change(d.rel_diff), latex.format_ci(d.ci_low, d.ci_high, percent=True),
+                             f"s: {latex.percent_change(adj.rel_diff)}" if adj else "") if d else "--")
+        word = latex.cell(f"\\plv{{{study}/verdict/{q.id}}}" + ("$^\\dagger$" if adj and adj.sensitive else ""),
+                          f"({latex.escape_latex(adj.verdict)})" if adj and adj.sensitive else "", align="l")
         rows.append(dict(zip(ASKED + ANSWERED[1:], (
             latex.escape_latex(q.id), latex.escape_latex(q.claim),
             latex.cell(latex.escape_latex(f"{q.item or q.metric}: {q.factor} {q.versus} vs {q.baseline}"),
                        latex.escape_latex(f"({where})") if where else "", align="l"),
-            latex.escape_latex(q.expected), f"{d.n_a}/{d.n_b}" if d else "0", change, steal,
+            latex.escape_latex(q.expected), f"{d.n_a}/{d.n_b}" if d else "0", change,
             f"$\\pm$\\num{{{100 * q.sesoi:g}}}\\,\\%", latex.format_p(d.p_adjusted) if d else "--",
             latex.format_p(d.tost_p) if d else "--", word))))
     body = pd.DataFrame(rows, columns=list(ASKED + ANSWERED[1:]))
@@ -169,10 +168,12 @@ def _table_part(study: str, results: list[tuple[qmod.Question, Decision | None, 
              "difference of means, versus against baseline; the test is the blocked analysis (paired $t$ on block "
              "differences) unless noted; interval and $p$ are Bonferroni-adjusted over the question's family; "
              "TOST: two one-sided tests within $\\pm$SESOI at $\\alpha$/m. Verdicts: equivalent (TOST), supported or "
-             "contradicted (significant, in or against the expected direction), otherwise inconclusive. Steal-adj.: the "
-             "pre-registered sensitivity analysis of every blocked question, the block differences regressed on the "
-             "blocks' steal difference (OLS; the intercept, relative to baseline's mean, at the same adjusted level); "
-             f"$^\\dagger$: {SENSITIVE}, the verdict word the adjustment gives in brackets; --: no steal recorded."]
+             "contradicted (significant, in or against the expected direction), otherwise inconclusive. s: the change "
+             "adjusted for steal, the pre-registered sensitivity analysis of every blocked question: the block "
+             "differences regressed on the blocks' steal difference (OLS; the intercept, relative to baseline's mean; "
+             "its interval at the same adjusted level is in the chapter's values); "
+             f"$^\\dagger$: {SENSITIVE}, the verdict word the adjustment gives in brackets; no s: not decided by the "
+             "blocked analysis, or no steal recorded."]
     secondary = _grouped([(q.id, ", ".join(q.secondary)) for q, _, _ in results if q.secondary])
     if secondary:
         notes.append("Secondary metrics (reported in the chapter's tables, not decided): "
@@ -180,7 +181,7 @@ def _table_part(study: str, results: list[tuple[qmod.Question, Decision | None, 
     extra = _grouped([(q.id, n) for q, _, n in results if n])
     if extra:
         notes.append(latex.escape_latex(extra) + ".")
-    return latex.latex_table(body, caption=caption, label=label, escape=False, column_format="lllllrrrrrl", notes=notes,
+    return latex.latex_table(body, caption=caption, label=label, escape=False, column_format="lllllrrrrl", notes=notes,
                              column_sets=[list(ASKED), list(ANSWERED)])
 
 
