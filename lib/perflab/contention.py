@@ -420,7 +420,7 @@ def classify(record: Mapping[str, Any]) -> dict[str, Any]:
         lab_kernel = round(min(other, lab_threads), 4)
         outside = round(max(sum(float(b["cpus"]) for b in seen), other - lab_kernel), 4)
     bounds = record.get("bounds")
-    q = Quiet(**bounds) if bounds else None
+    q = Quiet(**{f.name: bounds[f.name] for f in fields(Quiet) if f.name in bounds}) if bounds else None
     steal = record.get("steal")
 
     def over(value: Any, bound: float | None, scale: float) -> bool | None:
