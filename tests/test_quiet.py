@@ -86,7 +86,56 @@ def test_bounds_judge_the_gate_on_everything_and_a_sample_on_the_cpu_outside_the
     record = {"other_cpus": 0.05, "cpu_pressure": 0.2, "io_pressure": None, "steal": 0.0, "load1": 3.0}
     assert q.exceeded(record) == ["cpu pressure 20.00 % > 5 %", "1-min load 3.00 > 1"]
     assert q.exceeded(record, during=True) == []
-    assert q.exceeded({**record, "other_cpus": 0.5}, during=True) == ["CPU used outside the lab 0.50 CPUs > 0.1 CPUs"]
+    assert q.exceeded({**record, "other_cpus": 0.5}, during=True) == [], "a sample is judged on outside_cpus"
+    assert q.exceeded({**record, "outside_cpus": 0.5}, during=True) == [
+        "CPU used outside the lab (not its kernel work) 0.50 CPUs > 0.1 CPUs"]
+
+
+BOUNDS = {"max_other_cpus": 0.1, "max_steal": 1.0}
+
+
+def test_the_labs_kernel_work_is_told_from_the_cpu_outside_and_counted_with_the_workload():
+    P = contention.Proc
+    before = {1: P("ksoftirqd/0", 0, True), 2: P("kworker/u4:2-loop0", 0, True), 3: P("kblockd", 0, True),
+              4: P("kswapd0", 0, True), 5: P("yes", 0)}
+    after = {1: P("ksoftirqd/0", 40, True), 2: P("kworker/u4:2-loop0", 10, True), 3: P("kblockd", 5, True),
+             4: P("kswapd0", 2, True), 5: P("yes", 20)}
+    assert contention.split_outside(before, after, 1.0) == (0.55, 0.22)
+    record = {"other_cpus": 1.0, "irq_cpus": 0.3}
+    contention.attribute(record, 0.55, 0.22)
+    assert record == {"other_cpus": 1.0, "irq_cpus": 0.3, "lab_kernel_cpus": 0.85, "outside_cpus": 0.22}
+    busy = {"other_cpus": 0.3, "irq_cpus": 0.5}
+    contention.attribute(busy, 0.2, 0.0)  # interrupt time also charged to the lab's tasks: capped, never below 0
+    assert busy["lab_kernel_cpus"] == 0.3 and busy["outside_cpus"] == 0.0
+    assert contention.parse_irq(STAT) == 815
+
+
+def test_classify_reads_every_format_of_the_record_the_same_way():
+    streams = {"format": 3, "steal": 0.002, "other_cpus": 0.9, "lab_kernel_cpus": 0.88, "outside_cpus": 0.02,
+               "bounds": BOUNDS, "gate_gave_up": False}
+    assert contention.classify(streams) == {"steal": 0.002, "outside_cpus": 0.02, "lab_kernel_cpus": 0.88,
+                                            "steal_exceeded": False, "outside_exceeded": False,
+                                            "gate_gave_up": False, "contended": False}
+    hog = {**streams, "outside_cpus": 0.9, "steal": 0.05}
+    assert contention.classify(hog)["contended"] and contention.classify(hog)["outside_exceeded"]
+    # format 2: the kernel's threads (all of them) and the busiest commands, named
+    old = {"format": 2, "steal": 0.003, "other_cpus": 0.5, "kernel_cpus": 0.48, "bounds": BOUNDS,
+           "busiest": [{"name": "ksoftirqd/1", "cpus": 0.4, "kernel": True},
+                       {"name": "kdamond.0", "cpus": 0.05, "kernel": True}],
+           "exceeded": ["CPU used outside the lab 0.50 CPUs > 0.1 CPUs"], "contended": True}
+    c = contention.classify(old)
+    assert c["lab_kernel_cpus"] == pytest.approx(0.43) and c["outside_cpus"] == pytest.approx(0.07)
+    assert c["contended"] is False, "the lab's softirq threads no longer make the sample contended"
+    hog2 = {**old, "busiest": [{"name": "stress-ng-cpu", "cpus": 0.45, "kernel": False}], "kernel_cpus": 0.02}
+    assert contention.classify(hog2)["outside_cpus"] == pytest.approx(0.48) and contention.classify(hog2)["contended"]
+    gave_up = {**old, "exceeded": ["the gate before block 3 gave up waiting"]}
+    assert contention.classify(gave_up)["gate_gave_up"]
+    # format 1: only the steal can be judged
+    first = {"format": 1, "steal": 0.02, "other_cpus": 0.5, "bounds": BOUNDS, "contended": True}
+    assert contention.classify(first) == {"steal": 0.02, "outside_cpus": None, "lab_kernel_cpus": None,
+                                          "steal_exceeded": True, "outside_exceeded": None,
+                                          "gate_gave_up": False, "contended": True}
+    assert contention.classify({"format": 3, "steal": 0.5, "bounds": None})["contended"] is None
 
 
 def _study(root: Path, *, demo: bool = False, campaign: str = "campaign: c\n") -> Path:
@@ -155,11 +204,14 @@ def test_a_gate_that_gives_up_measures_anyway_and_marks_the_blocks_samples_conte
     gate = contention.Gate(Quiet(max_other_cpus=0.1, window=0.001, max_wait=0), note=notes.append,
                            put=files.__setitem__, suffix="-g1")
     assert gate.before_block(0)["quiet"] is False
-    assert "still busy" in notes[-1] and "marked contended" in notes[-1]
+    assert "still busy" in notes[-1] and "record that the gate gave up" in notes[-1]
     assert "blocks/0/quiet-g1.json" in files
+    stored = json.loads(files["blocks/0/quiet-g1.json"])
+    assert stored["steal"] == 0.0 and stored["waited"] >= 0, "the gate records the steal it saw and its wait"
     with gate.sample() as record:
         pass
-    assert record["contended"] is True and "the gate before block 0 gave up waiting" in record["exceeded"]
+    assert record["gate_gave_up"] is True
+    assert record["contended"] is True and record["outside_exceeded"] and not record["steal_exceeded"]
 
 
 def test_a_gate_keeps_the_outcome_an_earlier_session_stored_for_the_block(monkeypatch):
@@ -191,16 +243,18 @@ def test_every_sample_records_the_machines_contention_and_the_tidy_table_carries
     assert len(metas) == 4 and {m.format for m in metas} == {4}
     for m in metas:
         c = m.contention
-        assert c["format"] == 2 and c["contended"] is False and c["bounds"]["max_other_cpus"] == 64
+        assert c["format"] == 3 and c["bounds"]["max_other_cpus"] == 64
+        assert c["contended"] is False and c["steal_exceeded"] is None, "no steal bound outside a study"
         assert set(c) >= {"seconds", "cpu_pressure", "io_pressure", "memory_pressure", "steal", "load1",
-                          "busy_cpus", "lab_cpus", "own_cpus", "other_cpus", "kernel_cpus", "busiest", "exceeded"}
+                          "busy_cpus", "lab_cpus", "own_cpus", "other_cpus", "kernel_cpus", "busiest", "exceeded",
+                          "irq_cpus", "lab_kernel_cpus", "outside_cpus", "gate_gave_up"}
         assert 0 <= c["kernel_cpus"] and all(set(b) == {"name", "cpus", "processes", "pids", "kernel"}
                                              for b in c["busiest"])
     assert sorted(p.parent.name for p in (tmp_path / "raw/c/blocks").glob("*/quiet.json")) == ["0", "1"]
     df, _ = tidy.frame(tmp_path / "raw/c")
     assert str(df["contended"].dtype) == "boolean" and not df["contended"].any()
     assert {f"contention_{k}" for k in tidy.CONTENTION_COLUMNS} <= set(df.columns)
-    assert df["contention_other_cpus"].notna().all()
+    assert df["contention_other_cpus"].notna().all() and df["contention_outside_cpus"].notna().all()
 
 
 def test_without_quiet_bounds_samples_are_recorded_but_never_judged(probe, tmp_path):

@@ -147,3 +147,59 @@ def test_a_campaign_waits_at_its_first_block_while_stress_ng_runs_and_proceeds_w
     metas = [records.read_sample(p) for p in (tmp_path / "raw/busy/samples").glob("*/meta.json")]
     assert len(metas) == 4 and all(m.contention["bounds"]["max_other_cpus"] == 0.5 for m in metas)
     assert all(m.contention["lab_cpus"] is not None for m in metas), "the lab hosts' CPU is told from the rest"
+
+
+STREAMS = """\
+campaign: {name}
+benchmark:
+  tool: iperf3
+  params: {{duration: 2}}
+hosts: {{client: h1, server: h2}}
+factors:
+  parallel: [16]
+repetitions: 3
+warmups: 0
+seed: 5
+fingerprints: false
+quiet: {{max_other_cpus: 0.3, max_steal: 100, window: 1, max_wait: 3}}
+"""
+
+
+def _outside_now() -> float:
+    """CPUs used outside the lab over one second, as the gate reads them."""
+    before = contention.read()
+    time.sleep(1)  # one reading window, as the gate takes it
+    return contention.delta(before, contention.read())["other_cpus"]
+
+
+@pytest.mark.alone
+def test_a_cpu_hog_outside_the_lab_makes_samples_contended_and_the_labs_own_kernel_work_does_not(lab_inventory,
+                                                                                                 tmp_path):
+    already = _outside_now()
+    if already > 0.15:
+        pytest.skip(f"the machine is busy already ({already:.2f} CPUs outside the lab): this test needs it idle")
+    (tmp_path / "streams.yaml").write_text(STREAMS.format(name="streams"))
+    summary = runner.run(campaign_mod.load(tmp_path / "streams.yaml"), lab_inventory, tmp_path / "raw",
+                         stream=io.StringIO())
+    assert summary.complete
+    streams = [records.read_sample(p).contention for p in (tmp_path / "raw/streams/samples").glob("*/meta.json")]
+    assert len(streams) == 3 and all(c["format"] == contention.FORMAT for c in streams)
+    assert [c["outside_exceeded"] for c in streams] == [False] * 3, streams
+    assert [c["contended"] for c in streams] == [False] * 3, "16 streams keep the kernel busy: the lab's own work"
+    assert max(c["irq_cpus"] for c in streams) > 0, "the streams' softirq work was seen"
+
+    (tmp_path / "hog.yaml").write_text(STREAMS.format(name="hog"))
+    hog = subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
+    try:
+        summary = runner.run(campaign_mod.load(tmp_path / "hog.yaml"), lab_inventory, tmp_path / "raw",
+                             stream=io.StringIO())
+    finally:
+        os.killpg(hog.pid, signal.SIGKILL)
+        hog.wait(timeout=30)
+    assert summary.complete
+    hogged = [records.read_sample(p).contention for p in (tmp_path / "raw/hog/samples").glob("*/meta.json")]
+    assert len(hogged) == 3
+    assert all(c["outside_exceeded"] and c["contended"] and c["outside_cpus"] > 0.3 for c in hogged), hogged
+    assert all(any(not b["kernel"] and b["cpus"] > 0.3 for b in c["busiest"]) for c in hogged), "the hog is named"
+    found = {ev.campaign: ev for ev in evidence.collect(tmp_path / "raw", tmp_path)}
+    assert (found["streams"].contended, found["hog"].contended_outside) == (0, 3)

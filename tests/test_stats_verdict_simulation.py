@@ -92,10 +92,10 @@ def test_tost_power_is_a_lower_bound_of_equivalent_at_no_effect():
 
 def test_a_negligible_change_against_a_directional_claim_is_contradicted_not_equivalent():
     """Claim C15 of study 002 (a neighbour lowers throughput) met by -0.25 % [-0.35, -0.14]."""
-    from perflab.stats.verdict import _verdict
-    assert _verdict(True, -0.0035, -0.0014, "lower", 0.05) == "contradicted"
-    assert _verdict(False, 0.066, 0.176, "higher", 0.10) == "direction only"  # 002 Q11: +12.0 % [6.6, 17.6]
-    assert _verdict(False, 0.12, 0.30, "higher", 0.10) == "supported"
-    assert _verdict(False, -0.30, -0.12, "higher", 0.10) == "contradicted"
-    assert _verdict(False, -0.02, 0.30, "higher", 0.10) == "inconclusive"
+    from perflab.stats.verdict import verdict_word
+    assert verdict_word(True, -0.0035, -0.0014, "lower", 0.05) == "contradicted"
+    assert verdict_word(False, 0.066, 0.176, "higher", 0.10) == "direction only"  # 002 Q11: +12.0 % [6.6, 17.6]
+    assert verdict_word(False, 0.12, 0.30, "higher", 0.10) == "supported"
+    assert verdict_word(False, -0.30, -0.12, "higher", 0.10) == "contradicted"
+    assert verdict_word(False, -0.02, 0.30, "higher", 0.10) == "inconclusive"
     assert _verdict(False, 0.12, 0.30, "higher", 0.10, "no") == "not testable here"

@@ -24,18 +24,32 @@ values. Before each block, :class:`Gate` waits (at most ``max_wait`` seconds, sa
 is busy) until one observation window of ``window`` seconds is within every bound, and
 stores the outcome as ``blocks/<b>/quiet[-g<group>].json``. Around each sample's
 measured commands it takes two readings (a few small files: cheap) and returns the
-sample's contention record (:func:`delta`), which goes into ``meta.json``. A sample is
-``contended`` when its block's gate gave up waiting, or when during the sample the CPU
-used outside the lab (``other_cpus``) or the steal exceeded their bounds; pressure during
-a sample is recorded but not judged, because the measured commands cause pressure themselves.
+sample's contention record (:func:`delta`), which goes into ``meta.json`` with whether its
+block's gate gave up waiting. A sample is ``contended`` when during the sample the steal or the
+CPU used outside the lab that is not the lab's kernel work exceeded their bounds (below); pressure
+during a sample is recorded but not judged, because the measured commands cause pressure themselves.
 Contended samples are kept and counted (:mod:`perflab.evidence`), never dropped.
+
+What a sample's record tells apart (:func:`classify`, for every format): (a) ``steal``, the
+time the hypervisor took from this machine; (b) ``outside_cpus``, the CPU of processes outside
+the lab that are not the lab's own kernel work; (c) ``lab_kernel_cpus``, the kernel's work done
+for the lab outside its cgroups (interrupt and softirq time, and the kernel threads of
+:data:`LAB_KERNEL_THREADS`: softirq threads, loop and block workers, kblockd, writeback), which
+belongs to the workload. A sample is ``contended`` when (a) or (b) exceeds the campaign's
+bounds (``max_steal``, ``max_other_cpus``); (c) never makes a sample contended, so the flag does
+not follow a treatment that keeps the kernel busy.
 
 Format history of the contention record (``meta.json``'s ``contention``) and of the gate
 record: format 1 (perflab 0.1), the fields of :func:`delta` and :meth:`Gate.before_block`;
 format 2 adds to a sample's record ``kernel_cpus`` (the CPUs the kernel's threads outside
 every cgroup of the lab used during the sample) and ``busiest`` (the commands outside the lab
-that used the most CPU, each with ``kernel``), and to the gate's names ``kernel``. Format 1
-records are read as without them.
+that used the most CPU, each with ``kernel``), and to the gate's names ``kernel``. Format 3
+adds to a sample's record ``irq_cpus`` (interrupt and softirq time), ``lab_kernel_cpus``,
+``outside_cpus``, ``steal_exceeded``, ``outside_exceeded`` and ``gate_gave_up``, and judges
+``contended`` on (a) and (b) only; to the gate's record ``steal`` (the share of the last window
+the hypervisor took) beside ``waited``. Format 1 and 2 records are read as without them:
+:func:`classify` derives (b) and (c) from a format 2 record's ``kernel_cpus`` and ``busiest``
+(no interrupt time: it was not recorded), and from a format 1 record only (a).
 """
 
 from __future__ import annotations
@@ -54,7 +68,7 @@ import yaml
 
 log = logging.getLogger(__name__)
 
-FORMAT = 2
+FORMAT = 3
 #: Pressure resources read from ``/proc/pressure/``.
 PRESSURE = ("cpu", "io", "memory")
 #: Where the lab keeps its hosts' cgroups under a hierarchy's root (as :data:`perflab.lab.CGROUP_PARENT`).
@@ -69,6 +83,10 @@ ANNOUNCE_SECONDS = 30.0
 BUSIEST = 3
 #: ``/proc/<pid>/stat``'s flag of a kernel thread (``PF_KTHREAD``, include/linux/sched.h).
 PF_KTHREAD = 0x00200000
+#: Kernel threads whose work is the lab's own (counted with the workload, :func:`classify`): softirq threads,
+#: workqueue workers (loop and block I/O, kblockd, writeback run there), loop devices, the journal, flush,
+#: NAPI and threaded interrupts.
+LAB_KERNEL_THREADS = re.compile(r"^(?:ksoftirqd/|kworker/|loop\d|kblockd|jbd2/|flush-|writeback|napi/|irq/)")
 
 
 class Proc(NamedTuple):
@@ -99,9 +117,12 @@ class Quiet:
     def breaches(self, record: Mapping[str, Any], *, during: bool = False) -> list[tuple[str, str]]:
         """The bounds ``record`` (see :func:`delta`) exceeds, each as its record key and ``what value > bound``.
 
-        ``during`` judges a sample: only the CPU used outside the lab and the steal.
+        ``during`` judges a sample: only the CPU used outside the lab that is not the lab's kernel work
+        (``outside_cpus``, format 3) and the steal.
         """
-        checks = [("other_cpus", self.max_other_cpus, "CPU used outside the lab", 1.0, " CPUs"),
+        checks = [("outside_cpus", self.max_other_cpus, "CPU used outside the lab (not its kernel work)", 1.0,
+                   " CPUs") if during else ("other_cpus", self.max_other_cpus, "CPU used outside the lab", 1.0,
+                                           " CPUs"),
                   ("steal", self.max_steal, "steal", 100.0, " %")]
         if not during:
             checks += [(f"{r}_pressure", getattr(self, f"max_{r}_pressure"), f"{r} pressure", 100.0, " %")
@@ -194,6 +215,8 @@ class Reading:
     #: CPU seconds (cumulative) of the lab's cgroups and of perflab's own; None when unknown.
     lab: float | None
     own: float | None
+    #: ``/proc/stat``'s interrupt and softirq ticks (part of ``busy``).
+    irq: int = 0
 
 
 def _read(path: str | Path) -> str | None:
@@ -231,6 +254,12 @@ def parse_stat(text: str) -> tuple[int, int, int]:
     user, nice, system, idle, iowait, irq, softirq, steal = values[:8]
     busy = user + nice + system + irq + softirq
     return busy, steal, busy + idle + iowait + steal
+
+
+def parse_irq(text: str) -> int:
+    """Interrupt and softirq ticks from ``/proc/stat``'s first line."""
+    values = [int(v) for v in text.split("\n", 1)[0].split()[1:]] + [0] * 8
+    return values[5] + values[6]
 
 
 def _cgroup_roots() -> dict[str, Path]:
@@ -272,12 +301,14 @@ def _accounting() -> tuple[str, Path] | None:
 
 def read(root: Path | None = None) -> Reading:
     """Read the machine's counters now (``root``: the mount point of the CPU-accounting cgroup hierarchy)."""
-    busy, steal, total = parse_stat(_read("/proc/stat") or "cpu 0")
+    stat = _read("/proc/stat") or "cpu 0"
+    busy, steal, total = parse_stat(stat)
     load = (_read("/proc/loadavg") or "").split()
     own = None if root is None else cgroup_cpu_seconds(root / OWN_CGROUP)
     return Reading(t=time.monotonic(), pressure={r: parse_pressure(_read(f"/proc/pressure/{r}")) for r in PRESSURE},
                    load1=float(load[0]) if load else None, busy=busy, steal=steal, total=total,
-                   cpus=os.cpu_count() or 1, lab=cgroup_cpu_seconds(root / LAB_CGROUP) if root else None, own=own)
+                   cpus=os.cpu_count() or 1, lab=cgroup_cpu_seconds(root / LAB_CGROUP) if root else None, own=own,
+                   irq=parse_irq(stat))
 
 
 def delta(before: Reading, after: Reading) -> dict[str, Any]:
@@ -305,6 +336,7 @@ def delta(before: Reading, after: Reading) -> dict[str, Any]:
     record["lab_cpus"] = None if lab is None else round(lab, 4)
     record["own_cpus"] = None if own is None else round(own, 4)
     record["other_cpus"] = round(max(0.0, busy - (lab or 0.0) - (own or 0.0)), 4)
+    record["irq_cpus"] = round((after.irq - before.irq) / USER_HZ / seconds, 4)
     return record
 
 
@@ -335,6 +367,72 @@ def busiest(before: Mapping[int, Proc], after: Mapping[int, Proc], seconds: floa
 def kernel_cpus(before: Mapping[int, Proc], after: Mapping[int, Proc], seconds: float) -> float:
     """CPUs the kernel's threads outside the lab kept busy on average between two :func:`processes` scans."""
     return round(sum(cpus for p, _, cpus in _used(before, after, seconds) if p.kernel), 4)
+
+
+def labs_kernel_thread(name: str, kernel: bool) -> bool:
+    """Whether a process outside the lab named ``name`` is a kernel thread doing the lab's kind of work."""
+    return kernel and LAB_KERNEL_THREADS.match(name) is not None
+
+
+def split_outside(before: Mapping[int, Proc], after: Mapping[int, Proc], seconds: float) -> tuple[float, float]:
+    """(CPUs of the kernel's threads doing the lab's work, CPUs of every other process outside the lab) between two
+    :func:`processes` scans."""
+    lab = other = 0.0
+    for p, _, cpus in _used(before, after, seconds):
+        if labs_kernel_thread(p.name, p.kernel):
+            lab += cpus
+        else:
+            other += cpus
+    return round(lab, 4), round(other, 4)
+
+
+def attribute(record: dict[str, Any], lab_threads: float, others: float) -> None:
+    """Fill a format 3 record's ``lab_kernel_cpus`` and ``outside_cpus`` from its ``other_cpus`` and ``irq_cpus``.
+
+    The lab's kernel work is its kernel threads' CPU and the interrupt time, at most ``other_cpus``;
+    the CPU outside is the larger of what the scan saw outside processes use (``others``: user
+    processes and other kernel threads) and what is left of ``other_cpus`` after the lab's kernel
+    work (processes that ended during the sample are seen only there).
+    """
+    other = float(record.get("other_cpus") or 0.0)
+    lab_kernel = min(other, lab_threads + float(record.get("irq_cpus") or 0.0))
+    record["lab_kernel_cpus"] = round(lab_kernel, 4)
+    record["outside_cpus"] = round(max(others, other - lab_kernel), 4)
+
+
+def classify(record: Mapping[str, Any]) -> dict[str, Any]:
+    """A sample's contention record of any format read the same way (see the module docstring).
+
+    Returns ``steal``; ``outside_cpus`` and ``lab_kernel_cpus`` (None for format 1, which
+    cannot tell them apart); ``steal_exceeded`` and ``outside_exceeded`` against the record's
+    bounds (None without bounds or without the value); ``gate_gave_up``; and ``contended``
+    (None without bounds): steal or the CPU outside beyond its bound.
+    """
+    fmt = int(record.get("format") or 1)
+    outside = lab_kernel = None
+    if fmt >= 3:
+        outside, lab_kernel = record.get("outside_cpus"), record.get("lab_kernel_cpus")
+    elif fmt == 2 and record.get("kernel_cpus") is not None:
+        other = float(record.get("other_cpus") or 0.0)
+        seen = [b for b in record.get("busiest") or [] if not labs_kernel_thread(b["name"], bool(b.get("kernel")))]
+        foreign_kernel = sum(float(b["cpus"]) for b in seen if b.get("kernel"))
+        lab_threads = max(0.0, float(record["kernel_cpus"]) - foreign_kernel)
+        lab_kernel = round(min(other, lab_threads), 4)
+        outside = round(max(sum(float(b["cpus"]) for b in seen), other - lab_kernel), 4)
+    bounds = record.get("bounds")
+    q = Quiet(**{f.name: bounds[f.name] for f in fields(Quiet) if f.name in bounds}) if bounds else None
+    steal = record.get("steal")
+
+    def over(value: Any, bound: float | None, scale: float) -> bool | None:
+        return None if q is None or value is None or bound is None else float(value) * scale > bound
+
+    steal_over = over(steal, q.max_steal if q else None, 100.0)
+    outside_over = over(outside, q.max_other_cpus if q else None, 1.0)
+    gave_up = bool(record.get("gate_gave_up")) if fmt >= 3 else any(
+        str(e).startswith("the gate before block") for e in record.get("exceeded") or [])
+    return {"steal": steal, "outside_cpus": outside, "lab_kernel_cpus": lab_kernel, "steal_exceeded": steal_over,
+            "outside_exceeded": outside_over, "gate_gave_up": gave_up,
+            "contended": None if q is None else bool(steal_over or outside_over)}
 
 
 def processes() -> dict[int, Proc]:
@@ -458,8 +556,8 @@ class Gate:
             named = busiest(procs, processes(), record["seconds"])
             if waited >= q.max_wait:
                 self.note(f"quiet: before block {block} the machine is still busy after {waited:.0f} s "
-                          f"({'; '.join(busy)}{_names(named)}); measuring the block anyway, its samples are "
-                          "marked contended")
+                          f"({'; '.join(busy)}{_names(named)}); measuring the block anyway, its samples "
+                          "record that the gate gave up")
                 break
             if last_note is None or time.monotonic() - last_note >= ANNOUNCE_SECONDS:
                 self.note(f"quiet: before block {block} the machine is busy: {'; '.join(busy)}{_names(named)}; "
@@ -468,7 +566,7 @@ class Gate:
         if polls > 1 and not busy:
             self.note(f"quiet: the machine is quiet after {waited:.0f} s; measuring block {block}")
         self.current = {"format": FORMAT, "block": block, "quiet": not busy, "waited": round(waited, 3),
-                        "polls": polls, "exceeded": busy, "bounds": asdict(q), "last": record,
+                        "steal": record["steal"], "polls": polls, "exceeded": busy, "bounds": asdict(q), "last": record,
                         "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
         self.put(f"blocks/{block}/quiet{self.suffix}.json", _json(self.current))
         return self.current
@@ -490,15 +588,15 @@ class Gate:
             now = processes()
             record.update(delta(before, after))
             record["kernel_cpus"] = kernel_cpus(procs, now, record["seconds"])
+            attribute(record, *split_outside(procs, now, record["seconds"]))
             record["busiest"] = busiest(procs, now, record["seconds"])
             q = self.quiet
-            exceeded = q.exceeded(record, during=True) if q else []
-            gate_gave_up = bool(self.current) and not self.current["quiet"]
-            if gate_gave_up:
-                exceeded.append(f"the gate before block {self.current['block']} gave up waiting")
             record["bounds"] = None if q is None else asdict(q)
-            record["exceeded"] = exceeded
-            record["contended"] = None if q is None else bool(exceeded)
+            record["gate_gave_up"] = bool(self.current) and not self.current["quiet"]
+            record["exceeded"] = q.exceeded(record, during=True) if q else []
+            judged = classify(record)
+            record["steal_exceeded"], record["outside_exceeded"] = judged["steal_exceeded"], judged["outside_exceeded"]
+            record["contended"] = judged["contended"]
 
 
 def _names(named: list[dict[str, Any]]) -> str:

@@ -7,11 +7,14 @@ samples' ``meta.json`` and the blocks' gate records:
 - the samples whose measured commands ran while a sample of another committed campaign
   ran (``overlapping``; per other campaign in ``overlapping_with``): a study's campaigns
   must have none, since all labs of a machine share its CPUs, memory and disks;
-- its contention statistics (meta format 4, :mod:`perflab.contention`): how many samples
-  carry a record, how many are ``contended`` (and how many of those only for the
-  hypervisor's steal), the median and largest CPU used outside the
-  lab and (contention format 2) the median of it that the kernel's threads used, the
-  gates' waits; campaigns measured before the record existed say so;
+- its contention statistics (meta format 4, :mod:`perflab.contention`), every record
+  format judged the same way (:func:`perflab.contention.classify`): how many samples carry a
+  record, how many are ``contended`` and why (steal beyond its bound; CPU outside the lab
+  that is not the lab's kernel work beyond its bound), the median and largest CPU used outside
+  the lab, the median of it that was the lab's kernel work and of the rest (contention format 2
+  on; format 1 cannot tell them apart), the steal during samples (median, 90th percentile and
+  largest, for the campaign and per cell) and the gates' waits and the steal they saw;
+  campaigns measured before the record existed say so;
 - whether monitors ran (samples with a ``monitors/`` directory);
 - its cells (from the planned schedule) and how many hold at least
   :data:`~perflab.study.MIN_N` good samples: a study's evidence campaign (one not
@@ -30,15 +33,38 @@ import bisect
 import json
 import statistics
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from . import ledger, records
 from .design import measured_cell
 from .store import LEDGER
-from .contention import Quiet, declaring_study
+from .contention import classify, declaring_study
 from .study import MIN_FULL_CELLS, MIN_N
+
+
+@dataclass(frozen=True)
+class Spread:
+    """Median, 90th percentile and largest of a sample of values (shares 0..1 for steal), and how many."""
+
+    median: float
+    p90: float
+    max: float
+    n: int
+
+    @classmethod
+    def of(cls, values: list[float]) -> "Spread | None":
+        """The spread of ``values``, None when there are none."""
+        if not values:
+            return None
+        p90 = statistics.quantiles(values, n=10, method="inclusive")[8] if len(values) > 1 else values[0]
+        return cls(float(statistics.median(values)), float(p90), float(max(values)), len(values))
+
+    def percent(self) -> str:
+        """``median a %, p90 b %, max c %`` for shares."""
+        return f"median {100 * self.median:.1f} %, p90 {100 * self.p90:.1f} %, max {100 * self.max:.1f} %"
+
 
 @dataclass
 class CampaignEvidence:
@@ -53,15 +79,28 @@ class CampaignEvidence:
     end: float | None
     recorded: int = 0
     contended: int = 0
-    #: Contended samples whose only exceeded bound was the hypervisor's steal (nothing on this machine ran).
+    #: Samples whose steal exceeded its bound, and whose CPU outside the lab (not its kernel work) exceeded its.
     contended_steal: int = 0
+    contended_outside: int = 0
     other_cpus_median: float | None = None
     other_cpus_max: float | None = None
     #: Median CPUs of the kernel's threads outside the lab during a sample (None: not recorded, format 1).
     kernel_cpus_median: float | None = None
+    #: Median CPUs of the lab's kernel work outside its cgroups and of the rest outside the lab (None: format 1).
+    lab_kernel_cpus_median: float | None = None
+    outside_cpus_median: float | None = None
+    #: Steal during the samples, for the campaign and per cell (shares of the CPU time, 0..1).
+    steal: Spread | None = None
+    steal_cells: dict[str, Spread] = field(default_factory=dict)
+    #: The steal bound (percent) and the bound on the CPU outside the lab (CPUs) the samples were judged by (None:
+    #: not bounded).
+    steal_bound: float | None = None
+    outside_bound: float | None = None
     gates: int = 0
     gates_gave_up: int = 0
     gate_wait: float = 0.0
+    #: The steal the gates saw in their last window before each block (shares).
+    gate_steal: Spread | None = None
     monitored: int = 0
     #: ``pilot`` or ``calibration`` where its study declares it so; None: evidence.
     role: str | None = None
@@ -94,6 +133,11 @@ class CampaignEvidence:
         return self.evidence and self.cells > 0 and self.cells_full < MIN_FULL_CELLS * self.cells
 
     @property
+    def noisy(self) -> bool:
+        """True when the campaign's median steal during samples exceeds its steal bound: not a quiet machine."""
+        return self.steal is not None and self.steal_bound is not None and 100 * self.steal.median > self.steal_bound
+
+    @property
     def window(self) -> str:
         """The measurement window as ``start to end`` in UTC, or ``no samples``."""
         if self.start is None or self.end is None:
@@ -119,16 +163,6 @@ def _interval(meta: records.SampleMeta) -> tuple[float, float] | None:
     return (min(a for a, _ in times), max(b for _, b in times)) if times else None
 
 
-def _steal_only(record: dict[str, Any]) -> bool:
-    """Whether a contended sample's only exceeded bound was the hypervisor's steal, judged again
-    from the record's values and bounds (not from the words of its ``exceeded`` list)."""
-    bounds = record.get("bounds")
-    if not record.get("contended") or not bounds:
-        return False
-    keys = [key for key, _ in Quiet(**bounds).breaches(record, during=True)]
-    return keys == ["steal"] and len(record.get("exceeded") or []) == 1
-
-
 def campaign(raw_dir: str | Path, root: str | Path = ".") -> CampaignEvidence:
     """The evidence of one campaign directory (overlaps with others are filled in by :func:`collect`)."""
     raw_dir, root = Path(raw_dir), Path(root)
@@ -139,6 +173,9 @@ def campaign(raw_dir: str | Path, root: str | Path = ".") -> CampaignEvidence:
     good = {cell: 0 for cell in _sample_cells(record.schedule)}
     others: list[float] = []
     kernel: list[float] = []
+    lab_kernel: list[float] = []
+    outside: list[float] = []
+    steal: dict[str, list[float]] = {}
     sample_dirs = sorted(p for p in (raw_dir / "samples").iterdir() if not p.name.startswith(".")) \
         if (raw_dir / "samples").is_dir() else []
     for sdir in sample_dirs:
@@ -155,13 +192,24 @@ def campaign(raw_dir: str | Path, root: str | Path = ".") -> CampaignEvidence:
         if span:
             ev.intervals.append(span)
         if meta.contention is not None:
+            judged = classify(meta.contention)
             ev.recorded += 1
-            ev.contended += bool(meta.contention.get("contended"))
-            ev.contended_steal += _steal_only(meta.contention)
-            if meta.contention.get("other_cpus") is not None:
-                others.append(float(meta.contention["other_cpus"]))
-            if meta.contention.get("kernel_cpus") is not None:
-                kernel.append(float(meta.contention["kernel_cpus"]))
+            ev.contended += bool(judged["contended"])
+            ev.contended_steal += bool(judged["steal_exceeded"])
+            ev.contended_outside += bool(judged["outside_exceeded"])
+            bounds = meta.contention.get("bounds") or {}
+            if bounds.get("max_steal") is not None:
+                ev.steal_bound = float(bounds["max_steal"])
+            if bounds.get("max_other_cpus") is not None:
+                ev.outside_bound = float(bounds["max_other_cpus"])
+            if judged["steal"] is not None and not meta.warmup:
+                steal.setdefault(cell or "", []).append(float(judged["steal"]))
+            for key, into in (("other_cpus", others), ("kernel_cpus", kernel)):
+                if meta.contention.get(key) is not None:
+                    into.append(float(meta.contention[key]))
+            for key, into in (("lab_kernel_cpus", lab_kernel), ("outside_cpus", outside)):
+                if judged[key] is not None:
+                    into.append(float(judged[key]))
     ev.intervals.sort()
     ev.chain = ledger.chain(raw_dir / LEDGER)
     if ev.intervals:
@@ -172,11 +220,20 @@ def campaign(raw_dir: str | Path, root: str | Path = ".") -> CampaignEvidence:
         ev.other_cpus_median, ev.other_cpus_max = statistics.median(others), max(others)
     if kernel:
         ev.kernel_cpus_median = statistics.median(kernel)
+    if outside:
+        ev.lab_kernel_cpus_median, ev.outside_cpus_median = statistics.median(lab_kernel), statistics.median(outside)
+    ev.steal = Spread.of(sum(steal.values(), []))
+    ev.steal_cells = {cell: spread for cell, values in sorted(steal.items()) if (spread := Spread.of(values))}
+    gate_steal: list[float] = []
     for gate in sorted(raw_dir.glob("blocks/*/quiet*.json")):
         doc = json.loads(gate.read_text())
         ev.gates += 1
         ev.gates_gave_up += not doc.get("quiet", True)
         ev.gate_wait += float(doc.get("waited", 0.0))
+        seen = doc.get("steal", (doc.get("last") or {}).get("steal"))  # format 3 states it; older in "last"
+        if seen is not None:
+            gate_steal.append(float(seen))
+    ev.gate_steal = Spread.of(gate_steal)
     return ev
 
 
@@ -243,6 +300,32 @@ def _with(ev: CampaignEvidence) -> str:
     return ", ".join(f"{name}: {n}" for name, n in sorted(ev.overlapping_with.items(), key=lambda x: (-x[1], x[0])))
 
 
+def steal_words(ev: CampaignEvidence) -> str:
+    """What the hypervisor took during ``ev``'s samples, against the bound, in words ("" without records)."""
+    if ev.steal is None:
+        return ""
+    bound = "" if ev.steal_bound is None else (
+        f", {'beyond' if ev.noisy else 'within'} the bound of {ev.steal_bound:g} % in the median")
+    cells = ""
+    if len(ev.steal_cells) > 1:
+        (lo, a), (hi, b) = (min(ev.steal_cells.items(), key=lambda kv: kv[1].median),
+                            max(ev.steal_cells.items(), key=lambda kv: kv[1].median))
+        cells = (f"; per cell, the median steal ranged from {100 * a.median:.1f} % ({lo}) to {100 * b.median:.1f} % "
+                 f"({hi})")
+    return f"the hypervisor took {ev.steal.percent()} of the CPU time during the samples (steal{bound}){cells}"
+
+
+def machine(ev: CampaignEvidence) -> str:
+    """How ``ev``'s machine was, for a chapter's "measured ..." phrase: quiet only when its median steal is within
+    the bound, the steal stated either way."""
+    if ev.steal is None:
+        return "alone (the machine's contention was not recorded)"
+    if ev.noisy:
+        return (f"alone, but not on a quiet machine: the hypervisor took {ev.steal.percent()} of the CPU time "
+                f"during the samples (steal; the gate's bound is {ev.steal_bound:g} %)")
+    return f"alone on a quiet machine (steal {ev.steal.percent()} during the samples)"
+
+
 def sentence(ev: CampaignEvidence) -> str:
     """One plain sentence on how ``ev`` was measured, for a chapter or a page."""
     parts = [f"Campaign {ev.campaign} stored {ev.samples} sample{'' if ev.samples == 1 else 's'}, measured {ev.window}"]
@@ -253,14 +336,19 @@ def sentence(ev: CampaignEvidence) -> str:
     else:
         cpu = (f"; the CPU used outside the lab had a median of {ev.other_cpus_median:.2f} and a maximum of "
                f"{ev.other_cpus_max:.2f} CPUs" if ev.other_cpus_median is not None else "")
-        if cpu and ev.kernel_cpus_median is not None:
-            cpu += f" (the kernel's threads there: a median of {ev.kernel_cpus_median:.2f} CPUs)"
+        if cpu and ev.outside_cpus_median is not None and ev.lab_kernel_cpus_median is not None:
+            cpu += (f", of which the lab's own kernel work (softirq, loop and block workers, writeback) had a median "
+                    f"of {ev.lab_kernel_cpus_median:.2f} and other processes one of {ev.outside_cpus_median:.2f} CPUs")
+        elif cpu:
+            cpu += " (its records cannot tell the lab's kernel work from other processes)"
         gates = (f", {ev.gates_gave_up} of {ev.gates} blocks began after the quiet gate gave up waiting"
                  if ev.gates_gave_up else "")
-        steal = (f" ({ev.contended_steal} of them only for the time the hypervisor stole from this machine)"
-                 if ev.contended_steal else "")
-        parts.append(f"{ev.contended} of the {ev.recorded} samples with a contention record were contended{steal}"
+        why = (f" ({ev.contended_steal} for steal beyond its bound, {ev.contended_outside} for other processes' CPU "
+               "beyond its bound)" if ev.contended else "")
+        parts.append(f"{ev.contended} of the {ev.recorded} samples with a contention record were contended{why}"
                      f"{gates}{cpu}")
+        if ev.steal is not None:
+            parts.append(steal_words(ev))
     parts.append(f"monitors ran for {ev.monitors} samples" if ev.monitors not in ("all", "none")
                  else f"monitors ran for {'every' if ev.monitors == 'all' else 'no'} sample")
     return "; ".join(parts) + "."
@@ -287,6 +375,7 @@ def lines(found: list[CampaignEvidence]) -> list[str]:
         kind += f", {ev.role}" if ev.role else ""
         cells = f"; {ev.cells_full}/{ev.cells} cells with >= {MIN_N}" if ev.cells else ""
         contention = f"{ev.contended}/{ev.recorded} contended" if ev.recorded else "contention not recorded"
+        contention += f" (steal {ev.steal.percent()})" if ev.steal else ""
         out.append(f"  {ev.campaign} ({kind}): {ev.window}; {ev.overlapping}/{ev.samples} overlapping"
                    + (f" ({_with(ev)})" if ev.overlapping else "") + f"; {contention}; monitors {ev.monitors}{cells}")
     studies = [ev for ev in found if ev.study_campaign]
@@ -299,10 +388,11 @@ def lines(found: list[CampaignEvidence]) -> list[str]:
 def macro_values(found: list[CampaignEvidence]) -> dict[str, str]:
     """Inline values for the chapters, as plain text (the report escapes them for LaTeX).
 
-    Per campaign, ``<campaign>/evidence/`` ``sentence``, ``samples``, ``overlapping``, ``recorded``,
-    ``contended`` and ``chain`` (the head of its ledger's hash chain, unbroken); per study,
-    ``<study>/evidence``: the sentences of the study's campaigns, one after the other, then the heads of
-    their ledgers' chains (:func:`provenance`; what a chapter prints about how its data were measured).
+    Per campaign, ``<campaign>/evidence/`` ``sentence``, ``machine`` (:func:`machine`), ``samples``,
+    ``overlapping``, ``recorded``, ``contended``, ``steal/median``, ``steal/p90``, ``steal/max`` (percent) and
+    ``chain`` (the head of its ledger's hash chain, unbroken); per study, ``<study>/evidence``: the sentences
+    of the study's campaigns, one after the other, then the heads of their ledgers' chains (:func:`provenance`;
+    what a chapter prints about how its data were measured).
     """
     out: dict[str, str] = {}
     studies: dict[str, list[str]] = {}
@@ -310,6 +400,9 @@ def macro_values(found: list[CampaignEvidence]) -> dict[str, str]:
     for ev in found:
         key = f"{ev.campaign}/evidence"
         out[f"{key}/sentence"] = sentence(ev)
+        out[f"{key}/machine"] = machine(ev)
+        for name in ("median", "p90", "max"):
+            out[f"{key}/steal/{name}"] = f"{100 * getattr(ev.steal, name):.1f}" if ev.steal else "--"
         for name in ("samples", "overlapping", "recorded", "contended"):
             out[f"{key}/{name}"] = str(getattr(ev, name))
         out[f"{key}/chain"] = ev.chain.head if ev.chain else ""
@@ -320,10 +413,20 @@ def macro_values(found: list[CampaignEvidence]) -> dict[str, str]:
     return out
 
 
+def _spread(spread: Spread | None) -> dict[str, float | int] | None:
+    return None if spread is None else asdict(spread)
+
+
 def site_rows(found: list[CampaignEvidence]) -> list[dict[str, Any]]:
-    """One plain dict per campaign for the review site (a table row each)."""
+    """One plain dict per campaign for the review site (a table row each) and ``perflab evidence --json``:
+    steal is given as shares of the CPU time (0..1), for the campaign and per cell."""
     return [{"campaign": ev.campaign, "study": ev.study, "study_campaign": ev.study_campaign, "window": ev.window,
              "samples": ev.samples, "overlapping": ev.overlapping, "overlapping_with": dict(ev.overlapping_with),
-             "recorded": ev.recorded, "contended": ev.contended, "other_cpus_median": ev.other_cpus_median,
-             "other_cpus_max": ev.other_cpus_max, "gates": ev.gates, "gates_gave_up": ev.gates_gave_up,
+             "recorded": ev.recorded, "contended": ev.contended, "contended_steal": ev.contended_steal,
+             "contended_outside": ev.contended_outside, "other_cpus_median": ev.other_cpus_median,
+             "other_cpus_max": ev.other_cpus_max, "lab_kernel_cpus_median": ev.lab_kernel_cpus_median,
+             "outside_cpus_median": ev.outside_cpus_median, "steal": _spread(ev.steal),
+             "steal_cells": {cell: _spread(s) for cell, s in ev.steal_cells.items()}, "steal_bound": ev.steal_bound,
+             "quiet": None if ev.steal is None else not ev.noisy, "gates": ev.gates,
+             "gates_gave_up": ev.gates_gave_up, "gate_wait": round(ev.gate_wait, 3), "gate_steal": _spread(ev.gate_steal),
              "monitors": ev.monitors, "sentence": sentence(ev)} for ev in found]

@@ -7,10 +7,13 @@ sample's host group (an integer; missing for campaigns without groups).
 
 Samples whose ``meta.json`` records the machine's contention (format 4, see
 :mod:`perflab.contention`) give every row the columns of :data:`CONTENTION_COLUMNS`:
-``contended`` (a nullable boolean: null when the campaign stated no quiet bounds) and
+``contended`` (a nullable boolean: null when the campaign stated no quiet bounds), judged for
+every record format the same way, by :func:`perflab.contention.classify` (steal, or CPU outside
+the lab that is not its kernel work, beyond the campaign's bounds), and
 ``contention_<value>`` (CPUs used outside the lab, by the kernel's threads there (null before
-contention format 2), pressure shares, steal, load); a
-campaign whose samples have no such record has none of these columns.
+contention format 2), the lab's kernel work and the CPU outside apart from it (null for format
+1), pressure shares, steal, load); a campaign whose samples have no such record has none of
+these columns.
 
 The raw directory is verified against its manifest first; a sample whose output does not
 parse is quarantined with the reason, never turned into a number. Outputs are written
@@ -44,7 +47,7 @@ import pyarrow.csv
 import pyarrow.ipc
 import pyarrow.parquet
 
-from . import __version__, fingerprint, records, store, tools
+from . import __version__, contention, fingerprint, records, store, tools
 from .campaign import from_doc
 from .errors import UserError
 from .files import atomic_write
@@ -65,14 +68,15 @@ BASE_COLUMNS = ["campaign", "run_id", "block", "position", "repetition", "warmup
 
 #: The contention record's values each row carries as ``contention_<name>`` columns (with ``contended``).
 CONTENTION_COLUMNS = ("other_cpus", "kernel_cpus", "own_cpus", "lab_cpus", "busy_cpus", "cpu_pressure",
-                      "io_pressure", "memory_pressure", "steal", "load1")
+                      "io_pressure", "memory_pressure", "steal", "load1", "outside_cpus", "lab_kernel_cpus")
 
 
 def contention_columns(record: dict[str, Any] | None) -> dict[str, Any]:
     """The columns a sample's contention record gives its rows (none for a sample without a record)."""
     if record is None:
         return {}
-    return {"contended": record.get("contended"), **{f"contention_{k}": record.get(k) for k in CONTENTION_COLUMNS}}
+    judged = {**record, **contention.classify(record)}
+    return {"contended": judged["contended"], **{f"contention_{k}": judged.get(k) for k in CONTENTION_COLUMNS}}
 
 
 class TidyError(UserError, RuntimeError):

@@ -434,8 +434,22 @@ def _analysis_section(site: _Site, a: study_mod.Analysis, nb_pages: dict[Path, P
             + _outputs(site, a, page, machines))
 
 
+def _steal_table(row: dict) -> str:
+    """The steal during a campaign's samples, for the campaign and per cell (:func:`perflab.evidence.site_rows`)."""
+    if not row.get("steal"):
+        return ""
+    lines = [("all samples", row["steal"]), *row["steal_cells"].items()]
+    body = "".join(f"<tr><td>{_e(cell or '(one cell)')}</td><td>{s['n']}</td>"
+                   + "".join(f"<td>{100 * s[k]:.1f}</td>" for k in ("median", "p90", "max")) + "</tr>"
+                   for cell, s in lines)
+    bound = "" if row.get("steal_bound") is None else f" The gate's bound: {row['steal_bound']:g} %."
+    return (f"<p>Steal (the CPU time the hypervisor took from this machine) during the samples, in percent.{bound}"
+            "</p><table><tr><th>cell</th><th>samples</th><th>median</th><th>p90</th><th>max</th></tr>"
+            f"{body}</table>")
+
+
 def _campaign_page(site: _Site, cdir: Path, nb_pages: dict[Path, Path], owner: study_mod.Study | None,
-                   machines: dict[str, _Machine], measured: str) -> Path:
+                   machines: dict[str, _Machine], measured: dict | None) -> Path:
     name = cdir.name
     page = site.named("campaigns", name)
     record = json.loads((cdir / "campaign.json").read_text())
@@ -470,7 +484,7 @@ def _campaign_page(site: _Site, cdir: Path, nb_pages: dict[Path, Path], owner: s
         declared + f"<p>Tool <b>{_e(spec.get('benchmark', {}).get('tool', record.get('tool', '?')))}</b>, design "
         f"<b>{_e(spec.get('design', campaign.DEFAULT_DESIGN))}</b>, factors {factors or '&ndash;'}; "
         f"{len(samples)} samples stored, {len(failed)} failed attempts kept as evidence.</p>{status}"
-        + (f"<h2>How it was measured</h2><p>{_e(measured)}</p>" if measured else "")
+        + (f"<h2>How it was measured</h2><p>{_e(measured['sentence'])}</p>{_steal_table(measured)}" if measured else "")
         + "<h2>Analyses made from this campaign</h2>"
         + ("<p>As the study declarations say: each analysis that reads this campaign, its executed notebook "
            "(the description, the tests chosen and why, and the assumption checks), figures and tables.</p>"
@@ -604,12 +618,12 @@ def build(notebooks: Sequence[str | Path], out_dir: str | Path, *, root: str | P
     machines = _machines(site, campaigns)
     _machine_pages(site, machines)
     owners = {c.id: s for s in site.studies for c in s.campaigns}
-    measured = {row["campaign"]: row["sentence"] for row in evidence.site_rows(evidence.collect(root / "data/raw", root))}
+    measured = {row["campaign"]: row for row in evidence.site_rows(evidence.collect(root / "data/raw", root))}
     index = out / "index.html"
     rows, campaign_pages = [], {}
     for cdir in campaigns:
         page = campaign_pages[cdir.name] = _campaign_page(site, cdir, nb_pages, owners.get(cdir.name), machines,
-                                                          measured.get(cdir.name, ""))
+                                                          measured.get(cdir.name))
         n = len([p for p in (cdir / "samples").glob("*") if not p.name.startswith(".")])
         owner = owners.get(cdir.name)
         rows.append(f"<tr><td>{site.link(page, index, cdir.name)}</td><td>{n}</td><td>"

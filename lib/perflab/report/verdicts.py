@@ -23,6 +23,7 @@ import pandas as pd
 from .. import questions as qmod
 from ..stats import StatsInputError
 from ..stats.levels import select_rows
+from ..stats.noise import Adjusted, steal_adjusted
 from ..stats.verdict import VERDICTS, Decision, decide, decide_summary
 from . import latex, lineage, macros
 
@@ -34,7 +35,7 @@ NO_DATA = "no data of"
 #: in each).
 ASKED = ("Question", "Claim", "Contrast", "Expected")
 DATA = ("Question", "Testable", "Data", "n", "SESOI", latex.header("Power", "at SESOI"))
-ANSWERED = ("Question", latex.header("Change", "{[}adj. CI{]}"), latex.header("p", "(adj.)"),
+ANSWERED = ("Question", latex.header("Change", "{[}adj. CI{]}", "s: steal-adj."), latex.header("p", "(adj.)"),
             latex.header("TOST", "p"), "Verdict")
 COLUMNS = ASKED + DATA[1:] + ANSWERED[1:]
 #: How a verdict table reads its verdict words (minimum-effect semantics, ``docs/statistics.md``).
@@ -52,6 +53,8 @@ READING = (BRIEF + " It is the power of the question's test at the spread measur
 def word_key(word: str) -> str:
     """The macro key of a verdict word's count (``direction only`` -> ``direction-only``)."""
     return word.replace(" ", "-")
+#: The mark of a verdict whose word changes when the comparison is adjusted for the steal (:mod:`perflab.stats.noise`).
+SENSITIVE = "sensitive to platform noise"
 
 
 def question_rows(df: pd.DataFrame, q: qmod.Question) -> tuple[pd.DataFrame, str]:
@@ -103,6 +106,26 @@ def evaluate(study_dir: str | Path, root: str | Path, table: Callable[[str], pd.
     return out
 
 
+def sensitivity(results: list[tuple[qmod.Question, Decision | None, str]], table: Callable[[str], pd.DataFrame | None]
+                ) -> dict[str, Adjusted]:
+    """The pre-registered steal-adjusted comparison (:func:`perflab.stats.noise.steal_adjusted`) of every decided
+    question whose campaign's samples carry their steal, by question id (the others are left out)."""
+    out: dict[str, Adjusted] = {}
+    for q, d, _ in results:
+        df = None if d is None or q.published else table(q.campaign)
+        if d is None or df is None:
+            continue
+        try:
+            data, value = question_rows(df, q)
+            adj = steal_adjusted(data, d, value=value, factor=q.factor, a=q.baseline, b=q.versus, expected=q.expected,
+                                 alpha=q.alpha)
+        except StatsInputError:
+            continue
+        if adj is not None:
+            out[q.id] = adj
+    return out
+
+
 #: A number of a note, with its sign when it is a bound: ``< 0.001``, ``40``.
 _NUMBER = re.compile(r"[<>] ?\d+(?:\.\d+)?|\d+(?:\.\d+)?")
 
@@ -130,26 +153,32 @@ VERDICT_ROWS = 4
 
 
 def table_tex(study: str, results: list[tuple[qmod.Question, Decision | None, str]], *, caption: str,
-              label: str) -> str:
+              label: str, adjusted: Mapping[str, Adjusted] | None = None) -> str:
     """The verdict table: one row per question, in declaration order; upright as its three column sets
     (:data:`ASKED`, :data:`DATA`, :data:`ANSWERED`) when the whole is wider than the text. More than :data:`VERDICT_ROWS`
     questions are set in parts of about equal size (labels ``label``, ``label-2``, ...), each caption naming its
-    questions and each note its own questions' diagnostics."""
+    questions and each note its own questions' diagnostics. ``adjusted`` (by question id, :func:`sensitivity`)
+    fills the steal-adjusted column and marks a verdict whose word changes under it."""
     size = latex.balanced_size(len(results), VERDICT_ROWS)
     chunks = [results[i:i + size] for i in range(0, len(results), size)] or [results]
     if len(chunks) == 1:
-        return _table_part(study, results, caption=caption, label=label)
+        return _table_part(study, results, caption=caption, label=label, adjusted=adjusted or {})
     return "\n".join(_table_part(study, chunk, caption=f"{caption.rstrip('.')}, questions {chunk[0][0].id}--{chunk[-1][0].id}",
-                                  label=label if k == 0 else f"{label}-{k + 1}") for k, chunk in enumerate(chunks))
+                                  label=label if k == 0 else f"{label}-{k + 1}", adjusted=adjusted or {})
+                     for k, chunk in enumerate(chunks))
 
 
 def _table_part(study: str, results: list[tuple[qmod.Question, Decision | None, str]], *, caption: str,
-                label: str) -> str:
+                label: str, adjusted: Mapping[str, Adjusted]) -> str:
     """One verdict table of :func:`table_tex`: its questions' rows and notes."""
     rows = []
     for q, d, _ in results:
         where = ", ".join(f"{k} = {v}" for k, v in q.within.items())
-        change = (latex.cell(latex.percent_change(d.rel_diff), latex.format_ci(d.ci_low, d.ci_high, percent=True)) if d else "--")
+        adj = adjusted.get(q.id)
+        change = (latex.cell(latex.percent_change(d.rel_diff), latex.format_ci(d.ci_low, d.ci_high, percent=True),
+                             f"s: {latex.percent_change(adj.rel_diff)}" if adj else "") if d else "--")
+        word = latex.cell(f"\\plv{{{study}/verdict/{q.id}}}" + ("$^\\dagger$" if adj and adj.sensitive else ""),
+                          f"({latex.escape_latex(adj.verdict)})" if adj and adj.sensitive else "", align="l")
         rows.append(dict(zip(COLUMNS, (
             latex.escape_latex(q.id), latex.escape_latex(q.claim),
             latex.cell(latex.escape_latex(f"{q.item or q.metric}: {q.factor} {q.versus} vs {q.baseline}"),
@@ -157,13 +186,18 @@ def _table_part(study: str, results: list[tuple[qmod.Question, Decision | None, 
             latex.escape_latex(q.expected),
             q.testability, latex.escape_latex(q.data), f"{d.n_a}/{d.n_b}" if d else "0", sesoi_cell(q.sesoi), power_cell(d),
             change, latex.format_p(d.p_adjusted) if d else "--", latex.format_p(d.tost_p) if d else "--",
-            f"\\plv{{{study}/verdict/{q.id}}}"))))
+            word))))
     body = pd.DataFrame(rows, columns=list(COLUMNS))
-    notes = ["Each question was declared in study.yaml (questions:) before its campaign's data, or after a seed's "
-             "published summaries it is decided from; a later change is in the deviations table. Change: relative difference of means, versus against baseline; the test is the "
+    notes = ["Each question was declared before its campaign's data, or after the seed study's published summaries "
+             "it is decided from; a later change is in the deviations table. Change: relative difference of the means, "
+             "the compared level against the baseline; the test is the "
              "blocked analysis (paired $t$ on block differences) unless noted; interval and $p$ are "
              "Bonferroni-adjusted over the question's family (every look at one claim); TOST: two one-sided tests "
-             "within $\\pm$SESOI at $\\alpha$/m. " + BRIEF]
+             "within $\\pm$SESOI at $\\alpha$/m. " + BRIEF + " s: the change adjusted for steal, the pre-registered "
+             "sensitivity analysis of every blocked question: the block differences regressed on the blocks' steal "
+             "difference (OLS; the intercept, relative to the baseline's mean; its interval at the same adjusted level "
+             f"is in the chapter's values); $^\\dagger$: {SENSITIVE}, the verdict word the adjustment gives in "
+             "brackets; no s: not decided by the blocked analysis, or no steal recorded."]
     untestable = _grouped([(q.id, f"{q.testable.value}, {q.testable.reason}")
                            for q, _, _ in results if q.testable and q.testable.value != "yes"])
     if untestable:
@@ -197,11 +231,30 @@ def deviations_tex(devs: list[qmod.Deviation], *, caption: str, label: str) -> s
     return latex.latex_table(body, caption=caption, label=label, escape=False, column_format="llp{9cm}")
 
 
-def values(study: str, results: list[tuple[qmod.Question, Decision | None, str]]) -> dict[str, str]:
+def noise_sentence(results: list[tuple[qmod.Question, Decision | None, str]], adjusted: Mapping[str, Adjusted]) -> str:
+    """What the steal adjustment did to a study's verdicts, in one or two sentences for its chapter."""
+    if not adjusted:
+        return ("No question could be adjusted for the hypervisor's steal (its samples carry no steal, or it is "
+                "not decided by the blocked analysis).")
+    said = [f"{q.id} ({d.verdict}; adjusted {latex.percent_change(adjusted[q.id].rel_diff)}, "
+            f"{adjusted[q.id].verdict})" for q, d, _ in results if d and q.id in adjusted and adjusted[q.id].sensitive]
+    head = (f"Adjusted for the within-block difference of the hypervisor's steal (the pre-registered sensitivity "
+            f"analysis of {len(adjusted)} blocked question{'s' if len(adjusted) != 1 else ''}), ")
+    if not said:
+        return head + "no verdict changes its word."
+    return head + f"{len(said)} verdict{'s' if len(said) != 1 else ''} change{'' if len(said) != 1 else 's'} " \
+        f"its word and {'are' if len(said) != 1 else 'is'} {SENSITIVE}: " + "; ".join(said) + "."
+
+
+def values(study: str, results: list[tuple[qmod.Question, Decision | None, str]], *,
+           adjusted: Mapping[str, Adjusted] | None = None) -> dict[str, str]:
     """Macros: ``<study>/verdict/<id>`` (the verdict word, or "not yet measured" before its campaign's data),
     ``.../change``, ``.../ci``, ``.../p``, ``.../n``, ``.../power`` per question, ``<study>/verdicts/<word>``
     counts (:func:`word_key`; ``pending`` for the questions without data) and ``<study>/verdicts/counts``, the
-    counts that are not 0 in words ("3 not testable here, 1 supported"), so that prose lists every verdict word."""
+    counts that are not 0 in words ("3 not testable here, 1 supported"), so that prose lists every verdict word. With ``adjusted`` (:func:`sensitivity`), per question
+    ``.../adjusted``, ``.../adjusted/ci``, ``.../adjusted/verdict`` (-- where not adjusted) and
+    ``.../sensitive`` (the mark or nothing), and ``<study>/verdicts/noise`` (:func:`noise_sentence`)."""
+    adjusted = adjusted or {}
     out: dict[str, str] = {}
     counts = {w: 0 for w in (*VERDICTS, "pending")}
     for q, d, note in results:
@@ -215,10 +268,16 @@ def values(study: str, results: list[tuple[qmod.Question, Decision | None, str]]
         out[f"{stem}/ci"] = latex.format_ci(d.ci_low, d.ci_high, percent=True) if d else "--"
         out[f"{stem}/p"] = latex.format_p(d.p_adjusted) if d else "--"
         out[f"{stem}/power"] = power_cell(d)
+        adj = adjusted.get(q.id)
+        out[f"{stem}/adjusted"] = latex.percent_change(adj.rel_diff) if adj else "--"
+        out[f"{stem}/adjusted/ci"] = latex.format_ci(adj.ci_low, adj.ci_high, percent=True) if adj else "--"
+        out[f"{stem}/adjusted/verdict"] = adj.verdict if adj else "--"
+        out[f"{stem}/sensitive"] = SENSITIVE if adj and adj.sensitive else ""
     out.update({f"{study}/verdicts/{word_key(w)}": str(c) for w, c in counts.items()})
     out[f"{study}/verdicts/counts"] = ", ".join(f"{c} {PENDING if w == 'pending' else w}"
                                                 for w, c in counts.items() if c) or "none"
     out[f"{study}/verdicts/questions"] = str(len(results))
+    out[f"{study}/verdicts/noise"] = noise_sentence(results, adjusted)
     return out
 
 
@@ -228,15 +287,17 @@ def write(study_dir: str | Path, root: str | Path, *, paper_dir: str | Path, tab
     root = Path(root)
     study = Path(study_dir).name
     results = evaluate(study_dir, root, lambda c: tables.get(c))
+    adjusted = sensitivity(results, lambda c: tables.get(c))
     declared, devs = qmod.load(study_dir, root)
     inputs = [*inputs, *sorted({q.published for q in declared if q.published})]
     paper = Path(paper_dir)
     out = {"verdicts": lineage.atomic_text(paper / "tables" / f"{study}-verdicts.tex", table_tex(
-               study, results, caption="Pre-registered questions and their verdicts.", label=f"tab:{study}-verdicts")),
+               study, results, caption="Pre-registered questions and their verdicts.", label=f"tab:{study}-verdicts",
+               adjusted=adjusted)),
            "deviations": lineage.atomic_text(paper / "tables" / f"{study}-deviations.tex", deviations_tex(
                devs, caption="Changes to the questions after their data existed.", label=f"tab:{study}-deviations"))}
     for path in out.values():
         lineage.write([path], inputs, generator=generator)
-    out["macros"] = macros.write(paper / "macros" / f"{study}-verdicts.tex", values(study, results), inputs=inputs,
+    out["macros"] = macros.write(paper / "macros" / f"{study}-verdicts.tex", values(study, results, adjusted=adjusted), inputs=inputs,
                                  generator=generator)
     return out

@@ -59,8 +59,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     c = subparsers.add_parser("compare-runs", help="per cell and metric, a new run of a campaign against an old one",
                               description="The change of each cell's mean (NEW against OLD) with its Bonferroni-"
-                                          "adjusted interval, and whether it exceeds the SESOI (the campaign's "
-                                          "questions', or --sesoi). Refuses runs on different host facts.")
+                                          "adjusted interval, and whether it exceeds the SESOI (each question's, "
+                                          "on its within: cells, or --sesoi). Prints both runs' contention and "
+                                          "steal; refuses runs on different host facts or under platform noise "
+                                          "that differs beyond the quiet bounds. With --also-old/--also-new, "
+                                          "the run is a level of variance (mixed model).")
     c.add_argument("old", type=Path, help="raw directory of the old run (e.g. a superseded run's checkout)")
     c.add_argument("new", type=Path, help="raw directory of the new run")
     c.add_argument("--metric", action="append", help="metric to compare (repeatable; default: the questions' metrics)")
@@ -70,6 +73,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="keep rows whose dimension COL is VALUE, as for compare (default: the questions' selection)")
     c.add_argument("--level", type=float, default=0.95, help="family confidence level (default 0.95)")
     c.add_argument("--allow-host-change", action="store_true", help="compare runs whose host facts differ")
+    c.add_argument("--allow-contention-change", action="store_true",
+                   help="compare runs whose steal or CPU outside the lab differ beyond the bounds, the difference stated")
+    c.add_argument("--also-old", action="append", type=Path, metavar="DIR",
+                   help="another run on the old side (repeatable): the run becomes a level of variance")
+    c.add_argument("--also-new", action="append", type=Path, metavar="DIR",
+                   help="another run on the new side (repeatable): the run becomes a level of variance")
     c.add_argument("--json", action="store_true", help="print JSON instead of lines")
     c.set_defaults(func=_handler("_compare_runs_cmd"))
 

@@ -11,6 +11,7 @@ import argparse
 import json
 import math
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -222,10 +223,11 @@ def _recheck_cmd(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_sesoi(new_dir: Path) -> tuple[dict[str, float], dict[str, Any], list[str]]:
-    """From the questions of the new run's campaign (questions.json, else the study): SESOI and row
-    selection per metric, and the primary metrics."""
+def _run_targets(new_dir: Path) -> list[Any]:
+    """The questions of the new run's campaign (questions.json, else the study) as comparisons of two runs: each
+    its metric, row selection, ``within:`` cells and SESOI (:class:`perflab.stats.runs.Target`)."""
     from .. import questions
+    from .runs import Target
     record = new_dir / questions.RECORD
     if record.is_file():
         frozen = questions.read_record(record)["questions"]
@@ -233,14 +235,15 @@ def _run_sesoi(new_dir: Path) -> tuple[dict[str, float], dict[str, Any], list[st
         camp = json.loads((new_dir / "campaign.json").read_text())
         text = questions.for_campaign_file(camp["source"], camp["campaign"]) if camp.get("source") else None
         frozen = json.loads(text)["questions"] if text else []
-    return ({q["metric"]: q["sesoi"] for q in frozen}, {q["metric"]: q.get("select") or None for q in frozen},
-            list(dict.fromkeys(q["metric"] for q in frozen)))
+    return [Target(q["id"], q["metric"], float(q["sesoi"]), q.get("select") or None, dict(q.get("within") or {}))
+            for q in frozen]
 
 
 def _compare_runs_cmd(args: argparse.Namespace) -> int:
-    """Per cell and metric, NEW against OLD: the change with its interval and whether it exceeds the SESOI."""
+    """Per question (or metric) and cell, NEW against OLD: the change with its interval and whether it exceeds the
+    SESOI, after both runs' contention side by side."""
     from .. import tidy
-    from .runs import compare_runs, host_changes
+    from .runs import Target, compare_runs, contention_changes, host_changes
     changed = host_changes(args.old, args.new)
     if changed and not args.allow_host_change:
         print(f"perflab compare-runs: error: {args.new} ran on different host facts than {args.old}: "
@@ -248,28 +251,52 @@ def _compare_runs_cmd(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     try:
-        sesoi, selects, declared = _run_sesoi(args.new)
+        side_by_side, noisy = contention_changes(args.old, args.new)
+    except (OSError, ValueError) as exc:
+        print(f"perflab compare-runs: error: {exc}", file=sys.stderr)
+        return 2
+    if noisy and not args.allow_contention_change:
+        print("\n".join(side_by_side), file=sys.stderr)
+        print(f"perflab compare-runs: error: {args.new} and {args.old} ran under different platform noise: "
+              f"{'; '.join(noisy)}. Compare runs measured under the same contention, or pass "
+              "--allow-contention-change to compare them with the difference stated.", file=sys.stderr)
+        return 2
+    try:
+        targets = _run_targets(args.new)
+        if args.metric:
+            asked = {t.metric for t in targets}
+            targets = [t for t in targets if t.metric in args.metric] + [
+                Target(m, m, DEFAULT_RUN_SESOI) for m in dict.fromkeys(args.metric) if m not in asked]
         if args.where:
-            selects = {m: _where(args.where, str(args.new)) for m in (args.metric or declared)}
-        metrics = args.metric or declared
-        if not metrics:
+            where = _where(args.where, str(args.new))
+            targets = [replace(t, select=where) for t in targets]
+        if args.sesoi is not None:
+            targets = [replace(t, sesoi=args.sesoi) for t in targets]
+        if not targets:
             raise StatsInputError(f"{args.new}", "--metric, or questions declaring the campaign's metrics",
                                   "neither", "Name the metric(s) to compare with --metric.")
-        bounds = {m: args.sesoi if args.sesoi is not None else sesoi.get(m, DEFAULT_RUN_SESOI) for m in metrics}
-        table = compare_runs(tidy.frame(args.old)[0], tidy.frame(args.new)[0], metrics, sesoi=bounds,
-                             level=args.level, select=selects)
+        olds = [tidy.frame(d)[0] for d in [args.old, *(args.also_old or [])]]
+        news = [tidy.frame(d)[0] for d in [args.new, *(args.also_new or [])]]
+        table = compare_runs(olds, news, targets=targets, level=args.level)
     except (StatsInputError, OSError, ValueError) as exc:
         print(f"perflab compare-runs: error: {exc}", file=sys.stderr)
         return 2
     if args.json:
         print(json.dumps(json_value({"old": str(args.old), "new": str(args.new), "host_changes": changed,
+                                     "contention": side_by_side, "contention_changes": noisy,
                                      "rows": table.to_dict("records")}), indent=1))
         return 0
     for note in changed:
         print(f"host change (allowed): {note}")
+    print("\n".join(side_by_side))
+    for note in noisy:
+        print(f"qualified: {note}; the changes below may be the platform's, not the system's")
     for _, r in table.iterrows():
-        cell = ", ".join(f"{k}={r[k]}" for k in table.columns[1:table.columns.get_loc("n_old")])
-        print(f"{r['metric']} [{cell}]: {number(100 * r['change'], 3)} % "
+        cell = ", ".join(f"{k}={r[k]}" for k in table.columns[table.columns.get_loc("metric") + 1:
+                                                               table.columns.get_loc("n_old")])
+        what = f"{r['question']} ({r['metric']})" if r["question"] else r["metric"]
+        runs = f"; runs {r['runs_old']}/{r['runs_new']}, {r['model']}" if r["runs_old"] + r["runs_new"] > 2 else ""
+        print(f"{what} [{cell}]: {number(100 * r['change'], 3)} % "
               f"[{number(100 * r['ci_low'], 3)}, {number(100 * r['ci_high'], 3)}] ({100 * r['ci_level']:.4g} % CI, "
-              f"Bonferroni), {p_text(r['p_adjusted'])} adj.; SESOI ±{100 * r['sesoi']:g} %: {r['status']}")
+              f"Bonferroni{runs}), {p_text(r['p_adjusted'])} adj.; SESOI ±{100 * r['sesoi']:g} %: {r['status']}")
     return 0

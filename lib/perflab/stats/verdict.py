@@ -154,7 +154,7 @@ def decide(df: pd.DataFrame, *, value: str, factor: str, a: Any, b: Any, expecte
     eq = tost(xa, xb, sesoi, relative=True, paired=paired, alpha=alpha / max(1, m))
     p_adj = min(1.0, c.p_value * max(1, m)) if math.isfinite(c.p_value) else math.nan
     low, high = c.rel_diff_ci
-    verdict = _verdict(eq.equivalent, low, high, expected, sesoi, testable)
+    verdict = verdict_word(eq.equivalent, low, high, expected, sesoi, testable)
     if verdict == "inconclusive" and min(xa.size, xb.size) < MIN_N:
         notes.append(f"n = {min(xa.size, xb.size)} per cell, below the planned {MIN_N}")
     n = min(xa.size, xb.size)
@@ -166,7 +166,8 @@ def decide(df: pd.DataFrame, *, value: str, factor: str, a: Any, b: Any, expecte
                     testable=testable, notes=tuple(notes) + tuple(n for n in c.notes if "bootstrap" not in n))
 
 
-def _verdict(equivalent: bool, low: float, high: float, expected: str, sesoi: float, testable: str = "yes") -> str:
+def verdict_word(equivalent: bool, low: float, high: float, expected: str, sesoi: float,
+                 testable: str = "yes") -> str:
     """The verdict word from TOST at alpha / m and the adjusted interval [low, high], as the module docstring says."""
     if testable == "no":
         return NOT_TESTABLE
@@ -210,7 +211,7 @@ def decide_summary(a: tuple[float, float, int], b: tuple[float, float, int], *, 
     p = float(row["p"]) if se > 0 else (0.0 if mb != ma else 1.0)
     p_adj = min(1.0, p * max(1, m))
     low, high = float(row["rel_diff_ci_low"]), float(row["rel_diff_ci_high"])
-    verdict = _verdict(tost_p < alpha / max(1, m), low, high, expected, sesoi, testable)
+    verdict = verdict_word(tost_p < alpha / max(1, m), low, high, expected, sesoi, testable)
     cv = math.sqrt((sa**2 + sb**2) / 2) / abs(ma) if ma else math.nan
     power = power_at_sesoi(min(na, nb), cv, sesoi=sesoi, expected=expected, alpha=alpha, m=m, paired=False,
                            ratio=nb / na)
