@@ -98,4 +98,4 @@ def test_a_negligible_change_against_a_directional_claim_is_contradicted_not_equ
     assert verdict_word(False, 0.12, 0.30, "higher", 0.10) == "supported"
     assert verdict_word(False, -0.30, -0.12, "higher", 0.10) == "contradicted"
     assert verdict_word(False, -0.02, 0.30, "higher", 0.10) == "inconclusive"
-    assert _verdict(False, 0.12, 0.30, "higher", 0.10, "no") == "not testable here"
+    assert verdict_word(False, 0.12, 0.30, "higher", 0.10, "no") == "not testable here"
