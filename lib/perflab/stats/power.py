@@ -12,6 +12,7 @@ conservative); the half-width plan uses Student's t quantiles (``scipy.stats.t``
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 import numpy as np
 import pandas as pd
@@ -93,15 +94,7 @@ def n_for_equivalence(margin: float, cv: float, *, alpha: float = 0.05, power: f
                       paired: bool = False) -> int:
     """Runs per cell for TOST at ``alpha`` within ±``margin`` to declare equivalence with ``power`` when the
     true difference is 0 (:func:`tost_power`)."""
-    fits = lambda n: tost_power(n, cv, margin, alpha=alpha, paired=paired) >= power  # noqa: E731
-    high = 4
-    while not fits(high):
-        high *= 2
-    low = 2
-    while low < high:
-        mid = (low + high) // 2
-        low, high = (low, mid) if fits(mid) else (mid + 1, high)
-    return low
+    return _smallest(lambda n: tost_power(n, cv, margin, alpha=alpha, paired=paired) >= power, 4)
 
 
 def n_for_halfwidth(cv: float, halfwidth: float, *, level: float = 0.95) -> int:
@@ -115,8 +108,14 @@ def n_for_halfwidth(cv: float, halfwidth: float, *, level: float = 0.95) -> int:
         raise StatsInputError("halfwidth", "a positive relative half-width (0.01 = ±1 %)",
                               repr(halfwidth), "State the precision you need.")
     quantile = 0.5 + level / 2
-    fits = lambda n: stats.t.ppf(quantile, n - 1) * cv / math.sqrt(n) <= halfwidth  # noqa: E731
-    high = max(2, math.ceil((stats.norm.ppf(quantile) * cv / halfwidth) ** 2))
+    return _smallest(lambda n: stats.t.ppf(quantile, n - 1) * cv / math.sqrt(n) <= halfwidth,
+                     max(2, math.ceil((stats.norm.ppf(quantile) * cv / halfwidth) ** 2)))
+
+
+def _smallest(fits: Callable[[int], bool], start: int) -> int:
+    """The smallest n >= 2 for which ``fits`` holds (it holds for every larger n): doubling from ``start``, then
+    bisection."""
+    high = start
     while not fits(high):
         high *= 2
     low = 2
