@@ -19,7 +19,7 @@ pytestmark = [ROOT_ONLY, pytest.mark.lab]
 
 #: One host per inventory name the kit's campaigns use, all on one link.
 NAMES = ("client", "server", "firewall", "neighbour", "peer", "hypervisor", "native", "gsa", "gsb", "srv0", "srv1",
-         "srv2", "initiator", "target")
+         "srv2", "initiator", "target", "virtual")
 LAB = "format: 1\nlab: {name}\nlinks:\n  lan: {{mtu: 1500}}\nhosts:\n" + "".join(f"  {n}: {{{{links: [lan]}}}}\n" for n in NAMES)
 
 
