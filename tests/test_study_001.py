@@ -223,3 +223,18 @@ def test_the_rbd_cache_level_named_after_the_seed_study_is_shown_as_what_it_is()
     from perflab.stats._input import counted
     assert (counted(1, "warm-up row"), counted(32, "warm-up row"), counted(2, "cell@block pair")) == (
         "1 warm-up row", "32 warm-up rows", "2 cell@block pairs")
+
+
+def test_the_relabelled_cache_level_gives_macro_keys_the_paper_can_hold():
+    """The rbd analyses' cells, ``on (64 MiB)`` among their levels, are written as inline values: a level that cannot
+    stand in a macro key is its slug there (the pipeline stopped on ``.../cell/hdd/on (64 MiB)/mean`` before)."""
+    from perflab.report import factorial, macros
+
+    a = next(a for a in study.load("studies/001-unnoba-ceph", ROOT).analyses if a.name == "unnoba-ceph-rbd-read-seq")
+    p = a.parameters
+    df, _ = tidy.frame(ROOT / "data/raw" / a.campaign)
+    result = factorial.analyse(df, metric=p["metric"], factors=p["factors"], quantity=p["quantity"],
+                               select=p.get("select"), relabel=p.get("relabel"))
+    values = factorial.values(result, name=a.name, scale=p["scale"], digits=p["digits"], ratios=p["ratios"])
+    assert f"{a.name}/cell/hdd/on-64-mib/mean" in values and f"{a.name}/cell/hdd/off/mean" in values
+    assert "\\plset{" + f"{a.name}/cell/ssd/on-64-mib/mean" + "}" in macros.render(values)

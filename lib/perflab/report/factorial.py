@@ -20,6 +20,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from ..files import slug
 from ..stats import anova
 from ..stats.describe import describe, range_flags
 from ..stats.effect import ratio_fieller
@@ -278,7 +279,8 @@ def values(result: FactorialResult, *, name: str, scale: float, digits: int = 2,
            ratios: Sequence[Mapping[str, Any]] = (), level: float = 0.95) -> dict[str, str]:
     """Inline values: ``<name>/n``, per ANOVA term ``<name>/anova/<term>/p|F|eta`` (and ``ptext``,
     the whole statement "$p = 0.12$" or "$p < 0.001$"), per cell
-    ``<name>/cell/<l1>/<l2>.../mean``, and per requested ratio ``<name>/ratio/<r>`` (percent)
+    ``<name>/cell/<l1>/<l2>.../mean`` (a level that cannot stand in a macro key, such as a relabelled
+    ``on (64 MiB)``, as its slug ``on-64-mib``), and per requested ratio ``<name>/ratio/<r>`` (percent)
     with ``-low``/``-high``."""
     out = {f"{name}/n": str(len(result.data))}
     for _, r in result.anova.dropna(subset=["p"]).iterrows():
@@ -288,7 +290,7 @@ def values(result: FactorialResult, *, name: str, scale: float, digits: int = 2,
         out[f"{name}/anova/{term}/F"] = format_number(r["F"])
         out[f"{name}/anova/{term}/eta"] = f"{r['partial_eta_sq']:.2f}"
     for _, c in result.cells.iterrows():
-        key = "/".join(str(c[f]) for f in result.factors)
+        key = "/".join(_key_part(c[f]) for f in result.factors)
         out[f"{name}/cell/{key}/mean"] = f"{c['mean'] / scale:.{digits}f}"
     for spec in ratios:
         est, low, high = ratio(result, spec["numerator"], spec["denominator"], level)
@@ -335,3 +337,9 @@ def write(result: FactorialResult, *, name: str, source: str | Path, paper_dir: 
                                   values(result, name=name, scale=scale, digits=digits, ratios=ratios, level=level),
                                   inputs=[source], generator=generator)]
     return out
+
+
+def _key_part(level: object) -> str:
+    """A factor level as a part of a macro key: as it is when a key may hold it, else its slug (:func:`perflab.files.slug`)."""
+    text = str(level)
+    return text if re.fullmatch(r"[A-Za-z0-9._-]+", text) else slug(level)
