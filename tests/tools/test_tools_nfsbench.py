@@ -55,3 +55,12 @@ def test_commands_are_safe_tokens_and_refuse_a_bad_export():
     for bad in ("/zfs", "zfs; reboot", "..", "a/../etc"):
         with pytest.raises(ValueError, match="export"):
             NFS.commands({"export": bad}, {"server": "198.18.1.12"})
+
+
+@pytest.mark.parametrize("tool", ["nfsbench", "blockproto"])
+@pytest.mark.parametrize("line", ['@cost {"returncode": 0, x}', '@cost {1: 2}', '@cost {"a": [1, }'])
+def test_a_cost_line_that_is_not_json_is_a_parse_error(tool, line):
+    """The '@cost' line both adapters read (one helper) refuses what is not a JSON object as a parse error, never
+    as a JSONDecodeError (the property test of every parser found it)."""
+    with pytest.raises(ParseError, match="a JSON object on the '@cost' line"):
+        tools.get(tool).parse('{"ops": 1}\n' + line + "\n", source="fixture")

@@ -56,6 +56,21 @@ HOST_SCRIPT = _hostscript.host_path("aoe", _SOURCE)
 #: fio options a job file may not set: the adapter sets them for the protocol and the campaign.
 _OWNED = frozenset({"ioengine", "uri", "filename", "runtime", "time_based", "output-format", "output_format"})
 _COST = re.compile(r"^@cost (\{.*\})\s*$", re.MULTILINE)
+
+
+def cost_line(stdout: str, *, source: str = "") -> tuple[dict[str, Any], str]:
+    """The record of the ``@cost {...}`` line ``aoe.py cost`` ends a run's output with, and the output before it;
+    :class:`ParseError` when the line is missing, repeated (one run per output) or not a JSON object."""
+    if len(found := _COST.findall(stdout)) > 1:
+        raise ParseError(source, "one '@cost' line (one run per output)", f"{len(found)} such lines")
+    match = search(_COST, stdout, source=source, expected="the '@cost {...}' line of aoe.py cost")
+    try:
+        cost = json.loads(match[1])
+    except ValueError as exc:
+        raise ParseError(source, "a JSON object on the '@cost' line", f"{match[1][:60]!r} ({exc})") from None
+    if not isinstance(cost, dict):
+        raise ParseError(source, "a JSON object on the '@cost' line", repr(match[1][:60]))
+    return cost, stdout[:match.start()]
 _ISCSI = re.compile(r"iops average (?P<iops>\d+) \((?P<mbs>\d+) MB/s\)\s*\n+\s*finished", re.MULTILINE)
 
 
@@ -135,10 +150,9 @@ class BlockProto(Tool):
 
     def parse(self, stdout: str, stderr: str = "", *, source: str = "") -> list[Measurement]:
         """Operations, throughput and CPU seconds per operation of the initiator and the target."""
-        cost = json.loads(search(_COST, stdout, source=source, expected="the '@cost {...}' line of aoe.py cost")[1])
+        cost, body = cost_line(stdout, source=source)
         if cost.get("returncode"):
             raise ParseError(source, "returncode 0 in the @cost line", f"returncode {cost['returncode']}")
-        body = stdout[:_COST.search(stdout).start()]
         flushes = loop_cpu = None
         if "iops average" in body:
             runtime = float(search(re.compile(r"will run for (\d+(?:\.\d+)?) seconds"), body, source=source,

@@ -24,14 +24,13 @@ mounts included) and ``initiator_cpu_per_op``, ``target_cpu`` and ``target_cpu_p
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any, Mapping
 
 from . import _hostscript
-from .base import Command, Measurement, Param, ParseError, Rows, Tool, extract_json, littles_law_ratio, require, search
-from .blockproto import AOE_SCRIPT, HOST_SCRIPT as AOE_HOST_SCRIPT
+from .base import Command, Measurement, Param, ParseError, Rows, Tool, extract_json, littles_law_ratio, require
+from .blockproto import AOE_SCRIPT, HOST_SCRIPT as AOE_HOST_SCRIPT, cost_line
 
 NFSBENCH_SCRIPT = Path(__file__).resolve().parents[1] / "nfsbench.py"
 _SOURCE = NFSBENCH_SCRIPT.read_bytes()
@@ -40,7 +39,6 @@ HOST_SCRIPT = _hostscript.host_path("nfsbench", _SOURCE)
 RWS = ("read", "write", "randread", "randwrite")
 #: Server daemons whose CPU seconds a sample records (those running on the machine the client sees).
 SERVER_PROCESSES = "ganesha.nfsd,zfs-fuse"
-_COST = re.compile(r"^@cost (\{.*\})\s*$", re.MULTILINE)
 _EXPORT = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 
 
@@ -98,14 +96,11 @@ class NfsBench(Tool):
 
     def parse(self, stdout: str, stderr: str = "", *, source: str = "") -> list[Measurement]:
         """Operations, rates, latencies, Little's-law ratio and CPU seconds per operation of client and server."""
-        costs = _COST.findall(stdout)
-        if len(costs) > 1:
-            raise ParseError(source, "one '@cost' line (one run per output)", f"{len(costs)} such lines")
-        cost = json.loads(search(_COST, stdout, source=source, expected="the '@cost {...}' line of aoe.py cost")[1])
+        cost, body = cost_line(stdout, source=source)
         if cost.get("returncode"):
             raise ParseError(source, "returncode 0 in the @cost line", f"returncode {cost['returncode']}"
                              f"{': ' + stderr.strip().splitlines()[-1] if stderr.strip() else ''}")
-        doc = extract_json(stdout[:_COST.search(stdout).start()], source=source)  # type: ignore[union-attr]
+        doc = extract_json(body, source=source)
         fields = {k: require(doc, k, source=source, where="nfsbench.py's JSON")
                   for k in ("ops", "bytes", "elapsed", "lat_mean", "lat_percentiles", "jobs", "iodepth", "cpu_user",
                             "cpu_system")}
