@@ -275,6 +275,14 @@ def balanced_size(n: int, most: int) -> int:
     return max(1, -(-n // parts))
 
 
+def balanced_slices(n: int, most: int) -> list[slice]:
+    """``n`` items in as few consecutive parts of at most ``most`` as that allows, their sizes differing by 1 at most
+    (13 items, at most 4: 3, 3, 4, 3; never 4, 4, 4, 1)."""
+    parts = max(1, -(-n // max(1, most)))
+    bounds = [round(k * n / parts) for k in range(parts + 1)]
+    return [slice(bounds[k], bounds[k + 1]) for k in range(parts)]
+
+
 def part_size(df: pd.DataFrame) -> int:
     """Rows per part of ``df`` (:data:`ROWS_PER_PART`, fewer for rows of several lines), balanced over the parts."""
     return balanced_size(len(df), min(ROWS_PER_PART, max(1, LINES_PER_PART // row_lines(df))))
@@ -287,8 +295,8 @@ def row_parts(df: pd.DataFrame, *, caption: str, label: str, size: int = ROWS_PE
     if len(df) <= size:
         return [(df, caption, label)]
     kind = Tex if isinstance(caption, Tex) else str
-    return [(df.iloc[i:i + size], kind(f"{caption} (rows {i + 1}--{min(i + size, len(df))} of {len(df)})"),
-             label if i == 0 else f"{label}-{i // size + 1}") for i in range(0, len(df), size)]
+    return [(df.iloc[part], kind(f"{caption} (rows {part.start + 1}--{part.stop} of {len(df)})"),
+             label if k == 0 else f"{label}-{k + 1}") for k, part in enumerate(balanced_slices(len(df), size))]
 
 
 #: Works generated text names (e.g. a test's reason) and their keys in ``paper/references.bib``.

@@ -159,8 +159,7 @@ def table_tex(study: str, results: list[tuple[qmod.Question, Decision | None, st
     questions are set in parts of about equal size (labels ``label``, ``label-2``, ...), each caption naming its
     questions and each note its own questions' diagnostics. ``adjusted`` (by question id, :func:`sensitivity`)
     fills the steal-adjusted column and marks a verdict whose word changes under it."""
-    size = latex.balanced_size(len(results), VERDICT_ROWS)
-    chunks = [results[i:i + size] for i in range(0, len(results), size)] or [results]
+    chunks = [results[part] for part in latex.balanced_slices(len(results), VERDICT_ROWS)]
     if len(chunks) == 1:
         return _table_part(study, results, caption=caption, label=label, adjusted=adjusted or {})
     return "\n".join(_table_part(study, chunk, caption=f"{caption.rstrip('.')}, questions {chunk[0][0].id}--{chunk[-1][0].id}",
