@@ -373,3 +373,23 @@ def test_a_step_that_loses_its_host_more_often_than_the_policy_allows_stops(tmp_
     calls.clear()
     calls.append(1)  # now it is lost twice, within the policy: the step's result comes back
     assert lost.retrying(flaky) == "done" and len(calls) == 4
+
+
+def test_two_losses_of_a_host_in_one_millisecond_are_two_gap_records(tmp_path, monkeypatch):
+    """Gap records are named by the millisecond the host was lost; a second loss within it (a quick retry on a fast
+    machine) is stored beside the first, never refused as a raw file written twice."""
+    host = remote.Host(inventory.HostEntry("h1", "127.0.0.1", local=True))
+    host.reconnect = lambda timeout: None
+    lost = _reconnector(tmp_path, "{attempts: 5, backoff: 0.01}", host)
+    monkeypatch.setattr(remote.time, "time", lambda: 1795923585.264)  # every loss noticed at the same instant
+    calls = []
+
+    def flaky() -> str:
+        calls.append(1)
+        if len(calls) <= 2:
+            _lose(host)
+        return "done"
+
+    assert lost.retrying(flaky) == "done"
+    assert sorted(p.name for p in (tmp_path / "c" / "gaps").iterdir()) == [
+        "h1-20261129T033945.263Z-2.json", "h1-20261129T033945.263Z.json"]

@@ -460,7 +460,8 @@ class Reconnector:
                         f"({tried}){', last error: ' + errors[-1] if errors else ''}")
 
     def _record(self, lost: HostLost, host: Host, gap: dict[str, Any]) -> None:
-        """Store the gap as ``gaps/<host>-<time>.json`` (a checksummed raw file)."""
+        """Store the gap as ``gaps/<host>-<time>.json`` (a checksummed raw file; ``-2``, ``-3``... after the time
+        when the host was lost more than once within its millisecond)."""
         stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(lost.at)) + f".{int(lost.at % 1 * 1000):03d}Z"
         policy = self.spec.reconnect
         record = records.HostGap(
@@ -470,4 +471,7 @@ class Reconnector:
             policy={"attempts": policy.attempts, "backoff": policy.backoff, "max_backoff": policy.max_backoff,
                     "max_wait": policy.max_wait},
             stopped=gap["stopped"], perflab=__version__)
-        self.store.put_file(f"gaps/{host.name}-{stamp}.json", record.to_json())
+        name, n = f"gaps/{host.name}-{stamp}", 1
+        while (self.store.dir / f"{name}{f'-{n}' if n > 1 else ''}.json").exists():
+            n += 1
+        self.store.put_file(f"{name}{f'-{n}' if n > 1 else ''}.json", record.to_json())
