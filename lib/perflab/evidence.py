@@ -1,4 +1,4 @@
-"""The evidence a campaign's raw data gives about how it was measured: alone, on a quiet machine, monitored.
+"""The evidence a campaign's raw data gives about how it was measured: alone, the hypervisor's steal, monitored.
 
 For every committed campaign (``data/raw/<campaign>/``) :func:`collect` gathers from the
 samples' ``meta.json`` and the blocks' gate records:
@@ -134,7 +134,7 @@ class CampaignEvidence:
 
     @property
     def noisy(self) -> bool:
-        """True when the campaign's median steal during samples exceeds its steal bound: not a quiet machine."""
+        """True when the campaign's median steal during samples exceeds its steal bound."""
         return self.steal is not None and self.steal_bound is not None and 100 * self.steal.median > self.steal_bound
 
     @property

@@ -30,7 +30,7 @@ from .sshd import sshd_pid
 #: Debian packages of the server: nfs-ganesha with its VFS backend, and rpcbind for NFSv3.
 DEBIAN_PACKAGES: tuple[str, ...] = ("nfs-ganesha", "nfs-ganesha-vfs", "rpcbind")
 NFS_PORT, MOUNT_PORT = 2049, 20048
-#: Seconds ganesha may take to say "NFS SERVER INITIALIZED" (about 1 s on a quiet machine), and to exit.
+#: Seconds ganesha may take to say "NFS SERVER INITIALIZED" (about 1 s here with nothing else running), and to exit.
 START_TIMEOUT, STOP_TIMEOUT = 30.0, 15.0
 DAEMONS = ("ganesha", "rpcbind")
 #: Started in the server's mount and network namespace: a child mount namespace with a private /run, the lab's
@@ -110,7 +110,7 @@ def up(lab: Lab, state: dict) -> None:
             raise LabError(f"lab {lab.name}: NFS server on {server}: rpcbind exited at once; its log: "
                            f"{d / 'rpcbind.log'}")
         _wait(lab, "rpcbind opening its socket", "rpcbind",
-              lambda: Path(f"/proc/{rpcbind}/root/run/rpcbind.sock").exists())
+              lambda: Path("/proc", str(rpcbind), "root", "run", "rpcbind.sock").exists())
     log = d / "ganesha.log"
     log.unlink(missing_ok=True)
     in_cgroups(procs, "nsenter", "-t", str(rpcbind), "-m", "-n", "--", "sh", "-c",

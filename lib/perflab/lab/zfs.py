@@ -89,7 +89,7 @@ def up(lab: Lab, host: HostSpec, sshd: int, state: dict) -> None:
         in_cgroups(procs, "nsenter", "-t", str(sshd), "-m", "-n", "--", "sh", "-c",
                    'p=$1; shift; "$@" </dev/null >>"$0" 2>&1 & echo $! > "$p"', str(log), str(pid_file(lab, host.name)),
                    "zfs-fuse", "--pidfile", str(pid_file(lab, host.name)), "--no-daemon", "--no-kstat-mount")
-        socket = Path(f"/proc/{sshd}/root/run/zfs/zfs_socket")
+        socket = Path("/proc", str(sshd), "root", "run", "zfs", "zfs_socket")
         deadline = time.monotonic() + START_TIMEOUT
         while not socket.exists():
             if daemon_pid(lab, host.name) is None or time.monotonic() > deadline:
