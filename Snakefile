@@ -5,7 +5,9 @@ from snakemake.utils import min_version, validate
 
 min_version("9.0")
 
-perflab.yamlfile.load("config/config.yaml", "config")  # the one loader, with its limits, before Snakemake reads it
+# the one loader, with its limits and its schema check (a misspelled key at its line, with the nearest name),
+# before Snakemake reads the file (validate() below then fills in the defaults)
+perflab.yamlfile.read_yaml("config/config.yaml", perflab.yamlfile.load("config/schema.yaml", "schema")[0], "config")
 configfile: "config/config.yaml"
 validate(config, "config/schema.yaml")
 

@@ -74,7 +74,7 @@ def test_new_fields_load_with_their_defaults():
     ("run: \"sync\"", "run: \"echo {paralel}\"",
      "c.yaml:17: teardown.0.run: placeholder {paralel} names no factor, benchmark parameter, <role>_address or <role>_address_<link> (known: parallel, load, duration, client_address, server_address, neighbour_address)"),
     ("  max_load1: 0.5", "  max_load1: low", "c.yaml:12: settle.max_load1: 'low' is not of type 'number'"),
-    ("  timeout: 30", "  timeout: 30\n  every: 2", "c.yaml:10: settle: unknown field(s) 'every'; allowed: hosts, max_load1, poll, timeout"),
+    ("  timeout: 30", "  timeout: 30\n  every: 2", "c.yaml:14: settle.every: unknown field; remove it or use one of hosts, max_load1, timeout, poll"),
     ("    run: \"stress-ng", "    command: \"stress-ng", "c.yaml:19: neighbours.0: 'run' is a required property"),
     ("repetitions: 3", "repetitions: 3\nmonitors: sometimes", "c.yaml:10: monitors: 'sometimes' is not of type 'boolean'"),
 ])

@@ -55,7 +55,7 @@ def test_a_good_description_loads_with_every_field():
 
 
 @pytest.mark.parametrize("edit, expected", [
-    (("  h1: {links: [lan1]}", "  h1: {links: [lan1], cpus: 2}"), "lab.yaml:7: hosts.h1: unknown field(s) 'cpus'"),
+    (("  h1: {links: [lan1]}", "  h1: {links: [lan1], cpus: 2}"), "lab.yaml:7: hosts.h1.cpus: unknown field; did you mean 'cpuset'?"),
     (("  h1: {links: [lan1]}", "  h1: {links: [lan9]}"),
      "lab.yaml:7: hosts.h1.links.0: 'lan9' is not a link declared under links; use one of: lan1, lan2, lan3"),
     (("masquerade: [lan2]", "masquerade: [lan3]"),

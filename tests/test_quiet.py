@@ -300,7 +300,7 @@ def test_the_lab_cgroups_the_record_counts_are_those_the_lab_makes():
 @pytest.mark.parametrize("quiet,expected", [
     ("quiet: {max_other_cpus: lots}", "quiet.max_other_cpus: 'lots' is not of type"),
     ("quiet: {max_cpu_pressure: 150}", "quiet.max_cpu_pressure: 150 is greater than the maximum of 100"),
-    ("quiet: {wait: 5}", "quiet: unknown field(s) 'wait'; allowed: max_cpu_pressure"),
+    ("quiet: {wait: 5}", "quiet.wait: unknown field; remove it or use one of max_other_cpus, max_cpu_pressure"),
     ("quiet: often", "quiet: 'often' is not of type 'boolean', 'object'"),
 ])
 def test_a_wrong_quiet_section_is_refused_naming_its_line(probe, tmp_path, quiet, expected):

@@ -84,7 +84,7 @@ def test_errors_name_the_file_line_and_field(tmp_path):
     assert "studies/zz-bad/study.yaml:4: chapter: studies/zz-bad/nosuch.tex does not exist" in text
     assert "studies/zz-bad/study.yaml:7: analyses.0.campaign: 'nosuch' is not a campaign of this study" in text
     _declare(root, "zz-bad", "format: 1\nstudy: zz-bad\ntitle: t\nchapters: x.tex\n")
-    with pytest.raises(study.StudyError, match=r"study.yaml:1: \(top level\): .*chapters"):
+    with pytest.raises(study.StudyError, match=r"study.yaml:4: chapters: unknown field; did you mean 'chapter'\?"):
         study.load("studies/zz-bad", root)
 
 

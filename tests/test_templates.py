@@ -61,7 +61,7 @@ def test_studies_list_refuses_a_misspelled_parameter_naming_file_analysis_and_ne
     monkeypatch.chdir(_planted(tmp_path, *TYPO))
     assert cli.main(["studies", "list"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith(f"perflab studies: error: {EXPECTED}"), err
+    assert err == [f"perflab studies: error: {EXPECTED}"], "the nearest name, not every name the template has"
 
 
 def test_a_mistyped_parameter_value_is_refused_with_the_declared_type(tmp_path):

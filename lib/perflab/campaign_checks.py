@@ -8,7 +8,6 @@ adapter builds its commands for every level.
 
 from __future__ import annotations
 
-import difflib
 import itertools
 import math
 from typing import Any, Iterator, Mapping
@@ -16,7 +15,7 @@ from typing import Any, Iterator, Mapping
 from . import campaign_contracts, tools
 from .campaign_values import PLACEHOLDER, label
 from .tools.base import ParseOnly
-from .yamlfile import line_of
+from .yamlfile import line_of, nearest
 
 #: Columns of the tidy table that a factor must not shadow.
 RESERVED = frozenset({"campaign", "run_id", "block", "position", "repetition", "warmup", "metric", "value",
@@ -276,9 +275,9 @@ def _reference_problems(doc: dict, lines: dict[tuple, int], path: str) -> list[s
     def target(where: tuple, value: str) -> None:
         if value in roles or value in names:
             return
-        close = difflib.get_close_matches(value, list(roles), n=1)
+        close = nearest(value, roles)
         if value in COMMON_ROLES or close:
-            hint = f"did you mean {close[0]!r}? " if close else ""
+            hint = f"did you mean {close!r}? " if close else ""
             problems.append(f"{path}:{line_of(lines, where)}: {'.'.join(map(str, where))}: {value!r} is not a role "
                             f"of `hosts` (roles: {', '.join(roles)}); {hint}add it under hosts or name an "
                             f"inventory host")

@@ -14,7 +14,6 @@ tool writes stays relative (the sample's working directory) or inside ``scratch`
 
 from __future__ import annotations
 
-import difflib
 import math
 import re
 from typing import Any, Iterator, Mapping
@@ -22,7 +21,7 @@ from typing import Any, Iterator, Mapping
 from .campaign_values import ABSOLUTE_PATH, NUMBER, PLACEHOLDER, READABLE_DEVICES, SIZE, SYSTEM_DIRS, env_name, \
     inside, is_safe, label
 from .tools.base import PARAM_TYPES, Param, Tool
-from .yamlfile import line_of
+from .yamlfile import line_of, nearest
 
 def _safe_text(value: Any) -> str:
     """How a refused value reads in a message: short, on one line."""
@@ -48,8 +47,8 @@ class _Checker:
 
     def nearest(self, name: str, extra: tuple[str, ...] = ()) -> str:
         names = [p.name for p in self.tool.params] + sorted(self.placeholders) + list(extra)
-        close = difflib.get_close_matches(name, names, n=1)
-        return f"did you mean {close[0]!r}?" if close else "remove it"
+        close = nearest(name, names)
+        return f"did you mean {close!r}?" if close else "remove it"
 
     def run(self) -> list[str]:
         for i, root in enumerate(self.scratch):

@@ -70,12 +70,20 @@ def localhost(names: tuple[str, ...] = ("h1", "h2", "h3", "h4")) -> dict[str, Ho
     return {n: HostEntry(n, "127.0.0.1", local=True) for n in names}
 
 
-def _yaml(path: Path, text: str | None = None) -> Any:
-    """The YAML document of an inventory file, read by the one loader; :class:`InventoryError` when it cannot be."""
+def _yaml(path: Path, text: str | None = None) -> tuple[Any, dict[tuple, int]]:
+    """The YAML document of an inventory file and its lines, read by the one loader; :class:`InventoryError` when
+    it cannot be."""
     try:
-        return yamlfile.load(path, "inventory", text=text)[0]
+        return yamlfile.load(path, "inventory", text=text)
     except YamlFileError as exc:
         raise InventoryError(exc.problems[0]) from exc
+
+
+#: The names an inventory file may use (checked with the loader's schema check: a misspelled one is
+#: reported at its line with the nearest name); its other rules are :func:`load`'s.
+NAMES_SCHEMA = {"properties": {"format": {}, "hosts": {"additionalProperties": {
+    "properties": dict.fromkeys([f for f in HostEntry.__dataclass_fields__ if f != "name"], {}),
+    "additionalProperties": False}}}, "additionalProperties": False}
 
 
 def require(entries: dict[str, HostEntry], names: Sequence[str], source: str) -> dict[str, HostEntry]:
@@ -97,21 +105,19 @@ def load(path: str | Path) -> dict[str, HostEntry]:
     if not path.exists():
         raise InventoryError(f"{path}: no such inventory file; bring the lab up with `perflab lab up` "
                              "or pass --inventory localhost")
-    doc = _yaml(path)
-    if isinstance(doc, dict) and (problem := yamlfile.format_problem(doc, {}, str(path), "inventory", FORMATS)):
+    doc, lines = _yaml(path)
+    if isinstance(doc, dict) and (problem := yamlfile.format_problem(doc, lines, str(path), "inventory", FORMATS)):
         raise InventoryError(problem + ("" if "format" in doc else "; a lab's inventory is rewritten by bringing "
                                         "the lab up again (`perflab lab up`)"))
+    if problems := yamlfile.schema_problems(doc, NAMES_SCHEMA, lines, str(path)):
+        raise InventoryError(problems[0])
     hosts = (doc or {}).get("hosts") if isinstance(doc, dict) else None
     if not isinstance(hosts, dict) or not hosts:
         raise InventoryError(f"{path}: expected a mapping 'hosts:' of host name -> {{address: ...}}; found {hosts!r}")
     out = {}
-    allowed = set(HostEntry.__dataclass_fields__) - {"name"}
     for name, spec in hosts.items():
         if not isinstance(spec, dict) or "address" not in spec:
             raise InventoryError(f"{path}: host {name!r}: expected a mapping with at least 'address'; found {spec!r}")
-        unknown = set(spec) - allowed
-        if unknown:
-            raise InventoryError(f"{path}: host {name!r}: unknown field(s) {sorted(unknown)}; allowed: {sorted(allowed)}")
         for flag in ("accept_new_host_keys", "local"):
             if not isinstance(spec.get(flag, False), bool):
                 raise InventoryError(f"{path}: host {name!r}: {flag}: expected true or false; found {spec[flag]!r}")
@@ -143,7 +149,7 @@ def ansible_format(path: Path) -> str | None:
     except (OSError, UnicodeDecodeError):  # load() says why
         return None
     try:
-        doc = _yaml(path, text)
+        doc = _yaml(path, text)[0]
     except InventoryError as exc:
         if not isinstance(exc.__cause__, YamlSyntaxError):
             raise
@@ -216,7 +222,7 @@ def _ansible_yaml(path: Path) -> dict[str, dict[str, Any]]:
             group["children"].add(str(child))
             visit(str(child), child_body)
 
-    for name, body in _yaml(path).items():
+    for name, body in _yaml(path)[0].items():
         visit(str(name), body)
     return groups
 

@@ -18,7 +18,6 @@ keys) are written as literals. Any other value YAML can build (``!!binary`` byte
 from __future__ import annotations
 
 import ast
-import difflib
 import datetime
 import io
 import json
@@ -28,6 +27,8 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 import yaml
+
+from .yamlfile import did_you_mean
 
 #: Declared type -> the Python types a value of it may have (YAML gives these).
 TYPES: dict[str, tuple[type, ...]] = {"string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,),
@@ -141,10 +142,7 @@ def problems(template: str, meta: Mapping[str, Any], given: Mapping[str, Any],
         if found:
             out.append(f"{at(str(name), *found[0])}: {found[1]}")
         elif spec is None:
-            near = difflib.get_close_matches(str(name), params, n=1)
-            hint = f"did you mean {near[0]!r}? " if near else ""
-            out.append(f"{at(str(name))}: template {template} has no parameter {name!r}; {hint}"
-                       f"its parameters: {', '.join(params)}")
+            out.append(f"{at(str(name))}: template {template} has no parameter {name!r}; {did_you_mean(name, params)}")
         elif not _fits(value, spec["type"]):
             types = spec["type"] if isinstance(spec["type"], str) else " or ".join(spec["type"])
             out.append(f"{at(str(name))}: template {template} expects {types} ({spec['doc']}); found {value!r}")

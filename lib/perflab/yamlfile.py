@@ -11,10 +11,11 @@ name the line too. :func:`read_yaml` also checks a JSON schema.
 
 from __future__ import annotations
 
+import difflib
 import re
 import sys
 from pathlib import Path
-from typing import Any, Callable, Collection, Mapping
+from typing import Any, Callable, Collection, Iterable, Mapping
 
 import yaml
 
@@ -227,26 +228,78 @@ def load(path: str | Path, kind: str, *, text: str | None = None) -> tuple[Any, 
     return doc, ({} if node is None else _line_map(node))
 
 
+#: How many names a message lists when none of them is close to a misspelled one (the rest are counted).
+LISTED = 8
+
+
+def nearest(name: object, names: Iterable[str]) -> str | None:
+    """The one of ``names`` closest to the misspelled ``name`` (difflib's similarity of at least 0.7: one letter
+    wrong, missing or added in a name of four or more), or None."""
+    close = difflib.get_close_matches(str(name), [str(n) for n in names], n=1, cutoff=0.7)
+    return close[0] if close else None
+
+
+def did_you_mean(name: object, names: Iterable[str]) -> str:
+    """What to write instead of the unknown ``name``: "did you mean 'repetitions'?" for the nearest of ``names``,
+    else the names themselves, briefly (the first :data:`LISTED` in their order, the rest counted)."""
+    names = [str(n) for n in names]
+    if (close := nearest(name, names)) is not None:
+        return f"did you mean {close!r}?"
+    if not names:
+        return "remove it"
+    more = f", ... ({len(names)} in all)" if len(names) > LISTED else ""
+    return f"remove it or use one of {', '.join(names[:LISTED])}{more}"
+
+
 def _explain(err: Any) -> str:
     schema = err.schema if isinstance(err.schema, dict) else {}
     if err.validator == "enum":
         return f"got {err.instance!r}; allowed: {', '.join(map(repr, err.validator_value))}"
-    if err.validator == "additionalProperties" and isinstance(err.instance, dict):
-        allowed = sorted(schema.get("properties", {}))
-        extra = sorted(set(err.instance) - set(allowed), key=repr)  # YAML keys may be true, 1, ...
-        return f"unknown field(s) {', '.join(map(repr, extra))}; allowed: {', '.join(allowed)}"
     hint = f" ({schema['description']})" if "description" in schema else ""
     return str(err.message) + hint
 
 
+def _unknown_keys(err: Any) -> list[Any]:
+    """The keys an ``additionalProperties: false`` error is about (none for any other error)."""
+    schema = err.schema if isinstance(err.schema, dict) else {}
+    if err.validator != "additionalProperties" or err.validator_value is not False or not isinstance(err.instance, dict):
+        return []
+    patterns = list(schema.get("patternProperties", {}))
+    return [key for key in err.instance if key not in schema.get("properties", {})
+            and not (isinstance(key, str) and any(re.search(p, key) for p in patterns))]
+
+
+def _key_line(lines: Mapping[tuple, int], where: tuple, key: Any) -> int:
+    """The line of the key ``key`` of the mapping at ``where`` (the mapping's line when the key is not found)."""
+    for written in (key, str(key), str(key).lower()):  # YAML keys may be true, 1, ...: the map holds them as written
+        if where + (written,) in lines:
+            return lines[where + (written,)]
+    return line_of(lines, where)
+
+
 def schema_problems(doc: Any, schema: Mapping[str, Any], lines: Mapping[tuple, int], path: str) -> list[str]:
-    """One ``file:line: field: problem`` line per violation of ``schema`` by ``doc``, in file order."""
+    """One ``file:line: field: problem`` line per violation of ``schema`` by ``doc``, in file order.
+
+    A key the schema does not allow is reported at its own line with the nearest allowed name
+    (:func:`did_you_mean`); a key of the wrong form (``propertyNames``) at its own line too.
+    """
     validator = jsonschema.Draft202012Validator(schema)
-    out = []
-    for err in sorted(validator.iter_errors(doc), key=lambda e: line_of(lines, tuple(e.absolute_path))):
-        dotted = ".".join(map(str, err.absolute_path)) or "(top level)"
-        out.append(f"{path}:{line_of(lines, tuple(err.absolute_path))}: {dotted}: {_explain(err)}")
-    return out
+    found: list[tuple[int, str]] = []
+    for err in validator.iter_errors(doc):
+        where = tuple(err.absolute_path)
+        keys = _unknown_keys(err)
+        if keys:
+            allowed = list(err.schema.get("properties", {}))
+            for key in keys:
+                at = _key_line(lines, where, key)
+                found.append((at, f"{path}:{at}: {'.'.join(map(str, (*where, key)))}: unknown field; "
+                                  f"{did_you_mean(key, allowed)}"))
+            continue
+        line = line_of(lines, where)
+        if "propertyNames" in err.absolute_schema_path:  # the error is about a key: name it, at its line
+            line, where = _key_line(lines, where, err.instance), (*where, err.instance)
+        found.append((line, f"{path}:{line}: {'.'.join(map(str, where)) or '(top level)'}: {_explain(err)}"))
+    return [text for _, text in sorted(found, key=lambda item: item[0])]
 
 
 def format_problem(doc: Mapping[str, Any], lines: Mapping[tuple, int], path: str, kind: str,
