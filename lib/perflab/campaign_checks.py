@@ -1,6 +1,7 @@
 """The rules a campaign document must satisfy beyond its JSON schema, each problem a ``file:line: field: problem`` line.
 
-Numbers are finite and times and counts positive; the grid stays below a size limit; the
+Numbers are finite (a parameter's own range and positivity are its declaration's,
+:mod:`perflab.campaign_contracts`); the grid stays below a size limit; the
 tool's roles have hosts; factors, roles, links, services and placeholders refer to what
 exists; a role several hosts play, phases and host groups fit together; and the tool's
 adapter builds its commands for every level.
@@ -27,12 +28,6 @@ COMMON_ROLES = frozenset({"client", "server", "neighbour", "neighbor", "monitor"
 #: checked before anything is expanded, so a typo like 100000 levels fails at once.
 MAX_CELLS = 100_000
 MAX_SAMPLES = 500_000
-#: Parameters (and factors) that are times or counts: a number there must be finite and positive.
-POSITIVE = frozenset({"duration", "runtime", "time", "count", "interval", "parallel", "threads", "numjobs",
-                      "iodepth", "np", "n", "nb", "p", "q", "length", "size", "bs", "ramp_time", "omit",
-                      "timeout", "deadline", "port"})
-#: Positive parameters for which 0 means "none" rather than "run forever".
-ZERO_OK = frozenset({"ramp_time", "omit"})
 
 
 def doc_hosts(doc: Mapping[str, Any]) -> dict[str, str]:
@@ -66,24 +61,10 @@ def _walk(value: Any, where: tuple = ()) -> Iterator[tuple[tuple, Any]]:
 
 
 def _number_problems(doc: dict, lines: dict[tuple, int], path: str) -> list[str]:
-    """No NaN or infinity anywhere; times and counts (:data:`POSITIVE`) in params and factors are positive."""
-    problems = []
-    for where, value in _walk(doc):
-        dotted = ".".join(map(str, where))
-        if isinstance(value, float) and not math.isfinite(value):
-            problems.append(f"{path}:{line_of(lines, where)}: {dotted}: {value!r} is not a finite number; "
-                            f"write a number such as 10")
-            continue
-        name = where[-2] if where[:1] == ("factors",) and len(where) == 3 else where[-1] if (
-            where[:2] == ("benchmark", "params") and len(where) == 3
-            or where[:1] == ("factors",) and len(where) == 5 and where[3] == "set"
-            or where[:1] == ("phases",) and len(where) == 4 and where[2] == "set"
-            or where[:1] == ("hosts",) and len(where) == 5 and where[3] == "set") else None
-        if name in POSITIVE and isinstance(value, (int, float)) and not isinstance(value, bool) and (
-                value < 0 or (value == 0 and name not in ZERO_OK)):
-            problems.append(f"{path}:{line_of(lines, where)}: {dotted}: {name} must be "
-                            f"{'>= 0' if name in ZERO_OK else '> 0'}; found {value!r}")
-    return problems
+    """No NaN or infinity anywhere in the document."""
+    return [f"{path}:{line_of(lines, where)}: {'.'.join(map(str, where))}: {value!r} is not a finite number; "
+            "write a number such as 10"
+            for where, value in _walk(doc) if isinstance(value, float) and not math.isfinite(value)]
 
 
 def _size_problems(doc: dict, lines: dict[tuple, int], path: str) -> list[str]:
@@ -136,7 +117,7 @@ def problems(doc: dict, lines: dict[tuple, int], path: str) -> list[str]:
                         f"many levels; found {', '.join(f'{k}={len(v)}' for k, v in doc['factors'].items())}")
     problems += _reference_problems(doc, lines, path) + _part_problems(doc, tool, lines, path)
     problems += campaign_contracts.problems(doc, tool, lines, path)
-    # a value refused already (not finite, not positive) is not also said to be out of its parameter's range
+    # a value refused already (not finite) is not also said to be out of its parameter's range
     refused = {p.split(": ", 2)[:2][-1] for p in problems if campaign_contracts.OUT_OF_RANGE not in p}
     problems = [p for p in problems if campaign_contracts.OUT_OF_RANGE not in p or p.split(": ", 2)[1] not in refused]
     return problems or _command_problems(doc, tool, lines, path)

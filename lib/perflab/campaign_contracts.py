@@ -112,7 +112,7 @@ class _Checker:
                             f"as the environment variable ${env_name(name)}")
 
     def typed(self, where: tuple, param: Param, value: Any) -> None:
-        """``value`` fits ``param``'s declared type, choices, programs and scratch."""
+        """``value`` fits ``param``'s declared type, positivity, range, choices, programs and scratch."""
         kind, name = param.type, param.name
         if value is None:
             return
@@ -149,6 +149,8 @@ class _Checker:
             hint = (_unsafe(value, self.scratch) if kind in ("path", "write-path") and isinstance(value, str)
                     and ":" not in value else f"parameter {name} takes {PARAM_TYPES[kind]}; found {_safe_text(value)}")
             self.add(where, hint)
+        elif (negative := param.not_positive(value)) is not None:
+            self.add(where, negative)
         elif (outside := _outside(param, value)) is not None:
             self.add(where, f"parameter {name} is {outside}, {OUT_OF_RANGE} {param.span()} ({param.doc}); give "
                             "a value in that range")

@@ -299,15 +299,18 @@ def require_sum(reports: list[Report], *, source: str) -> None:
                              "them (output cut or edited?)")
 
 
-def common_params(port: int) -> tuple[Param, ...]:
-    """The parameters iperf2 and iperf3 share (their server listens on ``port`` by default)."""
+def common_params(port: int, *, reports_off_at_zero: bool = False) -> tuple[Param, ...]:
+    """The parameters iperf2 and iperf3 share (their server listens on ``port`` by default); with
+    ``reports_off_at_zero`` an ``interval`` of 0 is taken (iperf3's ``-i 0``: no periodic reports)."""
     return (
         Param("protocol", "word", "tcp", "", "tcp or udp", choices=("tcp", "udp")),
-        Param("port", "int", port, "", "the server's port", bounds=(1, 65535)),
-        Param("duration", "number", 10, "s", "how long the client sends"),
-        Param("parallel", "int", 1, "", "parallel client streams (-P)", bounds=(1, 128)),
+        Param("port", "int", port, "", "the server's port", bounds=(1, 65535), positive=True),
+        Param("duration", "number", 10, "s", "how long the client sends", positive=True),
+        Param("parallel", "int", 1, "", "parallel client streams (-P)", bounds=(1, 128), positive=True),
         Param("reverse", "bool", False, "", "the server sends and the client receives (-R)"),
-        Param("length", "size", None, "byte", "the length of a read or write buffer; for UDP the datagram size (-l)"),
+        Param("length", "size", None, "byte", "the length of a read or write buffer; for UDP the datagram size (-l)",
+              positive=True),
         Param("bitrate", "size", None, "bit/s", "the target rate (-b); for UDP the offered load"),
-        Param("interval", "number", None, "s", "seconds between periodic reports (-i)"),
+        Param("interval", "number", None, "s", "seconds between periodic reports (-i)"
+              + ("; 0: none" if reports_off_at_zero else ""), positive=True, allow_zero=reports_off_at_zero),
     )

@@ -120,7 +120,10 @@ class Param:
     value (``"*"``); for a word, the values that do (fio's ``ioengine=exec``); for ``options``, the
     option names (``exec_prerun``) or ``name=value`` pairs that do. A campaign must list such a
     parameter under ``programs`` to use it that way. ``bounds`` (lowest, highest) is the range of a
-    numeric parameter's values; without it the parameter takes its unit's (:data:`RANGES`).
+    numeric parameter's values; without it the parameter takes its unit's (:data:`RANGES`). A
+    ``positive`` parameter (a time, a count, a size) refuses 0 and negative numbers first, in words of
+    their own ("must be > 0"); with ``allow_zero`` it takes 0 too (0 meaning none: no warm-up time, no
+    periodic reports).
     """
 
     name: str
@@ -131,10 +134,14 @@ class Param:
     programs: frozenset[str] = frozenset()
     choices: tuple[Any, ...] = ()
     bounds: tuple[float, float] | None = None
+    positive: bool = False
+    allow_zero: bool = False
 
     def __post_init__(self) -> None:
         if self.type not in PARAM_TYPES:
             raise ValueError(f"parameter {self.name}: type {self.type!r} is not one of {sorted(PARAM_TYPES)}")
+        if (self.positive or self.allow_zero) and (self.type not in ("int", "number", "size") or not self.positive):
+            raise ValueError(f"parameter {self.name}: positive is for numbers, allow_zero for positive ones")
         if self.type in ("int", "number", "size") and self.bounds is None and self.unit not in RANGES:
             raise ValueError(f"parameter {self.name}: unit {self.unit!r} has no default range; declare bounds")
 
@@ -144,6 +151,17 @@ class Param:
         if self.type not in ("int", "number", "size"):
             return None
         return self.bounds or RANGES[self.unit]
+
+    def not_positive(self, value: Any) -> str | None:
+        """Why a number given for a ``positive`` parameter is refused ("count must be > 0; found 0"); None when it
+        is not refused on that ground (text and other values are checked against the type and range)."""
+        if not self.positive or isinstance(value, bool) or not isinstance(value, (int, float)):
+            return None
+        if isinstance(value, float) and not math.isfinite(value):  # refused as not finite, in words of its own
+            return None
+        if value > 0 or (value == 0 and self.allow_zero):
+            return None
+        return f"{self.name} must be {'>= 0' if self.allow_zero else '> 0'}; found {value!r}"
 
     def span(self) -> str:
         """The range as a reader writes it ("1 to 65535", "0 to 2^50 byte"); empty for a parameter without one."""

@@ -38,8 +38,8 @@ class Dd(Tool):
     params = (
         Param("of", "write-path", None, "", "the file or device dd writes (required)"),
         Param("if", "path", "/dev/zero", "", "the file dd reads"),
-        Param("bs", "size", "512", "byte", "bytes per read and write"),
-        Param("count", "int", 1, "", "blocks to copy"),
+        Param("bs", "size", "512", "byte", "bytes per read and write", positive=True),
+        Param("count", "int", 1, "", "blocks to copy", positive=True),
         Param("oflag", "word", None, "", "output flags, e.g. direct or dsync"),
         Param("iflag", "word", None, "", "input flags"),
         Param("conv", "word", None, "", "conversions, e.g. fdatasync"),

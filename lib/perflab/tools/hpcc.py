@@ -106,11 +106,11 @@ class Hpcc(Tool):
     debian_packages = ("hpcc", "openmpi-bin")
     version_command = ("sh", "-c", "command -v hpcc >/dev/null && dpkg-query -W -f '${Version}\\n' hpcc")
     params = (
-        Param("n", "int", 1000, "", "HPL's problem size N (the matrix is N x N)"),
-        Param("nb", "int", 80, "", "HPL's block size NB"),
-        Param("p", "int", 1, "", "rows of the process grid"),
-        Param("q", "int", 1, "", "columns of the process grid"),
-        Param("np", "int", None, "", "MPI processes (default p x q; 1 runs hpcc without mpirun)"),
+        Param("n", "int", 1000, "", "HPL's problem size N (the matrix is N x N)", positive=True),
+        Param("nb", "int", 80, "", "HPL's block size NB", positive=True),
+        Param("p", "int", 1, "", "rows of the process grid", positive=True),
+        Param("q", "int", 1, "", "columns of the process grid", positive=True),
+        Param("np", "int", None, "", "MPI processes (default p x q; 1 runs hpcc without mpirun)", positive=True),
     )
 
     def commands(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> list[Command]:

@@ -38,8 +38,9 @@ class Iperf3(Tool):
     debian_packages = ("iperf3",)
     version_command = ("iperf3", "--version")
     params = (
-        *_iperf_text.common_params(DEFAULT_PORT),
-        Param("omit", "number", 0, "s", "seconds at the start left out of the results (-O)"),
+        *_iperf_text.common_params(DEFAULT_PORT, reports_off_at_zero=True),
+        Param("omit", "number", 0, "s", "seconds at the start left out of the results (-O)", positive=True,
+              allow_zero=True),
     )
 
     def commands(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> list[Command]:

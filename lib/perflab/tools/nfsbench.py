@@ -56,11 +56,11 @@ class NfsBench(Tool):
     params = (
         Param("export", "word", None, "", "the export's name, mounted at /<export>, e.g. ext4 (required)"),
         Param("rw", "word", "randread", "", "the I/O pattern", choices=RWS),
-        Param("bs", "int", 4096, "byte", "bytes per I/O"),
-        Param("iodepth", "int", 1, "", "I/Os in flight per job"),
-        Param("numjobs", "int", 1, "", "jobs, each with its own NFS connection and file"),
-        Param("size", "int", 16 << 20, "byte", "bytes of each job's file"),
-        Param("runtime", "number", 5, "s", "how long the loop runs"),
+        Param("bs", "int", 4096, "byte", "bytes per I/O", positive=True),
+        Param("iodepth", "int", 1, "", "I/Os in flight per job", positive=True),
+        Param("numjobs", "int", 1, "", "jobs, each with its own NFS connection and file", positive=True),
+        Param("size", "int", 16 << 20, "byte", "bytes of each job's file", positive=True),
+        Param("runtime", "number", 5, "s", "how long the loop runs", positive=True),
         Param("sync", "bool", False, "", "open the files O_SYNC: FILE_SYNC writes, stable before the reply"),
     )
 

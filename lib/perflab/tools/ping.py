@@ -35,10 +35,10 @@ class Ping(Tool):
     debian_packages = ("iputils-ping",)
     version_command = ("ping", "-V")
     params = (
-        Param("count", "int", 10, "", "echo requests to send (-c)", bounds=(1, 10**9)),
-        Param("interval", "number", 1, "s", "seconds between requests (-i)"),
-        Param("size", "int", 56, "byte", "payload bytes per request (-s)", bounds=(0, 65507)),
-        Param("deadline", "number", None, "s", "stop after this many seconds whatever the count (-w)"),
+        Param("count", "int", 10, "", "echo requests to send (-c)", bounds=(1, 10**9), positive=True),
+        Param("interval", "number", 1, "s", "seconds between requests (-i)", positive=True),
+        Param("size", "int", 56, "byte", "payload bytes per request (-s)", bounds=(0, 65507), positive=True),
+        Param("deadline", "number", None, "s", "stop after this many seconds whatever the count (-w)", positive=True),
     )
 
     def commands(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> list[Command]:

@@ -89,8 +89,8 @@ class ProcStat(Tool):
     parser_version = 1
     debian_packages = ("coreutils",)
     params = (
-        Param("duration", "number", 10, "s", "how long to record"),
-        Param("interval", "number", 1, "s", "seconds between records"),
+        Param("duration", "number", 10, "s", "how long to record", positive=True),
+        Param("interval", "number", 1, "s", "seconds between records", positive=True),
     )
 
     def commands(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> list[Command]:

@@ -46,7 +46,8 @@ def markdown() -> str:
                         if p.programs else "")
             doc = p.doc + (f" (one of {', '.join(map(str, p.choices))})" if p.choices else "")
             default = "" if p.default is None else f"`{p.default}`"
-            out.append(f"| `{p.name}` | {p.type} | {_cell(default)} | {p.unit} | {p.span()} | {programs} | {_cell(doc)} |")
+            span = p.span() + (" (0 excluded)" if p.positive and not p.allow_zero and p.range and p.range[0] <= 0 else "")
+            out.append(f"| `{p.name}` | {p.type} | {_cell(default)} | {p.unit} | {span} | {programs} | {_cell(doc)} |")
     return "\n".join(out + ["", END]) + "\n"
 
 

@@ -49,7 +49,7 @@ class StressNg(Tool):
     params = (
         Param("stressors", "options", {"cpu": 1}, "", "stressor -> instances (0: one per CPU)",
               programs=frozenset({"exec", "spawn"})),
-        Param("duration", "number", 10, "s", "how long the stressors run (--timeout)"),
+        Param("duration", "number", 10, "s", "how long the stressors run (--timeout)", positive=True),
         Param("vm_bytes", "size", None, "byte", "bytes each vm stressor allocates (--vm-bytes)"),
         Param("options", "options", None, "", "any other stress-ng option -> value", programs=frozenset({"job"})),
     )

@@ -38,8 +38,8 @@ class Sysbench(Tool):
     version_command = ("sysbench", "--version")
     params = (
         Param("test", "word", "cpu", "", "the sysbench test", choices=("cpu", "memory")),
-        Param("threads", "int", 1, "", "worker threads"),
-        Param("duration", "number", 10, "s", "how long the test runs (--time)"),
+        Param("threads", "int", 1, "", "worker threads", positive=True),
+        Param("duration", "number", 10, "s", "how long the test runs (--time)", positive=True),
         Param("cpu_max_prime", "int", None, "", "cpu test: the largest prime to compute"),
         Param("memory_block_size", "size", None, "byte", "memory test: bytes per operation"),
         Param("memory_total_size", "size", None, "byte", "memory test: bytes to transfer in all"),

@@ -51,8 +51,8 @@ class Mpstat(Tool):
     debian_packages = ("sysstat",)
     version_command = ("mpstat", "-V")
     params = (
-        Param("duration", "number", 10, "s", "how long to record"),
-        Param("interval", "int", 1, "s", "seconds between records"),
+        Param("duration", "number", 10, "s", "how long to record", positive=True),
+        Param("interval", "int", 1, "s", "seconds between records", positive=True),
     )
 
     def commands(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> list[Command]:
@@ -81,8 +81,8 @@ class Sadf(Tool):
     debian_packages = ("sysstat",)
     version_command = ("sadf", "-V")
     params = (
-        Param("duration", "number", 10, "s", "how long to record"),
-        Param("interval", "int", 1, "s", "seconds between records"),
+        Param("duration", "number", 10, "s", "how long to record", positive=True),
+        Param("interval", "int", 1, "s", "seconds between records", positive=True),
         Param("sadc", "program", "/usr/lib/sysstat/sadc", "", "the sadc binary that records", programs=frozenset({"*"})),
     )
 
