@@ -85,6 +85,13 @@ def test_a_study_declaration(tmp_path):
     assert err.value.problems == ["studies/iperf3-streams/study.yaml:5: ordre: unknown field; did you mean 'order'?"]
 
 
+def test_plan_reports_a_misspelled_key_of_the_study_declaring_its_campaign(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(_study(tmp_path, "order: 10", "ordre: 10"))
+    assert cli.main(["plan", "studies/iperf3-streams/campaigns/iperf3-streams.yaml"]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "perflab plan: error: studies/iperf3-streams/study.yaml:5: ordre: unknown field; did you mean 'order'?"]
+
+
 def test_a_template_parameter_in_a_study_analysis(tmp_path):
     root = _study(tmp_path, "factor_label: Parallel streams", "factor_labl: Parallel streams")
     with pytest.raises(study.StudyError) as err:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from perflab import campaign as campaign_mod, contention, inventory, records, runner, tidy
+from perflab import campaign as campaign_mod, contention, inventory, records, runner, study, tidy
 from perflab.contention import Quiet, Reading
 
 PSI = "some avg10=1.16 avg60=1.66 avg300=1.80 total=22501843\nfull avg10=0.16 avg60=0.69 avg300=1.20 total=18695592\n"
@@ -150,9 +150,9 @@ def _study(root: Path, *, demo: bool = False, campaign: str = "campaign: c\n") -
 
 def test_a_study_campaign_gets_the_strict_default_and_others_only_what_they_state(tmp_path):
     folder = _study(tmp_path)
-    declared = contention.declaring_study(folder / "c.yaml")
-    assert declared == contention.Declared("s1", False)
-    assert contention.declaring_study(folder / "other.yaml") is None, "a file the study does not declare"
+    declared = study.declaring_study(folder / "c.yaml")
+    assert declared == study.Declared("s1", folder.parent.resolve())
+    assert study.declaring_study(folder / "other.yaml") is None, "a file the study does not declare"
     assert contention.quiet_of({}, folder / "c.yaml") == contention.STUDY_DEFAULT
     assert contention.quiet_of({"quiet": {"max_wait": 5}}, folder / "c.yaml") == \
         Quiet(**{**vars(contention.STUDY_DEFAULT), "max_wait": 5})

@@ -64,6 +64,18 @@ def test_studies_list_refuses_a_misspelled_parameter_naming_file_analysis_and_ne
     assert err == [f"perflab studies: error: {EXPECTED}"], "the nearest name, not every name the template has"
 
 
+def test_plan_refuses_a_campaign_whose_study_has_a_misspelled_analysis_parameter(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(_planted(tmp_path, *TYPO))
+    campaign = "studies/iperf3-streams/campaigns/iperf3-streams.yaml"
+    for argv in (["plan", campaign], ["plan", campaign, "--macros", "planned.tex"]):
+        assert cli.main(argv) == 2
+        assert capsys.readouterr().err.strip().splitlines() == [f"perflab plan: error: {EXPECTED}"]
+    assert not (tmp_path / "planned.tex").exists()
+    path = tmp_path / STUDY
+    path.write_text(path.read_text().replace(*reversed(TYPO)))
+    assert cli.main(["plan", campaign]) == 0, "the same campaign plans once its study is right"
+
+
 def test_a_mistyped_parameter_value_is_refused_with_the_declared_type(tmp_path):
     root = _planted(tmp_path, "scale: 1.0e+9", "scale: lots")
     with pytest.raises(study.StudyError) as err:

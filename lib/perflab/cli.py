@@ -83,9 +83,11 @@ def _lab(args: argparse.Namespace) -> int:
 
 
 def _plan(args: argparse.Namespace) -> int:
-    from . import destructive
+    from . import destructive, study
 
     campaign = campaign_mod.load(args.campaign)
+    if (declared := study.declaring_study(args.campaign)) is not None:
+        study.check_analyses(declared.folder)  # what its study's pipeline would refuse, said before the run
     destructive.check(campaign)
     if args.macros:
         from .report import macros, planned

@@ -64,7 +64,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, NamedTuple
 
-import yaml
+from .study import declaring_study
 
 log = logging.getLogger(__name__)
 
@@ -145,35 +145,6 @@ class Quiet:
 #: memory for more than 1-5 % of the time, no steal, observed over 5 s, waiting up to 10 min.
 STUDY_DEFAULT = Quiet(max_other_cpus=0.1, max_cpu_pressure=5.0, max_io_pressure=5.0, max_memory_pressure=1.0,
                       max_steal=1.0, max_load1=None, window=5.0, max_wait=600.0)
-
-
-@dataclass(frozen=True)
-class Declared:
-    """The study that declares a campaign file: its id, whether it is a demonstration (``demo: true``) and the
-    campaign's ``role`` there (``pilot``, ``calibration``; None: evidence)."""
-
-    study: str
-    demo: bool = False
-    role: str | None = None
-
-
-def declaring_study(source: str | Path) -> Declared | None:
-    """The study whose ``studies/<id>/study.yaml`` declares the campaign file ``source``, or None."""
-    src = Path(source).resolve()
-    for folder in src.parents:
-        decl = folder / "study.yaml"
-        if folder.parent.name != "studies" or not decl.is_file():
-            continue
-        try:
-            doc = yaml.safe_load(decl.read_text()) or {}
-        except (OSError, yaml.YAMLError):
-            return None
-        refs = {(folder / c["file"]).resolve(): c for c in doc.get("campaigns") or []
-                if isinstance(c, dict) and "file" in c}
-        if src not in refs:
-            return None
-        return Declared(str(doc.get("study", folder.name)), bool(doc.get("demo")), refs[src].get("role"))
-    return None
 
 
 def quiet_of(doc: Mapping[str, Any], source: str | Path) -> Quiet | None:

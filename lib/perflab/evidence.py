@@ -40,8 +40,8 @@ from typing import Any
 from . import ledger, records
 from .design import measured_cell
 from .store import LEDGER
-from .contention import classify, declaring_study
-from .study import MIN_FULL_CELLS, MIN_N
+from .contention import classify
+from .study import MIN_FULL_CELLS, MIN_N, declaring_study
 
 
 @dataclass(frozen=True)

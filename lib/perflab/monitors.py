@@ -61,10 +61,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, Sequence, TypeVar
 
-from .contention import declaring_study
 from .errors import UserError
 from .fingerprint import sectioned, split_sections
 from .remote import Host, HostError, Service
+from .study import declaring_study
 
 #: Optional sadc activities collected besides the defaults (see ``man sadc``, option -S).
 ACTIVITIES = "DISK,SNMP"

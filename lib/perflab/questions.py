@@ -278,17 +278,16 @@ def freeze(study: str, campaign: str, questions: list[Question]) -> str:
 
 
 def for_campaign_file(campaign_file: str | Path, campaign: str) -> str | None:
-    """The frozen record for a campaign file under ``studies/<id>/campaigns/``; None outside a study or when
-    no question of the study names ``campaign``."""
-    path = Path(campaign_file).resolve()
-    study_dir = next((p for p in path.parents if (p / "study.yaml").is_file()), None)
-    if study_dir is None:
+    """The frozen record for a campaign file a study declares (:func:`perflab.study.declaring_study`); None for
+    another file or when no question of the study names ``campaign``."""
+    declared = study.declaring_study(campaign_file)
+    if declared is None:
         return None
-    root = study_dir.parent.parent
-    questions, _ = load(study_dir.relative_to(root), root)
+    root = declared.folder.parent.parent
+    questions, _ = load(declared.folder.relative_to(root), root)
     if not any(q.campaign == campaign for q in questions):
         return None
-    return freeze(study_dir.name, campaign, questions)
+    return freeze(declared.folder.name, campaign, questions)
 
 
 def read_record(path: str | Path) -> dict[str, Any]:

@@ -22,12 +22,12 @@ from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Collection
+from typing import Any, Callable, Collection
 
 from . import campaign as campaign_mod, datasource, templates
 from .errors import FileError
 from .files import slug
-from .yamlfile import SpecError, YamlFileError, read_yaml
+from .yamlfile import SpecError, YamlFileError, load as load_yaml, read_yaml
 
 SCHEMA = json.loads(resources.files("perflab").joinpath("schemas/study.schema.json").read_text())
 #: Versions of the study declaration format this perflab reads (the ``format`` key).
@@ -137,6 +137,39 @@ class Study:
 
 
 @cache
+@dataclass(frozen=True)
+class Declared:
+    """The study that declares a campaign file: its id, its folder, whether it is a demonstration (``demo: true``)
+    and the campaign's ``role`` there (``pilot``, ``calibration``; None: evidence)."""
+
+    study: str
+    folder: Path
+    demo: bool = False
+    role: str | None = None
+
+
+def declaring_study(source: str | Path) -> Declared | None:
+    """The study whose ``studies/<id>/study.yaml`` declares the campaign file ``source`` under ``campaigns``, or
+    None (also when that declaration cannot be read: whoever loads the study says why)."""
+    src = Path(source).resolve()
+    for folder in src.parents:
+        decl = folder / "study.yaml"
+        if folder.parent.name != STUDIES_DIR or not decl.is_file():
+            continue
+        try:
+            doc = load_yaml(decl, "study")[0]
+        except YamlFileError:
+            return None
+        if not isinstance(doc, dict):
+            return None
+        refs = {(folder / c["file"]).resolve(): c for c in doc.get("campaigns") or []
+                if isinstance(c, dict) and "file" in c}
+        if src not in refs:
+            return None
+        return Declared(str(doc.get("study", folder.name)), folder, bool(doc.get("demo")), refs[src].get("role"))
+    return None
+
+
 def template(notebook: str, root: str = ".") -> dict[str, Any]:
     """The ``metadata.perflab`` block of ``notebooks/<notebook>.ipynb`` (name pattern and outputs)."""
     path = Path(root) / NOTEBOOKS_DIR / f"{notebook}.ipynb"
@@ -147,12 +180,8 @@ def template(notebook: str, root: str = ".") -> dict[str, Any]:
     return meta
 
 
-def load(folder: str | Path, root: str | Path = ".") -> Study:
-    """Load and check ``<folder>/study.yaml`` (``folder`` relative to ``root``)."""
-    root = Path(root)
-    folder = Path(folder)
-    rel = folder.relative_to(root).as_posix() if folder.is_absolute() else folder.as_posix()
-    path = f"{rel}/study.yaml"
+def _read(root: Path, path: str) -> tuple[dict[str, Any], Callable[..., str]]:
+    """The checked declaration ``root/path`` and where a field of it is (``file:line: field``)."""
     try:
         doc, lines = read_yaml(root / path, SCHEMA, "study", formats=FORMATS, format_required=True)
     except YamlFileError as exc:
@@ -164,6 +193,42 @@ def load(folder: str | Path, root: str | Path = ".") -> Study:
             key = key[:-1]
         return f"{path}:{lines.get(key, 1)}: {'.'.join(map(str, where)) or '(top level)'}"
 
+    return doc, at
+
+
+def _analysis(root: Path, analysis: dict[str, Any], at: Callable[..., str]) -> tuple[dict[str, Any], list[str]]:
+    """An analysis's template metadata and the problems of its parameters against the template's declaration
+    (:func:`perflab.templates.problems`); ``at(*field)`` locates a field of the analysis."""
+    try:
+        meta = template(analysis["notebook"], str(root))
+    except (OSError, json.JSONDecodeError):
+        return {}, [f"{at('notebook')}: no template {NOTEBOOKS_DIR}/{analysis['notebook']}.ipynb"]
+    except StudyError as exc:
+        return {}, [f"{at('notebook')}: {exc}"]
+    return meta, templates.problems(analysis["notebook"], meta, dict(analysis.get("parameters", {})),
+                                    lambda *where: at("parameters", *(w for w in where if w != "")))
+
+
+def check_analyses(folder: str | Path) -> None:
+    """Check the analyses of the study in ``folder`` (``<root>/studies/<id>``) against their templates' declared
+    parameters, as :func:`load` does (``perflab plan`` asks it of the study declaring its campaign); raises
+    :class:`StudyError` with one ``file:line: field: problem`` line per problem."""
+    folder = Path(folder)
+    root, path = folder.parent.parent, f"{STUDIES_DIR}/{folder.name}/study.yaml"
+    doc, at = _read(root, path)
+    problems = [p for i, a in enumerate(doc.get("analyses", []))
+                for p in _analysis(root, a, lambda *where, i=i: at("analyses", i, *where))[1]]
+    if problems:
+        raise StudyError(path, problems)
+
+
+def load(folder: str | Path, root: str | Path = ".") -> Study:
+    """Load and check ``<folder>/study.yaml`` (``folder`` relative to ``root``)."""
+    root = Path(root)
+    folder = Path(folder)
+    rel = folder.relative_to(root).as_posix() if folder.is_absolute() else folder.as_posix()
+    path = f"{rel}/study.yaml"
+    doc, at = _read(root, path)
     problems = []
     if doc["study"] != Path(rel).name:
         problems.append(f"{at('study')}: {doc['study']!r} differs from the folder name {Path(rel).name!r}; "
@@ -204,22 +269,11 @@ def load(folder: str | Path, root: str | Path = ".") -> Study:
             problems.append(f"{at('analyses', i, 'campaign')}: {a['campaign']!r} is not a campaign of this study "
                             f"(it has {', '.join(sorted(ids)) or 'none'})")
             continue
-        try:
-            meta = template(a["notebook"], str(root))
-        except (OSError, json.JSONDecodeError):
-            problems.append(f"{at('analyses', i, 'notebook')}: no template {NOTEBOOKS_DIR}/{a['notebook']}.ipynb")
-            continue
-        except StudyError as exc:
-            problems.append(f"{at('analyses', i, 'notebook')}: {exc}")
-            continue
-        params = dict(a.get("parameters", {}))
-        def param_at(*where: object, i: int = i) -> str:
-            return at("analyses", i, "parameters", *(w for w in where if w != ""))
-
-        contract = templates.problems(a["notebook"], meta, params, param_at)
+        meta, contract = _analysis(root, a, lambda *where, i=i: at("analyses", i, *where))
         if contract:
             problems += contract
             continue
+        params = dict(a.get("parameters", {}))
         fields_ = {"study": doc["study"], "campaign": a.get("campaign") or "", **params}
         try:
             name = a.get("name") or slug(meta.get("name", "{study}-{notebook}").format(notebook=a["notebook"], **fields_))
@@ -235,7 +289,7 @@ def load(folder: str | Path, root: str | Path = ".") -> Study:
             asked = dict.fromkeys(str(q["campaign"]) for q in doc.get("questions", []) if q.get("campaign") in ids)
             unread = [c for c in asked if c not in reads]
             if unread:
-                problems.append(f"{param_at('campaigns')}: the study's questions ask about {', '.join(unread)}, which "
+                problems.append(f"{at('analyses', i, 'parameters', 'campaigns')}: the study's questions ask about {', '.join(unread)}, which "
                                 "this verdicts analysis does not read (they would stay 'not yet measured'); add "
                                 f"{'it' if len(unread) == 1 else 'them'} to `campaigns`")
     sources, found = datasource.counterparts(root, doc["study"], rel, doc.get("campaigns", []), lab_ids)

@@ -4,8 +4,9 @@ A template's ``metadata.perflab.parameters`` maps each parameter of its ``parame
 to ``type`` (one of :data:`TYPES`, or a list of them), ``default`` (the cell's value),
 ``required`` (the pipeline or the study must give it) and ``doc`` (a sentence). A study
 declaration's analysis is checked against it when the study is loaded (``perflab studies
-list``, ``snakemake -n``, the pipeline): an unknown parameter is refused with the nearest
-declared name, a value of another type with the declared one. The declarations mirror the
+list``, ``snakemake -n``, the pipeline) and by ``perflab plan`` of a campaign the study
+declares: an unknown parameter is refused with the nearest declared name, a value of another
+type with the declared one. The declarations mirror the
 parameters cell (``tests/test_templates.py`` fails when they drift apart).
 
 A parameter is data, never code: papermill writes each value into the notebook as Python
