@@ -6,7 +6,8 @@ nesting depth (counted on the parser's event stream, so linear in the file) and 
 of nodes the document has once its aliases are expanded (an alias bomb is refused, not
 expanded). A file that breaks a limit or is not YAML is a one-line error naming the file
 and line; the document comes with a map from field paths to line numbers, so later errors
-name the line too. :func:`read_yaml` also checks a JSON schema.
+name the line too. :func:`read_yaml` also checks a JSON schema (:func:`schema_problems`): a key the
+schema does not know is reported at its own line with the nearest valid name.
 """
 
 from __future__ import annotations
