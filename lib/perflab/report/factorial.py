@@ -192,7 +192,7 @@ def anova_tex(result: FactorialResult, *, caption: str, label: str) -> str:
 
 
 def _panels(result: FactorialResult, panel: str | None) -> list[str | None]:
-    return order(result.cells[panel]) if panel else [None]
+    return [*order(result.cells[panel])] if panel else [None]
 
 
 def interaction_figure(result: FactorialResult, *, x: str, trace: str, panel: str | None = None,
@@ -220,7 +220,7 @@ def interaction_figure(result: FactorialResult, *, x: str, trace: str, panel: st
                         capsize=2, markersize=4, label=f"{labels.get(trace, trace)} {t}", **look)
         ax.set_xticks(range(len(xs)), xs)
         ax.set_xlabel(labels.get(x, x))
-        if p is not None:
+        if p is not None and panel is not None:  # a panel value p comes with its panel factor
             ax.set_title(f"{labels.get(panel, panel)} {p}")
     axes[0][0].set_ylabel(ylabel)
     axes[0][0].set_ylim(bottom=0)
@@ -254,7 +254,7 @@ def heatmap_figure(result: FactorialResult, *, x: str, y: str, panel: str | None
         ax.set_yticks(range(len(ys)), ys)
         ax.set_xlabel(labels.get(x, x))
         ax.grid(False)
-        if p is not None:
+        if p is not None and panel is not None:  # a panel value p comes with its panel factor
             ax.set_title(f"{labels.get(panel, panel)} {p}")
     axes[0][0].set_ylabel(labels.get(y, y))
     fig.colorbar(im, ax=list(axes[0]), label=label, shrink=0.9)
