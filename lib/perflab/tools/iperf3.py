@@ -151,7 +151,7 @@ def _udp_rows(rows: Rows, total: Mapping[str, Any], where: str, rate_where: str 
 def _interval_rows(rows: Rows, intervals: list[Any], *, multi: bool) -> None:
     """Rows for each reporting interval: the sum, and each stream when there are several."""
     for i, interval in enumerate(intervals):
-        parts = [((interval or {}).get("sum"), f"intervals[{i}].sum", {})]
+        parts: list[tuple[Any, str, dict[str, Any]]] = [((interval or {}).get("sum"), f"intervals[{i}].sum", {})]
         if multi:
             parts += [(s, f"intervals[{i}].streams[{j}]", {"stream": s.get("socket", j)})
                       for j, s in enumerate((interval or {}).get("streams") or [])]
