@@ -20,6 +20,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from ..errors import InputError
 from ..files import slug
 from ..stats import anova
 from ..stats.describe import describe, range_flags
@@ -65,7 +66,7 @@ def samples(df: pd.DataFrame, *, metric: str, factors: Sequence[str], select: Ma
         busy = cpu.groupby("run_id")["value"].sum()
         data = data[data["run_id"].isin(busy.index)].copy()
         if data.empty:
-            raise ValueError(f"{source}: no procstat cpu_time rows of host {cpu_host!r}; "
+            raise InputError(f"{source}: no procstat cpu_time rows of host {cpu_host!r}; "
                              "run the campaign with monitors: true and name a monitored host")
         data["value"] = busy.loc[data["run_id"]].to_numpy() / (data["value"].to_numpy() / 1e9)
         unit = f"CPU s per billion {unit}"
@@ -270,7 +271,8 @@ def ratio(result: FactorialResult, numerator: Mapping[str, str], denominator: Ma
         for f, v in want.items():
             d = d[d[f].astype(str) == str(v)]
         if len(d) < 2:
-            raise ValueError(f"ratio: fewer than 2 samples match {dict(want)}")
+            raise InputError(f"ratio: fewer than 2 samples match {dict(want)}; name levels that the table holds "
+                             "for at least 2 samples")
         return d["value"].to_numpy(dtype=float)
     return ratio_fieller(pick(denominator), pick(numerator), level=level)
 

@@ -19,6 +19,7 @@ import re
 import shlex
 from typing import Any, Mapping
 
+from ..errors import InputError
 from . import _blocks, _iperf_text
 from .base import Command, Measurement, Param, ParseError, Rows, Tool
 
@@ -45,7 +46,7 @@ class Iperf3(Tool):
     def commands(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> list[Command]:
         """A server service on ``server`` and one ``-J`` client run on ``client``."""
         if str(params.get("protocol", "tcp")).lower() not in ("tcp", "udp"):
-            raise ValueError(f"protocol {params['protocol']!r}: expected 'tcp' or 'udp'")
+            raise InputError(f"protocol {params['protocol']!r}: expected 'tcp' or 'udp'")
         port = str(params.get("port", DEFAULT_PORT))
         server = Command("server", ("iperf3", "-s", "-B", addresses["server"], "-p", port), service=True)
         argv = ["iperf3", "-c", addresses["server"], "-p", port, "-J",
