@@ -8,8 +8,8 @@ marker and a line style of its own, so a figure printed in gray still tells them
 from __future__ import annotations
 
 import matplotlib
-from cycler import cycler
 from matplotlib import font_manager
+from matplotlib.rcsetup import cycler  # matplotlib.cycler itself (it validates the properties)
 
 #: Width of a figure that spans the text block of an A4 thesis page, in inches.
 TEXT_WIDTH = 6.0
