@@ -63,6 +63,34 @@ def test_every_error_class_of_the_library_is_a_user_error():
         assert issubclass(cls, errors.UserError), f"{module}.{name} does not derive from perflab.errors.UserError"
 
 
+def _plain_raises(path: Path) -> list[tuple[int, str]]:
+    """(line, text of the five lines up to it) of each ``raise ValueError(...)``/``raise RuntimeError(...)``."""
+    lines = path.read_text().splitlines()
+    return [(node.lineno, " ".join(lines[max(node.lineno - 5, 0):node.lineno]))
+            for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.Raise)
+            and isinstance(node.exc, ast.Call) and getattr(node.exc.func, "id", "") in ("ValueError", "RuntimeError")]
+
+
+def test_tools_and_reports_raise_user_errors_and_say_which_plain_raises_are_bugs():
+    # what a campaign's parameters, a tidy table or a file cause is a UserError; a plain ValueError or
+    # RuntimeError there is an invariant of the code, and a comment at the raise says it is a bug's
+    unmarked = [f"{path.relative_to(LIB)}:{line}" for folder in ("tools", "report")
+                for path in sorted((LIB / folder).rglob("*.py"))
+                for line, near in _plain_raises(path) if "bug" not in near]
+    assert not unmarked, unmarked
+
+
+def test_a_bad_tool_parameter_or_report_input_is_a_user_error_that_is_still_a_value_error():
+    from perflab import tools
+    from perflab.report import sweep
+
+    with pytest.raises(errors.InputError, match="'of'") as err:
+        tools.get("dd").commands({"bs": "1M"}, {})
+    assert isinstance(err.value, errors.UserError) and isinstance(err.value, ValueError)
+    with pytest.raises(errors.InputError, match="sweep level 'fast' is not a number"):
+        sweep._level_value("fast")
+
+
 def test_the_cli_prints_a_user_error_as_one_line_per_problem_and_exits_2(tmp_path, capsys):
     bad = tmp_path / "c.yaml"
     bad.write_text("campaign: c\nbenchmark: {tool: nosuchtool}\nrepetitions: 0\n")

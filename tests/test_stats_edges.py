@@ -173,3 +173,10 @@ def test_a_fieller_interval_without_spread_still_holds_its_estimate():
 
     low, high = rel_diff_fieller([1.5, 1.5], [1.0, 1.0])  # found by the property test: 1 ulp outside before
     assert low <= rel_diff([1.5, 1.5], [1.0, 1.0]) <= high
+
+
+def test_seed_windows_without_a_sample_length_says_what_to_pass():
+    from perflab.stats import windows
+
+    with pytest.raises(StatsInputError, match="expected a positive duration in seconds; found None"):
+        windows.seed_windows(None)

@@ -275,9 +275,12 @@ class Campaign:
         """Every inventory host the campaign touches: its roles' hosts and those named by its steps."""
         names = set(self.hosts.values()) | {name for group in self.groups for name in group.values()}
         names |= {seat.host for seats in self.concurrent.values() for seat in seats}
-        names |= {self.host_of(r["on"]) for r in self.doc.get("requires", []) if r["on"] != "all"}
+        requires: list[Mapping[str, Any]] = self.doc.get("requires", [])
+        names |= {self.host_of(r["on"]) for r in requires if r["on"] != "all"}
         names |= {self.host_of(t) for t in (self.settle.hosts if self.settle else ())}
-        names |= {self.host_of(s.on) for s in (*self.setup, *self.teardown, *self.neighbours, *self.services)}
+        placed: tuple[Step | Neighbour | ServiceDef, ...] = (*self.setup, *self.teardown, *self.neighbours,
+                                                              *self.services)
+        names |= {self.host_of(s.on) for s in placed}
         return sorted(names)
 
     def digest(self) -> str:
@@ -342,6 +345,7 @@ def from_doc(doc: Mapping[str, Any], source: str) -> Campaign:
     settle = doc.get("settle")
     design = doc.get("design", DEFAULT_DESIGN)
     groups = tuple(dict(g) for g in doc.get("groups", []))
+    reconnect: dict[str, Any] = {k: float(v) if k != "attempts" else v for k, v in doc.get("reconnect", {}).items()}
     return Campaign(
         name=doc["campaign"], tool=doc["benchmark"]["tool"], params=doc["benchmark"].get("params", {}),
         hosts=doc_hosts(doc),
@@ -371,7 +375,7 @@ def from_doc(doc: Mapping[str, Any], source: str) -> Campaign:
                          for n in doc.get("neighbours", [])),
         monitors=doc.get("monitors", True), fingerprints=doc.get("fingerprints", True),
         groups=groups, parallel_groups=int(doc.get("parallel_groups", len(groups) or 1)),
-        reconnect=Reconnect(**{k: float(v) if k != "attempts" else v for k, v in doc.get("reconnect", {}).items()}),
+        reconnect=Reconnect(**reconnect),
         text=frozenset(doc.get("text", ())), max_output=_int_or_none(doc.get("max_output")),
     )
 

@@ -197,8 +197,9 @@ def _command_problems(doc: dict, tool: tools.Tool, lines: dict[tuple, int], path
         return dict(level["set"]) if isinstance(level, Mapping) else {name: level}
 
     first = _first_sets(doc)
-    checked = [((), {**params, **first})] + [(("factors", name, i), {**params, **first, **sets(name, level)})
-                                            for name, levels in factors.items() for i, level in enumerate(levels)]
+    checked: list[tuple[tuple[Any, ...], dict[str, Any]]] = [((), {**params, **first})]
+    checked += [(("factors", name, i), {**params, **first, **sets(name, level)})
+                for name, levels in factors.items() for i, level in enumerate(levels)]
     checked += [(("phases", i), {**params, **first, **p["set"]}) for i, p in enumerate(doc.get("phases", []))]
     checked += [(("hosts", role, k), {**params, **first, **item["set"]})
                 for role, value in doc.get("hosts", {}).items() if isinstance(value, list)

@@ -493,7 +493,7 @@ class Gate:
     ``note`` prints a line (the runner's progress notes); ``put`` stores a raw file (name, text).
     """
 
-    def __init__(self, quiet: Quiet | None, *, note: Callable[[str], None], put: Callable[[str, str], None],
+    def __init__(self, quiet: Quiet | None, *, note: Callable[[str], None], put: Callable[[str, str], object],
                  suffix: str = "") -> None:
         self.quiet, self.note, self.put, self.suffix = quiet, note, put, suffix
         found = _accounting()
@@ -563,7 +563,7 @@ class Gate:
             record["busiest"] = busiest(procs, now, record["seconds"])
             q = self.quiet
             record["bounds"] = None if q is None else asdict(q)
-            record["gate_gave_up"] = bool(self.current) and not self.current["quiet"]
+            record["gate_gave_up"] = bool(self.current and not self.current["quiet"])
             record["exceeded"] = q.exceeded(record, during=True) if q else []
             judged = classify(record)
             record["steal_exceeded"], record["outside_exceeded"] = judged["steal_exceeded"], judged["outside_exceeded"]

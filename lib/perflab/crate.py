@@ -153,9 +153,9 @@ def check(crate: str | Path) -> list[str]:
         elif entity.get("sha256") != store.sha256_file(path):
             problems.append(f"{rel}: SHA-256 differs from {METADATA} (the file was altered)")
     for path in sorted(crate.rglob("*")):
-        rel = path.relative_to(crate).as_posix()
-        if path.is_file() and rel != METADATA and rel not in described:
-            problems.append(f"{rel}: in the crate but not described in {METADATA}")
+        name = path.relative_to(crate).as_posix()
+        if path.is_file() and name != METADATA and name not in described:
+            problems.append(f"{name}: in the crate but not described in {METADATA}")
     for raw in sorted({Path(*Path(f).parts[:3]) for f in described if Path(f).parts[:2] == ("data", "raw")}):
         if (crate / raw / "campaign.json").exists():  # a whole campaign: every listed file must be there
             problems += [f"{raw.as_posix()}/{p}" for p in store.verify(crate / raw)]

@@ -63,7 +63,7 @@ def schedule(spec: Campaign) -> list[Run]:
     if spec.seed is None:
         raise ValueError(f"{spec.source}: campaign {spec.name} has no seed yet; perflab run draws one "
                          "(or write `seed:` in the campaign file)")
-    runs = _schedule(spec)
+    runs = _schedule(spec, spec.seed)
     if not spec.groups:
         return runs
     return [replace(r, run_id=f"{r.run_id}-g{k}", group=k) for k in range(len(spec.groups)) for r in runs]
@@ -80,21 +80,21 @@ def planned(doc: Mapping[str, Any], source: str) -> list[str]:
     return [r.run_id for r in schedule(from_doc({k: v for k, v in doc.items() if k in SCHEDULE_FIELDS}, source))]
 
 
-def _schedule(spec: Campaign) -> list[Run]:
+def _schedule(spec: Campaign, seed: int) -> list[Run]:
     grid = spec.cells()
     runs: list[Run] = []
     if spec.design == "sequential":
         for cell in grid:
             reps = [(r, True) for r in range(spec.warmups)] + [(r, False) for r in range(spec.repetitions)]
             for rep, warm in reps:
-                runs.append(Run(run_id(spec.name, cell, rep, warm, spec.seed), cell, rep, warm, len(runs), 0))
+                runs.append(Run(run_id(spec.name, cell, rep, warm, seed), cell, rep, warm, len(runs), 0))
         return runs
     blocks = [(r, True) for r in range(spec.warmups)] + [(r, False) for r in range(spec.repetitions)]
     for block, (rep, warm) in enumerate(blocks):
-        order = permutation([spec.seed, block], len(grid))
+        order = permutation([seed, block], len(grid))
         for position, idx in enumerate(order):
             cell = grid[idx]
-            runs.append(Run(run_id(spec.name, cell, rep, warm, spec.seed), cell, rep, warm, block, position))
+            runs.append(Run(run_id(spec.name, cell, rep, warm, seed), cell, rep, warm, block, position))
     return runs
 
 

@@ -73,3 +73,11 @@ class FileError(UserError):
         self.path = str(path)
         self.problems = [one_line(p) for p in problems] or [f"{path}: invalid"]
         super().__init__("; ".join(self.problems))
+
+
+class InputError(UserError, ValueError):
+    """A value the user gave cannot be used as asked: a tool parameter of a campaign, a report's arguments, a
+    tidy table that lacks the rows a report needs, a file of the wrong format.
+
+    Also a :class:`ValueError`, so that callers that caught the plain ``ValueError`` raised before still do.
+    """

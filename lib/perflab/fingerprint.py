@@ -374,10 +374,10 @@ def parse(output: str, *, source: str = "") -> dict[str, Any]:
         if kind == "link":
             facts |= _interface(item, sec, source)
         elif kind == "tool":
-            line = _text(text.splitlines()[0] if text.strip() else "")
-            versions[item] = line
-            match = _VERSION_RE.search(line or "")
-            facts[f"tool.{item}"] = match.group(0) if match else line
+            first = _text(text.splitlines()[0] if text.strip() else "")
+            versions[item] = first
+            match = _VERSION_RE.search(first or "")
+            facts[f"tool.{item}"] = match.group(0) if match else first
         elif kind == "daemon":
             versions[item] = facts[f"daemon.{item}"] = _text(text.splitlines()[0] if text.strip() else "")
     return {"facts": facts, "state": _state(sec), "versions": versions}
@@ -409,7 +409,8 @@ def _bracketed(value: str | None) -> str | None:
 
 def _turbo(boost: str | None, no_turbo: str | None) -> str | None:
     """``on``/``off`` from cpufreq's ``boost`` (1 = on) or intel_pstate's ``no_turbo`` (1 = off)."""
-    states = {("boost", "1"): "on", ("boost", "0"): "off", ("no_turbo", "0"): "on", ("no_turbo", "1"): "off"}
+    states: dict[tuple[str, str | None], str] = {("boost", "1"): "on", ("boost", "0"): "off",
+                                                 ("no_turbo", "0"): "on", ("no_turbo", "1"): "off"}
     return states.get(("boost", _text(boost))) or states.get(("no_turbo", _text(no_turbo)))
 
 

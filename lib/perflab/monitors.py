@@ -233,7 +233,7 @@ class Recordings:
     ``put(path, text)`` stores a recording's log (a raw file beside the fingerprints of the block it ended in).
     """
 
-    def __init__(self, hosts: Sequence[Host], put: Callable[[str, str], None], *, renew: float,
+    def __init__(self, hosts: Sequence[Host], put: Callable[[str, str], object], *, renew: float,
                  suffix: str = "") -> None:
         self.hosts, self.put, self.renew, self.suffix = list(hosts), put, renew, suffix
         self.running: dict[str, Recording] = {}

@@ -115,7 +115,7 @@ def unpack_monitors(data: bytes, source: str = "") -> dict[str, str]:
         raise ValueError(f"{source or 'monitor archive'}: not a complete tar.xz archive ({exc})") from exc
 
 
-def sha256_file(path: Path) -> str:
+def sha256_file(path: str | Path) -> str:
     """Hex SHA-256 of a file's bytes.
 
     Unbuffered: a small raw file (most are a few kB) costs one open, one fstat and one read,
@@ -604,7 +604,9 @@ def _ledger_problems(cdir: Path, schedule: list[str], listed: Mapping[str, str])
     except records.RecordError as exc:
         return [f"{LEDGER}: {str(exc).split(': ', 1)[-1]}"]
     links = chain(path)
-    problems, done, failed = list(links.problems if links else []), Counter(), {}
+    problems = list(links.problems if links else [])
+    done: Counter[str] = Counter()
+    failed: dict[str, int] = {}
     for event in events:
         if event.state == "running" and (done[event.run_id] or (event.attempt or 0) <= failed.get(event.run_id, 0)):
             # a crash repeats an attempt number (nothing was stored); after a stored one it must grow

@@ -286,8 +286,8 @@ def benchmark_rows(tool: tools.Tool, meta: records.SampleMeta, sample_dir: Path,
             for m in found:
                 if m.metric in tool.additive and not PER_HOST_DIMS & set(m.dims):
                     totals.setdefault((m.metric, tuple(sorted(m.dims.items(), key=str))), []).append(m)
-        summed = [Measurement(ms[0].metric, None if any(m.value is None for m in ms) else sum(m.value for m in ms),
-                              ms[0].unit, ms[0].dims) for ms in totals.values() if len(ms) == len(outputs)]
+        summed = [Measurement(ms[0].metric, _sum_or_none([m.value for m in ms]), ms[0].unit, ms[0].dims)
+                  for ms in totals.values() if len(ms) == len(outputs)]
         own = {"host": "all", "started_utc": min(o["started_utc"] for o, _, _ in outputs)}
         if phase is not None:
             own["phase"] = phase
@@ -322,10 +322,11 @@ class _Batch:
             return
         dims = [m.dims for m in measurements]
         dim_keys = dict.fromkeys(key for d in dims for key in d)
-        own = {"metric": [m.metric for m in measurements], "value": [m.value for m in measurements],
-               "unit": [m.unit for m in measurements]}
-        last = {"summary": [bool(d.get("summary", not d)) if summary is None else summary for d in dims],
-                "parser_version": [parser_version] * n, "source": [source] * n}
+        own: dict[str, list[Any]] = {"metric": [m.metric for m in measurements],
+                                     "value": [m.value for m in measurements], "unit": [m.unit for m in measurements]}
+        last: dict[str, list[Any]] = {
+            "summary": [bool(d.get("summary", not d)) if summary is None else summary for d in dims],
+            "parser_version": [parser_version] * n, "source": [source] * n}
         for key in dict.fromkeys([*common, *own, *dims[0], *last, *dim_keys]):
             if key in last:
                 values = last[key]
@@ -345,6 +346,12 @@ class _Batch:
     def table(self) -> pa.Table:
         """The rows so far as an Arrow table (column types inferred; all-missing columns are null)."""
         return pa.table({name: pa.array(values) for name, values in self.columns.items()})
+
+
+def _sum_or_none(values: list[float | None]) -> float | None:
+    """The sum of ``values``, or None (missing) when one of them is."""
+    known = [v for v in values if v is not None]
+    return sum(known) if len(known) == len(values) else None
 
 
 def monitor_rows(batch: _Batch, sample_dir: Path, base: Path, common: dict[str, Any],

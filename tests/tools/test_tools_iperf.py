@@ -149,6 +149,16 @@ def test_iperf2_udp_server_report_gives_loss_and_jitter(read_fixture):
     assert top["throughput"] == 104572471 and top["throughput_sent"] == 104859045
 
 
+def test_iperf2_csv_interval_without_a_lost_count_has_no_loss_rather_than_failing():
+    # a receiver's CSV line whose Lost field is nan: that interval's lost packets and loss are missing
+    csv = ("20261122195132,127.0.0.1,5001,127.0.0.1,45465,3,0.0-1.0,13107182,104857456,0.010,nan,8916,0.000,0\n"
+           "20261122195133,127.0.0.1,5001,127.0.0.1,45465,3,1.0-2.0,13098794,104790352,0.011,2,8910,0.022,0\n"
+           "20261122195133,127.0.0.1,5001,127.0.0.1,45465,3,0.0-2.0,26206908,104718410,0.011,2,17826,0.011,0\n")
+    loss = {r.dims.get("interval_start"): r.value for r in IPERF2.parse(csv, source="x.csv") if r.metric == "loss"}
+    assert loss[0.0] is None and loss[1.0] == pytest.approx(100 * 2 / 8910)
+    assert loss[None] == pytest.approx(100 * 2 / 17826)
+
+
 def test_iperf2_reverse_udp_intervals_add_up_and_give_seed_002_windows(read_fixture):
     rows = IPERF2.parse(read_fixture("iperf2/udp_reverse_intervals.txt"), source="udp_reverse_intervals.txt")
     top = summary(rows)

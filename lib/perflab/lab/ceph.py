@@ -23,7 +23,7 @@ import time
 import uuid
 from pathlib import Path
 
-from ..labspec import CephOsd
+from ..labspec import Ceph, CephOsd
 from . import model
 from .cgroups import in_cgroups, rmdir_cgroup
 from .model import Lab, LabError
@@ -81,9 +81,16 @@ def _run(*argv: str) -> str:
     return proc.stdout
 
 
+def _spec(lab: Lab) -> Ceph:
+    """The lab's ``ceph:`` section; this module's callers act only on a lab that has one."""
+    if lab.spec.ceph is None:
+        raise AssertionError(f"lab {lab.name} has no ceph section: the caller should not have come here (a bug)")
+    return lab.spec.ceph
+
+
 def _conf(lab: Lab, fsid: str, osd_ids: dict[str, int]) -> str:
     """The cluster's ceph.conf: paths under the lab's state, the monitor's address, bounded memory."""
-    c, ceph = cluster_dir(lab), lab.spec.ceph
+    c, ceph = cluster_dir(lab), _spec(lab)
     mon = lab.host(ceph.mon)
     lines = ["[global]", f"fsid = {fsid}", f"mon host = [v2:{mon.address}:3300,v1:{mon.address}:6789]",
              f"public network = {lab.link(mon.ports[0].link).network}",
@@ -180,7 +187,7 @@ def up(lab: Lab, state: dict) -> str:
     ``state`` is the lab's state (its cgroups); what is made is recorded in ``state["ceph"]``
     through ``save`` as it is made, so a second ``up`` completes a cluster instead of remaking it.
     """
-    ceph, c = lab.spec.ceph, cluster_dir(lab)
+    ceph, c = _spec(lab), cluster_dir(lab)
     cs = state.setdefault("ceph", {})
     cs.setdefault("fsid", str(uuid.uuid4()))
     cs.setdefault("osds", {})
@@ -228,7 +235,7 @@ def _etc_ceph(lab: Lab) -> None:
     ``ceph``, ``rados``, ``rbd`` and fio's rbd engine on those hosts then find the cluster as a
     real client does (``/etc/ceph/ceph.conf`` and the admin keyring), and campaigns name no path.
     """
-    ceph = lab.spec.ceph
+    ceph = _spec(lab)
     for host in dict.fromkeys((ceph.mon, *ceph.clients, *(o.host for o in ceph.osds))):
         pid = sshd_pid(lab, host)
         if pid is None:
@@ -286,7 +293,7 @@ def wait_healthy(lab: Lab, timeout: float = HEALTH_TIMEOUT) -> str:
 
 def summary(lab: Lab) -> str:
     """One line for ``perflab lab up``: the cluster's health, its OSDs per class and its ceph.conf."""
-    classes = [o.device_class for o in lab.spec.ceph.osds]
+    classes = [o.device_class for o in _spec(lab).osds]
     per_class = ", ".join(f"{classes.count(k)} {k}" for k in sorted(set(classes)))
     return (f"ceph: {health(lab)['status']}, {_osds_up(lab)} of {len(classes)} OSDs up and in ({per_class}); "
             f"conf {conf_path(lab)}")
@@ -294,7 +301,7 @@ def summary(lab: Lab) -> str:
 
 def down(lab: Lab, state: dict) -> list[str]:
     """Remove what the lab's ``down`` does not: the HDD-like OSDs' blkio cgroups (their processes are gone)."""
-    removed = []
+    removed: list[str] = []
     if lab.spec.ceph is None:
         return removed
     for osd in lab.spec.ceph.osds:
@@ -350,7 +357,7 @@ def status(lab: Lab, state: dict) -> dict:
 
 def draw(lab: Lab, ceph_status: dict) -> list[str]:
     """Text lines of :func:`status` for ``perflab lab status``."""
-    ceph = lab.spec.ceph
+    ceph = _spec(lab)
 
     def alive(name: str) -> str:
         pid = ceph_status["daemons"].get(name)

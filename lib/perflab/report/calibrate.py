@@ -16,6 +16,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from ..errors import InputError
 from ..stats import calibrate
 from . import figures, latex, lineage, macros, style
 
@@ -27,7 +28,8 @@ def per_rung(samples: pd.DataFrame, levels: Sequence[Mapping[str, Any]], *, fact
     out = samples.assign(label=samples[factor].astype(str)).merge(rungs, on="label", how="left")
     unknown = sorted(out.loc[out["pps"].isna(), "label"].unique())
     if unknown:
-        raise ValueError(f"samples of rung(s) {unknown} have no level in the campaign's factor {factor!r}")
+        raise InputError(f"samples of rung(s) {unknown} have no level in the campaign's factor {factor!r}; pass "
+                         "the levels of the campaign that measured these samples")
     return out
 
 

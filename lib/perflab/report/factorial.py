@@ -20,6 +20,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from ..errors import InputError
 from ..files import slug
 from ..stats import anova
 from ..stats.describe import describe, range_flags
@@ -65,7 +66,7 @@ def samples(df: pd.DataFrame, *, metric: str, factors: Sequence[str], select: Ma
         busy = cpu.groupby("run_id")["value"].sum()
         data = data[data["run_id"].isin(busy.index)].copy()
         if data.empty:
-            raise ValueError(f"{source}: no procstat cpu_time rows of host {cpu_host!r}; "
+            raise InputError(f"{source}: no procstat cpu_time rows of host {cpu_host!r}; "
                              "run the campaign with monitors: true and name a monitored host")
         data["value"] = busy.loc[data["run_id"]].to_numpy() / (data["value"].to_numpy() / 1e9)
         unit = f"CPU s per billion {unit}"
@@ -192,7 +193,7 @@ def anova_tex(result: FactorialResult, *, caption: str, label: str) -> str:
 
 
 def _panels(result: FactorialResult, panel: str | None) -> list[str | None]:
-    return order(result.cells[panel]) if panel else [None]
+    return [*order(result.cells[panel])] if panel else [None]
 
 
 def interaction_figure(result: FactorialResult, *, x: str, trace: str, panel: str | None = None,
@@ -220,7 +221,7 @@ def interaction_figure(result: FactorialResult, *, x: str, trace: str, panel: st
                         capsize=2, markersize=4, label=f"{labels.get(trace, trace)} {t}", **look)
         ax.set_xticks(range(len(xs)), xs)
         ax.set_xlabel(labels.get(x, x))
-        if p is not None:
+        if p is not None and panel is not None:  # a panel value p comes with its panel factor
             ax.set_title(f"{labels.get(panel, panel)} {p}")
     axes[0][0].set_ylabel(ylabel)
     axes[0][0].set_ylim(bottom=0)
@@ -254,7 +255,7 @@ def heatmap_figure(result: FactorialResult, *, x: str, y: str, panel: str | None
         ax.set_yticks(range(len(ys)), ys)
         ax.set_xlabel(labels.get(x, x))
         ax.grid(False)
-        if p is not None:
+        if p is not None and panel is not None:  # a panel value p comes with its panel factor
             ax.set_title(f"{labels.get(panel, panel)} {p}")
     axes[0][0].set_ylabel(labels.get(y, y))
     fig.colorbar(im, ax=list(axes[0]), label=label, shrink=0.9)
@@ -270,7 +271,8 @@ def ratio(result: FactorialResult, numerator: Mapping[str, str], denominator: Ma
         for f, v in want.items():
             d = d[d[f].astype(str) == str(v)]
         if len(d) < 2:
-            raise ValueError(f"ratio: fewer than 2 samples match {dict(want)}")
+            raise InputError(f"ratio: fewer than 2 samples match {dict(want)}; name levels that the table holds "
+                             "for at least 2 samples")
         return d["value"].to_numpy(dtype=float)
     return ratio_fieller(pick(denominator), pick(numerator), level=level)
 

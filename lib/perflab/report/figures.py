@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import textwrap
+from functools import partial
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -38,7 +39,7 @@ def save(fig: plt.Figure, stem: str | Path, *, inputs: Sequence[str | Path], gen
     for path in paths:
         # No creation date: the same figure from the same data and versions is the same bytes.
         meta = {"Creator": f"perflab ({generator})", "CreationDate": None} if path.suffix == ".pdf" else None
-        atomic_write(path, lambda tmp, meta=meta: fig.savefig(tmp, metadata=meta))
+        atomic_write(path, partial(fig.savefig, metadata=meta))
     lineage.write(paths, inputs, generator=generator, details=details)
     return paths
 

@@ -20,6 +20,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from ..errors import InputError
 from ..stats.describe import describe, range_flags
 from . import factorial, figures, lineage, macros, style
 from .latex import escape_latex, float_table
@@ -60,12 +61,12 @@ def role_samples(df: pd.DataFrame, *, roles: Mapping[str, Sequence[str]], factor
     and ``per_gbit`` (``cpu_load`` per Gbit/s). A role :data:`ALL` sums every named host."""
     bench, unit, _ = factorial.samples(df, metric=metric, factors=factors, relabel=relabel, source=source)
     if unit != "bit/s":
-        raise ValueError(f"{source}: metric {metric!r} is in {unit!r}, not bit/s; name the throughput metric")
+        raise InputError(f"{source}: metric {metric!r} is in {unit!r}, not bit/s; name the throughput metric")
     cg = df[(df["tool"] == "cgroup") & ~df["warmup"].astype(bool)]
     hosts = {h for hs in roles.values() for h in hs}
     missing = sorted(hosts - set(cg["host"].dropna().astype(str)))
     if missing:
-        raise ValueError(f"{source}: no cgroup rows of host(s) {missing}; run the campaign with monitors: true "
+        raise InputError(f"{source}: no cgroup rows of host(s) {missing}; run the campaign with monitors: true "
                          "on a lab whose hosts have cgroups, or fix the roles")
     wide = cg[cg["metric"].isin(["cpu_seconds", "cpu_load"])].pivot_table(
         index=["run_id", "host"], columns="metric", values="value", aggfunc="sum").reset_index()

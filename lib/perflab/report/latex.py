@@ -163,9 +163,9 @@ def format_ci(low: float, high: float, *, digits: int = 3, percent: bool = False
     scale, unit = (100.0, r"\%") if percent else (1.0, "")
     ends = []
     for v in (low, high):
-        v = None if v is None or (isinstance(v, float) and math.isnan(v)) else v * scale
-        text = num(v, digits) if decimals is None or v is None else f"\\num{{{fixed(v, decimals)}}}"
-        ends.append(text + (unit if v is not None else ""))
+        end = None if v is None or (isinstance(v, float) and math.isnan(v)) else v * scale
+        text = num(end, digits) if decimals is None or end is None else f"\\num{{{fixed(end, decimals)}}}"
+        ends.append(text + (unit if end is not None else ""))
     return f"[{ends[0]}, {ends[1]}]"
 
 

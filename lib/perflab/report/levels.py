@@ -150,7 +150,9 @@ def _plain(value: float, low: float, high: float, *, sign: bool = True) -> tuple
     """An estimate and its interval's bounds as plain text at the interval's precision, with explicit signs."""
     decimals = ci_decimals(low, high)
     texts = [format_number(v, 3) if decimals is None else fixed(v, decimals) for v in (value, low, high)]
-    return tuple(("+" + t if sign and not t.startswith("-") and t not in ("0", "--") else t) for t in texts)
+    value_t, low_t, high_t = (("+" + t if sign and not t.startswith("-") and t not in ("0", "--") else t)
+                              for t in texts)
+    return value_t, low_t, high_t
 
 
 def sentence(result: LevelsResult, *, quantity: str, factor_label: str, scale: float, unit: str) -> str:

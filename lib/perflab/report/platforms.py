@@ -20,6 +20,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from ..errors import InputError
 from ..stats.levels import select_rows
 from ..stats.published import load_published
 from ..stats.summaries import IN_KIND_NOTE, per_row
@@ -48,7 +49,7 @@ class Benchmark:
         """A benchmark from a notebook parameter (a dict with the field names)."""
         unknown = sorted(set(item) - set(cls.__dataclass_fields__))
         if unknown or not {"name", "campaign", "metric"} <= set(item):
-            raise ValueError(f"benchmarks: item {dict(item)!r}: needs name, campaign and metric; unknown field(s) "
+            raise InputError(f"benchmarks: item {dict(item)!r}: needs name, campaign and metric; unknown field(s) "
                              f"{unknown}; allowed: {', '.join(cls.__dataclass_fields__)}")
         return cls(**item)
 

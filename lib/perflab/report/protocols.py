@@ -16,13 +16,14 @@ workload, bars per protocol and MTU, 95 % CI whiskers) and :func:`write` every o
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
 from .. import stats
+from ..errors import InputError
 from ..stats.blocked import has_blocks, paired_by_block
 from ..stats.describe import mean_ci, range_flags
 from ..stats.family import compare_family, family_rows
@@ -50,7 +51,7 @@ PROTOCOLS = ("aoe", "nbd", "nbd-fio", "iscsi")
 NAMES = {"aoe": "AoE", "iscsi": "iSCSI", "nbd": "NBD", "nbd-fio": "NBD (fio)"}
 
 
-def per_run(df: pd.DataFrame, *, links: Mapping[str, Sequence[object]], initiator: str = "ini",
+def per_run(df: pd.DataFrame, *, links: Mapping[str, tuple[str, int] | Sequence[Any]], initiator: str = "ini",
             target: str = "tgt", workload: str = "rw") -> pd.DataFrame:
     """One row per measured sample: factors, MTU, the tool's metrics and the per-operation costs.
 
@@ -68,16 +69,16 @@ def per_run(df: pd.DataFrame, *, links: Mapping[str, Sequence[object]], initiato
     df = df[~df["warmup"].astype(bool)]
     tool = df[df["tool"] == "blockproto"].pivot_table(index="run_id", columns="metric", values="value", aggfunc="first")
     if tool.empty:
-        raise ValueError("no blockproto rows in the tidy table; is this a blockproto campaign?")
+        raise InputError("no blockproto rows in the tidy table; pass the tidy table of a blockproto campaign")
     if workload not in df:
-        raise ValueError(f"no factor {workload!r} in the tidy table; name the campaign's workload factor (workload=...)")
+        raise InputError(f"no factor {workload!r} in the tidy table; name the campaign's workload factor (workload=...)")
     kept = ["protocol", workload, "link", "repetition", *(["block"] if "block" in df else [])]
     factors = df.drop_duplicates("run_id").set_index("run_id")[kept]
     factors = factors.rename(columns={workload: "workload"})
     out = factors.join(tool, how="inner")
     unknown = sorted(set(out["link"]) - set(links))
     if unknown:
-        raise ValueError(f"link level(s) {unknown} have no (interface, mtu) in `links`; add them")
+        raise InputError(f"link level(s) {unknown} have no (interface, mtu) in `links`; add them")
     net = df[(df["tool"] == "procstat") & (df["host"] == initiator) & df["metric"].isin(["net_rx_bytes", "net_tx_bytes"])
              & ~df["summary"].astype(bool)]
     if "interval_start" in net:
@@ -220,7 +221,7 @@ def summary_latex(rel: pd.DataFrame, *, caption: str, label: str, baseline: obje
                                     "so an interval excludes no change exactly when its adjusted $p$ is below 0.05."])
 
 
-def _level(factor: str, value: object) -> str:
+def _level(factor: str, value: Any) -> str:
     """A level of ``factor`` as a table shows it: a protocol's or workload's name, an MTU as a number."""
     if factor == "protocol":
         return NAMES.get(str(value), latex.escape_latex(str(value)))
@@ -303,7 +304,8 @@ def load_claims(path: str | Path) -> pd.DataFrame:
     claims = pd.read_csv(path, dtype=str, keep_default_na=False)
     bad = sorted(set(claims.get("format", pd.Series(["missing"]))) - {CLAIMS_FORMAT})
     if bad:
-        raise ValueError(f"{path}: column format: {bad} is not {CLAIMS_FORMAT}; this reader knows format {CLAIMS_FORMAT}")
+        raise InputError(f"{path}: column format: {bad} is not {CLAIMS_FORMAT}; this reader knows format "
+                         f"{CLAIMS_FORMAT}: write the claims in that format")
     return claims
 
 

@@ -22,6 +22,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from ..errors import InputError
 from ..stats import windows
 from ..stats.blocked import has_blocks, paired_by_block
 from ..stats.describe import range_flags, summarize
@@ -84,7 +85,8 @@ def per_sample(df: pd.DataFrame, metric: Metric, *, factors: Sequence[str], dura
         proc = df[(df["tool"] == "procstat") & (df["metric"] == "cpu_time") & (df["cpu"].astype(str) == metric.name)
                   & ~df["state"].isin(GUEST_STATES)]
         if proc.empty:
-            raise ValueError(f"metric {metric.key}: no /proc/stat rows of CPU {metric.name!r} (monitors off?)")
+            raise InputError(f"metric {metric.key}: no /proc/stat rows of CPU {metric.name!r}; run the campaign with "
+                             "monitors: true (or name a CPU the table holds)")
         proc = proc[proc["host"] == min(proc["host"])]  # /proc/stat is the machine's: one host's copy
         total = proc.groupby(keys, observed=True)["value"].sum()
         busy = proc[~proc["state"].isin(IDLE_STATES)].groupby(keys, observed=True)["value"].sum()
@@ -92,10 +94,10 @@ def per_sample(df: pd.DataFrame, metric: Metric, *, factors: Sequence[str], dura
     if metric.source == "cgroup":
         rows = df[(df["tool"] == "cgroup") & (df["metric"] == "cpu_load") & (df["host"] == metric.name)]
         if rows.empty:
-            raise ValueError(f"metric {metric.key}: no cgroup cpu_load rows of host {metric.name!r} (monitors off, "
-                             f"or no cgroup for that host?)")
+            raise InputError(f"metric {metric.key}: no cgroup cpu_load rows of host {metric.name!r}; run the campaign "
+                             "with monitors: true on a lab whose hosts have cgroups, or name a monitored host")
         return rows.groupby(keys, sort=False, observed=True)["value"].mean().reset_index()
-    raise ValueError(f"metric {metric.key}: source {metric.source!r} is not summary, windows, cpu or cgroup")
+    raise InputError(f"metric {metric.key}: source {metric.source!r} is unknown; use summary, windows, cpu or cgroup")
 
 
 def analyse(samples: Mapping[str, pd.DataFrame], *, panel: str, scenario: str, baseline: str,

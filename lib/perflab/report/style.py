@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import matplotlib
 from matplotlib import font_manager
+from matplotlib.rcsetup import cycler  # matplotlib.cycler itself (it validates the properties)
 
 #: Width of a figure that spans the text block of an A4 thesis page, in inches.
 TEXT_WIDTH = 6.0
@@ -39,7 +40,7 @@ def rc() -> dict:
         "font.size": 9, "axes.labelsize": 9, "axes.titlesize": 9, "legend.fontsize": 8,
         "xtick.labelsize": 8, "ytick.labelsize": 8, "axes.spines.top": False, "axes.spines.right": False,
         "axes.linewidth": 0.6, "xtick.major.width": 0.6, "ytick.major.width": 0.6, "lines.linewidth": 1.0,
-        "axes.prop_cycle": matplotlib.cycler(color=PALETTE), "axes.grid": True, "axes.grid.axis": "y",
+        "axes.prop_cycle": cycler(color=PALETTE), "axes.grid": True, "axes.grid.axis": "y",
         "grid.linewidth": 0.4, "grid.alpha": 0.5, "legend.frameon": False,
         "figure.figsize": (TEXT_WIDTH, TEXT_WIDTH * 0.42), "figure.dpi": 100, "savefig.dpi": 300,
         "savefig.bbox": "tight", "savefig.pad_inches": 0.02, "pdf.fonttype": 42, "ps.fonttype": 42,

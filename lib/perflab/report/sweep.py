@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
+from ..errors import InputError
 from ..stats.describe import describe
 from . import figures, lineage, macros, style
 from .latex import Tex, escape_latex, format_number, header, in_prose, latex_table
@@ -57,7 +58,7 @@ def _level_value(level: object) -> float:
     """The numeric value of a sweep level (``4k`` -> 4096, ``16`` -> 16) for ordering and axes."""
     key = figures.natural_key(level)
     if key[0] != 0:
-        raise ValueError(f"sweep level {level!r} is not a number or a size (4k, 1m); the sweep factor must be numeric")
+        raise InputError(f"sweep level {level!r} is not a number or a size (4k, 1m); sweep a numeric factor")
     return key[1]
 
 
@@ -80,15 +81,15 @@ def per_sample(df: pd.DataFrame, metric: str, *, keys: Sequence[str], select: Ma
     """
     rows = _select(_measured(df, metric), select)
     if rows.empty:
-        raise ValueError(f"{source}: no rows of metric {metric!r} matching {dict(select or {})}; "
-                         f"metrics there: {sorted(df['metric'].unique())[:20]}")
+        raise InputError(f"{source}: no rows of metric {metric!r} matching {dict(select or {})}; "
+                         f"name one of the metrics there: {sorted(df['metric'].unique())[:20]}")
     group = ["run_id", *keys]
     if sum_over:
         out = rows.groupby(group, dropna=False, sort=False)["value"].sum().reset_index()
     else:
         dup = rows.duplicated(group)
         if dup.any():
-            raise ValueError(f"{source}: metric {metric!r} has several rows per sample after select {dict(select or {})}; "
+            raise InputError(f"{source}: metric {metric!r} has several rows per sample after select {dict(select or {})}; "
                              "narrow select (e.g. job: None for the group row) or set sum_over")
         out = rows[group + ["value"]]
     return out.reset_index(drop=True)
@@ -196,7 +197,7 @@ def analyse(df: pd.DataFrame, *, metric: str, factor: str, series: str, facet: s
     keys = [c for c in (facet, series, factor) if c]
     missing = [c for c in keys if c not in df.columns]
     if missing:
-        raise ValueError(f"{source}: no factor column(s) {missing}; columns: {list(df.columns)[:30]}")
+        raise InputError(f"{source}: no factor column(s) {missing}; name one of the columns {list(df.columns)[:30]}")
     pts = per_sample(df, metric, keys=keys, select=select, sum_over=sum_over, source=source)
     pts[factor] = pts[factor].astype(str)
     summ = describe(pts, "value", keys, level, source=source)

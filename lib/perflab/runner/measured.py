@@ -42,8 +42,11 @@ def build(spec: Campaign, tool: tools.Tool, hosts: Mapping[str, Host],
     waves: list[list[Measured]] = []
     services: dict[tuple[str, str], Want] = {}
     for phase, params in spec.phase_params(levels):
-        variants = [({**params, **seat.set}, {**path, role: address_of(spec, hosts, role, seat.host, levels)},
-                     seat.host) for seat in seats] or [(params, path, None)]
+        # (parameters, addresses, host) of each concurrent seat (seats only come with a role), else of the one
+        # command (its host is then its role's, not taken from here)
+        variants: list[tuple[dict[str, Any], dict[str, str], str]] = [
+            ({**params, **seat.set}, {**path, role: address_of(spec, hosts, role, seat.host, levels)}, seat.host)
+            for seat in seats if role is not None] or [(params, path, "")]
         built = [tool.commands(p, a) for p, a, _ in variants]
         for (p, a, _), commands in zip(variants, built):
             for c in commands:

@@ -156,7 +156,8 @@ class Cells:
     """
 
     def __init__(self, spec: Campaign, hosts: Mapping[str, Host], store: RawStore) -> None:
-        self.spec, self.hosts, self.store, self.current = spec, hosts, store, None  # type: Cell | None
+        self.spec, self.hosts, self.store = spec, hosts, store
+        self.current: Cell | None = None
         #: The ``verify/`` record of the current cell's setup checks (None: it has none).
         self.verified: str | None = None
         #: False while the current cell's setup has not completed (a lost host interrupted it).
@@ -340,7 +341,7 @@ class Blocks:
         probed = self._collect(block, "after")
         self.current = None
         before, after = self._load(block, "before"), self._load(block, "after")
-        found = {"block": block,
+        found: dict[str, Any] = {"block": block,
                  "changed": [d for h in after if h in before for d in fingerprint.diff(before[h], after[h])],
                  "between_hosts_before": fingerprint.compare_hosts(before),
                  "between_hosts_after": fingerprint.compare_hosts(after),

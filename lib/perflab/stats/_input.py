@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Sequence, TypeAlias, Union
 
 import numpy as np
 from scipy import stats
 
 from ..errors import UserError
+
+#: One sample of a quantity as the statistics functions take it: a list of numbers or a 1-D array.
+Sample: TypeAlias = Union[Sequence[float], np.ndarray]
 
 #: Default random seed of every resampling method, so that a rerun prints the same numbers.
 DEFAULT_SEED = 20240
@@ -56,7 +59,7 @@ def check_level(level: float) -> float:
     return float(level)
 
 
-def as_pair(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray, paired: bool, min_n: int = 2,
+def as_pair(a: Sample, b: Sample, paired: bool, min_n: int = 2,
             labels: tuple[str, str] = ("a", "b")) -> tuple[np.ndarray, np.ndarray]:
     """Return samples a and b as float arrays of at least ``min_n`` values, equally long when paired.
 

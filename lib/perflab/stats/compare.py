@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 import numpy as np
 from scipy import stats
 
-from ._input import (DEFAULT_SEED, StatsInputError, as_pair, check_labels, check_level, p_text, plain,
+from ._input import (DEFAULT_SEED, Sample, StatsInputError, as_pair, check_labels, check_level, p_text, plain,
                      scale_of, shapiro_p)
 from .names import TEST_NAMES
 from .effect import (BOOTSTRAP_MIN_N, Interval, cliffs_delta, hedges_g, hodges_lehmann, rel_diff,
@@ -109,7 +109,7 @@ def _run_test(key: str, x: np.ndarray, y: np.ndarray, level: float) -> tuple[flo
     return float(res.statistic), float(res.pvalue), float(getattr(res, "df", np.nan)), ci
 
 
-def diagnostics(a: Sequence[float], b: Sequence[float], *, test: str, paired: bool = False,
+def diagnostics(a: Sample, b: Sample, *, test: str, paired: bool = False,
                 labels: tuple[str, str] = ("a", "b"), alpha: float = DIAGNOSTIC_ALPHA,
                 ) -> tuple[dict[str, float], list[str]]:
     """Assumption checks of ``test`` on a and b: their p-values and what they mean, in sentences.
@@ -167,7 +167,7 @@ def _normality_note(what: str, test: str, n: int) -> str:
             f"unless the data are strongly skewed or heavy-tailed; {shift}")
 
 
-def compare(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray, *, test: str | None = None, paired: bool = False,
+def compare(a: Sample, b: Sample, *, test: str | None = None, paired: bool = False,
             level: float = 0.95, labels: tuple[str, str] = ("a", "b"), n_resamples: int = 9999,
             seed: int | None = DEFAULT_SEED) -> Comparison:
     """Compare b against a with a two-sided test and the effect that matches it, at ``level``.
@@ -210,6 +210,7 @@ def compare(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray, *,
             notes.append(f"the median of {labels[0]} is 0: no relative shift")
     else:
         estimate = float(np.mean(ys - xs) if paired else np.mean(ys) - np.mean(xs)) * k
+        assert t_ci is not None, "a t test always gives the interval of the difference (_run_test): a bug"
         estimate_ci = (t_ci[0] * k, t_ci[1] * k) if np.all(np.isfinite(t_ci)) else (estimate, estimate)
         rel, rel_ci = rel_diff(x, y), rel_diff_fieller(x, y, paired=paired, level=level)
         rel_method = "Fieller (t)"
@@ -224,8 +225,8 @@ def compare(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray, *,
     return Comparison(
         test=TEST_NAMES[key], reason=reason, statistic=statistic, p_value=p_value, df=df,
         n_a=int(x.size), n_b=int(y.size), mean_a=mean_a, mean_b=mean_b, median_a=median_a, median_b=median_b,
-        effect=EFFECTS[key], estimate=float(estimate), estimate_ci=tuple(map(float, estimate_ci)),
-        rel_diff=float(rel), rel_diff_ci=tuple(map(float, rel_ci)), rel_diff_ci_method=rel_method,
+        effect=EFFECTS[key], estimate=float(estimate), estimate_ci=(float(estimate_ci[0]), float(estimate_ci[1])),
+        rel_diff=float(rel), rel_diff_ci=(float(rel_ci[0]), float(rel_ci[1])), rel_diff_ci_method=rel_method,
         rel_diff_ci_bootstrap=boot, hedges_g=hedges_g(x, y, paired=paired), cliffs_delta=cliffs_delta(x, y),
-        assumptions=checks, notes=tuple(notes), labels=tuple(labels), paired=paired, level=level,
+        assumptions=checks, notes=tuple(notes), labels=(labels[0], labels[1]), paired=paired, level=level,
     )

@@ -10,14 +10,14 @@ median is distribution-free, from order statistics and the binomial distribution
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import TypedDict
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
 from ..files import natural_key
-from ._input import StatsInputError, as_sample, check_labels, check_level, scale_of
+from ._input import Sample, StatsInputError, as_sample, check_labels, check_level, scale_of
 
 #: Methods behind the interval columns of :func:`describe` (also stored in ``df.attrs``).
 CI_METHODS = {"mean": "Student t", "median": "distribution-free order statistics (binomial)"}
@@ -30,7 +30,14 @@ COLUMNS = ("n", "mean", "sd", "median", "cv", "min", "max",
            "mean_ci_low", "mean_ci_high", "median_ci_low", "median_ci_high")
 
 
-def range_flags(x: Sequence[float]) -> dict[str, bool]:
+class RangeFlags(TypedDict):
+    """The range of a quantity's values as :func:`mean_ci`'s keywords (see :func:`range_flags`)."""
+
+    positive: bool
+    nonnegative: bool
+
+
+def range_flags(x: Sample) -> RangeFlags:
     """The ``positive`` / ``nonnegative`` flags of :func:`mean_ci` that a quantity's values imply: every value
     above 0 (throughput, latency) is ``positive``; else every value at or above 0 (loss with some zeros) is
     ``nonnegative``. Pass them as keywords: ``describe(df, "value", by, **range_flags(df["value"]))``."""
@@ -39,7 +46,7 @@ def range_flags(x: Sequence[float]) -> dict[str, bool]:
     return {"positive": positive, "nonnegative": bool(v.size and not positive and (v >= 0).all())}
 
 
-def mean_ci(x: Sequence[float], level: float = 0.95, *, positive: bool = False,
+def mean_ci(x: Sample, level: float = 0.95, *, positive: bool = False,
             nonnegative: bool = False) -> tuple[float, float]:
     """Confidence interval of the mean of ``x``: Student's t, or with ``positive`` the modified Cox interval.
 
@@ -83,7 +90,7 @@ def mean_ci(x: Sequence[float], level: float = 0.95, *, positive: bool = False,
     return (max(float(low) * k, 0.0) if nonnegative else float(low) * k, float(high) * k)
 
 
-def median_ci(x: Sequence[float], level: float = 0.95) -> tuple[float, float]:
+def median_ci(x: Sample, level: float = 0.95) -> tuple[float, float]:
     """Distribution-free confidence interval of the median of ``x`` from order statistics.
 
     Bounds the order statistics cannot reach at this n (e.g. n < 6 at 95 %) are nan.
@@ -94,7 +101,7 @@ def median_ci(x: Sequence[float], level: float = 0.95) -> tuple[float, float]:
     return (float(ci.low), float(ci.high))
 
 
-def summarize(x: Sequence[float], level: float = 0.95, where: str = "sample", *,
+def summarize(x: Sample, level: float = 0.95, where: str = "sample", *,
               positive: bool = False, nonnegative: bool = False) -> dict[str, float]:
     """Return the :data:`COLUMNS` statistics of one sample as a dict (``positive``, ``nonnegative``: see
     :func:`mean_ci`).

@@ -32,7 +32,7 @@ from statsmodels.stats.anova import anova_lm
 from statsmodels.stats.diagnostic import acorr_ljungbox, breaks_cusumolsresid
 from statsmodels.tsa.stattools import acf
 
-from ._input import StatsInputError, as_sample, p_text, plain, scale_of
+from ._input import Sample, StatsInputError, as_sample, p_text, plain, scale_of
 
 #: Robust-z threshold beyond which a value is flagged (Iglewicz & Hoaglin's 3.5).
 OUTLIER_THRESHOLD = 3.5
@@ -99,7 +99,7 @@ def _check_columns(df: pd.DataFrame, columns: Sequence[str], where: str) -> None
                               f"{list(df.columns)}", "Pass the names of existing columns.")
 
 
-def drift(values: Sequence[float], *, lags: int | None = None, alpha: float = 0.05,
+def drift(values: Sample, *, lags: int | None = None, alpha: float = 0.05,
           windows: int = VARIANCE_WINDOWS) -> Drift:
     """Serial dependence, trend, change in level and change in spread of ``values`` in run order.
 
@@ -171,7 +171,7 @@ def block_effect(df: pd.DataFrame, value: str, cell: str, block: str) -> BlockEf
                        friedman_stat=float(fried.statistic), friedman_p=float(fried.pvalue))
 
 
-def robust_z(values: Sequence[float]) -> np.ndarray:
+def robust_z(values: Sample) -> np.ndarray:
     """Robust z-scores (x - median) / (1.4826 MAD).
 
     When more than half the values are equal (MAD = 0) the scale falls back to

@@ -12,14 +12,14 @@
 from __future__ import annotations
 
 import warnings
-from typing import Callable, Sequence
+from typing import Callable
 
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy import stats
 from scipy.special import gammaln
 
-from ._input import DEFAULT_SEED, StatsInputError, as_pair, as_sample, check_level, scale_of
+from ._input import DEFAULT_SEED, Sample, StatsInputError, as_pair, as_sample, check_level, scale_of
 
 Interval = tuple[float, float]
 
@@ -35,7 +35,7 @@ def hedges_correction(df: float) -> float:
     return float(np.exp(gammaln(df / 2) - 0.5 * np.log(df / 2) - gammaln((df - 1) / 2)))
 
 
-def hedges_g(a: Sequence[float], b: Sequence[float], *, paired: bool = False) -> float:
+def hedges_g(a: Sample, b: Sample, *, paired: bool = False) -> float:
     """Hedges' g of ``b - a``: the standardized mean difference with the exact bias correction.
 
     Independent groups: (mean_b - mean_a) / pooled SD, df = n_a + n_b - 2 (Lakens' g_s).
@@ -57,7 +57,7 @@ def hedges_g(a: Sequence[float], b: Sequence[float], *, paired: bool = False) ->
     return float(diff / scale * hedges_correction(df))
 
 
-def cliffs_delta(a: Sequence[float], b: Sequence[float]) -> float:
+def cliffs_delta(a: Sample, b: Sample) -> float:
     """Cliff's delta P(b > a) - P(b < a) = 2U/(n_a n_b) - 1, with U of b from mid-ranks (as scipy's Mann-Whitney U)."""
     x, y = as_pair(a, b, paired=False, min_n=1)
     ranks = stats.rankdata(np.concatenate([y, x]))
@@ -97,7 +97,7 @@ def _invert(candidates: np.ndarray, estimate: float, pvalue: Callable[[float], f
     return (float(low), float(high))
 
 
-def hodges_lehmann(a: Sequence[float], b: Sequence[float], *, paired: bool = False,
+def hodges_lehmann(a: Sample, b: Sample, *, paired: bool = False,
                    level: float = 0.95) -> tuple[float, Interval]:
     """Hodges-Lehmann shift of b against a and its distribution-free confidence interval.
 
@@ -128,7 +128,7 @@ def hodges_lehmann(a: Sequence[float], b: Sequence[float], *, paired: bool = Fal
     return shift * k, (low * k, high * k)
 
 
-def rel_diff(a: Sequence[float], b: Sequence[float]) -> float:
+def rel_diff(a: Sample, b: Sample) -> float:
     """Relative difference of means ``(mean_b - mean_a) / |mean_a|`` (nan when mean_a is 0).
 
     Sign convention: positive means b's mean is larger, whatever the sign of a's mean
@@ -141,7 +141,7 @@ def rel_diff(a: Sequence[float], b: Sequence[float]) -> float:
     return float((mean_b - mean_a) / abs(mean_a)) if mean_a != 0 else np.nan
 
 
-def rel_diff_fieller(a: Sequence[float], b: Sequence[float], *, paired: bool = False,
+def rel_diff_fieller(a: Sample, b: Sample, *, paired: bool = False,
                      level: float = 0.95) -> Interval:
     """Fieller's t-based interval for :func:`rel_diff` (Fieller 1954; Franz 2007), from two samples.
 
@@ -158,7 +158,7 @@ def rel_diff_fieller(a: Sequence[float], b: Sequence[float], *, paired: bool = F
     point = rel_diff(a, b) if not (np.isnan(low) or np.isnan(high)) else np.nan
     # Fieller's interval always holds its estimate; with no spread both collapse onto it, and
     # rounding in the two computations must not leave the estimate one ulp outside.
-    return (float(min(low, point)), float(max(high, point))) if np.isfinite(point) else (float(low), float(high))
+    return (float(min(float(low), point)), float(max(float(high), point))) if np.isfinite(point) else (float(low), float(high))
 
 
 def fieller_from_stats(mean_a: ArrayLike, se_a: ArrayLike, n_a: ArrayLike, mean_b: ArrayLike, se_b: ArrayLike,
@@ -200,7 +200,7 @@ def fieller_from_stats(mean_a: ArrayLike, se_a: ArrayLike, n_a: ArrayLike, mean_
     return np.where(zero, np.nan, low), np.where(zero, np.nan, high)
 
 
-def ratio_fieller(a: Sequence[float], b: Sequence[float], *, level: float = 0.95) -> tuple[float, float, float]:
+def ratio_fieller(a: Sample, b: Sample, *, level: float = 0.95) -> tuple[float, float, float]:
     """The ratio mean_b / mean_a of independent samples with Fieller's interval: (ratio, low, high).
 
     The one interval policy for ratios at any n (no percentile bootstrap: at n = 3 it
@@ -220,7 +220,7 @@ def _ratio_statistic(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray
     return (np.mean(y, axis=axis) - mx) / np.abs(mx)
 
 
-def rel_diff_bootstrap(a: Sequence[float], b: Sequence[float], *, paired: bool = False,
+def rel_diff_bootstrap(a: Sample, b: Sample, *, paired: bool = False,
                        level: float = 0.95, n_resamples: int = 9999,
                        seed: int | None = DEFAULT_SEED) -> Interval:
     """BCa bootstrap interval for :func:`rel_diff` (``scipy.stats.bootstrap``).

@@ -9,12 +9,12 @@ confidence interval of the difference lies inside the margin.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 from statsmodels.stats.weightstats import CompareMeans, DescrStatsW, ttost_ind, ttost_paired
 
-from ._input import StatsInputError, as_pair, plain
+from ._input import Sample, StatsInputError, as_pair, plain
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ class Equivalence:
         return plain(asdict(self))
 
 
-def tost(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray, margin: float, *, relative: bool = True,
+def tost(a: Sample, b: Sample, margin: float, *, relative: bool = True,
          paired: bool = False, alpha: float = 0.05, equal_var: bool = False) -> Equivalence:
     """Test whether mean_b - mean_a lies within ±``margin``.
 

@@ -16,7 +16,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ._input import check_level
+from ._input import Sample, check_level
 from .compare import Comparison, compare
 from .power import min_detectable_effect
 
@@ -30,7 +30,7 @@ def adjusted_level(level: float, m: int) -> float:
     return 1 - (1 - level) / max(1, m)
 
 
-def compare_family(pairs: Sequence[tuple[Sequence[float], Sequence[float]]], *, level: float = 0.95,
+def compare_family(pairs: Sequence[tuple[Sample, Sample]], *, level: float = 0.95,
                    paired: bool = False, test: str | None = None,
                    labels: Sequence[tuple[str, str]] | None = None) -> list[tuple[Comparison, float]]:
     """Compare each (a, b) pair with intervals at Bonferroni's adjusted level; return (comparison, adjusted p).
@@ -47,7 +47,7 @@ def compare_family(pairs: Sequence[tuple[Sequence[float], Sequence[float]]], *, 
     return out
 
 
-def min_detectable(a: Sequence[float], b: Sequence[float], *, alpha: float = 0.05, power: float = 0.8,
+def min_detectable(a: Sample, b: Sample, *, alpha: float = 0.05, power: float = 0.8,
                    paired: bool = False) -> float:
     """The smallest relative change a two-sided t test at ``alpha`` detects with ``power`` at the n used.
 

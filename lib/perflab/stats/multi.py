@@ -16,7 +16,7 @@ from __future__ import annotations
 import warnings
 from dataclasses import asdict, dataclass, field
 from itertools import combinations
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
@@ -26,7 +26,7 @@ from statsmodels.stats.multicomp import pairwise_tukeyhsd
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.oneway import anova_oneway
 
-from ._input import StatsInputError, as_sample, check_labels, plain, scale_of, shapiro_p
+from ._input import Sample, StatsInputError, as_sample, check_labels, plain, scale_of, shapiro_p
 from .compare import compare
 
 #: Names of the omnibus tests by the key accepted in ``omnibus(test=...)``.
@@ -69,7 +69,7 @@ class Omnibus:
         return plain(asdict(self))
 
 
-def _groups(groups: Mapping[str, Sequence[float]]) -> tuple[dict[str, np.ndarray], float]:
+def _groups(groups: Mapping[str, Sample]) -> tuple[dict[str, np.ndarray], float]:
     """Validate at least two groups of at least two finite values; return them divided by a common scale, and it."""
     if len(groups) < 2:
         raise StatsInputError("groups", "at least 2 groups", f"{len(groups)} ({list(groups)})",
@@ -89,7 +89,7 @@ def _checks(data: dict[str, np.ndarray]) -> dict[str, float]:
     return checks
 
 
-def omnibus(groups: Mapping[str, Sequence[float]], *, test: str | None = None, paired: bool = False,
+def omnibus(groups: Mapping[str, Sample], *, test: str | None = None, paired: bool = False,
             level: float = 0.95) -> Omnibus:
     """Test whether any of k >= 2 groups differs, then run the post-hoc the test names.
 
@@ -138,7 +138,7 @@ def omnibus(groups: Mapping[str, Sequence[float]], *, test: str | None = None, p
                    pairs=tuple(pairs.to_dict("records")))
 
 
-def posthoc(groups: Mapping[str, Sequence[float]], *, method: str = "games-howell",
+def posthoc(groups: Mapping[str, Sample], *, method: str = "games-howell",
             level: float = 0.95) -> pd.DataFrame:
     """All pairwise comparisons after an omnibus test, one row per pair (group_a, group_b).
 
@@ -183,7 +183,7 @@ def posthoc(groups: Mapping[str, Sequence[float]], *, method: str = "games-howel
     return out.reset_index(drop=True)
 
 
-def adjust_pvalues(pvalues: Sequence[float], method: str = "holm") -> np.ndarray:
+def adjust_pvalues(pvalues: Sample, method: str = "holm") -> np.ndarray:
     """Adjust a family of p-values for multiple comparisons (Holm, Benjamini-Hochberg, ...).
 
     ``method`` is a key of :data:`CORRECTIONS`; NaN p-values stay NaN and do not count

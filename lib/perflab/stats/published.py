@@ -22,7 +22,7 @@ from __future__ import annotations
 import itertools
 import math
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -108,7 +108,7 @@ def _printed_interval(text: str, where: str) -> tuple[float, float]:
 
 
 def _p_range(means: tuple[float, float], sds: tuple[float, float], ns: tuple[float, float],
-             halves: tuple[float, float, float, float], equal_var: bool) -> tuple[float, float, float]:
+             halves: tuple[float, ...], equal_var: bool) -> tuple[float, float, float]:
     """p at the printed values, and its min and max over the rounding box of means and SDs."""
     point = stats.ttest_ind_from_stats(means[0], sds[0], ns[0], means[1], sds[1], ns[1],
                                        equal_var=equal_var).pvalue
@@ -185,15 +185,16 @@ def recheck(df: pd.DataFrame) -> pd.DataFrame:
             raise StatsInputError(f"{source}, name {name!r}", "the same published_p on both compared rows",
                                   f"{a['published_p']!r} and {b['published_p']!r}", "Fix one of the cells.")
         where = f"{source}, name {name!r}"
-        out.update({k: (np.nan if _blank(v) else _number(v, f"{where}, {k}"))
-                    for k, v in cells.items() if k != "published_p"})
+        numbers = {k: (np.nan if _blank(v) else _number(v, f"{where}, {k}"))
+                   for k, v in cells.items() if k != "published_p"}
+        out.update(numbers)
         out["published_p"] = "" if _blank(cells["published_p"]) else str(cells["published_p"]).strip()
         if empty:
             out.update(status=f"not checkable: no value for {_in_words(empty, a['group'], b['group'])}", flag=False)
             rows.append(out)
             continue
-        means = (out["mean_a"], out["mean_b"])
-        sds, ns = (out["sd_a"], out["sd_b"]), (out["n_a"], out["n_b"])
+        means = (numbers["mean_a"], numbers["mean_b"])
+        sds, ns = (numbers["sd_a"], numbers["sd_b"]), (numbers["n_a"], numbers["n_b"])
         halves = tuple(0.5 * 10.0 ** -decimals(cells[k]) for k in ("mean_a", "mean_b", "sd_a", "sd_b"))
         printed = _printed_interval(cells["published_p"], f"{where}, published_p")
         verdicts = {}
@@ -249,7 +250,7 @@ def _share(items: Sequence[str], better: str, other: str, condition: str, publis
         if (needs_direction and adv is None) or (needs_p and p is None):
             unknown += 1
             continue
-        favourable = needs_direction and adv["(a-b)/b"][0] > 0
+        favourable = needs_direction and adv is not None and adv["(a-b)/b"][0] > 0
         significant = needs_p and _number(p, where) < SIGNIFICANCE
         hits += {"better_significant": favourable and significant,
                  "not_significant": not significant, "better": favourable}[condition]
@@ -289,14 +290,16 @@ def recheck_claims(claims: pd.DataFrame, published: pd.DataFrame) -> pd.DataFram
                 raise StatsInputError(where, f"condition in {list(SHARE_CONDITIONS)}", repr(condition),
                                       "Fill the condition column of share claims.")
             value, unknown = _share(items, claim["better"], claim["other"], condition, published, values, where)
-            ranges = {"share": (value, value, value)}
+            ranges: dict[str, tuple[float, ...]] = {"share": (value, value, value)}
         else:
             per_item = [_advantage_ranges(i, claim["better"], claim["other"], values, where) for i in items]
             if str(claim.get("filter", "")).strip() == "favourable":
                 per_item = [r for r in per_item if r is None or r["(a-b)/b"][0] > 0]
             unknown = sum(r is None for r in per_item)
             known = [r for r in per_item if r is not None]
-            agg = {"difference": np.mean, "mean": np.mean, "min": np.min, "max": np.max}[kind]
+            aggregates: dict[str, Callable[..., Any]] = {"difference": np.mean, "mean": np.mean, "min": np.min,
+                                                         "max": np.max}
+            agg = aggregates[kind]
             ranges = {f: tuple(float(agg([r[f][k] for r in known])) if known else np.nan for k in range(3))
                       for f in FORMULAS}
         out["n_missing"] = unknown

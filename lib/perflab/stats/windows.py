@@ -25,9 +25,9 @@ SEED_DURATION = 600.0
 INTERVAL_COLUMNS = ("run_id", "interval_start", "interval_end", "jitter", "lost_packets", "packets")
 
 
-def seed_windows(duration: float) -> list[tuple[float, float]]:
+def seed_windows(duration: float | None) -> list[tuple[float, float]]:
     """Seed 002's windows scaled from its 600-s runs to samples of ``duration`` seconds."""
-    if not duration > 0:
+    if duration is None or not duration > 0:
         raise StatsInputError("seed_windows(duration)", "a positive duration in seconds", repr(duration),
                               "Pass the sample length (the campaign's benchmark.params.duration).")
     f = float(duration) / SEED_DURATION

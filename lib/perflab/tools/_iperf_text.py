@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from statistics import fmean
-from typing import Iterable
+from typing import Any, Iterable
 
 from .base import Param, ParseError, Rows, number, quantity
 
@@ -158,19 +158,20 @@ def csv_reports(text: str, *, source: str) -> list[Report]:
         where = f"CSV line {lineno}"
         start, _, end = fields[6].partition("-")
         values = [number(v, source=source, what=f"{where} field {i}") for i, v in enumerate(fields[7:], 8)]
-        if None in values[:2] or not end:
+        sent, rate = values[0], values[1]
+        if sent is None or rate is None or not end:
             raise ParseError(source, f"bytes, bit/s and an interval in {where}", repr(line))
         start_s, end_s = (number(x, source=source, what=f"{where} interval") for x in (start, end))
         if start_s is None or end_s is None:
             raise ParseError(source, f"an interval start-end in {where}", repr(fields[6]))
         report = Report(stream="SUM" if fields[5] == "-1" else fields[5], start=start_s, end=end_s,
-                        bytes=values[0], rate=values[1], receiver=False)
+                        bytes=sent, rate=rate, receiver=False)
         if len(values) >= 5:
             report.jitter = None if values[2] is None else values[2] / 1000.0
             report.lost, report.packets = values[3], values[4]
         reports.append(report)
     udp = [r for r in reports if r.packets is not None]
-    receiver_side = bool(udp) and all(r.packets >= 0 for r in udp)
+    receiver_side = bool(udp) and all(r.packets is not None and r.packets >= 0 for r in udp)
     for report in udp:
         report.receiver = receiver_side
     _mark_iperf2_finals(reports)
@@ -270,7 +271,7 @@ def _udp_summary(receivers: list[Report], rows: Rows) -> None:
     rows.add("loss", 100.0 * lost / packets if packets > 0 else None, "%", "receiver Lost/Total")
 
 
-def _report_rows(report: Report, rows: Rows, **dims: object) -> None:
+def _report_rows(report: Report, rows: Rows, **dims: Any) -> None:
     rows.add("throughput", report.rate, "bit/s", "Bandwidth column", **dims)
     rows.add("bytes", report.bytes, "byte", "Transfer column", **dims)
     if report.retransmits is not None:
@@ -279,7 +280,7 @@ def _report_rows(report: Report, rows: Rows, **dims: object) -> None:
         rows.add("jitter", report.jitter, "s", "Jitter column", **dims)
         rows.add("lost_packets", report.lost, "packet", "Lost column", **dims)
         rows.add("packets", report.packets, "packet", "Total column", **dims)
-        loss = 100.0 * report.lost / report.packets if report.packets else None
+        loss = 100.0 * report.lost / report.packets if report.packets and report.lost is not None else None
         rows.add("loss", loss, "%", "Lost/Total", **dims)
 
 

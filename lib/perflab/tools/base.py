@@ -71,7 +71,7 @@ class Measurement:
     dims: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.unit not in UNITS:
+        if self.unit not in UNITS:  # a parser's own unit names: another is a bug in the tool adapter
             raise ValueError(f"metric {self.metric!r}: unit {self.unit!r} is not one of {sorted(UNITS)}")
 
     def as_row(self) -> dict[str, Any]:
@@ -138,6 +138,7 @@ class Param:
     allow_zero: bool = False
 
     def __post_init__(self) -> None:
+        # parameters are declared in the tool adapters' code, not by users: a bad declaration is a bug there
         if self.type not in PARAM_TYPES:
             raise ValueError(f"parameter {self.name}: type {self.type!r} is not one of {sorted(PARAM_TYPES)}")
         if (self.positive or self.allow_zero) and (self.type not in ("int", "number", "size") or not self.positive):

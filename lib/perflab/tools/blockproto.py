@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .. import paths
+from ..errors import InputError
 from . import _hostscript
 from .base import Command, Measurement, Param, ParseError, Rows, Tool, extract_json, search
 from .fio import PROGRAM_OPTIONS
@@ -102,29 +103,29 @@ class BlockProto(Tool):
         """The initiator command for ``protocol``, wrapped by ``aoe.py cost``."""
         protocol, rw = params.get("protocol"), params.get("rw", "randread")
         if protocol not in PROTOCOLS:
-            raise ValueError(f"blockproto parameter protocol: {protocol!r}; use one of {', '.join(PROTOCOLS)}")
+            raise InputError(f"blockproto parameter protocol: {protocol!r}; use one of {', '.join(PROTOCOLS)}")
         if rw not in RWS:
-            raise ValueError(f"blockproto parameter rw: {rw!r}; use one of {', '.join(RWS)}")
+            raise InputError(f"blockproto parameter rw: {rw!r}; use one of {', '.join(RWS)}")
         bs, runtime = int(params.get("bs", 4096)), float(params.get("runtime", 5))
         size, depth, server = int(params.get("size", 64 << 20)), int(params.get("depth", 1)), addresses["server"]
         if bs <= 0 or bs % 512:
-            raise ValueError(f"blockproto parameter bs: {bs}; use a positive multiple of 512 bytes")
+            raise InputError(f"blockproto parameter bs: {bs}; use a positive multiple of 512 bytes")
         jobfile = params.get("jobfile")
         if jobfile is not None and protocol != "nbd":
-            raise ValueError(f"blockproto parameter jobfile: only protocol nbd runs fio job files (not {protocol!r})")
+            raise InputError(f"blockproto parameter jobfile: only protocol nbd runs fio job files (not {protocol!r})")
         initiator = params.get("initiator", "fio")
         if initiator not in ("fio", "perflab") or (initiator == "perflab" and (protocol != "nbd" or jobfile)):
-            raise ValueError(f"blockproto parameter initiator: {initiator!r} with protocol {protocol!r}; use fio or "
+            raise InputError(f"blockproto parameter initiator: {initiator!r} with protocol {protocol!r}; use fio or "
                              "perflab, and perflab only for nbd without a job file")
         if protocol == "aoe":
             inner = ["python3", HOST_SCRIPT, "bench", "--peer", server, "--rw", rw, "--bs", str(bs),
                      "--size", str(size), "--runtime", f"{runtime:g}"]
         elif protocol == "iscsi":
             if "write" in rw:
-                raise ValueError("blockproto: iscsi-perf (libiscsi) only reads; drop the iSCSI write cells "
+                raise InputError("blockproto: iscsi-perf (libiscsi) only reads; drop the iSCSI write cells "
                                  "(exclude) or use a kernel initiator on real hosts")
             if runtime != int(runtime) or runtime < 1:
-                raise ValueError(f"blockproto parameter runtime: {runtime:g}; iscsi-perf takes whole seconds (1 or more)")
+                raise InputError(f"blockproto parameter runtime: {runtime:g}; iscsi-perf takes whole seconds (1 or more)")
             inner = ["iscsi-perf", "-t", str(int(runtime)), "-b", str(bs // 512), "-m", str(depth),
                      *(["-r"] if rw.startswith("rand") else []),
                      f"iscsi://{server}/{params.get('iqn', 'iqn.2026-11.org.perflab:disk')}/1"]
@@ -206,24 +207,25 @@ def job_options(path: str) -> list[str]:
     where = paths.root() / path
     parser = configparser.ConfigParser(allow_no_value=True, interpolation=None, delimiters=("=",),
                                        comment_prefixes=("#", ";"), default_section="\0")
-    parser.optionxform = str
+    # configparser documents replacing optionxform (keep option names as written); typeshed types it a method
+    parser.optionxform = str  # type: ignore[assignment, method-assign]
     try:
         parser.read_string(where.read_text(), source=path)
     except (OSError, configparser.Error) as exc:
-        raise ValueError(f"blockproto parameter jobfile: {path}: {exc}; give a fio job file relative to the "
+        raise InputError(f"blockproto parameter jobfile: {path}: {exc}; give a fio job file relative to the "
                          "project root") from None
     argv: list[str] = []
     for section in parser.sections():
         owned = sorted(_OWNED & set(parser[section]))
         if owned:
-            raise ValueError(f"blockproto parameter jobfile: {path}: [{section}] sets {', '.join(owned)}; the "
+            raise InputError(f"blockproto parameter jobfile: {path}: [{section}] sets {', '.join(owned)}; the "
                              "adapter sets these, remove them from the job file")
         programs = sorted({o.split("=")[0] for o in PROGRAM_OPTIONS} & set(parser[section]))
         if programs:
-            raise ValueError(f"blockproto parameter jobfile: {path}: [{section}] sets {', '.join(programs)}, which "
-                             "runs a program; a job file may not")
+            raise InputError(f"blockproto parameter jobfile: {path}: [{section}] sets {', '.join(programs)}, which "
+                             "runs a program; a job file may not: remove it")
         argv += [] if section == "global" else [f"--name={section}"]
         argv += [f"--{key}" if value is None else f"--{key}={value}" for key, value in parser[section].items()]
     if not any(a.startswith("--name=") for a in argv):
-        raise ValueError(f"blockproto parameter jobfile: {path}: no job section; add one, e.g. [webserver]")
+        raise InputError(f"blockproto parameter jobfile: {path}: no job section; add one, e.g. [webserver]")
     return argv

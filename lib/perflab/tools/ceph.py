@@ -29,6 +29,7 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
+from ..errors import InputError
 from .base import (Command, Measurement, Param, ParseError, Rows, Tool, extract_json, key_values, littles_law_ratio, number,
                    quantity, require)
 
@@ -92,11 +93,12 @@ class _CephClient(Tool):
         args = [f"--id={params['client_id']}"] if params.get("client_id") else []
         config = params.get("config") or {}
         if not isinstance(config, Mapping):
-            raise ValueError(f"config: a mapping of Ceph options to values, e.g. {{rbd_cache: false}}; "
+            raise InputError(f"config: a mapping of Ceph options to values, e.g. {{rbd_cache: false}}; "
                              f"found {config!r}")
         for option, value in config.items():
             if not re.fullmatch(r"[a-z][a-z0-9_]*", str(option)):
-                raise ValueError(f"config: {option!r} is not a Ceph option name (lowercase, digits, _)")
+                raise InputError(f"config: {option!r} is not a Ceph option name (lowercase, digits, _); write it "
+                                 "as Ceph spells it, e.g. rbd_cache")
             value = str(value).lower() if isinstance(value, bool) else str(value)
             args.append(f"--{option}={value}")
         return args
@@ -104,7 +106,7 @@ class _CephClient(Tool):
 
 def _required(params: Mapping[str, Any], key: str, tool: str, example: str) -> str:
     if params.get(key) in (None, ""):
-        raise ValueError(f"{tool} needs the parameter {key!r} (e.g. {example})")
+        raise InputError(f"{tool} needs the parameter {key!r} (e.g. {example})")
     return str(params[key])
 
 
@@ -133,7 +135,7 @@ class RadosBench(_CephClient):
         """``rados [cluster options] -p POOL bench SECONDS MODE -t N [-b SIZE] [--no-cleanup] [--run-name N]``."""
         mode = str(params.get("mode", "write"))
         if mode not in ("write", "seq", "rand"):
-            raise ValueError(f"rados_bench: mode {mode!r}: use write, seq or rand")
+            raise InputError(f"rados_bench: mode {mode!r}: use write, seq or rand")
         argv = ["rados", *self.cluster_args(params), "-p", _required(params, "pool", self.name, "pool: bench"),
                 "bench", str(params.get("seconds", 10)), mode, "-t", str(params.get("concurrent", 16))]
         if mode == "write" and params.get("object_size"):
@@ -276,7 +278,7 @@ class CephOsdBench(_CephClient):
         """``ceph [cluster options] tell osd.N bench BYTES BLOCK_SIZE`` (JSON on stdout)."""
         osd = _required(params, "osd", self.name, "osd: 0")
         if not osd.isdigit():
-            raise ValueError(f"ceph_osd_bench: osd {osd!r}: an OSD id, e.g. 0")
+            raise InputError(f"ceph_osd_bench: osd {osd!r}: an OSD id, e.g. 0")
         return [Command("client", ("ceph", *self.cluster_args(params), "tell", f"osd.{osd}", "bench",
                                    str(_size(params.get("bytes", 1 << 30))),
                                    str(_size(params.get("block_size", 4 << 20)))))]
@@ -313,7 +315,7 @@ def _size(value: Any) -> int:
     """Bytes of a size parameter: a number, or one with K, M, G (powers of 1024; rbd's and rados's syntax)."""
     match = re.fullmatch(r"(\d+)([KMG]?)i?B?", str(value).strip(), re.IGNORECASE)
     if not match:
-        raise ValueError(f"size {value!r}: use bytes or a number with K, M or G (e.g. 4M)")
+        raise InputError(f"size {value!r}: use bytes or a number with K, M or G (e.g. 4M)")
     return int(match[1]) << {"": 0, "K": 10, "M": 20, "G": 30}[match[2].upper()]
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
+from ..errors import InputError
 from . import _blocks
 from .base import Command, Measurement, Param, Rows, Tool, quantity, search
 
@@ -48,7 +49,7 @@ class Dd(Tool):
     def commands(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> list[Command]:
         """``dd if=... of=... bs=... count=... [oflag=...]``."""
         if not params.get("of"):
-            raise ValueError("dd needs an output file parameter 'of' (a scratch file or a device to overwrite)")
+            raise InputError("dd needs an output file parameter 'of' (a scratch file or a device to overwrite)")
         argv = ["dd", f"if={params.get('if', '/dev/zero')}", f"of={params['of']}"]
         for key in ("bs", "count", "oflag", "iflag", "conv"):
             if params.get(key) is not None:

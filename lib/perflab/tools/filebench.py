@@ -17,6 +17,7 @@ the breakdown ``ops``, ``ops_per_second``, ``bandwidth`` and ``latency`` with di
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from .base import Measurement, ParseError, ParseOnly, Rows
 
@@ -53,7 +54,7 @@ class Filebench(ParseOnly):
         if "cpu" in summary.groupdict():
             rows.add("cpu_per_op", summary["cpu"], "s/op", "IO Summary us cpu/op", scale=1e-6)
         for flowop in _FLOWOP.finditer(stdout[:summary.start()]):
-            dims = {"flowop": flowop["name"]}
+            dims: dict[str, Any] = {"flowop": flowop["name"]}
             rows.add("ops", flowop["ops"], "count", f"{flowop['name']} ops", **dims)
             rows.add("ops_per_second", flowop["rate"], "op/s", f"{flowop['name']} ops/s", **dims)
             rows.add("bandwidth", flowop["mb"], "byte/s", f"{flowop['name']} mb/s", scale=MIB, **dims)

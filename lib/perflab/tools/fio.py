@@ -18,7 +18,7 @@ IOPS x mean latency with the jobs x queue depth fio was asked to keep in flight.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, ClassVar, Mapping
 
 from . import _blocks
 from .base import (Command, Measurement, Param, ParseError, Rows, Tool, littles_law_ratio, number,
@@ -53,7 +53,7 @@ class Fio(Tool):
     debian_packages = ("fio",)
     version_command = ("fio", "--version")
     operations_metric = "total_ios"
-    params = (
+    params: ClassVar[tuple[Param, ...]] = (
         Param("rw", "word", "randread", "", "the I/O pattern",
               choices=("read", "write", "randread", "randwrite", "rw", "randrw", "readwrite", "trim", "randtrim")),
         Param("name", "word", "perflab", "", "the job's name"),
@@ -241,10 +241,8 @@ def _direction(rows: Rows, job: Mapping[str, Any], direction: str, where: str, d
     part = job[direction]
     at = f"{where}.{direction}"
     dims = {**dims, "direction": direction}
-    bandwidth = part["bw_bytes"] if "bw_bytes" in part else number(
-        require(part, "bw", source=rows.source, where=at), source=rows.source, what=f"{at}.bw") * 1024
-    io_bytes = part["io_bytes"] if "io_bytes" in part else number(
-        require(part, "io_kbytes", source=rows.source, where=at), source=rows.source, what=f"{at}.io_kbytes") * 1024
+    bandwidth = part["bw_bytes"] if "bw_bytes" in part else _kib_as_bytes(part, "bw", at, rows.source)
+    io_bytes = part["io_bytes"] if "io_bytes" in part else _kib_as_bytes(part, "io_kbytes", at, rows.source)
     rows.add("iops", require(part, "iops", source=rows.source, where=at), "IOPS", f"{at}.iops", **dims)
     rows.add("bandwidth", bandwidth, "byte/s", f"{at}.bw_bytes", **dims)
     rows.add("io_bytes", io_bytes, "byte", f"{at}.io_bytes", **dims)
@@ -262,6 +260,14 @@ def _direction(rows: Rows, job: Mapping[str, Any], direction: str, where: str, d
     return _Direction(iops=float(part["iops"]), bandwidth=float(bandwidth), io_bytes=float(io_bytes),
                       runtime=float(part.get("runtime", 0)) / 1000.0, total_ios=float(part.get("total_ios", 0)),
                       lat_mean=lat_mean)
+
+
+def _kib_as_bytes(part: Mapping[str, Any], key: str, at: str, source: str) -> float:
+    """Field ``key`` of ``part`` (KiB, fio 2) in bytes; a missing or null value is a parse error."""
+    value = number(require(part, key, source=source, where=at), source=source, what=f"{at}.{key}")
+    if value is None:
+        raise ParseError(source, f"a number for {at}.{key}", "null")
+    return value * 1024
 
 
 def _latency_fields(part: Mapping[str, Any]) -> list[tuple[str, str, float]]:

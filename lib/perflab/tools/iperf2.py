@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from ..errors import InputError
 from . import _blocks, _iperf_text
 from .base import Command, Measurement, Param, Rows, Tool
 
@@ -38,7 +39,7 @@ class Iperf2(Tool):
     def commands(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> list[Command]:
         """A server service on ``server`` and one client run on ``client``."""
         if str(params.get("protocol", "tcp")).lower() not in ("tcp", "udp"):
-            raise ValueError(f"protocol {params['protocol']!r}: expected 'tcp' or 'udp'")
+            raise InputError(f"protocol {params['protocol']!r}: expected 'tcp' or 'udp'")
         port = str(params.get("port", DEFAULT_PORT))
         udp = str(params.get("protocol", "tcp")).lower() == "udp"
         server = ["iperf", "-s", "-B", addresses["server"], "-p", port]

@@ -19,6 +19,7 @@ import re
 import shlex
 from typing import Any, Mapping
 
+from ..errors import InputError
 from . import _blocks, _iperf_text
 from .base import Command, Measurement, Param, ParseError, Rows, Tool
 
@@ -46,7 +47,7 @@ class Iperf3(Tool):
     def commands(self, params: Mapping[str, Any], addresses: Mapping[str, str]) -> list[Command]:
         """A server service on ``server`` and one ``-J`` client run on ``client``."""
         if str(params.get("protocol", "tcp")).lower() not in ("tcp", "udp"):
-            raise ValueError(f"protocol {params['protocol']!r}: expected 'tcp' or 'udp'")
+            raise InputError(f"protocol {params['protocol']!r}: expected 'tcp' or 'udp'")
         port = str(params.get("port", DEFAULT_PORT))
         server = Command("server", ("iperf3", "-s", "-B", addresses["server"], "-p", port), service=True)
         argv = ["iperf3", "-c", addresses["server"], "-p", port, "-J",
@@ -152,7 +153,7 @@ def _udp_rows(rows: Rows, total: Mapping[str, Any], where: str, rate_where: str 
 def _interval_rows(rows: Rows, intervals: list[Any], *, multi: bool) -> None:
     """Rows for each reporting interval: the sum, and each stream when there are several."""
     for i, interval in enumerate(intervals):
-        parts = [((interval or {}).get("sum"), f"intervals[{i}].sum", {})]
+        parts: list[tuple[Any, str, dict[str, Any]]] = [((interval or {}).get("sum"), f"intervals[{i}].sum", {})]
         if multi:
             parts += [(s, f"intervals[{i}].streams[{j}]", {"stream": s.get("socket", j)})
                       for j, s in enumerate((interval or {}).get("streams") or [])]

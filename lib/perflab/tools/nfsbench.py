@@ -28,6 +28,7 @@ import re
 from pathlib import Path
 from typing import Any, Mapping
 
+from ..errors import InputError
 from . import _hostscript
 from .base import Command, Measurement, Param, ParseError, Rows, Tool, extract_json, littles_law_ratio, require
 from .blockproto import AOE_SCRIPT, HOST_SCRIPT as AOE_HOST_SCRIPT, cost_line
@@ -68,14 +69,14 @@ class NfsBench(Tool):
         """The service installing both scripts, then ``aoe.py cost ... -- nfsbench.py ...``."""
         export, rw = str(params.get("export") or ""), params.get("rw", "randread")
         if not _EXPORT.match(export):
-            raise ValueError(f"nfsbench parameter export: {export!r}; give the export's name (letters, digits, "
+            raise InputError(f"nfsbench parameter export: {export!r}; give the export's name (letters, digits, "
                              "_ . -), e.g. ext4 for /ext4")
         if rw not in RWS:
-            raise ValueError(f"nfsbench parameter rw: {rw!r}; use one of {', '.join(RWS)}")
+            raise InputError(f"nfsbench parameter rw: {rw!r}; use one of {', '.join(RWS)}")
         numbers = {k: int(params.get(k, d)) for k, d in (("bs", 4096), ("iodepth", 1), ("numjobs", 1),
                                                          ("size", 16 << 20))}
         if min(numbers.values()) < 1 or numbers["size"] < numbers["bs"]:
-            raise ValueError(f"nfsbench parameters {numbers}: each at least 1, and size at least bs")
+            raise InputError(f"nfsbench parameters {numbers}: each at least 1, and size at least bs")
         inner = ["python3", HOST_SCRIPT, "--server", addresses["server"], "--export", f"/{export}", "--rw", str(rw),
                  "--bs", str(numbers["bs"]), "--iodepth", str(numbers["iodepth"]), "--jobs", str(numbers["numjobs"]),
                  "--size", str(numbers["size"]), "--runtime", f"{float(params.get('runtime', 5)):g}",

@@ -15,6 +15,7 @@ thread), ``workers`` (count), ``iterations`` (count), with dims ``benchmark`` (e
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from . import _blocks
 from .base import Measurement, ParseError, ParseOnly, Rows, key_values, search
@@ -44,7 +45,7 @@ class Npb(ParseOnly):
                                  "missing (truncated output?)")
         if fields["Verification"] != "SUCCESSFUL":
             raise ParseError(source, "Verification = SUCCESSFUL", f"Verification = {fields['Verification']}")
-        dims = {"benchmark": block["name"], "class": fields["Class"]}
+        dims: dict[str, Any] = {"benchmark": block["name"], "class": fields["Class"]}
         workers_key = next((k for k in ("Total processes", "Total threads", "Total tasks") if k in fields), None)
         per_key = next((k for k in ("Mop/s/process", "Mop/s/thread") if k in fields), None)
         rows = Rows(source)

@@ -200,12 +200,13 @@ def per_operation(measurements: Iterable[Measurement], operations: float, *,
     interface but ``lo``) over ``operations``.
     """
     if operations <= 0:
+        # tidy passes a sample's positive operation count only: another value is a bug in the caller
         raise ValueError(f"operations must be positive to compute per-operation costs, got {operations}")
-    totals = [m for m in measurements if "interval_start" not in m.dims and m.value is not None]
+    totals = [m for m in measurements if "interval_start" not in m.dims]
     wanted = None if ifaces is None else set(ifaces)
-    busy = sum(m.value for m in totals if m.metric == "cpu_time" and m.dims.get("cpu") == "all"
+    busy = sum(m.value for m in totals if m.value is not None and m.metric == "cpu_time" and m.dims.get("cpu") == "all"
                and m.dims.get("state") in BUSY_STATES)
-    traffic = sum(m.value for m in totals if m.metric in ("net_rx_bytes", "net_tx_bytes")
+    traffic = sum(m.value for m in totals if m.value is not None and m.metric in ("net_rx_bytes", "net_tx_bytes")
                   and (m.dims.get("iface") in wanted if wanted is not None else m.dims.get("iface") != "lo"))
     return [Measurement("cpu_time_per_op", busy / operations, "s/op"),
             Measurement("bytes_per_op", traffic / operations, "byte/op")]

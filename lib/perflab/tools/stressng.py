@@ -96,7 +96,7 @@ class StressNg(Tool):
             raise ParseError(source, "stress-ng's final 'successful run completed' line",
                              "no such line (output cut short?)")
         for match in lines:
-            dims = {"stressor": match["stressor"]}
+            dims: dict[str, Any] = {"stressor": match["stressor"]}
             rows.add("bogo_ops", match["ops"], "count", "bogo ops column", **dims)
             rows.add("wall_time", match["real"], "s", "real time column", **dims)
             rows.add("user_time", match["usr"], "s", "usr time column", **dims)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
+from ..errors import InputError
 from . import _blocks
 from .base import Command, Measurement, Param, ParseError, Rows, Tool, key_values, quantity, search
 
@@ -51,7 +52,7 @@ class Sysbench(Tool):
         """One ``sysbench TEST --time=... run``."""
         test = str(params.get("test", "cpu"))
         if test not in ("cpu", "memory"):
-            raise ValueError(f"sysbench test {test!r}: expected 'cpu' or 'memory'")
+            raise InputError(f"sysbench test {test!r}: expected 'cpu' or 'memory'")
         argv = ["sysbench", test, f"--threads={params.get('threads', 1)}", f"--time={params.get('duration', 10)}"]
         for key in ("cpu_max_prime", "memory_block_size", "memory_total_size", "memory_oper", "memory_access_mode"):
             if params.get(key) is not None:

@@ -126,7 +126,8 @@ class _Clock:
     """Turns mpstat's bare times of day into ISO timestamps, rolling over at midnight."""
 
     def __init__(self, day: date, source: str) -> None:
-        self.day, self.last, self.source = day, None, source
+        self.day, self.source = day, source
+        self.last: datetime | None = None
 
     def at(self, time_of_day: str) -> str:
         try:
