@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import ast
 import importlib
+import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -28,7 +29,8 @@ class _Deferred:
         return getattr(importlib.import_module(self._name), attr)
 
 
-lab, labspec, runner, store, tidy = (_Deferred(f"perflab.{m}") for m in ("lab", "labspec", "runner", "store", "tidy"))
+lab, labspec, runner = _Deferred("perflab.lab"), _Deferred("perflab.labspec"), _Deferred("perflab.runner")
+store, tidy = _Deferred("perflab.store"), _Deferred("perflab.tidy")
 campaign_mod = _Deferred("perflab.campaign")
 lab_ceph = _Deferred("perflab.lab.ceph")
 
@@ -614,9 +616,10 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
 
 def plugin_commands(module: str) -> dict[str, str]:
     """Subcommand name -> help text of the ``add_parser`` calls in plugin ``module``, read without importing it."""
-    path = Path(__file__).parent.joinpath(*module.split(".")[1:]).with_suffix(".py")
-    if not path.exists():
+    spec = importlib.util.find_spec(module)
+    if spec is None or spec.origin is None:
         return {}
+    path = Path(spec.origin)
     found: dict[str, Any] = {}
     for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_parser"
