@@ -14,6 +14,7 @@ import pytest
 from perflab import questions, verify
 from perflab.report import verdicts
 from perflab.study import MIN_N
+from perflab.stats import verdict
 from perflab.stats.verdict import EXPECTED, NOT_TESTABLE, decide, decide_summary, required_n
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -332,3 +333,7 @@ def test_a_note_shared_by_questions_is_said_once_with_its_numbers_per_question()
     said = verdicts._grouped([("Q1", note.format(80)), ("Q2", note.format(40)), ("Q3", "loss"), ("Q4", "loss")])
     assert said.count("normality is rejected") == 1 and "Q1: < 0.001, 80; Q2: < 0.001, 40" in said
     assert "Q3, Q4: loss" in said
+
+
+def test_the_planning_floor_of_the_statistics_is_the_study_schemas_minimum_n():
+    assert verdict.MIN_N == MIN_N

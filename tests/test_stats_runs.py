@@ -10,8 +10,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from perflab.evidence import contention_changes
 from perflab.stats.cli import main as stats_main
-from perflab.stats.runs import Target, compare_runs, contention_changes
+from perflab.stats.runs import Target, compare_runs
 
 ROOT = Path(__file__).resolve().parents[1]
 RUN = ROOT / "data/raw/unnoba-fio-qd"

@@ -24,12 +24,17 @@ samples' ``meta.json`` and the blocks' gate records:
 ``perflab verify`` prints :func:`lines` and fails for a study campaign with overlapping
 samples or too few samples per cell (:func:`failures`); the paper's chapters print :func:`sentence` per campaign
 through :func:`macro_values`, followed by the head of each campaign's ledger hash chain (:func:`provenance`,
-:func:`perflab.ledger.chain`); the review site shows :func:`site_rows`.
+:func:`perflab.ledger.chain`); the review site shows :func:`site_rows`. Before two runs of a campaign are
+compared, :func:`host_changes` lists the host facts (:data:`perflab.fingerprint.MATCH_KEYS`) that differ between
+their first fingerprints and :func:`contention_changes` where their steal or CPU used outside the lab differ by
+more than the campaign's quiet bounds: two runs on different hosts, or on one host under different platform
+noise, measure different machines, and ``perflab compare-runs`` refuses them unless told.
 """
 
 from __future__ import annotations
 
 import bisect
+import fnmatch
 import json
 import statistics
 import time
@@ -37,10 +42,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import ledger, records
+from . import fingerprint, ledger, records
 from .design import measured_cell
 from .store import LEDGER
-from .contention import classify
+from .contention import STUDY_DEFAULT, classify
 from .study import MIN_FULL_CELLS, MIN_N, declaring_study
 
 
@@ -430,3 +435,58 @@ def site_rows(found: list[CampaignEvidence]) -> list[dict[str, Any]]:
              "quiet": None if ev.steal is None else not ev.noisy, "gates": ev.gates,
              "gates_gave_up": ev.gates_gave_up, "gate_wait": round(ev.gate_wait, 3), "gate_steal": _spread(ev.gate_steal),
              "monitors": ev.monitors, "sentence": sentence(ev)} for ev in found]
+
+
+def _first_fingerprints(raw_dir: Path) -> dict[str, dict]:
+    """Host -> the fingerprint taken before the run's first block."""
+    blocks = sorted((p for p in (raw_dir / "blocks").glob("*") if p.name.lstrip("-").isdigit()), key=lambda p: int(p.name))
+    if not blocks:
+        return {}
+    return {p.name[len("fingerprint-before-"):-len(".json")]: json.loads(p.read_text())
+            for p in sorted(blocks[0].glob("fingerprint-before-*.json"))}
+
+
+def host_changes(old_dir: str | Path, new_dir: str | Path) -> list[str]:
+    """The matched host facts that differ between the first fingerprints of two runs, one sentence each."""
+    old, new = _first_fingerprints(Path(old_dir)), _first_fingerprints(Path(new_dir))
+    out = [f"host {h} is in only one of the runs" for h in sorted(old.keys() ^ new.keys())]
+    for host in sorted(old.keys() & new.keys()):
+        out += fingerprint.describe([d for d in fingerprint.diff(old[host], new[host])
+                                     if any(fnmatch.fnmatchcase(d.key, p) for p in fingerprint.MATCH_KEYS)])
+    return out
+
+
+def contention_changes(old_dir: str | Path, new_dir: str | Path, root: str | Path = "."
+                       ) -> tuple[list[str], list[str]]:
+    """The two runs' contention side by side (lines) and where they differ beyond the quiet bounds (sentences).
+
+    Differ: the median steal during samples, or the median CPU used outside the lab that is not the lab's
+    kernel work, differs between the runs by more than its bound (the runs' own, else the study default).
+    """
+    evs = [campaign(Path(d), root) for d in (old_dir, new_dir)]
+
+    def said(ev: CampaignEvidence) -> dict[str, str]:
+        if not ev.recorded:
+            return {"steal": "not recorded", "contended": "not recorded", "outside the lab": "not recorded"}
+        return {"steal": ev.steal.percent() if ev.steal else "not recorded",
+                "contended": f"{ev.contended}/{ev.recorded} (steal {ev.contended_steal}, outside {ev.contended_outside})",
+                "outside the lab": ("not separable (format 1)" if ev.outside_cpus_median is None
+                                    else f"median {ev.outside_cpus_median:.2f} CPUs")}
+
+    sides = [said(ev) for ev in evs]
+    width = max(len(v) for v in sides[0].values()) + 2
+    lines = [f"contention  {'old: ' + str(old_dir):<{width + 5}} new: {new_dir}"]
+    lines += [f"  {key:<16}{sides[0][key]:<{width}}    {sides[1][key]}" for key in sides[0]]
+    differs = []
+    steal_bound = next((ev.steal_bound for ev in evs if ev.steal_bound is not None), STUDY_DEFAULT.max_steal)
+    old, new = evs
+    if old.steal and new.steal and steal_bound is not None and abs(old.steal.median - new.steal.median) * 100 > steal_bound:
+        differs.append(f"the median steal differs ({100 * old.steal.median:.1f} % old, {100 * new.steal.median:.1f} % "
+                       f"new) by more than the bound of {steal_bound:g} %")
+    cpu_bound = next((ev.outside_bound for ev in evs if ev.outside_bound is not None),
+                     STUDY_DEFAULT.max_other_cpus)
+    if (old.outside_cpus_median is not None and new.outside_cpus_median is not None and cpu_bound is not None
+            and abs(old.outside_cpus_median - new.outside_cpus_median) > cpu_bound):
+        differs.append(f"the median CPU used outside the lab differs ({old.outside_cpus_median:.2f} old, "
+                       f"{new.outside_cpus_median:.2f} new CPUs) by more than the bound of {cpu_bound:g} CPUs")
+    return lines, differs

@@ -243,7 +243,8 @@ def _compare_runs_cmd(args: argparse.Namespace) -> int:
     """Per question (or metric) and cell, NEW against OLD: the change with its interval and whether it exceeds the
     SESOI, after both runs' contention side by side."""
     from .. import tidy
-    from .runs import Target, compare_runs, contention_changes, host_changes
+    from ..evidence import contention_changes, host_changes
+    from .runs import Target, compare_runs
     changed = host_changes(args.old, args.new)
     if changed and not args.allow_host_change:
         print(f"perflab compare-runs: error: {args.new} ran on different host facts than {args.old}: "

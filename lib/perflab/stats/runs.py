@@ -11,26 +11,18 @@ a side (``old`` or ``new`` a list of tables, e.g. superseded runs of the campaig
 level of variance (Kalibera & Jones 2013): each cell is compared with a linear mixed model, the
 side as fixed effect and the run as random intercept (:func:`perflab.stats.blocked.mixed_model`),
 so the runs' spread, not only the samples', makes the interval; a run's samples are not one
-population with another run's. :func:`host_changes` lists the host facts
-(:data:`perflab.fingerprint.MATCH_KEYS`) that differ between the two runs' first fingerprints,
-and :func:`contention_changes` where the two runs' steal or CPU used outside the lab differ by
-more than the campaign's quiet bounds (:mod:`perflab.contention`): two runs on different hosts,
-or on one host under different platform noise, measure different machines, and the command line
-refuses them unless told.
+population with another run's. Whether the two runs measured the same machines (their host facts and
+contention) is :func:`perflab.evidence.host_changes` and :func:`perflab.evidence.contention_changes`.
 """
 
 from __future__ import annotations
 
-import fnmatch
-import json
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
-from .. import contention, evidence, fingerprint
 from .blocked import mixed_model
 from .family import adjusted_level, compare_family, family_rows
 from .levels import select_rows
@@ -45,61 +37,6 @@ def factors(df: pd.DataFrame) -> list[str]:
     if _FIRST not in cols or _LAST not in cols:
         return []
     return cols[cols.index(_FIRST) + 1:cols.index(_LAST)]
-
-
-def _first_fingerprints(raw_dir: Path) -> dict[str, dict]:
-    """Host -> the fingerprint taken before the run's first block."""
-    blocks = sorted((p for p in (raw_dir / "blocks").glob("*") if p.name.lstrip("-").isdigit()), key=lambda p: int(p.name))
-    if not blocks:
-        return {}
-    return {p.name[len("fingerprint-before-"):-len(".json")]: json.loads(p.read_text())
-            for p in sorted(blocks[0].glob("fingerprint-before-*.json"))}
-
-
-def host_changes(old_dir: str | Path, new_dir: str | Path) -> list[str]:
-    """The matched host facts that differ between the first fingerprints of two runs, one sentence each."""
-    old, new = _first_fingerprints(Path(old_dir)), _first_fingerprints(Path(new_dir))
-    out = [f"host {h} is in only one of the runs" for h in sorted(old.keys() ^ new.keys())]
-    for host in sorted(old.keys() & new.keys()):
-        out += fingerprint.describe([d for d in fingerprint.diff(old[host], new[host])
-                                     if any(fnmatch.fnmatchcase(d.key, p) for p in fingerprint.MATCH_KEYS)])
-    return out
-
-
-def contention_changes(old_dir: str | Path, new_dir: str | Path, root: str | Path = "."
-                       ) -> tuple[list[str], list[str]]:
-    """The two runs' contention side by side (lines) and where they differ beyond the quiet bounds (sentences).
-
-    Differ: the median steal during samples, or the median CPU used outside the lab that is not the lab's
-    kernel work, differs between the runs by more than its bound (the runs' own, else the study default).
-    """
-    evs = [evidence.campaign(Path(d), root) for d in (old_dir, new_dir)]
-
-    def said(ev: evidence.CampaignEvidence) -> dict[str, str]:
-        if not ev.recorded:
-            return {"steal": "not recorded", "contended": "not recorded", "outside the lab": "not recorded"}
-        return {"steal": ev.steal.percent() if ev.steal else "not recorded",
-                "contended": f"{ev.contended}/{ev.recorded} (steal {ev.contended_steal}, outside {ev.contended_outside})",
-                "outside the lab": ("not separable (format 1)" if ev.outside_cpus_median is None
-                                    else f"median {ev.outside_cpus_median:.2f} CPUs")}
-
-    sides = [said(ev) for ev in evs]
-    width = max(len(v) for v in sides[0].values()) + 2
-    lines = [f"contention  {'old: ' + str(old_dir):<{width + 5}} new: {new_dir}"]
-    lines += [f"  {key:<16}{sides[0][key]:<{width}}    {sides[1][key]}" for key in sides[0]]
-    differs = []
-    steal_bound = next((ev.steal_bound for ev in evs if ev.steal_bound is not None), contention.STUDY_DEFAULT.max_steal)
-    old, new = evs
-    if old.steal and new.steal and steal_bound is not None and abs(old.steal.median - new.steal.median) * 100 > steal_bound:
-        differs.append(f"the median steal differs ({100 * old.steal.median:.1f} % old, {100 * new.steal.median:.1f} % "
-                       f"new) by more than the bound of {steal_bound:g} %")
-    cpu_bound = next((ev.outside_bound for ev in evs if ev.outside_bound is not None),
-                     contention.STUDY_DEFAULT.max_other_cpus)
-    if (old.outside_cpus_median is not None and new.outside_cpus_median is not None and cpu_bound is not None
-            and abs(old.outside_cpus_median - new.outside_cpus_median) > cpu_bound):
-        differs.append(f"the median CPU used outside the lab differs ({old.outside_cpus_median:.2f} old, "
-                       f"{new.outside_cpus_median:.2f} new CPUs) by more than the bound of {cpu_bound:g} CPUs")
-    return lines, differs
 
 
 @dataclass(frozen=True)

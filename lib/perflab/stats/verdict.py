@@ -46,7 +46,6 @@ import numpy as np
 import pandas as pd
 from scipy import stats as st
 
-from ..study import MIN_N
 from ._input import StatsInputError, plain
 from .blocked import blocked_compare, has_blocks, paired_by_block
 from .compare import compare
@@ -54,6 +53,10 @@ from .equivalence import tost
 from .family import adjusted_level
 from .power import n_for_effect, n_for_equivalence, power_at, tost_power
 from .summaries import welch_from_stats
+
+#: The fewest samples per cell a question may plan (the planning rule's floor); the study schema's minimum
+#: of a question's ``n`` (:data:`perflab.study.MIN_N`) is the same number (tests/test_questions.py).
+MIN_N = 40
 
 #: The verdict of a question the lab cannot test (testability ``no``): no word on the seed's claim.
 NOT_TESTABLE = "not testable here"
