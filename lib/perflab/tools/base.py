@@ -144,6 +144,7 @@ class Param:
         if (self.positive or self.allow_zero) and (self.type not in ("int", "number", "size") or not self.positive):
             raise ValueError(f"parameter {self.name}: positive is for numbers, allow_zero for positive ones")
         if self.type in ("int", "number", "size") and self.bounds is None and self.unit not in RANGES:
+            # a bug in the declaration too, like the two above
             raise ValueError(f"parameter {self.name}: unit {self.unit!r} has no default range; declare bounds")
 
     @property
