@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 LIB = ROOT / "lib" / "perflab"
 #: The flow, first to last: layer -> its rooms (``perflab`` is the package's own __init__).
 LAYERS: list[tuple[str, set[str]]] = [
-    ("base", {"perflab", "errors", "files", "paths", "yamlfile", "knownhosts", "records", "templates", "aoe", "nfsbench",
+    ("base", {"perflab", "errors", "files", "paths", "yamlfile", "knownhosts", "formats", "templates", "aoe", "nfsbench",
               "agent"}),
     ("declarations", {"inventory", "labspec", "tools", "campaign", "campaign_values", "campaign_checks",
                       "campaign_contracts", "design", "study", "questions", "datasource", "destructive"}),

@@ -28,6 +28,7 @@ from typing import Any
 from . import __version__, store
 from .errors import UserError
 from .files import atomic_write
+from .formats import records
 
 METADATA = "ro-crate-metadata.json"
 CONTEXT = ["https://w3id.org/ro/crate/1.1/context", {"sha256": "http://schema.org/sha256"}]
@@ -49,7 +50,7 @@ def _parts(root: Path, name: str) -> tuple[str, list[Path]]:
     published = root / "data/raw/published"
     if (raw / "campaign.json").exists():
         files = sorted(p.relative_to(root) for p in raw.rglob("*") if p.is_file() and not p.name.startswith("."))
-        source = json.loads((raw / "campaign.json").read_text()).get("source")
+        source = records.read_campaign(raw / "campaign.json").source
         if source and (root / source).is_file() and not Path(source).is_absolute():
             files.append(Path(source))
         kind = "campaign"

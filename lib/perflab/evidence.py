@@ -37,7 +37,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import ledger, records
+from . import ledger
+from .formats import records
 from .design import measured_cell
 from .store import LEDGER
 from .contention import classify, declaring_study

@@ -38,7 +38,7 @@ from pathlib import Path
 
 from .errors import UserError
 from .files import atomic_write
-from .records import LedgerEvent, RecordError, parse_event
+from .formats.records import LedgerEvent, RecordError, parse_event
 
 #: The campaign record beside the ledger, whose bytes the chain starts from.
 ANCHOR = "campaign.json"

@@ -44,7 +44,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable, Iterator, Mapping, TextIO
 
-from . import records
+from .formats import records
 from .errors import UserError
 from .files import Spool, atomic_write, fsync
 from .ledger import Ledger, chain

@@ -47,7 +47,8 @@ import pyarrow.csv
 import pyarrow.ipc
 import pyarrow.parquet
 
-from . import __version__, contention, fingerprint, records, store, tools
+from . import __version__, contention, fingerprint, store, tools
+from .formats import records
 from .campaign import from_doc
 from .errors import UserError
 from .files import atomic_write

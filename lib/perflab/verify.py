@@ -38,7 +38,8 @@ from typing import Callable
 
 import pandas as pd
 
-from . import campaign as campaign_mod, design, evidence, ledger, questions, records, store, tidy
+from . import campaign as campaign_mod, design, evidence, ledger, questions, store, tidy
+from .formats import records
 from .errors import UserError
 
 #: Where the digitized published results live, relative to the project root.

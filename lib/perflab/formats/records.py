@@ -60,7 +60,7 @@ from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Mapping
 
-from .errors import UserError
+from .versions import FormatError, refuse
 
 #: Format versions this perflab writes (and the only ones it reads).
 CAMPAIGN_FORMAT = 1
@@ -73,7 +73,7 @@ _READS = {"campaign record": {1}, "sample record": {1, 2, 3, 4}, "ledger event":
           "verify record": {1}}
 
 
-class RecordError(UserError, ValueError):
+class RecordError(FormatError):
     """A raw record is of an unknown format or misses a field; the message names the file."""
 
 
@@ -81,9 +81,7 @@ def _check(kind: str, data: Mapping[str, Any], where: str) -> None:
     version = data.get("format", 1 if kind == "ledger event" else None)
     known = _READS[kind]
     if version not in known:
-        raise RecordError(f"{where}: {kind} of format {version!r}; this perflab reads format "
-                          f"{' or '.join(map(str, sorted(known)))}. Use the perflab version that wrote it "
-                          "(see its 'perflab' field), or upgrade perflab.")
+        raise RecordError(str(refuse(where, kind, version, known)))
 
 
 @functools.cache

@@ -28,6 +28,8 @@ from typing import Any, Mapping, Sequence
 
 from .. import __version__, store
 from ..files import atomic_write
+from ..formats import fingerprints
+from ..formats.versions import FormatError
 from ..store import sha256_file
 
 FORMAT = 2
@@ -90,8 +92,8 @@ def hosts(raw_dir: str | Path) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for path in sorted(raw_dir.glob("blocks/*/fingerprint-*.json")):
         try:
-            ident = fingerprint_id(json.loads(path.read_text()))
-        except json.JSONDecodeError:
+            ident = fingerprint_id(fingerprints.read(path))
+        except FormatError:
             ident = f"unreadable-{path.name}"
         out.setdefault(ident, []).append(path.as_posix())
     return out

@@ -10,7 +10,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence, TypeVar
 
-from .. import __version__, contention, fingerprint, monitors, records
+from .. import __version__, contention, fingerprint, monitors
+from ..formats import fingerprints as fp_format, records
 from ..remote import CONNECT_TIMEOUT, Host, HostError, HostLost, Result, Service
 from ..campaign import Campaign, Cell, Step
 from ..campaign_values import fill
@@ -277,7 +278,7 @@ class Blocks:
         for host in self.hosts:
             path = self.store.dir / self._path(block, when, host)
             if path.exists():
-                out[host] = json.loads(path.read_text())
+                out[host] = fp_format.read(path)
         return out
 
     def _collect(self, block: int, when: str,
@@ -292,13 +293,12 @@ class Blocks:
             if (self.store.dir / path).exists():
                 continue
             if same is not None and name in same:
-                self.store.put_file(path, json.dumps(same[name][1] | {"probe_from": same[name][0]}, indent=1,
-                                                     sort_keys=True) + "\n")
+                self.store.put_file(path, fp_format.dumps(same[name][1] | {"probe_from": same[name][0]}))
                 continue
             links = len(host.entry.addresses or {}) or 1
             fp = fingerprint.collect(host, tuple(f"eth{i}" for i in range(links)), self.tools,
                                      phase=f"{when} block {block}", known=self.full.get(name))
-            self.store.put_file(path, json.dumps(fp, indent=1, sort_keys=True) + "\n")
+            self.store.put_file(path, fp_format.dumps(fp))
             probed[name] = (path, fp)
             if "facts_from" not in fp:
                 self.full[name] = (path, fp)

@@ -17,6 +17,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..formats import records
 from ._input import StatsInputError, json_value, p_text, plain
 from .compare import Comparison, compare
 from .describe import describe
@@ -232,8 +233,8 @@ def _run_targets(new_dir: Path) -> list[Any]:
     if record.is_file():
         frozen = questions.read_record(record)["questions"]
     else:
-        camp = json.loads((new_dir / "campaign.json").read_text())
-        text = questions.for_campaign_file(camp["source"], camp["campaign"]) if camp.get("source") else None
+        camp = records.read_campaign(new_dir / "campaign.json")
+        text = questions.for_campaign_file(camp.source, camp.campaign) if camp.source else None
         frozen = json.loads(text)["questions"] if text else []
     return [Target(q["id"], q["metric"], float(q["sesoi"]), q.get("select") or None, dict(q.get("within") or {}))
             for q in frozen]

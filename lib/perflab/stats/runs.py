@@ -22,7 +22,6 @@ refuses them unless told.
 from __future__ import annotations
 
 import fnmatch
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -31,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from .. import contention, evidence, fingerprint
+from ..formats import fingerprints
 from .blocked import mixed_model
 from .family import adjusted_level, compare_family, family_rows
 from .levels import select_rows
@@ -52,7 +52,7 @@ def _first_fingerprints(raw_dir: Path) -> dict[str, dict]:
     blocks = sorted((p for p in (raw_dir / "blocks").glob("*") if p.name.lstrip("-").isdigit()), key=lambda p: int(p.name))
     if not blocks:
         return {}
-    return {p.name[len("fingerprint-before-"):-len(".json")]: json.loads(p.read_text())
+    return {p.name[len("fingerprint-before-"):-len(".json")]: fingerprints.read(p)
             for p in sorted(blocks[0].glob("fingerprint-before-*.json"))}
 
 
