@@ -17,7 +17,6 @@ new field with a value of its own (a testability declared after the data) needs 
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import json
 from dataclasses import asdict, dataclass, field
@@ -26,6 +25,7 @@ from typing import Any
 
 from . import study, yamlfile
 from .errors import UserError
+from .formats.published import read_claims, read_table
 
 #: Version of the ``questions.json`` record.
 RECORD_FORMAT = 1
@@ -123,14 +123,13 @@ def _claims(root: Path, doc: dict[str, Any]) -> set[str] | None:
     files = [p for p in doc.get("published", []) if p.endswith("-claims.csv")]
     if not files:
         return None
-    with open(root / files[0], newline="", encoding="utf-8") as fh:
-        return {row["claim"] for row in csv.DictReader(fh)}
+    return set(read_claims(root / files[0])["claim"])
 
 
 def published_rows(root: Path, published: str, item: str) -> dict[str, dict[str, str]]:
     """The rows of a published summaries table whose ``name`` is ``item``, by ``group``."""
-    with open(root / published, newline="", encoding="utf-8") as fh:
-        return {row["group"]: row for row in csv.DictReader(fh) if row.get("name") == item}
+    rows = read_table(root / published).to_dict("records")
+    return {str(row["group"]): {str(k): v for k, v in row.items()} for row in rows if row.get("name") == item}
 
 
 def _published_problems(root: Path, doc: dict[str, Any], published: str, item: str, q: dict[str, Any]) -> list[str]:

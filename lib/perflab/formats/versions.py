@@ -34,7 +34,8 @@ def refuse(where: object, kind: str, version: object, reads: tuple[int, ...] | s
 
 def migrate(doc: dict[str, Any], where: object, kind: str, current: int,
             migrations: Mapping[int, Migration] | None = None, *, version: object = None) -> dict[str, Any]:
-    """``doc`` (of format ``version``, by default its ``format``) brought to format ``current`` by ``migrations``.
+    """``doc`` (of format ``version``, by default its ``format``) brought to format ``current`` by ``migrations``
+    (its ``format`` follows each step).
 
     Versions read are ``current`` and every older one with a migration chain up to it; any
     other is refused with :func:`refuse`."""
@@ -46,6 +47,8 @@ def migrate(doc: dict[str, Any], where: object, kind: str, current: int,
     while found < current:
         doc = migrations[found](dict(doc))
         found += 1
+        if "format" in doc:
+            doc["format"] = found
     return doc
 
 
