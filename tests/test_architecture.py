@@ -160,7 +160,7 @@ NOT_YET_IN_FORMATS = {
     "perflab.campaign": 1, "perflab.labspec": 1, "perflab.study": 2,  # schemas/*.json; a notebook's metadata
     "perflab.templates": 1,  # a notebook template's metadata
     "perflab.cli": 1, "perflab.verify": 5, "perflab.report.lineage": 3,  # lineage sidecars, re-rendered tables
-    "perflab.questions": 1, "perflab.stats.commands": 3,  # questions.json; a tidy table
+    "perflab.stats.commands": 2,  # a tidy table
     "perflab.ledger": 2,  # ledger lines while repairing and chaining
     "perflab.contention": 1, "perflab.evidence": 1, "perflab.runner.session": 1,  # quiet-gate records, declarations
     "perflab.report.site": 1, "perflab.tidy": 2,  # fingerprint differences; the tidy table

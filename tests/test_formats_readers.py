@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from perflab.formats import fingerprints, published, versions
+from perflab.formats import fingerprints, published, questions, versions
 from perflab.formats.versions import FormatError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -93,3 +93,16 @@ def test_a_claims_file_without_the_shared_columns_is_refused(tmp_path):
     path.write_text("claim,stated\nC1,3\n")
     with pytest.raises(FormatError, match=r"has the columns claim, line, quote; missing line, quote"):
         published.read_claims(path)
+
+
+def test_a_questions_record_reads_back_and_one_of_another_kind_or_format_names_the_file(tmp_path):
+    path = tmp_path / questions.NAME
+    path.write_text(questions.dumps("s", "c", "d" * 64, [{"id": "Q1"}]))
+    assert questions.read(path) == {"format": 1, "kind": "questions record", "study": "s", "campaign": "c",
+                                    "digest": "d" * 64, "questions": [{"id": "Q1"}]}
+    path.write_text(json.dumps({**questions.read(path), "format": 2}))
+    with pytest.raises(FormatError, match=rf"^{path}: questions record of format 2; this perflab reads format 1\."):
+        questions.read(path)
+    path.write_text(json.dumps({"format": 1, "kind": "campaign record"}))
+    with pytest.raises(FormatError, match=rf"^{path}: expected a questions record; found kind 'campaign record'"):
+        questions.read(path)

@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..formats import records
+from ..formats import questions as record_format, records
 from ._input import StatsInputError, json_value, p_text, plain
 from .compare import Comparison, compare
 from .describe import describe
@@ -235,7 +235,7 @@ def _run_targets(new_dir: Path) -> list[Any]:
     else:
         camp = records.read_campaign(new_dir / "campaign.json")
         text = questions.for_campaign_file(camp.source, camp.campaign) if camp.source else None
-        frozen = json.loads(text)["questions"] if text else []
+        frozen = record_format.parse(text, camp.source)["questions"] if text else []
     return [Target(q["id"], q["metric"], float(q["sesoi"]), q.get("select") or None, dict(q.get("within") or {}))
             for q in frozen]
 
