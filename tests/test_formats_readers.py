@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from perflab.formats import fingerprints, published, questions, versions
+from perflab.formats import fingerprints, lineage, published, questions, versions
 from perflab.formats.versions import FormatError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -106,3 +106,18 @@ def test_a_questions_record_reads_back_and_one_of_another_kind_or_format_names_t
     path.write_text(json.dumps({"format": 1, "kind": "campaign record"}))
     with pytest.raises(FormatError, match=rf"^{path}: expected a questions record; found kind 'campaign record'"):
         questions.read(path)
+
+
+def test_a_lineage_sidecar_of_either_format_or_a_tidy_record_is_read_as_it_is_and_a_newer_one_is_refused(tmp_path):
+    path = tmp_path / "x.lineage.json"
+    for doc in ({"format": 1, "outputs": [], "inputs": [], "generator": "g"},
+                {"format": 2, "outputs": [], "inputs": [], "generator": "g", "git": None},
+                {"output": ["c.parquet"], "generator": "perflab.tidy.write", "inputs": {"raw_dir": "data/raw/c"}}):
+        lineage.write(path, doc)
+        assert lineage.read(path) == doc and path.read_text() == json.dumps(doc, indent=1) + "\n"
+    lineage.write(path, {"format": 3, "outputs": []})
+    with pytest.raises(FormatError, match=rf"^{path}: lineage sidecar of format 3; this perflab reads format 1 or 2\."):
+        lineage.read(path)
+    path.write_text("{")
+    with pytest.raises(FormatError, match=rf"^{path}:1: lineage sidecar is not valid JSON"):
+        lineage.read(path)

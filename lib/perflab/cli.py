@@ -340,6 +340,7 @@ def _seal(args: argparse.Namespace) -> int:
 
 
 def _lineage(args: argparse.Namespace) -> int:
+    from .formats import lineage as lineage_format
     from .report import lineage
 
     try:
@@ -350,7 +351,7 @@ def _lineage(args: argparse.Namespace) -> int:
     if args.json:
         sidecar = lineage.sidecar_of(args.file)
         print(json.dumps({"file": args.file, "sidecar": sidecar.as_posix(), "ok": intact, "chain": lines,
-                          "record": json.loads((Path(args.root) / sidecar).read_text())}, indent=1))
+                          "record": lineage_format.read(Path(args.root) / sidecar)}, indent=1))
     else:
         print("\n".join(lines))
     return 0 if intact else 1

@@ -48,7 +48,7 @@ import pyarrow.ipc
 import pyarrow.parquet
 
 from . import __version__, contention, fingerprint, store, tools
-from .formats import records
+from .formats import lineage as lineage_format, records
 from .campaign import from_doc
 from .errors import UserError
 from .files import atomic_write
@@ -505,7 +505,7 @@ def write(raw_dir: str | Path, out_dir: str | Path, *, csv: bool = False, worker
                "parsers": {t: int(v) for t, v in df.groupby("tool")["parser_version"].first().items()} if len(df) else {},
                "planned": _planned(records.read_campaign(raw_dir / "campaign.json")),
                "host_fact_differences": [d["text"] for d in fact_differences(raw_dir)]}
-    atomic_write(paths["lineage"], lambda p: p.write_text(json.dumps(lineage, indent=1) + "\n"))
+    lineage_format.write(paths["lineage"], lineage)
     return paths
 
 

@@ -39,7 +39,8 @@ from typing import Callable
 import pandas as pd
 
 from . import campaign as campaign_mod, design, evidence, ledger, questions, store, tidy
-from .formats import records
+from .formats import lineage as lineage_format, records
+from .formats.versions import FormatError
 from .errors import UserError
 
 #: Where the digitized published results live, relative to the project root.
@@ -201,9 +202,9 @@ def lineage_record(sidecar: str | Path, root: str | Path = ".") -> list[Finding]
     """Check a report lineage sidecar: its outputs, inputs and generator notebook still have the recorded hashes."""
     sidecar, root = Path(sidecar), Path(root)
     try:
-        record = json.loads(sidecar.read_text())
-    except json.JSONDecodeError as exc:
-        return [Finding(sidecar.as_posix(), f"not valid JSON ({exc})")]
+        record = lineage_format.read(sidecar)
+    except FormatError as exc:
+        return [Finding(sidecar.as_posix(), exc.message)]
     findings = []
     entries = [("output", o) for o in record.get("outputs", [])] + [("input", i) for i in record.get("inputs", [])]
     notebook = record.get("notebook")
@@ -312,9 +313,10 @@ def rebuild(root: str | Path, scratch: str | Path, *, kernel: str = "perflab") -
 
     root, scratch = Path(root).resolve(), Path(scratch).resolve()
     runs: dict[tuple[str, str], list[str]] = {}
+    parameters: dict[tuple[str, str], dict] = {}
     notes = []
     for sidecar in sorted(s for d in OUTPUT_DIRS for s in (root / d).glob("*.lineage.json")):
-        record = json.loads(sidecar.read_text())
+        record = lineage_format.read(sidecar)
         nb, params = record.get("notebook"), record.get("parameters") or {}
         if not nb:
             continue
@@ -324,9 +326,10 @@ def rebuild(root: str | Path, scratch: str | Path, *, kernel: str = "perflab") -
             continue
         key = (nb["path"], json.dumps(params, sort_keys=True))
         runs.setdefault(key, []).extend(o["path"] for o in record.get("outputs", []))
+        parameters[key] = params
     findings, compared = [], 0
     for i, ((notebook, params_json), outputs) in enumerate(sorted(runs.items())):
-        params = json.loads(params_json)
+        params = parameters[notebook, params_json]
         redirected = {**params, "paper_dir": str(scratch / "paper")}
         if "processed_root" in params:
             redirected["processed_root"] = str(scratch / "processed")

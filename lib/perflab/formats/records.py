@@ -81,7 +81,7 @@ def _check(kind: str, data: Mapping[str, Any], where: str) -> None:
     version = data.get("format", 1 if kind == "ledger event" else None)
     known = _READS[kind]
     if version not in known:
-        raise RecordError(str(refuse(where, kind, version, known)))
+        raise refuse(where, kind, version, known, error=RecordError)
 
 
 @functools.cache

@@ -25,11 +25,22 @@ class FormatError(UserError, ValueError):
     """A project file of a format this perflab does not read, or not of its kind; the message names the file."""
 
 
-def refuse(where: object, kind: str, version: object, reads: tuple[int, ...] | set[int]) -> FormatError:
-    """The one-line error for ``kind`` at ``where`` of ``version``, naming the versions read and what to do."""
-    return FormatError(f"{where}: {kind} of format {version!r}; this perflab reads format "
-                       f"{' or '.join(map(str, sorted(reads)))}. Use the perflab version that wrote it "
-                       "(see its 'perflab' field), or upgrade perflab.")
+def refuse(where: object, kind: str, version: object, reads: tuple[int, ...] | set[int], *,
+           error: type[FormatError] = FormatError) -> FormatError:
+    """The one-line ``error`` for ``kind`` at ``where`` (its ``file``) of ``version``, naming the versions read
+    and what to do."""
+    return error(f"{kind} of format {version!r}; this perflab reads format {' or '.join(map(str, sorted(reads)))}. "
+                 "Use the perflab version that wrote it (see its 'perflab' field), or upgrade perflab.", file=where)
+
+
+def check(doc: Any, where: object, kind: str, reads: tuple[int, ...] | set[int]) -> dict[str, Any]:
+    """``doc`` when it is a JSON object whose ``format`` is one of ``reads`` (read as it is: no migration)."""
+    if not isinstance(doc, dict):
+        raise FormatError(f"{kind} must be a JSON object; found {type(doc).__name__}", file=where)
+    found = doc.get("format")
+    if isinstance(found, bool) or found not in reads:
+        raise refuse(where, kind, found, reads)
+    return doc
 
 
 def migrate(doc: dict[str, Any], where: object, kind: str, current: int,
@@ -57,10 +68,10 @@ def parse_json(text: str | bytes, where: object, kind: str) -> Any:
     try:
         return json.loads(text, parse_constant=lambda c: math.nan)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        line = f":{exc.lineno}" if isinstance(exc, json.JSONDecodeError) else ""
+        line = exc.lineno if isinstance(exc, json.JSONDecodeError) else None
         reason = exc.msg if isinstance(exc, json.JSONDecodeError) else "not UTF-8"
-        raise FormatError(f"{where}{line}: {kind} is not valid JSON ({reason}); restore or regenerate the file") \
-            from None
+        raise FormatError(f"{kind} is not valid JSON ({reason}); restore or regenerate the file", file=where,
+                          line=line) from None
 
 
 def load_json(path: str | Path, kind: str, current: int, migrations: Mapping[int, Migration] | None = None, *,
@@ -69,7 +80,7 @@ def load_json(path: str | Path, kind: str, current: int, migrations: Mapping[int
     ``current``."""
     doc = parse_json(Path(path).read_text(encoding="utf-8") if text is None else text, path, kind)
     if not isinstance(doc, dict):
-        raise FormatError(f"{path}: {kind} must be a JSON object; found {type(doc).__name__}")
+        raise FormatError(f"{kind} must be a JSON object; found {type(doc).__name__}", file=path)
     return migrate(doc, path, kind, current, migrations)
 
 
