@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from perflab.formats import fingerprints, lineage, published, questions, versions
+from perflab.formats import findings, fingerprints, lineage, published, questions, versions
 from perflab.formats.versions import FormatError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -121,3 +121,24 @@ def test_a_lineage_sidecar_of_either_format_or_a_tidy_record_is_read_as_it_is_an
     path.write_text("{")
     with pytest.raises(FormatError, match=rf"^{path}:1: lineage sidecar is not valid JSON"):
         lineage.read(path)
+
+
+def test_a_verify_finding_keeps_its_path_apart_from_its_problem_even_when_the_problem_holds_a_colon():
+    found = findings.Finding("ledger.jsonl:3", "the hash chain breaks here: edited")
+    assert str(found.under("data/raw/c")) == "data/raw/c/ledger.jsonl:3: the hash chain breaks here: edited"
+    assert found.under("data/raw/c").to_json() == {"path": "data/raw/c/ledger.jsonl:3",
+                                                  "problem": "the hash chain breaks here: edited"}
+
+
+def test_the_raw_store_reports_findings_typed_and_verify_takes_them_unsplit(tmp_path):
+    from perflab import store, verify
+
+    store.RawStore(tmp_path, "c").put_file("samples/r1/stdout", "x")
+    (tmp_path / "c" / "samples" / "r1" / "stdout").write_text("y: z")
+    (tmp_path / "c" / "extra: file").write_text("e")
+    found = store.findings(tmp_path / "c")
+    assert findings.Finding("extra: file", "not in the manifest") in found
+    assert findings.Finding("samples/r1/stdout", "checksum differs from the manifest (the file was altered)") in found
+    assert store.verify(tmp_path / "c") == [str(f) for f in found]
+    assert findings.Finding(f"{(tmp_path / 'c').as_posix()}/extra: file", "not in the manifest") in \
+        verify.raw_directory(tmp_path / "c")

@@ -266,7 +266,7 @@ def _verify(args: argparse.Namespace) -> int:
         problems = evidence.failures(report.evidence)
         if args.json:
             print(json.dumps({"ok": report.ok and not problems, "checked": report.checked, "notes": report.notes,
-                              "findings": [{"path": f.path, "problem": f.problem} for f in report.findings],
+                              "findings": [f.to_json() for f in report.findings],
                               "evidence": evidence.lines(report.evidence), "evidence_failures": problems,
                               "chain_heads": report.heads, "seconds": round(time.monotonic() - started, 1)}, indent=1))
             return 0 if report.ok and not problems else 1
@@ -290,7 +290,7 @@ def _verify(args: argparse.Namespace) -> int:
         results.append({"path": raw_dir, "ok": not findings and not problems,
                         "files": len(store.read_manifest(raw_dir)),
                         "chain_head": verify.head(raw_dir) if (Path(raw_dir) / "campaign.json").exists() else None,
-                        "findings": [{"path": f.path, "problem": f.problem} for f in findings],
+                        "findings": [f.to_json() for f in findings],
                         "evidence": evidence.lines(among)[1:-1] if among else [], "evidence_failures": problems})
         if not args.json:
             for finding in findings:

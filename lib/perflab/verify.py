@@ -40,6 +40,7 @@ import pandas as pd
 
 from . import campaign as campaign_mod, design, evidence, ledger, questions, store, tidy
 from .formats import lineage as lineage_format, records
+from .formats.findings import Finding
 from .formats.versions import FormatError
 from .errors import UserError
 
@@ -51,17 +52,6 @@ OUTPUT_DIRS = ("paper/figures", "paper/tables", "paper/macros", "paper/sections"
 
 class VerifyError(UserError, ValueError):
     """What was asked to be verified does not exist or holds nothing to check."""
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One file that does not verify, and how."""
-
-    path: str
-    problem: str
-
-    def __str__(self) -> str:
-        return f"{self.path}: {self.problem}"
 
 
 @dataclass
@@ -93,16 +83,15 @@ def raw_directory(directory: str | Path) -> list[Finding]:
     """
     d = Path(directory)
     if not d.is_dir():
-        raise VerifyError(f"{d}: no such directory; give a raw campaign directory such as data/raw/<campaign> "
-                          "(or no argument to check the whole repository)")
+        raise VerifyError("no such directory; give a raw campaign directory such as data/raw/<campaign> "
+                          "(or no argument to check the whole repository)", file=d)
     if not (d / store.MANIFEST).exists():
         files = [p for p in d.rglob("*") if p.is_file() and not p.name.startswith(".")]
-        raise VerifyError(f"{d}: no {store.MANIFEST} ({len(files)} files unprotected); "
-                          f"run `perflab seal {d}` once, right after the data was written")
+        raise VerifyError(f"no {store.MANIFEST} ({len(files)} files unprotected); "
+                          f"run `perflab seal {d}` once, right after the data was written", file=d)
     if not store.read_manifest(d):
-        raise VerifyError(f"{d}/{store.MANIFEST}: lists no file; nothing can be verified")
-    return [Finding(f"{d.as_posix()}/{p.split(': ', 1)[0]}", p.split(": ", 1)[1]) for p in store.verify(d)] \
-        + record_problems(d)
+        raise VerifyError("lists no file; nothing can be verified", file=f"{d}/{store.MANIFEST}")
+    return [f.under(d.as_posix()) for f in store.findings(d)] + record_problems(d)
 
 
 def head(campaign_dir: str | Path) -> str:
@@ -254,7 +243,7 @@ def repository(root: str | Path = ".", *, progress: Callable[[str], None] | None
         try:
             report.findings += raw_directory(cdir)
         except VerifyError as exc:
-            report.findings.append(Finding(cdir.as_posix(), str(exc).split(": ", 1)[1]))
+            report.findings.append(Finding(cdir.as_posix(), exc.message))
             continue
         report.count("raw campaigns")
         report.count("raw files", len(store.read_manifest(cdir)))
@@ -264,7 +253,7 @@ def repository(root: str | Path = ".", *, progress: Callable[[str], None] | None
             report.findings += raw_directory(published)
             report.count("published files", len(store.read_manifest(published)))
         except VerifyError as exc:
-            report.findings.append(Finding(published.as_posix(), str(exc).split(": ", 1)[1]))
+            report.findings.append(Finding(published.as_posix(), exc.message))
     intact = {c.name for c in found} - {Path(f.path).relative_to(raw_root).parts[0] for f in report.findings
                                          if Path(f.path).is_relative_to(raw_root)}
     for i, cdir in enumerate(found, 1):

@@ -95,7 +95,7 @@ def _build(cls: type, data: Mapping[str, Any], where: str, kind: str) -> Any:
     names, required = _fields(cls)
     missing = [name for name in required if name not in data]
     if missing:
-        raise RecordError(f"{where}: {kind} lacks field(s) {', '.join(missing)}; the file is damaged or not perflab's")
+        raise RecordError(f"{kind} lacks field(s) {', '.join(missing)}; the file is damaged or not perflab's", file=where)
     return cls(**{k: v for k, v in data.items() if k in names})
 
 
@@ -268,7 +268,7 @@ def parse_event(line: str, where: str) -> LedgerEvent:
     """Parse one ledger line (``where`` is ``file:line`` for errors)."""
     data = json.loads(line)
     if not isinstance(data, dict):
-        raise RecordError(f"{where}: a ledger line must be a JSON object")
+        raise RecordError("a ledger line must be a JSON object", file=where)
     _check("ledger event", data, where)
     return _build(LedgerEvent, data, where, "ledger event")
 
@@ -277,8 +277,8 @@ def _load(path: str | Path, text: str | None = None) -> dict[str, Any]:
     try:
         data = json.loads(Path(path).read_text() if text is None else text, parse_constant=lambda c: math.nan)
     except json.JSONDecodeError as exc:
-        raise RecordError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg}); raw records are never edited, "
-                          "restore the original file") from None
+        raise RecordError(f"not valid JSON ({exc.msg}); raw records are never edited, restore the original file",
+                          file=path, line=exc.lineno) from None
     if not isinstance(data, dict):
-        raise RecordError(f"{path}: expected a JSON object")
+        raise RecordError("expected a JSON object", file=path)
     return data
