@@ -157,13 +157,8 @@ OUTPUT_READS = {
 #: Project files still parsed outside formats/, by module and count: this list only shrinks (move the reader into
 #: a module of formats/ and lower or drop its entry).
 NOT_YET_IN_FORMATS = {
-    "perflab.campaign": 1, "perflab.labspec": 1, "perflab.study": 2,  # schemas/*.json; a notebook's metadata
-    "perflab.templates": 1,  # a notebook template's metadata
-    "perflab.verify": 2,  # a tidy table's CSV mirror, stored and re-rendered
-    "perflab.stats.commands": 2,  # a tidy table
     "perflab.ledger": 2,  # ledger lines while repairing and chaining
     "perflab.contention": 1, "perflab.evidence": 1, "perflab.runner.session": 1,  # quiet-gate records, declarations
-    "perflab.report.site": 1, "perflab.tidy": 2,  # fingerprint differences; the tidy table
     "perflab.lab.state": 2, "perflab.lab.lifecycle": 1,  # lab state files
     "perflab.measurelock": 1, "perflab.store": 1,  # lock files
     "perflab.report.frame": 1,  # config/config.yaml

@@ -16,18 +16,18 @@ import itertools
 import json
 import re
 from dataclasses import dataclass, field, replace
-from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping
 
 from . import campaign_checks, tools
 from .campaign_checks import doc_hosts, doc_roles, seat_fields
 from .campaign_values import Text, label
+from .formats import declarations
 from .yamlfile import SpecError, line_of, read_yaml
 
 #: Campaign file formats this reader knows (a file without ``format`` is format 1).
 FORMATS = (1,)
-SCHEMA = json.loads(resources.files("perflab").joinpath("schemas/campaign.schema.json").read_text())
+SCHEMA = declarations.schema("campaign")
 
 
 @dataclass(frozen=True)

@@ -7,17 +7,16 @@ A description is a YAML file validated against ``schemas/lab.schema.json`` (erro
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 
 from .errors import FileError
+from .formats import declarations
 from .yamlfile import line_of, read_yaml, schema_problems
 
-SCHEMA = json.loads(resources.files("perflab").joinpath("schemas/lab.schema.json").read_text())
+SCHEMA = declarations.schema("lab")
 #: Versions of the lab file format this perflab reads (the ``format`` key; docs/lab.md).
 FORMATS = frozenset({1})
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}

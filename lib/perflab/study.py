@@ -17,19 +17,19 @@ name is formed and which files it writes, as patterns over ``{name}``, ``{study}
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any, Collection
 
 from . import campaign as campaign_mod, datasource, templates
 from .errors import FileError
 from .files import slug
+from .formats import declarations, notebooks
+from .formats.versions import FormatError
 from .yamlfile import SpecError, YamlFileError, read_yaml
 
-SCHEMA = json.loads(resources.files("perflab").joinpath("schemas/study.schema.json").read_text())
+SCHEMA = declarations.schema("study")
 #: Versions of the study declaration format this perflab reads (the ``format`` key).
 FORMATS = frozenset({1})
 STUDIES_DIR = "studies"
@@ -140,7 +140,7 @@ class Study:
 def template(notebook: str, root: str = ".") -> dict[str, Any]:
     """The ``metadata.perflab`` block of ``notebooks/<notebook>.ipynb`` (name pattern and outputs)."""
     path = Path(root) / NOTEBOOKS_DIR / f"{notebook}.ipynb"
-    meta = json.loads(path.read_text()).get("metadata", {}).get("perflab")
+    meta = notebooks.perflab_metadata(path)
     if not isinstance(meta, dict) or not isinstance(meta.get("outputs"), dict):
         raise StudyError(path, [f"{path}: notebook metadata lacks perflab.outputs; an analysis template declares the "
                          "files it writes (see docs/studies.md)"])
@@ -206,7 +206,7 @@ def load(folder: str | Path, root: str | Path = ".") -> Study:
             continue
         try:
             meta = template(a["notebook"], str(root))
-        except (OSError, json.JSONDecodeError):
+        except (OSError, FormatError):
             problems.append(f"{at('analyses', i, 'notebook')}: no template {NOTEBOOKS_DIR}/{a['notebook']}.ipynb")
             continue
         except StudyError as exc:

@@ -21,13 +21,14 @@ import ast
 import difflib
 import datetime
 import io
-import json
 import math
 import tokenize
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
 import yaml
+
+from .formats import notebooks
 
 #: Declared type -> the Python types a value of it may have (YAML gives these).
 TYPES: dict[str, tuple[type, ...]] = {"string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,),
@@ -157,7 +158,7 @@ def declaration(notebook: str | Path) -> dict[str, dict[str, Any]]:
     A new parameter gets the type of its default and its comment as ``doc``; an existing
     declaration keeps its (possibly wider) type and its ``required``.
     """
-    nb = json.loads(Path(notebook).read_text())
+    nb = notebooks.read(notebook)
     old = declared(nb.get("metadata", {}).get("perflab", {})) or {}
     out = {}
     for name, (default, comment) in from_cell(parameters_cell(nb)).items():

@@ -30,7 +30,6 @@ another campaign's, contention, monitors), which ``perflab verify`` prints and c
 
 from __future__ import annotations
 
-import io
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,7 +38,7 @@ from typing import Callable
 import pandas as pd
 
 from . import campaign as campaign_mod, design, evidence, ledger, questions, store, tidy
-from .formats import lineage as lineage_format, records
+from .formats import lineage as lineage_format, records, tables
 from .formats.findings import Finding
 from .formats.versions import FormatError
 from .errors import UserError
@@ -180,8 +179,8 @@ def processed(raw_dir: str | Path, processed_dir: str | Path) -> tuple[list[Find
     if csv.exists():
         text = tidy.csv_bytes(expected)
         if csv.read_bytes() != text:
-            stored = pd.read_csv(csv)
-            rerendered = pd.read_csv(io.BytesIO(text))
+            stored = tables.load_csv(csv)
+            rerendered = tables.load_csv(text)
             diff = _frame_difference(rerendered, stored) or "text differs from the table re-derived from raw"
             findings.append(Finding(csv.as_posix(), diff))
     return findings, int(parquet.exists()) + int(csv.exists())

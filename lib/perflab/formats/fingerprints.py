@@ -10,6 +10,11 @@ Format history (formats 1 to 3 carried their version under ``schema``, format 4 
   to 3 are still read: their ``schema`` is read as ``format``.
 
 What the fields mean and how they are collected: :mod:`perflab.fingerprint`.
+
+A block's differences (``blocks/<n>/differences*.json``, written by the runner after each
+block: ``block``, ``changed``, ``since_previous_block``, ``between_hosts_before``,
+``between_hosts_after``, each a list of differences) carry no ``format`` key yet; they are
+read as they are (:func:`read_differences`).
 """
 
 from __future__ import annotations
@@ -53,6 +58,19 @@ def check(fp: Any, where: object) -> dict[str, Any]:
 def read(path: str | Path) -> dict[str, Any]:
     """Read and check the fingerprint at ``path`` (as format :data:`FORMAT`)."""
     return check(parse_json(Path(path).read_text(encoding="utf-8"), path, KIND), path)
+
+
+def read_differences(path: str | Path) -> dict[str, Any]:
+    """Read a block's differences record (a JSON object)."""
+    doc = parse_json(Path(path).read_text(encoding="utf-8"), path, "differences record")
+    if not isinstance(doc, dict):
+        raise FormatError(f"a differences record is a JSON object; found {type(doc).__name__}", file=path)
+    return doc
+
+
+def differences_text(record: Mapping[str, Any]) -> str:
+    """A block's differences record as the text stored for it."""
+    return json.dumps(record, indent=1, default=str) + "\n"
 
 
 def dumps(fp: Mapping[str, Any]) -> str:

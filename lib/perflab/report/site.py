@@ -341,7 +341,7 @@ def _differences(site: _Site, cdir: Path, page: Path) -> str:
     rows = []
     for path in sorted(_records(cdir, "blocks/*/differences*.json"), key=lambda p: (int(p.parent.name), p.name)
                        if p.parent.name.isdigit() else (0, p.name)):
-        record = json.loads(path.read_text())
+        record = fingerprints.read_differences(path)
         block = site.link(path, page, f"block {record.get('block')}")
         for kind in ("since_previous_block", "changed", "between_hosts_before", "between_hosts_after"):
             for d in record.get(kind, []):

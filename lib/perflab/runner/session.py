@@ -359,7 +359,7 @@ class Blocks:
                   for k, v in found.items()}
         path = f"blocks/{block}/differences{self.suffix}.json"
         if not (self.store.dir / path).exists():
-            self.store.put_file(path, json.dumps(record, indent=1, default=str) + "\n")
+            self.store.put_file(path, fp_format.differences_text(record))
         self.boundary = (block, probed)
 
 

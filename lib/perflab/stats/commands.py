@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..formats import questions as record_format, records
+from ..formats import questions as record_format, records, tables as data_tables
 from ._input import StatsInputError, json_value, p_text, plain
 from .compare import Comparison, compare
 from .describe import describe
@@ -43,7 +43,7 @@ def read_table(path: str | Path) -> pd.DataFrame:
     """Read a CSV or Parquet table (by extension), with an error naming the file."""
     path = Path(path)
     try:
-        return pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
+        return data_tables.load(path)
     except (OSError, ValueError) as exc:
         raise StatsInputError(str(path), "a readable CSV or Parquet table", f"{type(exc).__name__}: {exc}",
                               "Check the path (perflab tidy writes data/processed/<campaign>.parquet).") from None
