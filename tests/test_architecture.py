@@ -158,7 +158,7 @@ OUTPUT_READS = {
 #: a module of formats/ and lower or drop its entry).
 NOT_YET_IN_FORMATS = {
     "perflab.ledger": 2,  # ledger lines while repairing and chaining
-    "perflab.contention": 1, "perflab.evidence": 1, "perflab.runner.session": 1,  # quiet-gate records, declarations
+    "perflab.contention": 1,  # which study declares a campaign (study.yaml)
     "perflab.lab.state": 2, "perflab.lab.lifecycle": 1,  # lab state files
     "perflab.measurelock": 1, "perflab.store": 1,  # lock files
     "perflab.report.frame": 1,  # config/config.yaml

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from perflab.formats import findings, fingerprints, lineage, published, questions, versions
+from perflab.formats import findings, fingerprints, lineage, published, questions, quiet, versions
 from perflab.formats.versions import FormatError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -142,3 +142,15 @@ def test_the_raw_store_reports_findings_typed_and_verify_takes_them_unsplit(tmp_
     assert store.verify(tmp_path / "c") == [str(f) for f in found]
     assert findings.Finding(f"{(tmp_path / 'c').as_posix()}/extra: file", "not in the manifest") in \
         verify.raw_directory(tmp_path / "c")
+
+
+def test_a_quiet_gate_record_of_every_committed_format_reads_and_a_newer_one_is_refused(tmp_path):
+    committed = sorted(ROOT.glob("data/raw/*/blocks/*/quiet*.json"))
+    assert {quiet.read_gate(p)["format"] for p in committed[:: max(1, len(committed) // 50)]} <= {1, 2}
+    path = tmp_path / "quiet.json"
+    path.write_text(quiet.gate_text({"format": 3, "block": 1, "quiet": True, "waited": 0.5, "steal": 0.0}))
+    assert quiet.read_gate(path)["waited"] == 0.5
+    path.write_text(quiet.gate_text({"format": 4, "block": 1}))
+    with pytest.raises(FormatError, match=rf"^{path}: quiet gate record of format 4; this perflab reads format 1 or 2 "
+                                          r"or 3\."):
+        quiet.read_gate(path)

@@ -30,7 +30,6 @@ through :func:`macro_values`, followed by the head of each campaign's ledger has
 from __future__ import annotations
 
 import bisect
-import json
 import statistics
 import time
 from dataclasses import asdict, dataclass, field
@@ -38,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from . import ledger
-from .formats import records
+from .formats import quiet, records
 from .design import measured_cell
 from .store import LEDGER
 from .contention import classify, declaring_study
@@ -227,7 +226,7 @@ def campaign(raw_dir: str | Path, root: str | Path = ".") -> CampaignEvidence:
     ev.steal_cells = {cell: spread for cell, values in sorted(steal.items()) if (spread := Spread.of(values))}
     gate_steal: list[float] = []
     for gate in sorted(raw_dir.glob("blocks/*/quiet*.json")):
-        doc = json.loads(gate.read_text())
+        doc = quiet.read_gate(gate)
         ev.gates += 1
         ev.gates_gave_up += not doc.get("quiet", True)
         ev.gate_wait += float(doc.get("waited", 0.0))

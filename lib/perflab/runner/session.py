@@ -3,7 +3,6 @@ the host fingerprints around each block, and reconnecting a host that went away.
 
 from __future__ import annotations
 
-import json
 import re
 import secrets
 import time
@@ -11,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence, TypeVar
 
 from .. import __version__, contention, fingerprint, monitors
-from ..formats import fingerprints as fp_format, records
+from ..formats import fingerprints as fp_format, quiet, records
 from ..remote import CONNECT_TIMEOUT, Host, HostError, HostLost, Result, Service
 from ..campaign import Campaign, Cell, Step
 from ..campaign_values import fill
@@ -321,7 +320,7 @@ class Blocks:
             boundary = None  # the neighbours stop and the gate waits: the hosts are probed again
             self.quieten()
             stored = self.store.dir / f"blocks/{block}/quiet{self.suffix}.json"
-            self.gate.before_block(block, stored=json.loads(stored.read_text()) if stored.exists() else None)
+            self.gate.before_block(block, stored=quiet.read_gate(stored) if stored.exists() else None)
         if self.spec.fingerprints:
             self._collect(block, "before", boundary[1] if boundary is not None and boundary[0] == block - 1 else None)
         self.recordings.ensure(block)
