@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from perflab.formats import findings, fingerprints, lineage, published, questions, quiet, versions
+from perflab.formats import findings, fingerprints, lineage, locks, published, questions, quiet, versions
 from perflab.formats.versions import FormatError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -154,3 +154,12 @@ def test_a_quiet_gate_record_of_every_committed_format_reads_and_a_newer_one_is_
     with pytest.raises(FormatError, match=rf"^{path}: quiet gate record of format 4; this perflab reads format 1 or 2 "
                                           r"or 3\."):
         quiet.read_gate(path)
+
+
+@pytest.mark.parametrize("text, holder", [('{"pid": 7}\n', {"pid": 7}), ("7\n", 7), ('{"pid": ', None), ("", None)])
+def test_a_lock_file_being_written_reads_as_no_holder(text, holder):
+    assert locks.parse(text) == holder
+
+
+def test_a_lock_holder_is_written_as_one_json_line():
+    assert locks.dumps({"format": 1, "pid": 7}) == b'{"format": 1, "pid": 7}\n'

@@ -44,7 +44,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable, Iterator, Mapping, TextIO
 
-from .formats import records
+from .formats import locks, records
 from .formats.findings import Finding
 from .errors import UserError
 from .files import Spool, atomic_write, fsync
@@ -148,10 +148,7 @@ def _disk_space(what: str, tmp: Path) -> Iterator[None]:
 
 def _holder(text: str) -> dict:
     """The holder a lock file records: JSON (pid, host, command, started_utc) or, as older runs wrote, a bare pid."""
-    try:
-        doc = json.loads(text)
-    except ValueError:
-        return {}
+    doc = locks.parse(text)
     return doc if isinstance(doc, dict) else {"pid": doc} if isinstance(doc, int) else {}
 
 
@@ -246,7 +243,7 @@ class RawStore:
             me = {"pid": os.getpid(), "host": socket.gethostname(), "command": _command(os.getpid()),
                   "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
             os.ftruncate(fd, 0)
-            os.pwrite(fd, (json.dumps(me) + "\n").encode(), 0)
+            os.pwrite(fd, locks.dumps(me), 0)
             yield
         finally:
             path.unlink(missing_ok=True)
