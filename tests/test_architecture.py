@@ -159,7 +159,6 @@ OUTPUT_READS = {
 NOT_YET_IN_FORMATS = {
     "perflab.ledger": 2,  # ledger lines while repairing and chaining
     "perflab.contention": 1,  # which study declares a campaign (study.yaml)
-    "perflab.lab.state": 2, "perflab.lab.lifecycle": 1,  # lab state files
     "perflab.report.frame": 1,  # config/config.yaml
     "perflab.crate": 1,  # an RO-Crate's metadata
 }
