@@ -157,7 +157,6 @@ OUTPUT_READS = {
 #: Project files still parsed outside formats/, by module and count: this list only shrinks (move the reader into
 #: a module of formats/ and lower or drop its entry).
 NOT_YET_IN_FORMATS = {
-    "perflab.ledger": 2,  # ledger lines while repairing and chaining
     "perflab.contention": 1,  # which study declares a campaign (study.yaml)
     "perflab.report.frame": 1,  # config/config.yaml
     "perflab.crate": 1,  # an RO-Crate's metadata

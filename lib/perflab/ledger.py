@@ -39,7 +39,7 @@ from pathlib import Path
 from .errors import UserError
 from .files import atomic_write
 from .formats.findings import Finding
-from .formats.records import LedgerEvent, RecordError, parse_event
+from .formats.records import LedgerEvent, RecordError, event_object, parse_event
 
 #: The campaign record beside the ledger, whose bytes the chain starts from.
 ANCHOR = "campaign.json"
@@ -206,11 +206,8 @@ def _anchor(path: Path) -> bytes:
 
 def _chained(line: bytes) -> bool:
     """True when ``line`` is an event of a format that carries the chain's link (format 2 on)."""
-    try:
-        data = json.loads(line)
-    except ValueError:
-        return False
-    return isinstance(data, dict) and isinstance(data.get("format"), int) and data["format"] >= 2
+    data = event_object(line)
+    return data is not None and isinstance(data.get("format"), int) and data["format"] >= 2
 
 
 @dataclass(frozen=True)
@@ -258,7 +255,7 @@ def chain(path: str | Path) -> Chain | None:
     for lineno, line in enumerate(lines, 1):
         linked = _chained(line)
         if linked:
-            event = json.loads(line)
+            event = event_object(line) or {}
             top = max(top, event["format"])
             expected = hashlib.sha256(previous).hexdigest() if previous is not None else prefix.hexdigest()
             if event.get("prev") != expected:

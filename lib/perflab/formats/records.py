@@ -273,6 +273,16 @@ def parse_event(line: str, where: str) -> LedgerEvent:
     return _build(LedgerEvent, data, where, "ledger event")
 
 
+def event_object(line: str | bytes) -> dict[str, Any] | None:
+    """A ledger line's JSON object as written, unchecked (None when the line is none: torn or not JSON); the hash
+    chain reads lines so, whatever their format."""
+    try:
+        data = json.loads(line)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
 def _load(path: str | Path, text: str | None = None) -> dict[str, Any]:
     try:
         data = json.loads(Path(path).read_text() if text is None else text, parse_constant=lambda c: math.nan)
