@@ -158,8 +158,6 @@ OUTPUT_READS = {
 #: a module of formats/ and lower or drop its entry).
 NOT_YET_IN_FORMATS = {
     "perflab.contention": 1,  # which study declares a campaign (study.yaml)
-    "perflab.report.frame": 1,  # config/config.yaml
-    "perflab.crate": 1,  # an RO-Crate's metadata
 }
 #: Calls that parse a file's text: module.attribute (any module for the pandas readers).
 _PARSES = {("json", "loads"), ("json", "load"), ("yaml", "safe_load"), ("yaml", "load")}
