@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from perflab.formats import findings, fingerprints, lineage, locks, published, questions, quiet, versions
+from perflab.formats import declarations, findings, fingerprints, lineage, locks, published, questions, quiet, versions
 from perflab.formats.versions import FormatError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -163,3 +163,15 @@ def test_a_lock_file_being_written_reads_as_no_holder(text, holder):
 
 def test_a_lock_holder_is_written_as_one_json_line():
     assert locks.dumps({"format": 1, "pid": 7}) == b'{"format": 1, "pid": 7}\n'
+
+
+def test_every_declaration_kind_reads_through_the_one_yaml_loader_with_its_format(tmp_path):
+    path = tmp_path / "x.yaml"
+    path.write_text("format: 2\nlab: x\n")
+    with pytest.raises(Exception, match=rf"^{path}:1: format: lab format 2; this perflab reads format 1"):
+        declarations.LAB.read(path)
+    path.write_text("lab: x\n")
+    with pytest.raises(Exception, match=rf"^{path}:1: format: missing"):
+        declarations.LAB.read(path)
+    assert declarations.CAMPAIGN.format_required is False and declarations.STUDY.format_required is True
+    assert declarations.CAMPAIGN.schema()["type"] == "object" and declarations.INVENTORY.schema() == {}

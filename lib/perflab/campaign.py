@@ -23,11 +23,11 @@ from . import campaign_checks, tools
 from .campaign_checks import doc_hosts, doc_roles, seat_fields
 from .campaign_values import Text, label
 from .formats import declarations
-from .yamlfile import SpecError, line_of, read_yaml
+from .yamlfile import SpecError, line_of
 
 #: Campaign file formats this reader knows (a file without ``format`` is format 1).
-FORMATS = (1,)
-SCHEMA = declarations.schema("campaign")
+FORMATS = declarations.CAMPAIGN.formats
+SCHEMA = declarations.CAMPAIGN.schema()
 
 
 @dataclass(frozen=True)
@@ -296,7 +296,7 @@ class Campaign:
 def load(path: str | Path, *, text: str | None = None) -> Campaign:
     """Load and validate a campaign file; raise :class:`SpecError` listing every problem."""
     path = str(path)
-    doc, lines = read_yaml(path, SCHEMA, "campaign", text=text, formats=FORMATS)
+    doc, lines = declarations.CAMPAIGN.read(path, text=text)
     problems = campaign_checks.problems(doc, lines, path)
     if problems:
         raise SpecError(path, problems)

@@ -27,11 +27,11 @@ from .errors import FileError
 from .files import slug
 from .formats import declarations, notebooks
 from .formats.versions import FormatError
-from .yamlfile import SpecError, YamlFileError, read_yaml
+from .yamlfile import SpecError, YamlFileError
 
-SCHEMA = declarations.schema("study")
+SCHEMA = declarations.STUDY.schema()
 #: Versions of the study declaration format this perflab reads (the ``format`` key).
-FORMATS = frozenset({1})
+FORMATS = declarations.STUDY.formats
 STUDIES_DIR = "studies"
 NOTEBOOKS_DIR = "notebooks"
 #: Where every study's published data lives (raw data stays under data/raw/).
@@ -154,7 +154,7 @@ def load(folder: str | Path, root: str | Path = ".") -> Study:
     rel = folder.relative_to(root).as_posix() if folder.is_absolute() else folder.as_posix()
     path = f"{rel}/study.yaml"
     try:
-        doc, lines = read_yaml(root / path, SCHEMA, "study", formats=FORMATS, format_required=True)
+        doc, lines = declarations.STUDY.read(root / path)
     except YamlFileError as exc:
         raise StudyError(path, [p.replace(str(root / path), path) for p in exc.problems]) from None
 
