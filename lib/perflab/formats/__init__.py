@@ -7,7 +7,18 @@ No other module parses a project file (``tests/test_architecture.py`` holds the 
 
 - :mod:`.records`: raw records (``campaign.json``, a sample's ``meta.json``, ledger events,
   gaps, ``verify/`` records).
-- :mod:`.fingerprints`: host fingerprints (``blocks/<n>/fingerprint-*.json``).
-- :mod:`.claims`: the published claims CSVs (``data/raw/published/<study>-claims.csv``).
-- :mod:`.versions`: the version check, migrations and JSON every reader shares.
+- :mod:`.fingerprints`: host fingerprints and a block's differences (``blocks/<n>/``).
+- :mod:`.quiet`: the quiet gate's record before a block.
+- :mod:`.questions`: the frozen questions record (``questions.json``).
+- :mod:`.published`: published tables and the claims CSVs (``data/raw/published/``).
+- :mod:`.tables`: the tidy table and tables given on the command line.
+- :mod:`.lineage`: lineage sidecars (``*.lineage.json``).
+- :mod:`.findings`: verify findings (path apart from problem).
+- :mod:`.declarations`: what users write in YAML (campaigns, lab files, inventories, study
+  declarations), read by the one YAML loader (:mod:`perflab.yamlfile`).
+- :mod:`.config`, :mod:`.notebooks`, :mod:`.labstate`, :mod:`.locks`, :mod:`.crate`: the
+  project configuration, notebook templates, a lab's state file, lock files, an RO-Crate's
+  metadata.
+- :mod:`.versions`: the version check, migrations and JSON every reader shares
+  (``load_json(path, kind, current, migrations)``, asv's ``load_json``/``update_json`` idea).
 """
