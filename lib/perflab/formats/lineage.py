@@ -19,12 +19,10 @@ reader never changes it.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..files import atomic_write
-from .versions import check, parse_json
+from .versions import check, parse_json, write_json
 
 #: The format this perflab writes.
 FORMAT = 2
@@ -48,4 +46,4 @@ def read(path: str | Path) -> dict[str, Any]:
 
 def write(path: str | Path, record: Mapping[str, Any]) -> Path:
     """Write ``record`` to the sidecar ``path`` atomically."""
-    return atomic_write(path, json.dumps(record, indent=1, default=str) + "\n")
+    return write_json(path, record)
