@@ -47,7 +47,7 @@ from measure import Result, spread
 
 from perflab import campaign as campaign_mod, contention, fingerprint, inventory, lab, monitors, remote, runner, store, tools
 from perflab.ledger import Ledger
-from perflab.records import read_sample
+from perflab.formats.records import read_sample
 from perflab.runner import samples as samples_mod
 from perflab.runner.session import Blocks
 from perflab.tools.base import Command, Measurement, Param, Rows, Tool

@@ -35,7 +35,8 @@ TARGET_RATIO = 1.2
 
 def campaign(root: Path, samples: int) -> Path:
     """A raw store of ``samples`` copies of a real fio sample (scratch data: written without fsync)."""
-    from perflab import __version__, records, store
+    from perflab import __version__, store
+    from perflab.formats import records
 
     s = store.RawStore(root, f"bench{samples}")
     spec = {"campaign": s.campaign, "benchmark": {"tool": "fio"}, "hosts": {"client": "h1"},

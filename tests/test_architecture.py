@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 LIB = ROOT / "lib" / "perflab"
 #: The flow, first to last: layer -> its rooms (``perflab`` is the package's own __init__).
 LAYERS: list[tuple[str, set[str]]] = [
-    ("base", {"perflab", "errors", "files", "paths", "yamlfile", "knownhosts", "records", "templates", "aoe", "nfsbench",
+    ("base", {"perflab", "errors", "files", "paths", "yamlfile", "knownhosts", "formats", "templates", "aoe", "nfsbench",
               "agent"}),
     ("declarations", {"inventory", "labspec", "tools", "campaign", "campaign_values", "campaign_checks",
                       "campaign_contracts", "design", "study", "questions", "datasource", "destructive"}),
@@ -140,6 +140,64 @@ def test_a_planted_cycle_and_a_backward_import_are_seen(monkeypatch):
 def test_no_module_is_over_800_lines():
     long = {m: n for m, p in MODULES.items() if (n := len(p.read_text().splitlines())) > MAX_LINES}
     assert not long, f"modules over {MAX_LINES} lines (split them by job): {long}"
+
+
+#: Rooms that parse what programs print, not project files: benchmark output (``tools``) and the standalone scripts.
+PARSERS_OF_OUTPUT = {"tools", "agent", "aoe", "nfsbench"}
+#: Modules outside those rooms whose reads parse a program's output or a value in memory, by count.
+OUTPUT_READS = {
+    "perflab.executor": 1,  # the agent's reply on the wire
+    "perflab.fingerprint": 2,  # `ip -j link`, `tc -j qdisc` on the host
+    "perflab.lab.ceph": 3,  # `ceph ... -f json`
+    "perflab.lab.net": 1,  # `nft -j list table`
+    "perflab.lab.shell": 1,  # `ip -j netns`
+    "perflab.lab.lifecycle": 2,  # `ip -j link`; a lab spec's JSON round trip
+    "perflab.tidy": 1,  # sadf's JSON output of a host's sysstat archive
+}
+#: Project files still parsed outside formats/, by module and count: this list only shrinks (move the reader into
+#: a module of formats/ and lower or drop its entry).
+NOT_YET_IN_FORMATS = {
+    "perflab.contention": 1,  # which study declares a campaign (study.yaml)
+}
+#: Calls that parse a file's text: module.attribute (any module for the pandas readers).
+_PARSES = {("json", "loads"), ("json", "load"), ("yaml", "safe_load"), ("yaml", "load")}
+_READERS = {"read_csv", "read_parquet"}
+
+
+def _parse_calls(path: Path) -> int:
+    """How many calls of ``path`` parse JSON, YAML, CSV or Parquet."""
+    count = 0
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            owner = node.func.value.id if isinstance(node.func.value, ast.Name) else ""
+            count += (owner, node.func.attr) in _PARSES or node.func.attr in _READERS
+    return count
+
+
+def test_only_formats_parses_project_files():
+    found = {m: n for m, p in MODULES.items() if _room(m) not in PARSERS_OF_OUTPUT | {"formats"}
+             and (n := _parse_calls(p))}
+    allowed = {m: OUTPUT_READS.get(m, 0) + NOT_YET_IN_FORMATS.get(m, 0) for m in OUTPUT_READS.keys() | NOT_YET_IN_FORMATS}
+    more = sorted(f"{m}: {n} parse call(s), {allowed.get(m, 0)} allowed" for m, n in found.items()
+                  if n > allowed.get(m, 0))
+    assert not more, ("project files parsed outside formats/ (read them through a module of lib/perflab/formats, "
+                      "docs/architecture.md):\n" + "\n".join(more))
+    fewer = sorted(f"{m}: {found.get(m, 0)} parse call(s), {n} listed" for m, n in allowed.items() if found.get(m, 0) < n)
+    assert not fewer, "lower these entries of NOT_YET_IN_FORMATS (the list only shrinks):\n" + "\n".join(fewer)
+
+
+def test_a_planted_json_loads_outside_formats_is_seen(tmp_path, monkeypatch):
+    planted = tmp_path / "planted.py"
+    planted.write_text("import json\n\ndef read(path):\n    return json.loads(path.read_text())\n")
+    monkeypatch.setitem(MODULES, "perflab.planted", planted)
+    with pytest.raises(AssertionError, match=r"perflab.planted: 1 parse call\(s\), 0 allowed"):
+        test_only_formats_parses_project_files()
+    planted.write_text("import pandas as pd\n\ndef read(path):\n    return pd.read_csv(path)\n")
+    with pytest.raises(AssertionError, match=r"perflab.planted: 1 parse call"):
+        test_only_formats_parses_project_files()
+    monkeypatch.setitem(MODULES, "perflab.formats.planted", planted)
+    monkeypatch.delitem(MODULES, "perflab.planted")
+    test_only_formats_parses_project_files()
 
 
 def test_the_architecture_page_names_every_room_in_its_layer():

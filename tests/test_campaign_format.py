@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from helpers import ROOT_ONLY, load_campaign
-from perflab import campaign as campaign_mod, records, runner, store, tidy
+from perflab import campaign as campaign_mod, runner, store, tidy
+from perflab.formats import records
 from perflab.store import RawStore
 
 LEVELS = """\

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from helpers import ROOT_ONLY, lab_entries
-from perflab import campaign as campaign_mod, records, runner, store, tidy
+from perflab import campaign as campaign_mod, runner, store, tidy
+from perflab.formats import records
 
 pytestmark = [ROOT_ONLY, pytest.mark.lab]
 

@@ -155,7 +155,7 @@ def test_a_blocks_fingerprints_before_are_the_previous_blocks_after_unless_a_qui
     blocks = summary.raw_dir / "blocks"
     for host in ("h1", "h2"):
         first = json.loads((blocks / f"0/fingerprint-before-{host}.json").read_text())
-        assert "probe_from" not in first and "facts_from" not in first and first["schema"] == 3, "a full probe"
+        assert "probe_from" not in first and "facts_from" not in first and first["format"] == 4, "a full probe"
         for block in (1, 2):
             before = json.loads((blocks / f"{block}/fingerprint-before-{host}.json").read_text())
             after = json.loads((blocks / f"{block - 1}/fingerprint-after-{host}.json").read_text())

@@ -13,6 +13,7 @@ import pytest
 from helpers import BOUNDARY, load_campaign
 
 from perflab import campaign as campaign_mod, campaign_values, cli, fingerprint, inventory, remote, runner, tools
+from perflab.formats import fingerprints as fp_format
 from perflab.runner import samples
 from perflab.runner.progress import Progress
 from perflab.runner.session import Blocks
@@ -180,7 +181,7 @@ def _probes(monkeypatch, lose: tuple[str, str] | None = None) -> list[tuple[str,
         calls.append((host.name, phase))
         if (host.name, phase) == lose and calls.count(lose) == 1:
             raise remote.HostLost(host.name, f"host {host.name}: lost while fingerprinting {phase}", "reset")
-        fp = {"schema": fingerprint.SCHEMA, "host": host.name, "address": host.address, "digest": "d",
+        fp = {"format": fp_format.FORMAT, "host": host.name, "address": host.address, "digest": "d",
               "collected_at": f"probe {len(calls)}", "facts": {"hostname": host.name}, "state": {}, "versions": {}}
         return fp | ({"facts_from": known[0]} if known else {})
 

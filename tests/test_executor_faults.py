@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from helpers import load_campaign
-from perflab import agent as agent_program, executor, inventory, records, remote, store
+from perflab import agent as agent_program, executor, inventory, remote, store
+from perflab.formats import records
 from perflab.runner.progress import Progress
 from perflab.runner.session import Reconnector
 

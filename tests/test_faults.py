@@ -211,7 +211,7 @@ def _fill(path: Path) -> None:
 def test_a_ledger_filled_to_enospc_mid_line_keeps_whole_lines_then_resumes_and_verifies(probe, small_disk, tmp_path):
     from perflab import design, inventory, runner
     from perflab.ledger import LedgerError
-    from perflab.records import LedgerEvent
+    from perflab.formats.records import LedgerEvent
 
     # Choose the level's length so that after some sample k the ledger's last page has less room than the next
     # "running" line needs: the disk is then filled, and that line is cut by ENOSPC (tmpfs allocates whole pages).

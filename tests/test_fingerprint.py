@@ -12,6 +12,8 @@ import pytest
 
 from perflab import fingerprint, inventory, remote, tools
 from perflab.fingerprint import Difference, FingerprintError
+from perflab.formats import fingerprints as fp_format
+from perflab.formats.versions import FormatError
 
 
 # Output of fingerprint.script() on a lab host (captured, trimmed: lscpu and the
@@ -143,7 +145,7 @@ stress-ng, version 0.15.06 (gcc 12.2.0, x86_64 Linux 6.18.44-fc-v782)
 def _fp(host: str, **facts: object) -> dict:
     base = {"cpu.model": "AMD EPYC", "kernel.release": "6.1.0", "hostname": host, "net.eth0.mtu": 1500,
             "tool.iperf3": "3.12", "kernel.cmdline": f"root=UUID={host}"}
-    return {"schema": fingerprint.SCHEMA, "host": host, "facts": {**base, **facts}, "state": {}, "versions": {}}
+    return {"format": fp_format.FORMAT, "host": host, "facts": {**base, **facts}, "state": {}, "versions": {}}
 
 
 def test_parse_reads_every_section_of_captured_output():
@@ -288,18 +290,27 @@ def test_diff_refuses_fingerprints_of_two_hosts():
         fingerprint.diff(_fp("h1"), _fp("h2"))
 
 
-def test_fingerprints_of_every_accepted_schema_are_compared():
-    old = _fp("h1") | {"schema": 1}
+def _written_as_schema(fp: dict, version: int) -> dict:
+    """``fp`` as formats 1 to 3 wrote it: the version under ``schema``."""
+    return {k: v for k, v in fp.items() if k != "format"} | {"schema": version}
+
+
+def test_fingerprints_of_every_accepted_format_are_compared():
+    old = _written_as_schema(_fp("h1"), 1)
     shared = _fp("h1", **{"net.eth0.mtu": 9000}) | {"probe_from": "blocks/0/fingerprint-after-h1.json"}
-    assert fingerprint.SCHEMAS == (1, 2, 3) and shared["schema"] == 3
+    assert fp_format.READS == (1, 2, 3, 4) and shared["format"] == 4
     assert fingerprint.diff(old, shared) == [Difference("net.eth0.mtu", 1500, 9000, ("h1",))]
-    assert fingerprint.compare_hosts({"h1": shared, "h2": _fp("h2") | {"schema": 2}}) == [
+    assert fingerprint.compare_hosts({"h1": shared, "h2": _written_as_schema(_fp("h2"), 2)}) == [
         Difference("net.eth0.mtu", 9000, 1500, ("h1", "h2"))]
 
 
-@pytest.mark.parametrize("record", [{"schema": 4, "facts": {}}, {"facts": {}}, [1, 2]])
-def test_records_of_another_schema_are_refused_with_the_way_out(record):
-    with pytest.raises(FingerprintError, match=r"expected a fingerprint with 'schema' one of \(1, 2, 3\).*collect"):
+@pytest.mark.parametrize("record, problem", [
+    ({"format": 5, "facts": {}}, r"before: host fingerprint of format 5; this perflab reads format 1 or 2 or 3 or 4\. "
+                                 r"Use the perflab version that wrote it"),
+    ({"facts": {}}, r"host fingerprint of format None"),
+    ([1, 2], r"before: expected a host fingerprint with a 'facts' mapping; found list\. .*collect")])
+def test_records_of_another_format_are_refused_with_the_way_out(record, problem):
+    with pytest.raises(FormatError, match=problem):
         fingerprint.diff(record, _fp("h1"))
 
 
@@ -325,7 +336,7 @@ def test_compare_hosts_of_one_host_is_empty():
 def test_collect_on_this_machine_without_ssh():
     host = remote.Host(inventory.HostEntry("fpclocal", "127.0.0.1", local=True))
     fp = fingerprint.collect(host, interfaces=("lo",), tools=("fio",))
-    assert fp["schema"] == fingerprint.SCHEMA and fp["host"] == "fpclocal"
+    assert fp["format"] == fp_format.FORMAT and "schema" not in fp and fp["host"] == "fpclocal"
     assert fp["facts"]["cpu.count"] == os.cpu_count()
     assert fp["facts"]["net.lo.mtu"] == int(open("/sys/class/net/lo/mtu").read())
     assert json.loads(json.dumps(fp)) == fp

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from helpers import copy_project
-from perflab import cli, inventory, labspec, records, study
+from perflab import cli, inventory, labspec, study
+from perflab.formats import records
 from perflab.lab import state as lab_state
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -83,10 +83,10 @@ def test_lineage_names_paths_outside_the_project_and_never_opens_them(tmp_path, 
     (root / "paper/tables").mkdir(parents=True)
     outside.mkdir()
     (outside / "secret.csv").write_text("x\n")
-    (outside / "secret.lineage.json").write_text(json.dumps({"outputs": [], "parameters": {"key": "CANARY"}}))
+    (outside / "secret.lineage.json").write_text(json.dumps({"format": 2, "outputs": [], "parameters": {"key": "CANARY"}}))
     (root / "paper/tables/t.tex").write_text("t\n")
     (root / "paper/tables/t.lineage.json").write_text(json.dumps({
-        "outputs": [{"path": "paper/tables/t.tex", "sha256": "0" * 64}],
+        "format": 2, "outputs": [{"path": "paper/tables/t.tex", "sha256": "0" * 64}],
         "inputs": [{"path": "../outside/secret.csv", "sha256": "0" * 64}]}))
     (root / "data/processed").mkdir(parents=True)
     (root / "data/processed/d.lineage.json").write_text(json.dumps({

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from perflab import campaign as campaign_mod, contention, inventory, records, runner, study, tidy
+from perflab import campaign as campaign_mod, contention, inventory, runner, study, tidy
+from perflab.formats import records
 from perflab.contention import Quiet, Reading
 
 PSI = "some avg10=1.16 avg60=1.66 avg300=1.80 total=22501843\nfull avg10=0.16 avg60=0.69 avg300=1.20 total=18695592\n"

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from helpers import campaign_record
-from perflab import cli, contention, evidence, records
+from perflab import cli, contention, evidence
+from perflab.formats import records
 from perflab.store import RawStore
 
 T0 = 1_800_000_000.0

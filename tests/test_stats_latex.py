@@ -13,7 +13,7 @@ import pytest
 
 from perflab.report.latex import (ci_decimals, escape_latex, fixed, format_ci, format_number, format_p, latex_table,
                                   num, significance_marker, significance_note)
-from perflab.report import tables
+from perflab.report import latex, tables
 from perflab.report.tables import comparison_table as comparison_table_tex
 from perflab.stats import compare, comparison_table, describe
 
@@ -117,7 +117,7 @@ def test_an_undefined_median_interval_is_explained_in_the_note():
 
 
 def test_the_p_phrase_never_says_p_equals_less_than():
-    assert tables.p_phrase(0.0004) == "$p < 0.001$" and tables.p_phrase(0.042) == "$p = 0.042$"
+    assert latex.p_phrase(0.0004) == "$p < 0.001$" and latex.p_phrase(0.042) == "$p = 0.042$"
 
 
 @pytest.mark.skipif(not shutil.which("pdflatex") or not shutil.which("pdftotext")

@@ -14,7 +14,8 @@ import pandas as pd
 import pytest
 
 from helpers import ROOT_ONLY, leftovers
-from perflab import campaign as campaign_mod, inventory, lab as lab_mod, labspec, records, runner, tidy
+from perflab import campaign as campaign_mod, inventory, lab as lab_mod, labspec, runner, tidy
+from perflab.formats import records
 from perflab.report import calibrate as calibrate_report, scenarios, verdicts
 from perflab.stats import calibrate, windows
 from perflab.stats._input import StatsInputError

@@ -174,7 +174,7 @@ def test_an_old_ledger_has_no_chain_its_head_is_the_files_digest_and_a_resume_ch
     assert json.loads(_lines(cdir)[-1])["prev"] == hashlib.sha256(_lines(cdir)[-2].encode()).hexdigest()
     assert ledger.chain(cdir / store.LEDGER).chained and ledger.chain(cdir / store.LEDGER).problems == []
     (cdir / store.LEDGER).write_text(old.replace("2.0", "3.0") + "".join(_lines(cdir)[2:]))
-    assert ledger.chain(cdir / store.LEDGER).problems[0].startswith("ledger.jsonl:3: the hash chain breaks here")
+    assert str(ledger.chain(cdir / store.LEDGER).problems[0]).startswith("ledger.jsonl:3: the hash chain breaks here")
 
 
 def test_a_committed_campaign_verifies_and_reports_no_chain():

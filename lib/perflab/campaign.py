@@ -16,18 +16,18 @@ import itertools
 import json
 import re
 from dataclasses import dataclass, field, replace
-from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping
 
 from . import campaign_checks, tools
 from .campaign_checks import doc_hosts, doc_roles, seat_fields
 from .campaign_values import Text, label
-from .yamlfile import SpecError, line_of, read_yaml
+from .formats import declarations
+from .yamlfile import SpecError, line_of
 
 #: Campaign file formats this reader knows (a file without ``format`` is format 1).
-FORMATS = (1,)
-SCHEMA = json.loads(resources.files("perflab").joinpath("schemas/campaign.schema.json").read_text())
+FORMATS = declarations.CAMPAIGN.formats
+SCHEMA = declarations.CAMPAIGN.schema()
 
 
 @dataclass(frozen=True)
@@ -299,7 +299,7 @@ class Campaign:
 def load(path: str | Path, *, text: str | None = None) -> Campaign:
     """Load and validate a campaign file; raise :class:`SpecError` listing every problem."""
     path = str(path)
-    doc, lines = read_yaml(path, SCHEMA, "campaign", text=text, formats=FORMATS)
+    doc, lines = declarations.CAMPAIGN.read(path, text=text)
     problems = campaign_checks.problems(doc, lines, path)
     if problems:
         raise SpecError(path, problems)

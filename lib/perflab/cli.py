@@ -270,7 +270,7 @@ def _verify(args: argparse.Namespace) -> int:
         problems = evidence.failures(report.evidence)
         if args.json:
             print(json.dumps({"ok": report.ok and not problems, "checked": report.checked, "notes": report.notes,
-                              "findings": [{"path": f.path, "problem": f.problem} for f in report.findings],
+                              "findings": [f.to_json() for f in report.findings],
                               "evidence": evidence.lines(report.evidence), "evidence_failures": problems,
                               "chain_heads": report.heads, "seconds": round(time.monotonic() - started, 1)}, indent=1))
             return 0 if report.ok and not problems else 1
@@ -294,7 +294,7 @@ def _verify(args: argparse.Namespace) -> int:
         results.append({"path": raw_dir, "ok": not findings and not problems,
                         "files": len(store.read_manifest(raw_dir)),
                         "chain_head": verify.head(raw_dir) if (Path(raw_dir) / "campaign.json").exists() else None,
-                        "findings": [{"path": f.path, "problem": f.problem} for f in findings],
+                        "findings": [f.to_json() for f in findings],
                         "evidence": evidence.lines(among)[1:-1] if among else [], "evidence_failures": problems})
         if not args.json:
             for finding in findings:
@@ -344,6 +344,7 @@ def _seal(args: argparse.Namespace) -> int:
 
 
 def _lineage(args: argparse.Namespace) -> int:
+    from .formats import lineage as lineage_format
     from .report import lineage
 
     try:
@@ -354,7 +355,7 @@ def _lineage(args: argparse.Namespace) -> int:
     if args.json:
         sidecar = lineage.sidecar_of(args.file)
         print(json.dumps({"file": args.file, "sidecar": sidecar.as_posix(), "ok": intact, "chain": lines,
-                          "record": json.loads((Path(args.root) / sidecar).read_text())}, indent=1))
+                          "record": lineage_format.read(Path(args.root) / sidecar)}, indent=1))
     else:
         print("\n".join(lines))
     return 0 if intact else 1

@@ -54,7 +54,6 @@ the hypervisor took) beside ``waited``. Format 1 and 2 records are read as witho
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
@@ -66,9 +65,12 @@ from typing import Any, Callable, Iterator, Mapping, NamedTuple
 
 from .study import declaring_study
 
+from .formats import quiet as quiet_format
+
 log = logging.getLogger(__name__)
 
-FORMAT = 3
+#: The contention record's and the gate record's format (:mod:`perflab.formats.quiet`).
+FORMAT = quiet_format.FORMAT
 #: Pressure resources read from ``/proc/pressure/``.
 PRESSURE = ("cpu", "io", "memory")
 #: Where the lab keeps its hosts' cgroups under a hierarchy's root (as :data:`perflab.lab.CGROUP_PARENT`).
@@ -539,7 +541,7 @@ class Gate:
         self.current = {"format": FORMAT, "block": block, "quiet": not busy, "waited": round(waited, 3),
                         "steal": record["steal"], "polls": polls, "exceeded": busy, "bounds": asdict(q), "last": record,
                         "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-        self.put(f"blocks/{block}/quiet{self.suffix}.json", _json(self.current))
+        self.put(f"blocks/{block}/quiet{self.suffix}.json", quiet_format.gate_text(self.current))
         return self.current
 
     @contextmanager
@@ -574,7 +576,3 @@ def _names(named: list[dict[str, Any]]) -> str:
     return "" if not named else "; busiest outside the lab: " + ", ".join(
         f"{p['name']} ({'kernel thread, ' if p.get('kernel') else ''}{p['cpus']:.2f} CPUs, {p['processes']} "
         f"process{'es' if p['processes'] > 1 else ''}: pid {', '.join(map(str, p['pids']))})" for p in named)
-
-
-def _json(doc: Mapping[str, Any]) -> str:
-    return json.dumps(doc, indent=1) + "\n"

@@ -17,7 +17,6 @@ never overwritten: identical data is accepted, different data refused.
 from __future__ import annotations
 
 import functools
-import json
 import platform
 import shutil
 import time
@@ -28,6 +27,8 @@ from typing import Any
 from . import __version__, store
 from .errors import UserError
 from .files import atomic_write
+from .formats import crate as crate_format, records
+from .formats.versions import FormatError
 
 METADATA = "ro-crate-metadata.json"
 CONTEXT = ["https://w3id.org/ro/crate/1.1/context", {"sha256": "http://schema.org/sha256"}]
@@ -49,7 +50,7 @@ def _parts(root: Path, name: str) -> tuple[str, list[Path]]:
     published = root / "data/raw/published"
     if (raw / "campaign.json").exists():
         files = sorted(p.relative_to(root) for p in raw.rglob("*") if p.is_file() and not p.name.startswith("."))
-        source = json.loads((raw / "campaign.json").read_text()).get("source")
+        source = records.read_campaign(raw / "campaign.json").source
         if source and (root / source).is_file() and not Path(source).is_absolute():
             files.append(Path(source))
         kind = "campaign"
@@ -110,8 +111,7 @@ def export(name: str, out_dir: str | Path, *, root: str | Path = ".") -> Path:
         {"@id": "#perflab", "@type": "SoftwareApplication", "name": "perflab", "version": __version__},
         *entities,
     ]
-    (crate / METADATA).write_text(json.dumps({"@context": CONTEXT, "@graph": graph}, indent=1, ensure_ascii=False)
-                                  + "\n")
+    (crate / METADATA).write_text(crate_format.dumps({"@context": CONTEXT, "@graph": graph}))
     return crate
 
 
@@ -121,9 +121,9 @@ def _metadata(crate: Path) -> tuple[dict, list[dict]]:
     if not path.is_file():
         raise CrateError(f"{crate}: no {METADATA}; is this an RO-Crate written by `perflab export`?")
     try:
-        doc = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise CrateError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+        doc = crate_format.read(path)
+    except FormatError as exc:
+        raise CrateError(str(exc)) from None
     graph = {e.get("@id"): e for e in doc.get("@graph", [])}
     descriptor = graph.get(METADATA, {})
     if descriptor.get("conformsTo", {}).get("@id") != SPEC or descriptor.get("about", {}).get("@id") != "./":

@@ -35,14 +35,14 @@ from __future__ import annotations
 
 import bisect
 import fnmatch
-import json
 import statistics
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import fingerprint, ledger, records
+from . import fingerprint, ledger
+from .formats import fingerprints, quiet, records
 from .design import measured_cell
 from .store import LEDGER
 from .contention import STUDY_DEFAULT, classify
@@ -231,7 +231,7 @@ def campaign(raw_dir: str | Path, root: str | Path = ".") -> CampaignEvidence:
     ev.steal_cells = {cell: spread for cell, values in sorted(steal.items()) if (spread := Spread.of(values))}
     gate_steal: list[float] = []
     for gate in sorted(raw_dir.glob("blocks/*/quiet*.json")):
-        doc = json.loads(gate.read_text())
+        doc = quiet.read_gate(gate)
         ev.gates += 1
         ev.gates_gave_up += not doc.get("quiet", True)
         ev.gate_wait += float(doc.get("waited", 0.0))
@@ -442,7 +442,7 @@ def _first_fingerprints(raw_dir: Path) -> dict[str, dict]:
     blocks = sorted((p for p in (raw_dir / "blocks").glob("*") if p.name.lstrip("-").isdigit()), key=lambda p: int(p.name))
     if not blocks:
         return {}
-    return {p.name[len("fingerprint-before-"):-len(".json")]: json.loads(p.read_text())
+    return {p.name[len("fingerprint-before-"):-len(".json")]: fingerprints.read(p)
             for p in sorted(blocks[0].glob("fingerprint-before-*.json"))}
 
 

@@ -7,7 +7,7 @@ campaign's tools (each adapter's ``version_command``, nothing for tools not aske
 daemons they talk to (:data:`DAEMONS`, e.g. vblade, tgt, libiscsi and nbdkit for ``blockproto``);
 :func:`parse` turns that verbatim output into a fingerprint::
 
-    {"schema": 1, "host": "h1", "address": "198.18.7.11",
+    {"format": 4, "host": "h1", "address": "198.18.7.11",
      "collected_at": "2025-01-01T12:00:00.123456+00:00", "collect_seconds": 0.15,
      "facts": {"cpu.model": "AMD EPYC", "net.eth0.mtu": 1500, "tool.iperf3": "3.12", ...},
      "state": {"uptime_s": 5021.3, "load": [0.1, 0.2, 0.3]},
@@ -35,11 +35,9 @@ reads), a new program (the tools' version banners: it reads their programs' inod
 or a device replaced under the same interface name (the driver; a device of another kind shows in
 ``ip link``'s facts): the CPU's model and topology, the interfaces' drivers, the banners.
 
-Format history (the ``schema`` key): 1, first version; 2, ``digest`` in every fingerprint and, in a
-fingerprint that reused an earlier one's facts, ``facts_from``; 3, ``probe_from`` in a fingerprint
-that is another stored fingerprint's probe, not one of its own (the runner's fingerprint before a
-block when nothing ran on the host since its fingerprint after the previous block): the file of that
-probe, whose fields it carries unchanged. Readers accept all three.
+The format's versions, its history (formats 1 to 3 named it ``schema``), its reader and its
+writer: :mod:`perflab.formats.fingerprints`. A ``probe_from`` fingerprint is the runner's fingerprint
+before a block when nothing ran on the host since its fingerprint after the previous block.
 """
 
 from __future__ import annotations
@@ -55,14 +53,10 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from . import tools as _tools
 from .errors import UserError
+from .formats import fingerprints as fp_format
 
 if TYPE_CHECKING:
     from .remote import Host
-
-#: Version of the fingerprint format; bump it (and extend the history above) on any change.
-SCHEMA = 3
-#: The versions readers accept (see the history above).
-SCHEMAS = (1, 2, 3)
 
 #: Facts that must be equal across hosts compared in one analysis (fnmatch patterns).
 #: Host identity, boot id, command line, memory size and CPU vulnerabilities may
@@ -308,7 +302,7 @@ def collect(host: Host, interfaces: Sequence[str] = ("eth0",), tools: Sequence[s
         if res.ok:
             sec = split_sections(res.stdout)
             if digest(res.stdout, interfaces) == known[1]["digest"]:
-                return {"schema": SCHEMA, "host": host.name, "address": host.address,
+                return {"format": fp_format.FORMAT, "host": host.name, "address": host.address,
                         "collected_at": dt.datetime.fromtimestamp(res.started, dt.timezone.utc).isoformat(),
                         "collect_seconds": round(res.ended - res.started, 6), "digest": known[1]["digest"],
                         "facts_from": known[1].get("facts_from") or known[0],
@@ -319,7 +313,7 @@ def collect(host: Host, interfaces: Sequence[str] = ("eth0",), tools: Sequence[s
         raise FingerprintError(f"host {host.name}: the fingerprint script exited {res.exit_code}: "
                                f"{res.stderr.strip()[:400] or 'no error output'}; check that /bin/sh works there")
     body = parse(res.stdout, source=f"host {host.name}")
-    return {"schema": SCHEMA, "host": host.name, "address": host.address,
+    return {"format": fp_format.FORMAT, "host": host.name, "address": host.address,
             "collected_at": dt.datetime.fromtimestamp(res.started, dt.timezone.utc).isoformat(),
             "collect_seconds": round(res.ended - res.started, 6), "digest": digest(res.stdout, interfaces), **body}
 
@@ -476,11 +470,7 @@ def _qdisc(text: str, fallback: str | None) -> str | None:
 
 
 def _facts(fp: Any, where: str) -> dict[str, Any]:
-    if not isinstance(fp, Mapping) or fp.get("schema") not in SCHEMAS or not isinstance(fp.get("facts"), Mapping):
-        found = fp.get("schema") if isinstance(fp, Mapping) else type(fp).__name__
-        raise FingerprintError(f"{where}: expected a fingerprint with 'schema' one of {SCHEMAS} and a 'facts' mapping; "
-                               f"found schema {found!r}. Collect it again with perflab.fingerprint.collect")
-    return dict(fp["facts"])
+    return dict(fp_format.check(fp, where)["facts"])
 
 
 def diff(before: dict, after: dict) -> list[Difference]:

@@ -29,11 +29,12 @@ import yaml
 from . import yamlfile
 from .errors import UserError
 from .files import atomic_write
+from .formats import declarations
 from .yamlfile import YamlFileError, YamlSyntaxError
 
 
 #: Versions of perflab's inventory format this perflab reads (the ``format`` key; Ansible's have none).
-FORMATS = frozenset({1})
+FORMATS = declarations.INVENTORY.formats
 
 
 class InventoryError(UserError, ValueError):

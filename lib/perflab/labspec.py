@@ -7,19 +7,18 @@ A description is a YAML file validated against ``schemas/lab.schema.json`` (erro
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 
 from .errors import FileError
-from .yamlfile import line_of, read_yaml, schema_problems
+from .formats import declarations
+from .yamlfile import line_of, schema_problems
 
-SCHEMA = json.loads(resources.files("perflab").joinpath("schemas/lab.schema.json").read_text())
+SCHEMA = declarations.LAB.schema()
 #: Versions of the lab file format this perflab reads (the ``format`` key; docs/lab.md).
-FORMATS = frozenset({1})
+FORMATS = declarations.LAB.formats
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 #: Smallest device each file system's mkfs accepts (xfsprogs refuses below 300 MiB).
 MIN_FS_SIZE = {"ext4": 1 << 20, "xfs": 300 << 20, "btrfs": 120 << 20, "zfs": 64 << 20}
@@ -194,7 +193,7 @@ def size_bytes(text: str) -> int:
 def load(path: str | Path, *, text: str | None = None) -> LabSpec:
     """Load and check a lab description; raise :class:`LabFileError` listing every problem."""
     path = str(path)
-    doc, lines = read_yaml(path, SCHEMA, "lab", text=text, error=LabFileError, formats=FORMATS, format_required=True)
+    doc, lines = declarations.LAB.read(path, text=text, error=LabFileError)
     problems = _semantic_problems(doc, lines, path)
     if problems:
         raise LabFileError(path, problems)

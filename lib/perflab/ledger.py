@@ -38,7 +38,8 @@ from pathlib import Path
 
 from .errors import UserError
 from .files import atomic_write
-from .records import LedgerEvent, RecordError, parse_event
+from .formats.findings import Finding
+from .formats.records import LedgerEvent, RecordError, event_object, parse_event
 
 #: The campaign record beside the ledger, whose bytes the chain starts from.
 ANCHOR = "campaign.json"
@@ -116,8 +117,8 @@ class Ledger:
                 out.append(parse_event(line, f"{self.path}:{lineno}"))
             except json.JSONDecodeError:
                 if lineno < len(lines):
-                    raise RecordError(f"{self.path}:{lineno}: not a JSON line (a torn write); `perflab run` on the "
-                                      "campaign cuts torn lines off and records them, then rerun this") from None
+                    raise RecordError("not a JSON line (a torn write); `perflab run` on the campaign cuts torn lines "
+                                      "off and records them, then rerun this", file=self.path, line=lineno) from None
         return out
 
     def repair(self) -> list[dict[str, object]]:
@@ -205,11 +206,8 @@ def _anchor(path: Path) -> bytes:
 
 def _chained(line: bytes) -> bool:
     """True when ``line`` is an event of a format that carries the chain's link (format 2 on)."""
-    try:
-        data = json.loads(line)
-    except ValueError:
-        return False
-    return isinstance(data, dict) and isinstance(data.get("format"), int) and data["format"] >= 2
+    data = event_object(line)
+    return data is not None and isinstance(data.get("format"), int) and data["format"] >= 2
 
 
 @dataclass(frozen=True)
@@ -224,7 +222,8 @@ class Chain:
     events: int
     #: The highest event format in the ledger.
     format: int
-    problems: list[str] = field(default_factory=list)
+    #: Broken links, typed (:class:`perflab.formats.findings.Finding`).
+    problems: list[Finding] = field(default_factory=list)
 
     def describe(self) -> str:
         """One line for ``perflab verify``: the head and what it is the hash of."""
@@ -251,19 +250,21 @@ def chain(path: str | Path) -> Chain | None:
         lines.pop()
     prefix = hashlib.sha256(_anchor(path))
     previous: bytes | None = None  # the line before, when it is chained
-    problems, top = [], 1
+    problems: list[Finding] = []
+    top = 1
     for lineno, line in enumerate(lines, 1):
         linked = _chained(line)
         if linked:
-            event = json.loads(line)
+            event = event_object(line) or {}
             top = max(top, event["format"])
             expected = hashlib.sha256(previous).hexdigest() if previous is not None else prefix.hexdigest()
             if event.get("prev") != expected:
-                problems.append(f"{path.name}:{lineno}: the hash chain breaks here (its link does not match "
-                                f"{'the line before' if previous is not None else 'the campaign record and the lines before'}"
-                                "): an event before it was edited, deleted, inserted or moved")
+                before = "the line before" if previous is not None else "the campaign record and the lines before"
+                problems.append(Finding(f"{path.name}:{lineno}", f"the hash chain breaks here (its link does not match "
+                                        f"{before}): an event before it was edited, deleted, inserted or moved"))
         elif previous is not None:
-            problems.append(f"{path.name}:{lineno}: an event without a chain link after chained ones (inserted?)")
+            problems.append(Finding(f"{path.name}:{lineno}", "an event without a chain link after chained ones "
+                                                             "(inserted?)"))
         if previous is None and not linked:
             prefix.update(line)
         previous = line if linked else None

@@ -23,7 +23,6 @@ Format history of the lock file's content: format 1 (perflab 0.1): ``campaign``,
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 import socket
 import sys
@@ -36,6 +35,7 @@ from pathlib import Path
 from typing import Iterator, TextIO
 
 from .errors import UserError
+from .formats import locks
 
 #: Environment variable naming the lock file (tests point it into a temporary directory).
 ENV = "PERFLAB_MEASURE_LOCK"
@@ -126,10 +126,7 @@ def read_holder(p: Path | None = None) -> Holder | None:
 
 
 def _parse(text: str) -> Holder | None:
-    try:
-        doc = json.loads(text)
-    except ValueError:
-        return None
+    doc = locks.parse(text)
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         return None
     try:
@@ -174,7 +171,7 @@ def hold(campaign: str, *, eta_seconds: float | None = None, wait: float | None 
         me = Holder(campaign, os.getpid(), socket.gethostname(), _command(), _utc(now),
                     _utc(now + eta_seconds) if eta_seconds is not None and eta_seconds == eta_seconds else None)
         os.ftruncate(fd, 0)
-        os.pwrite(fd, (json.dumps(asdict(me)) + "\n").encode(), 0)
+        os.pwrite(fd, locks.dumps(asdict(me)), 0)
         _local.held = (fd, me)
         try:
             yield me

@@ -17,7 +17,6 @@ new field with a value of its own (a testability declared after the data) needs 
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import json
 from dataclasses import asdict, dataclass, field
@@ -26,11 +25,11 @@ from typing import Any
 
 from . import study, yamlfile
 from .errors import UserError
+from .formats import questions as record_format
+from .formats.published import read_claims, read_table
 
-#: Version of the ``questions.json`` record.
-RECORD_FORMAT = 1
-#: File name of the frozen record in a campaign's raw directory.
-RECORD = "questions.json"
+#: File name of the frozen record in a campaign's raw directory (its format: :mod:`perflab.formats.questions`).
+RECORD = record_format.NAME
 
 
 class QuestionError(UserError, ValueError):
@@ -123,14 +122,13 @@ def _claims(root: Path, doc: dict[str, Any]) -> set[str] | None:
     files = [p for p in doc.get("published", []) if p.endswith("-claims.csv")]
     if not files:
         return None
-    with open(root / files[0], newline="", encoding="utf-8") as fh:
-        return {row["claim"] for row in csv.DictReader(fh)}
+    return set(read_claims(root / files[0])["claim"])
 
 
 def published_rows(root: Path, published: str, item: str) -> dict[str, dict[str, str]]:
     """The rows of a published summaries table whose ``name`` is ``item``, by ``group``."""
-    with open(root / published, newline="", encoding="utf-8") as fh:
-        return {row["group"]: row for row in csv.DictReader(fh) if row.get("name") == item}
+    rows = read_table(root / published).to_dict("records")
+    return {str(row["group"]): {str(k): v for k, v in row.items()} for row in rows if row.get("name") == item}
 
 
 def _published_problems(root: Path, doc: dict[str, Any], published: str, item: str, q: dict[str, Any]) -> list[str]:
@@ -273,8 +271,7 @@ def record_problem(record: dict[str, Any]) -> str | None:
 def freeze(study: str, campaign: str, questions: list[Question]) -> str:
     """The ``questions.json`` record of ``campaign``'s questions (JSON text), written once with its first sample."""
     own = [q for q in questions if q.campaign == campaign]
-    return json.dumps({"format": RECORD_FORMAT, "kind": "questions record", "study": study, "campaign": campaign,
-                       "digest": digest(own), "questions": [q.declared() for q in own]}, indent=1, sort_keys=True) + "\n"
+    return record_format.dumps(study, campaign, digest(own), [q.declared() for q in own])
 
 
 def for_campaign_file(campaign_file: str | Path, campaign: str) -> str | None:
@@ -291,12 +288,8 @@ def for_campaign_file(campaign_file: str | Path, campaign: str) -> str | None:
 
 
 def read_record(path: str | Path) -> dict[str, Any]:
-    """Read a ``questions.json`` and check its kind and version."""
-    data = json.loads(Path(path).read_text(encoding="utf-8"))
-    if data.get("kind") != "questions record" or data.get("format") != RECORD_FORMAT:
-        raise QuestionError(f"{path}: expected a questions record of format {RECORD_FORMAT}; found kind "
-                            f"{data.get('kind')!r}, format {data.get('format')!r}: upgrade perflab")
-    return data
+    """Read a ``questions.json`` and check its kind and version (:mod:`perflab.formats.questions`)."""
+    return record_format.read(path)
 
 
 def changes(record: dict[str, Any], questions: list[Question], deviations: list[Deviation]) -> list[str]:

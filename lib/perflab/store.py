@@ -44,7 +44,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable, Iterator, Mapping, TextIO
 
-from . import records
+from .formats import locks, records
+from .formats.findings import Finding
 from .errors import UserError
 from .files import Spool, atomic_write, fsync
 from .ledger import Ledger, chain
@@ -147,10 +148,7 @@ def _disk_space(what: str, tmp: Path) -> Iterator[None]:
 
 def _holder(text: str) -> dict:
     """The holder a lock file records: JSON (pid, host, command, started_utc) or, as older runs wrote, a bare pid."""
-    try:
-        doc = json.loads(text)
-    except ValueError:
-        return {}
+    doc = locks.parse(text)
     return doc if isinstance(doc, dict) else {"pid": doc} if isinstance(doc, int) else {}
 
 
@@ -245,7 +243,7 @@ class RawStore:
             me = {"pid": os.getpid(), "host": socket.gethostname(), "command": _command(os.getpid()),
                   "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
             os.ftruncate(fd, 0)
-            os.pwrite(fd, (json.dumps(me) + "\n").encode(), 0)
+            os.pwrite(fd, locks.dumps(me), 0)
             yield
         finally:
             path.unlink(missing_ok=True)
@@ -512,38 +510,44 @@ def read_manifest(campaign_dir: str | Path) -> dict[str, str]:
 
 def verify(campaign_dir: str | Path, *, hashed: Mapping[str, str] | None = None,
            schedule: list[str] | None = None) -> list[str]:
+    """:func:`findings` as lines of text (``<path>: <problem>``, paths inside the campaign directory)."""
+    return [str(f) for f in findings(campaign_dir, hashed=hashed, schedule=schedule)]
+
+
+def findings(campaign_dir: str | Path, *, hashed: Mapping[str, str] | None = None,
+             schedule: list[str] | None = None) -> list[Finding]:
     """Check raw files against the manifest, and schedule, manifest, ledger and samples against each other.
 
     ``hashed`` maps manifest paths to the SHA-256 of the bytes a caller has already read
     (``perflab tidy`` hashes what it parses, so each raw file is read once); those files are
     not read again; ``schedule`` is the campaign record's, when the caller has read it.
 
-    Returns the problems (empty when intact): altered, missing or unlisted files, a manifest
+    Returns the findings (empty when intact; paths inside the campaign directory): altered, missing or unlisted files, a manifest
     path outside the campaign directory (refused, never read), a path listed twice (written
     again after a deletion), and what :func:`_ledger_problems` finds.
     """
     cdir = Path(campaign_dir)
     lines = manifest_lines(cdir)
     listed = dict(lines)
-    problems = []
+    problems: list[Finding] = []
     inside = os.path.realpath(cdir)
     folders: dict[str, str] = {}
     hashed = hashed or {}
     for name, digest in listed.items():
         path = _inside(inside, name, folders)
         if path is None:
-            problems.append(f"{name}: a manifest path outside the campaign directory; refused, not read")
+            problems.append(Finding(name, "a manifest path outside the campaign directory; refused, not read"))
             continue
         try:
             altered = (hashed.get(name) or sha256_file(path)) != digest
         except FileNotFoundError:
-            problems.append(f"{name}: listed in the manifest but missing")
+            problems.append(Finding(name, "listed in the manifest but missing"))
             continue
         if altered:
-            problems.append(f"{name}: checksum differs from the manifest (the file was altered)")
-    problems += [f"{name}: not in the manifest" for name in unlisted(cdir)]
+            problems.append(Finding(name, "checksum differs from the manifest (the file was altered)"))
+    problems += [Finding(name, "not in the manifest") for name in unlisted(cdir)]
     counts = Counter(name for name, _ in lines)
-    problems += [f"{name}: listed {n} times in the manifest (written again after it was deleted?)"
+    problems += [Finding(name, f"listed {n} times in the manifest (written again after it was deleted?)")
                  for name, n in counts.items() if n > 1]
     return problems + _ledger_problems(cdir, _schedule(cdir) if schedule is None else schedule, listed)
 
@@ -580,7 +584,7 @@ def _schedule(cdir: Path) -> list[str]:
     return records.read_campaign(path).schedule if path.exists() else []
 
 
-def _ledger_problems(cdir: Path, schedule: list[str], listed: Mapping[str, str]) -> list[str]:
+def _ledger_problems(cdir: Path, schedule: list[str], listed: Mapping[str, str]) -> list[Finding]:
     """Schedule, samples, failed attempts, ledger events and the ledger's hash chain against each other.
 
     Finds a missing ledger of a campaign that plans runs; a sample the ledger says is done but
@@ -596,13 +600,13 @@ def _ledger_problems(cdir: Path, schedule: list[str], listed: Mapping[str, str])
     samples, failed_dirs = _stored(cdir, "samples"), _stored(cdir, "failed")
     if not path.exists():
         if schedule:
-            return [f"{LEDGER}: missing: the campaign plans {len(schedule)} runs and its ledger records which ran; "
-                    "restore it from a backup (it cannot be rebuilt)"]
+            return [Finding(LEDGER, f"missing: the campaign plans {len(schedule)} runs and its ledger records which "
+                            "ran; restore it from a backup (it cannot be rebuilt)")]
         return []
     try:
         events = Ledger(path).events()
     except records.RecordError as exc:
-        return [f"{LEDGER}: {str(exc).split(': ', 1)[-1]}"]
+        return [Finding(LEDGER, exc.message)]
     links = chain(path)
     problems = list(links.problems if links else [])
     done: Counter[str] = Counter()
@@ -611,32 +615,33 @@ def _ledger_problems(cdir: Path, schedule: list[str], listed: Mapping[str, str])
         if event.state == "running" and (done[event.run_id] or (event.attempt or 0) <= failed.get(event.run_id, 0)):
             # a crash repeats an attempt number (nothing was stored); after a stored one it must grow
             after = "it was done" if done[event.run_id] else f"failed attempt {failed[event.run_id]}"
-            problems.append(f"samples/{event.run_id}: attempt numbers restart (attempt {event.attempt} after "
-                            f"{after}): the run was measured again")
+            problems.append(Finding(f"samples/{event.run_id}", f"attempt numbers restart (attempt {event.attempt} "
+                                    f"after {after}): the run was measured again"))
         elif event.state == "failed":
             failed[event.run_id] = max(failed.get(event.run_id, 0), event.attempt or 0)
             if f"{event.run_id}.a{event.attempt}" not in failed_dirs:
-                problems.append(f"failed/{event.run_id}.a{event.attempt}: the ledger records this failed attempt "
-                                "but it is not stored")
+                problems.append(Finding(f"failed/{event.run_id}.a{event.attempt}",
+                                        "the ledger records this failed attempt but it is not stored"))
         elif event.state == "done":
             done[event.run_id] += 1
     for run_id, n in sorted(done.items()):
         if run_id not in samples:
-            problems.append(f"samples/{run_id}: the ledger says done but the sample directory is missing")
+            problems.append(Finding(f"samples/{run_id}", "the ledger says done but the sample directory is missing"))
         if n > 1:
-            problems.append(f"samples/{run_id}: done {n} times in the ledger (measured again)")
+            problems.append(Finding(f"samples/{run_id}", f"done {n} times in the ledger (measured again)"))
     mentioned = {event.run_id for event in events}
     attempts = {(event.run_id, event.attempt) for event in events}
-    problems += [f"samples/{name}: no ledger event mentions this sample" for name in sorted(samples - mentioned)]
+    problems += [Finding(f"samples/{name}", "no ledger event mentions this sample")
+                 for name in sorted(samples - mentioned)]
     for name in sorted(failed_dirs):
         run_id, _, k = name.rpartition(".a")
         if (run_id, int(k) if k.isdigit() else None) not in attempts:
-            problems.append(f"failed/{name}: no ledger event mentions this attempt")
+            problems.append(Finding(f"failed/{name}", "no ledger event mentions this attempt"))
     problems += _binding_problems(events, listed)
     return problems + _schedule_problems(schedule, mentioned, samples | {n.rpartition(".a")[0] for n in failed_dirs})
 
 
-def _binding_problems(events: list[records.LedgerEvent], listed: Mapping[str, str]) -> list[str]:
+def _binding_problems(events: list[records.LedgerEvent], listed: Mapping[str, str]) -> list[Finding]:
     """Files of stored samples and failed attempts whose manifest checksums are not those their ledger event
     (format 2: ``files``) bound to the run: replaced, swapped between samples, added or removed with the
     manifest rewritten to match. A directory the manifest lists nothing of is reported elsewhere."""
@@ -645,7 +650,7 @@ def _binding_problems(events: list[records.LedgerEvent], listed: Mapping[str, st
         parts = name.split("/", 2)
         if len(parts) == 3 and parts[0] in ("samples", "failed"):
             stored.setdefault(f"{parts[0]}/{parts[1]}", {})[parts[2]] = digest
-    problems = []
+    problems: list[Finding] = []
     for event in events:
         if event.files is None or event.state not in ("done", "failed"):
             continue
@@ -658,24 +663,24 @@ def _binding_problems(events: list[records.LedgerEvent], listed: Mapping[str, st
                 what = ("is not among the files" if name not in event.files else
                         "is missing from the manifest, though among the files" if name not in found else
                         "has another SHA-256 than the one")
-                problems.append(f"{where}/{name}: {what} the ledger bound to run {event.run_id} when it was stored "
-                                "(replaced, swapped with another sample's, or added)")
+                problems.append(Finding(f"{where}/{name}", f"{what} the ledger bound to run {event.run_id} when it was "
+                                        "stored (replaced, swapped with another sample's, or added)"))
     return problems
 
 
-def _schedule_problems(schedule: list[str], mentioned: set[str], stored: set[str]) -> list[str]:
+def _schedule_problems(schedule: list[str], mentioned: set[str], stored: set[str]) -> list[Finding]:
     """Stored runs the schedule does not plan, and planned runs skipped although later ones (of their group) ran."""
     if not schedule:
         return []
     planned = set(schedule)
-    problems = [f"samples/{run_id}: not a run of the campaign's schedule (campaign.json)"
+    problems = [Finding(f"samples/{run_id}", "not a run of the campaign's schedule (campaign.json)")
                 for run_id in sorted((stored | mentioned) - planned)]
     groups: dict[str, list[str]] = {}
     for run_id in schedule:
         groups.setdefault(re.sub(r"^.*?(-g\d+)?$", r"\1", run_id), []).append(run_id)
     for runs in groups.values():
         last = max((i for i, run_id in enumerate(runs) if run_id in mentioned), default=-1)
-        problems += [f"samples/{run_id}: planned (campaign.json) but neither stored nor in the ledger, although "
-                     f"later runs were measured: deleted with its ledger lines?"
+        problems += [Finding(f"samples/{run_id}", "planned (campaign.json) but neither stored nor in the ledger, "
+                             "although later runs were measured: deleted with its ledger lines?")
                      for run_id in runs[:last] if run_id not in mentioned]
     return problems

@@ -17,21 +17,21 @@ name is formed and which files it writes, as patterns over ``{name}``, ``{study}
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any, Callable, Collection
 
 from . import campaign as campaign_mod, datasource, templates
 from .errors import FileError
 from .files import slug
-from .yamlfile import SpecError, YamlFileError, load as load_yaml, read_yaml
+from .formats import declarations, notebooks
+from .formats.versions import FormatError
+from .yamlfile import SpecError, YamlFileError, load as load_yaml
 
-SCHEMA = json.loads(resources.files("perflab").joinpath("schemas/study.schema.json").read_text())
+SCHEMA = declarations.STUDY.schema()
 #: Versions of the study declaration format this perflab reads (the ``format`` key).
-FORMATS = frozenset({1})
+FORMATS = declarations.STUDY.formats
 STUDIES_DIR = "studies"
 NOTEBOOKS_DIR = "notebooks"
 #: Where every study's published data lives (raw data stays under data/raw/).
@@ -173,7 +173,7 @@ def declaring_study(source: str | Path) -> Declared | None:
 def template(notebook: str, root: str = ".") -> dict[str, Any]:
     """The ``metadata.perflab`` block of ``notebooks/<notebook>.ipynb`` (name pattern and outputs)."""
     path = Path(root) / NOTEBOOKS_DIR / f"{notebook}.ipynb"
-    meta = json.loads(path.read_text()).get("metadata", {}).get("perflab")
+    meta = notebooks.perflab_metadata(path)
     if not isinstance(meta, dict) or not isinstance(meta.get("outputs"), dict):
         raise StudyError(path, [f"{path}: notebook metadata lacks perflab.outputs; an analysis template declares the "
                          "files it writes (see docs/studies.md)"])
@@ -183,7 +183,7 @@ def template(notebook: str, root: str = ".") -> dict[str, Any]:
 def _read(root: Path, path: str) -> tuple[dict[str, Any], Callable[..., str]]:
     """The checked declaration ``root/path`` and where a field of it is (``file:line: field``)."""
     try:
-        doc, lines = read_yaml(root / path, SCHEMA, "study", formats=FORMATS, format_required=True)
+        doc, lines = declarations.STUDY.read(root / path)
     except YamlFileError as exc:
         raise StudyError(path, [p.replace(str(root / path), path) for p in exc.problems]) from None
 
@@ -201,7 +201,7 @@ def _analysis(root: Path, analysis: dict[str, Any], at: Callable[..., str]) -> t
     (:func:`perflab.templates.problems`); ``at(*field)`` locates a field of the analysis."""
     try:
         meta = template(analysis["notebook"], str(root))
-    except (OSError, json.JSONDecodeError):
+    except (OSError, FormatError):
         return {}, [f"{at('notebook')}: no template {NOTEBOOKS_DIR}/{analysis['notebook']}.ipynb"]
     except StudyError as exc:
         return {}, [f"{at('notebook')}: {exc}"]

@@ -21,7 +21,6 @@ from __future__ import annotations
 import ast
 import datetime
 import io
-import json
 import math
 import tokenize
 from pathlib import Path
@@ -29,6 +28,7 @@ from typing import Any, Callable, Mapping
 
 import yaml
 
+from .formats import notebooks
 from .yamlfile import did_you_mean
 
 #: Declared type -> the Python types a value of it may have (YAML gives these).
@@ -156,7 +156,7 @@ def declaration(notebook: str | Path) -> dict[str, dict[str, Any]]:
     A new parameter gets the type of its default and its comment as ``doc``; an existing
     declaration keeps its (possibly wider) type and its ``required``.
     """
-    nb = json.loads(Path(notebook).read_text())
+    nb = notebooks.read(notebook)
     old = declared(nb.get("metadata", {}).get("perflab", {})) or {}
     out = {}
     for name, (default, comment) in from_cell(parameters_cell(nb)).items():

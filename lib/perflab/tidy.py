@@ -47,7 +47,8 @@ import pyarrow.csv
 import pyarrow.ipc
 import pyarrow.parquet
 
-from . import __version__, contention, fingerprint, records, store, tools
+from . import __version__, contention, fingerprint, store, tools
+from .formats import fingerprints, lineage as lineage_format, records, tables
 from .campaign import from_doc
 from .errors import UserError
 from .files import atomic_write
@@ -511,7 +512,7 @@ def write(raw_dir: str | Path, out_dir: str | Path, *, csv: bool = False, worker
                "parsers": {t: int(v) for t, v in df.groupby("tool")["parser_version"].first().items()} if len(df) else {},
                "planned": _planned(records.read_campaign(raw_dir / "campaign.json")),
                "host_fact_differences": [d["text"] for d in fact_differences(raw_dir)]}
-    atomic_write(paths["lineage"], lambda p: p.write_text(json.dumps(lineage, indent=1) + "\n"))
+    lineage_format.write(paths["lineage"], lineage)
     return paths
 
 
@@ -542,7 +543,7 @@ def load(processed: str | Path) -> pd.DataFrame:
                 f"campaign {path.stem} has no raw data in {raw}/ yet: run the pipeline (`make reproduce`) or "
                 f"`perflab run` on its campaign file, then `perflab tidy {raw} --out {path.parent}`")
         raise TidyError(f"{path}: no tidy table yet; {todo}")
-    return pd.read_parquet(path)
+    return tables.load_parquet(path)
 
 
 def fact_differences(raw_dir: str | Path) -> list[dict[str, Any]]:
@@ -555,7 +556,7 @@ def fact_differences(raw_dir: str | Path) -> list[dict[str, Any]]:
     """
     found: dict[tuple, dict[str, Any]] = {}
     for path in sorted(Path(raw_dir).glob("blocks/*/differences*.json")):
-        record = json.loads(path.read_text())
+        record = fingerprints.read_differences(path)
         for kind, name in (("changed", "changed"), ("between_blocks", "since_previous_block"),
                            ("between_hosts", "between_hosts_before"), ("between_hosts", "between_hosts_after")):
             for d in record.get(name, []):

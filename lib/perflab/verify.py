@@ -30,7 +30,6 @@ another campaign's, contention, monitors), which ``perflab verify`` prints and c
 
 from __future__ import annotations
 
-import io
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,7 +37,10 @@ from typing import Callable
 
 import pandas as pd
 
-from . import campaign as campaign_mod, design, evidence, ledger, questions, records, store, tidy
+from . import campaign as campaign_mod, design, evidence, ledger, questions, store, tidy
+from .formats import lineage as lineage_format, records, tables
+from .formats.findings import Finding
+from .formats.versions import FormatError
 from .errors import UserError
 
 #: Where the digitized published results live, relative to the project root.
@@ -49,17 +51,6 @@ OUTPUT_DIRS = ("paper/figures", "paper/tables", "paper/macros", "paper/sections"
 
 class VerifyError(UserError, ValueError):
     """What was asked to be verified does not exist or holds nothing to check."""
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One file that does not verify, and how."""
-
-    path: str
-    problem: str
-
-    def __str__(self) -> str:
-        return f"{self.path}: {self.problem}"
 
 
 @dataclass
@@ -91,16 +82,15 @@ def raw_directory(directory: str | Path) -> list[Finding]:
     """
     d = Path(directory)
     if not d.is_dir():
-        raise VerifyError(f"{d}: no such directory; give a raw campaign directory such as data/raw/<campaign> "
-                          "(or no argument to check the whole repository)")
+        raise VerifyError("no such directory; give a raw campaign directory such as data/raw/<campaign> "
+                          "(or no argument to check the whole repository)", file=d)
     if not (d / store.MANIFEST).exists():
         files = [p for p in d.rglob("*") if p.is_file() and not p.name.startswith(".")]
-        raise VerifyError(f"{d}: no {store.MANIFEST} ({len(files)} files unprotected); "
-                          f"run `perflab seal {d}` once, right after the data was written")
+        raise VerifyError(f"no {store.MANIFEST} ({len(files)} files unprotected); "
+                          f"run `perflab seal {d}` once, right after the data was written", file=d)
     if not store.read_manifest(d):
-        raise VerifyError(f"{d}/{store.MANIFEST}: lists no file; nothing can be verified")
-    return [Finding(f"{d.as_posix()}/{p.split(': ', 1)[0]}", p.split(": ", 1)[1]) for p in store.verify(d)] \
-        + record_problems(d)
+        raise VerifyError("lists no file; nothing can be verified", file=f"{d}/{store.MANIFEST}")
+    return [f.under(d.as_posix()) for f in store.findings(d)] + record_problems(d)
 
 
 def head(campaign_dir: str | Path) -> str:
@@ -189,8 +179,8 @@ def processed(raw_dir: str | Path, processed_dir: str | Path) -> tuple[list[Find
     if csv.exists():
         text = tidy.csv_bytes(expected)
         if csv.read_bytes() != text:
-            stored = pd.read_csv(csv)
-            rerendered = pd.read_csv(io.BytesIO(text))
+            stored = tables.load_csv(csv)
+            rerendered = tables.load_csv(text)
             diff = _frame_difference(rerendered, stored) or "text differs from the table re-derived from raw"
             findings.append(Finding(csv.as_posix(), diff))
     return findings, int(parquet.exists()) + int(csv.exists())
@@ -200,9 +190,9 @@ def lineage_record(sidecar: str | Path, root: str | Path = ".") -> list[Finding]
     """Check a report lineage sidecar: its outputs, inputs and generator notebook still have the recorded hashes."""
     sidecar, root = Path(sidecar), Path(root)
     try:
-        record = json.loads(sidecar.read_text())
-    except json.JSONDecodeError as exc:
-        return [Finding(sidecar.as_posix(), f"not valid JSON ({exc})")]
+        record = lineage_format.read(sidecar)
+    except FormatError as exc:
+        return [Finding(sidecar.as_posix(), exc.message)]
     findings = []
     entries = [("output", o) for o in record.get("outputs", [])] + [("input", i) for i in record.get("inputs", [])]
     notebook = record.get("notebook")
@@ -252,7 +242,7 @@ def repository(root: str | Path = ".", *, progress: Callable[[str], None] | None
         try:
             report.findings += raw_directory(cdir)
         except VerifyError as exc:
-            report.findings.append(Finding(cdir.as_posix(), str(exc).split(": ", 1)[1]))
+            report.findings.append(Finding(cdir.as_posix(), exc.message))
             continue
         report.count("raw campaigns")
         report.count("raw files", len(store.read_manifest(cdir)))
@@ -262,7 +252,7 @@ def repository(root: str | Path = ".", *, progress: Callable[[str], None] | None
             report.findings += raw_directory(published)
             report.count("published files", len(store.read_manifest(published)))
         except VerifyError as exc:
-            report.findings.append(Finding(published.as_posix(), str(exc).split(": ", 1)[1]))
+            report.findings.append(Finding(published.as_posix(), exc.message))
     intact = {c.name for c in found} - {Path(f.path).relative_to(raw_root).parts[0] for f in report.findings
                                          if Path(f.path).is_relative_to(raw_root)}
     for i, cdir in enumerate(found, 1):
@@ -311,9 +301,10 @@ def rebuild(root: str | Path, scratch: str | Path, *, kernel: str = "perflab") -
 
     root, scratch = Path(root).resolve(), Path(scratch).resolve()
     runs: dict[tuple[str, str], list[str]] = {}
+    parameters: dict[tuple[str, str], dict] = {}
     notes = []
     for sidecar in sorted(s for d in OUTPUT_DIRS for s in (root / d).glob("*.lineage.json")):
-        record = json.loads(sidecar.read_text())
+        record = lineage_format.read(sidecar)
         nb, params = record.get("notebook"), record.get("parameters") or {}
         if not nb:
             continue
@@ -323,9 +314,10 @@ def rebuild(root: str | Path, scratch: str | Path, *, kernel: str = "perflab") -
             continue
         key = (nb["path"], json.dumps(params, sort_keys=True))
         runs.setdefault(key, []).extend(o["path"] for o in record.get("outputs", []))
+        parameters[key] = params
     findings, compared = [], 0
     for i, ((notebook, params_json), outputs) in enumerate(sorted(runs.items())):
-        params = json.loads(params_json)
+        params = parameters[notebook, params_json]
         redirected = {**params, "paper_dir": str(scratch / "paper")}
         if "processed_root" in params:
             redirected["processed_root"] = str(scratch / "processed")

@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 from .. import inventory, labspec
+from ..formats import labstate
 from ..labspec import LabSpec
 from . import ceph, model, nfs, zfs
 from .cgroups import CGROUP_PARENT, cgroup_dirs, cgroup_hierarchies, cgroup_usage, cgroups_up, rmdir_cgroup
@@ -16,7 +17,7 @@ from .model import Lab, LabError, layout
 from .net import host_net_up, host_routes, link_offload_state, link_up, ruleset
 from .shell import kill, link_exists, netns_list, sh
 from .sshd import SSHD, keygen, sshd_pid, sshd_up, wait_port
-from .state import STATE_VERSION, allocate, lab_of, read_state, state_format, write_state
+from .state import STATE_VERSION, allocate, lab_of, read_state, write_state
 from .storage import detach, devices_up, guest_device, loops_of, mounts_up
 from .vm import QEMU, VM_BOOT_TIMEOUT, vm_accel, vm_kernel, vm_up
 
@@ -252,11 +253,10 @@ def _offloads_text(link: dict) -> str:
 def down(name: str = "default") -> list[str]:
     """Remove everything ``up`` recorded for lab ``name``; return what was removed."""
     require_root()
-    try:
-        first = json.loads((model.STATE_ROOT / name / "state.json").read_text())
-    except (OSError, ValueError):
+    first = labstate.read(model.STATE_ROOT / name / "state.json")
+    if first is None:
         first = {"format": STATE_VERSION}
-    if state_format(first) == 1:
+    if labstate.version(first) == 1:
         return _down_v1(first)
     state = read_state(name)
     removed: list[str] = []

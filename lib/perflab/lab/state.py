@@ -3,28 +3,27 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from pathlib import Path
 
 from ..files import atomic_write
+from ..formats import labstate
 from ..labspec import LabSpec
 from . import model
 from .model import Lab, LabError, layout
 from .shell import sh
 
-STATE_VERSION = 2
+STATE_VERSION = labstate.FORMAT
 #: Slots of 198.18.0.0/15: 512 /24s, slot s is 198.(18 + s // 256).(s % 256).0/24.
 SLOTS = 512
 
 
 def read_state(name: str) -> dict | None:
     """Lab ``name``'s state file, or ``None`` when it is not up; :class:`LabError` for another version's."""
-    try:
-        state = json.loads((model.STATE_ROOT / name / "state.json").read_text())
-    except (OSError, ValueError):
+    state = labstate.read(model.STATE_ROOT / name / "state.json")
+    if state is None:
         return None
-    found = state_format(state)
+    found = labstate.version(state)
     if found != STATE_VERSION:
         raise LabError(f"{model.STATE_ROOT / name}/state.json: lab {name} was brought up by another perflab version "
                        f"(state format {found}, this one reads {STATE_VERSION}); remove it with "
@@ -32,14 +31,9 @@ def read_state(name: str) -> dict | None:
     return state
 
 
-def state_format(state: dict) -> object:
-    """The format of a state file: its ``format`` (``version`` before the key was renamed; none: format 1)."""
-    return state.get("format", state.get("version", 1))
-
-
 def write_state(lab_dir: Path, state: dict) -> None:
     """Write a lab's state file atomically."""
-    atomic_write(lab_dir / "state.json", json.dumps(state, indent=1))
+    atomic_write(lab_dir / "state.json", labstate.dumps(state))
 
 
 def lab_of(state: dict) -> Lab:
@@ -63,10 +57,7 @@ def _used_slots(own: str) -> set[int]:
     used = set()
     for path in model.STATE_ROOT.glob("*/state.json"):
         if path.parent.name != own:
-            try:
-                used |= set(json.loads(path.read_text()).get("slots", {}).values())
-            except (OSError, ValueError):
-                continue
+            used |= set((labstate.read(path) or {}).get("slots", {}).values())
     for m in re.finditer(r"inet 198\.(18|19)\.(\d+)\.", sh("ip", "-o", "-4", "addr", "show").stdout):
         used.add((int(m[1]) - 18) * 256 + int(m[2]))
     return used

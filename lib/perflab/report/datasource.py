@@ -6,11 +6,11 @@ this module writes what the paper says about them.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Iterable
 
 from .. import datasource
+from ..formats import fingerprints, records
 from ..fingerprint import summary
 from .latex import escape_latex
 
@@ -22,7 +22,7 @@ def hosts_facts(root: str | Path, campaign: str) -> list[str]:
     for block in blocks:
         found = sorted(block.glob("fingerprint-before-*.json"))
         if found:
-            return [summary(json.loads(p.read_text())) for p in found]
+            return [summary(fingerprints.read(p)) for p in found]
     return []
 
 
@@ -33,8 +33,8 @@ def sentence(root: str | Path, source: datasource.Source) -> str:
         where = (source.lab_inventory or "lab").removeprefix("labfile:")
         return (f"the lab stand-in (campaign {source.lab} on {where}; {facts}); the real-hosts campaign "
                 f"{source.real} ({source.real_file}) has no committed data")
-    record = json.loads((Path(root) / datasource.RAW_ROOT / source.used / "campaign.json").read_text())
-    rehearsal = record.get("spec", {}).get("rehearsal")
+    record = records.read_campaign(Path(root) / datasource.RAW_ROOT / source.used / "campaign.json")
+    rehearsal = record.spec.get("rehearsal")
     return (f"real hosts (campaign {source.real}; {facts})"
             + ("; a rehearsal, not evidence" if rehearsal and not rehearsal.get("evidence", True) else ""))
 

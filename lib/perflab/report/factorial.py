@@ -27,7 +27,7 @@ from ..stats.describe import describe, range_flags
 from ..stats.effect import ratio_fieller
 from ..stats.levels import select_rows
 from . import figures, lineage, macros, style
-from .latex import cell, escape_latex, float_table, format_number, format_p, header, in_prose, in_words
+from .latex import cell, escape_latex, float_table, format_number, format_p, header, in_prose, in_words, p_phrase
 
 #: ``/proc/stat`` states that count as busy CPU time (idle and iowait do not).
 BUSY_STATES = ("user", "nice", "system", "irq", "softirq", "steal")
@@ -288,7 +288,7 @@ def values(result: FactorialResult, *, name: str, scale: float, digits: int = 2,
     for _, r in result.anova.dropna(subset=["p"]).iterrows():
         term = r["term"].replace(":", "-x-")
         out[f"{name}/anova/{term}/p"] = format_p(r["p"])
-        out[f"{name}/anova/{term}/ptext"] = "$p < 0.001$" if r["p"] < 0.001 else f"$p = {format_p(r['p'])}$"
+        out[f"{name}/anova/{term}/ptext"] = p_phrase(r["p"])
         out[f"{name}/anova/{term}/F"] = format_number(r["F"])
         out[f"{name}/anova/{term}/eta"] = f"{r['partial_eta_sq']:.2f}"
     for _, c in result.cells.iterrows():

@@ -15,8 +15,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import yaml
-
+from ..formats import config as project_config
 from .latex import escape_latex
 from .lineage import atomic_text
 
@@ -109,8 +108,7 @@ def write(paper_dir: str | Path = "paper", config: str | Path = "config/config.y
           root: str | Path = ".") -> list[Path]:
     """Write the frame's generated inputs under ``paper_dir/macros/`` (and the cross-study verdict table under
     ``paper_dir/tables/``); return their paths."""
-    doc = yaml.safe_load(Path(config).read_text()) if Path(config).exists() else {}
-    doc = doc or {}
+    doc = project_config.read(config)
     fields = {key: escape_latex(str(doc.get(key) or placeholder)) for key, placeholder in PLACEHOLDERS.items()}
     fields.update(findings(root))
     macros = Path(paper_dir) / "macros"

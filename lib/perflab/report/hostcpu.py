@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError
+from ..formats.published import read_table
 from ..stats.describe import describe, range_flags
 from . import factorial, figures, lineage, macros, style
 from .latex import escape_latex, float_table
@@ -121,8 +122,8 @@ def published_cells(firewall: str | Path, p2p: str | Path, *, smt: str = "on") -
     Tables 3.3-3.6, ``direct`` from Table 3.7, MTU 1500 only), each the mean of its 1, 2, 4 and 8
     thread cells at SMT ``smt``: columns ``role, mtu, path, parallel, load, throughput, per_gbit``
     (``parallel`` is ``mean`` for the means, else the thread count)."""
-    fw = pd.read_csv(firewall, dtype=str, keep_default_na=False)
-    pp = pd.read_csv(p2p, dtype=str, keep_default_na=False)
+    fw = read_table(firewall)
+    pp = read_table(p2p)
     tables = {"throughput": "Tabela 3.3", "load_client": "Tabela 3.4", "load_server": "Tabela 3.5",
               "load_firewall": "Tabela 3.6"}
     fw = fw[(fw["smt"] == smt) & (fw["threads"] != "mean") & fw["metric"].isin(list(tables))

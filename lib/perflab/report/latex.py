@@ -23,7 +23,7 @@ from typing import Mapping, Sequence
 
 import pandas as pd
 
-from ..stats._input import format_p as stats_format_p
+from ..stats._input import format_p as stats_format_p, p_text
 
 #: Significance markers, strictest first: (upper bound of p, marker).
 SIGNIFICANCE_LEVELS: tuple[tuple[float, str], ...] = ((0.001, "***"), (0.01, "**"), (0.05, "*"))
@@ -113,6 +113,17 @@ def format_p(p: float, *, digits: int = 2, floor: float = 0.001, markers: bool =
     text = stats_format_p(p)
     text = f"${text.replace(' ', '')}$" if text.startswith("<") else text
     return text + (significance_marker(p) if markers else "")
+
+
+def p_phrase(p: float) -> str:
+    """``$p = 0.011$`` or ``$p < 0.001$`` (``$p = --$`` when missing), for prose and notes: :func:`perflab.stats.p_text`
+    in math mode."""
+    return f"${p_text(p, missing='--')}$"
+
+
+def plain_p_phrase(p: float) -> str:
+    """``p < 0.001`` or ``p = 0.042`` (``p = --`` when missing), for prose outside math mode."""
+    return p_text(p, missing="--")
 
 
 def num(value: object, digits: int = 3) -> str:

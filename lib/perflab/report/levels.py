@@ -16,8 +16,9 @@ import pandas as pd
 from ..stats.levels import LevelsResult, analyse
 from . import figures, lineage, macros, tables
 from ..files import slug
-from .latex import ci_decimals, escape_latex, fixed, format_number, format_p, in_prose, level_words, num
-from .tables import estimate, level_text, p_phrase
+from .latex import (ci_decimals, escape_latex, fixed, format_number, format_p, in_prose, level_words, num, p_phrase,
+                    plain_p_phrase)
+from .tables import estimate, level_text
 
 __all__ = ["analyse", "output_stem", "write", "section_tex", "sentence"]
 
@@ -141,11 +142,6 @@ def _bound(value: float, decimals: int | None) -> str:
     return num(value, 3) if decimals is None or value != value else f"\\num{{{fixed(value, decimals)}}}"
 
 
-def _p_plain(p: float) -> str:
-    """``p < 0.001`` or ``p = 0.042`` for prose."""
-    return "p < 0.001" if p < 0.001 else f"p = {format_p(p)}"
-
-
 def _plain(value: float, low: float, high: float, *, sign: bool = True) -> tuple[str, str, str]:
     """An estimate and its interval's bounds as plain text at the interval's precision, with explicit signs."""
     decimals = ci_decimals(low, high)
@@ -174,7 +170,7 @@ def sentence(result: LevelsResult, *, quantity: str, factor_label: str, scale: f
         names = {result.factor: in_prose(factor_label)}
         parts.append(f"{quantity} at {level_words(c.labels[1], names)} ({mean_b} {unit}, {c.n_b} samples) "
                      f"{verdict} {level_words(c.labels[0], names)} ({mean_a} {unit}, {c.n_a} samples): {c.test}, "
-                     f"{_p_plain(p_adj)}, {c.effect} {est} {unit} ({100 * c.level:g} % CI {low} to {high}), "
+                     f"{plain_p_phrase(p_adj)}, {c.effect} {est} {unit} ({100 * c.level:g} % CI {low} to {high}), "
                      f"relative {rel} % (CI {rel_low} to {rel_high} %).")
     return " ".join([*parts, result.verdict])
 

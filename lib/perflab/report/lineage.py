@@ -6,10 +6,7 @@ the generating notebook and its SHA-256; the notebook's parameters (the defaults
 and the values papermill injected, or what :func:`parameters` was given); the campaigns and the host fingerprints behind the inputs; the
 project's git commit; and the versions of Python, perflab and the numeric packages. A
 reviewer walks from a PDF page back to raw bytes and hosts with ``perflab lineage FILE``
-(:func:`chain`).
-
-Format history (the ``format`` key): 1, outputs, inputs, generator, perflab, created_utc,
-details; 2, adds notebook, parameters, campaigns, hosts, git and packages.
+(:func:`chain`). The sidecar's format, its history, reader and writer: :mod:`perflab.formats.lineage`.
 """
 
 from __future__ import annotations
@@ -28,9 +25,11 @@ from typing import Any, Mapping, Sequence
 
 from .. import __version__, store
 from ..files import atomic_write
+from ..formats import fingerprints, lineage as lineage_format
+from ..formats.versions import FormatError
 from ..store import sha256_file
 
-FORMAT = 2
+FORMAT = lineage_format.FORMAT
 #: Packages whose versions can change a number or a figure.
 PACKAGES = ("numpy", "pandas", "scipy", "statsmodels", "scikit-posthocs", "pymannkendall", "matplotlib",
             "seaborn", "pyarrow", "papermill", "nbconvert")
@@ -90,8 +89,8 @@ def hosts(raw_dir: str | Path) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for path in sorted(raw_dir.glob("blocks/*/fingerprint-*.json")):
         try:
-            ident = fingerprint_id(json.loads(path.read_text()))
-        except json.JSONDecodeError:
+            ident = fingerprint_id(fingerprints.read(path))
+        except FormatError:
             ident = f"unreadable-{path.name}"
         out.setdefault(ident, []).append(path.as_posix())
     return out
@@ -129,7 +128,7 @@ def _input_record(path: Path) -> dict[str, Any]:
     record: dict[str, Any] = {"path": path.as_posix(), "sha256": sha256_file(path)}
     upstream = path.with_name(f"{path.stem}.lineage.json")
     if upstream.exists() and upstream != path:
-        record["lineage"] = json.loads(upstream.read_text())
+        record["lineage"] = lineage_format.read(upstream)
     return record
 
 
@@ -176,7 +175,7 @@ def write(outputs: Sequence[str | Path], inputs: Sequence[str | Path], *, genera
         "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         **({"details": dict(details)} if details else {}),
     }
-    return atomic_write(sidecar_of(outs[0]), json.dumps(record, indent=1, default=str) + "\n")
+    return lineage_format.write(sidecar_of(outs[0]), record)
 
 
 def sidecar_of(path: str | Path) -> Path:
@@ -209,7 +208,7 @@ def chain(path: str | Path, root: str | Path = ".") -> list[str]:
     if not (root / sidecar).exists():
         raise FileNotFoundError(f"{path}: no lineage sidecar {sidecar.name} next to it; lineage is recorded for "
                                 "figures, tables and macros under paper/ and tables under data/processed/")
-    return _chain(json.loads((root / sidecar).read_text()), sidecar, root, 0)
+    return _chain(lineage_format.read(root / sidecar), sidecar, root, 0)
 
 
 def _chain(record: Mapping[str, Any], sidecar: Path, root: Path, depth: int) -> list[str]:
@@ -250,7 +249,7 @@ def _chain(record: Mapping[str, Any], sidecar: Path, root: Path, depth: int) -> 
             continue
         upstream = entry.get("lineage")
         if upstream is None and (root / sidecar_of(p)).exists() and sidecar_of(p) != p:
-            upstream = json.loads((root / sidecar_of(p)).read_text())
+            upstream = lineage_format.read(root / sidecar_of(p))
         if upstream:
             lines += _chain(upstream, sidecar_of(p), root, depth + 2)
         elif any((parent / store.MANIFEST).exists() for parent in (root / p).parents):

@@ -24,6 +24,7 @@ import pandas as pd
 
 from .. import stats
 from ..errors import InputError
+from ..formats.published import read_claims
 from ..stats.blocked import has_blocks, paired_by_block
 from ..stats.describe import mean_ci, range_flags
 from ..stats.family import compare_family, family_rows
@@ -296,17 +297,9 @@ def accounting_latex(acc: pd.DataFrame, *, caption: str, label: str) -> str:
                                     "proc. with its 95\\,\\% $t$ interval."])
 
 
-CLAIMS_FORMAT = "1"
-
-
 def load_claims(path: str | Path) -> pd.DataFrame:
-    """The published claims of a protocol study (``data/raw/published/<study>-claims.csv``, format 1)."""
-    claims = pd.read_csv(path, dtype=str, keep_default_na=False)
-    bad = sorted(set(claims.get("format", pd.Series(["missing"]))) - {CLAIMS_FORMAT})
-    if bad:
-        raise InputError(f"{path}: column format: {bad} is not {CLAIMS_FORMAT}; this reader knows format "
-                         f"{CLAIMS_FORMAT}: write the claims in that format")
-    return claims
+    """The published claims of a protocol study (``data/raw/published/<study>-claims.csv``)."""
+    return read_claims(path)
 
 
 def claims_latex(claims: pd.DataFrame, *, caption: str, label: str) -> str:

@@ -49,6 +49,7 @@ from nbconvert import HTMLExporter
 
 from .. import __version__, campaign, campaign_values, evidence, store, study as study_mod, verify
 from ..errors import UserError
+from ..formats import fingerprints, records
 from . import macros, texhtml
 from .lineage import atomic_text, chain, fingerprint_id
 
@@ -332,7 +333,7 @@ def _records(cdir: Path, pattern: str) -> list[Path]:
 
 def _fingerprints(cdir: Path) -> list[tuple[str, dict]]:
     """(path relative to the campaign, fingerprint) of every stored host fingerprint."""
-    return [(p.relative_to(cdir).as_posix(), json.loads(p.read_text()))
+    return [(p.relative_to(cdir).as_posix(), fingerprints.read(p))
             for p in _records(cdir, "blocks/*/fingerprint-*.json")]
 
 
@@ -340,7 +341,7 @@ def _differences(site: _Site, cdir: Path, page: Path) -> str:
     rows = []
     for path in sorted(_records(cdir, "blocks/*/differences*.json"), key=lambda p: (int(p.parent.name), p.name)
                        if p.parent.name.isdigit() else (0, p.name)):
-        record = json.loads(path.read_text())
+        record = fingerprints.read_differences(path)
         block = site.link(path, page, f"block {record.get('block')}")
         for kind in ("since_previous_block", "changed", "between_hosts_before", "between_hosts_after"):
             for d in record.get(kind, []):
@@ -452,8 +453,7 @@ def _campaign_page(site: _Site, cdir: Path, nb_pages: dict[Path, Path], owner: s
                    machines: dict[str, _Machine], measured: dict | None) -> Path:
     name = cdir.name
     page = site.named("campaigns", name)
-    record = json.loads((cdir / "campaign.json").read_text())
-    spec = record.get("spec", {})
+    spec = records.read_campaign(cdir / "campaign.json").spec
     manifest = store.read_manifest(cdir)
     problems = store.verify(cdir) + [f"{n}: not published here (a symbolic link out of its campaign, or not a "
                                      "file), so the copy below lacks it" for n in site.whole(cdir, manifest)]
@@ -481,7 +481,7 @@ def _campaign_page(site: _Site, cdir: Path, nb_pages: dict[Path, Path], owner: s
                 f"({_e(owner.title)}).</p>" if owner else
                 "<p class=\"bad\">No study declares this campaign (<code>studies/*/study.yaml</code>).</p>")
     body = (
-        declared + f"<p>Tool <b>{_e(spec.get('benchmark', {}).get('tool', record.get('tool', '?')))}</b>, design "
+        declared + f"<p>Tool <b>{_e(spec.get('benchmark', {}).get('tool', '?'))}</b>, design "
         f"<b>{_e(spec.get('design', campaign.DEFAULT_DESIGN))}</b>, factors {factors or '&ndash;'}; "
         f"{len(samples)} samples stored, {len(failed)} failed attempts kept as evidence.</p>{status}"
         + (f"<h2>How it was measured</h2><p>{_e(measured['sentence'])}</p>{_steal_table(measured)}" if measured else "")

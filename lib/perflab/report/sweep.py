@@ -24,6 +24,7 @@ from scipy import stats as sps
 
 from ..errors import InputError
 from ..stats.describe import describe
+from ..tools.base import mean_in_flight
 from . import figures, lineage, macros, style
 from .latex import Tex, escape_latex, format_number, header, in_prose, latex_table
 
@@ -130,7 +131,7 @@ def littles_law(df: pd.DataFrame, *, cell: Sequence[str], iops: str = "iops", la
     lat_rows = _select(lat_rows, {k: v for k, v in (select or {}).items() if k != sum_over})
     lat = lat_rows.groupby(["run_id", *cell], dropna=False)["value"].mean().reset_index()
     both = counts.merge(lat, on=["run_id", *cell], suffixes=("_iops", "_lat"))
-    both["_conc"] = both["value_iops"] * both["value_lat"]
+    both["_conc"] = mean_in_flight(both["value_iops"], both["value_lat"])
     out = both.groupby(list(cell), dropna=False, sort=False).agg(
         n=("run_id", "nunique"), iops=("value_iops", "mean"), latency_s=("value_lat", "mean"),
         concurrency=("_conc", "mean")).reset_index()
@@ -155,7 +156,7 @@ def littles_law_published(published: pd.DataFrame, *, factor: str, series: str, 
     if factor != "iodepth":
         out[factor] = pub[factor].astype(str).to_numpy()
     out["outstanding"] = jobs * out["iodepth"]
-    out["concurrency"] = out["iops"] * out["latency_s"]
+    out["concurrency"] = mean_in_flight(out["iops"], out["latency_s"])
     out["ratio"] = out["concurrency"] / out["outstanding"]
     return out.reset_index(drop=True)
 

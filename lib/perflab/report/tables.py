@@ -15,6 +15,7 @@ import pandas as pd
 from ..files import natural_key
 from ..stats import BlockEffect, Comparison
 from .latex import (ci_decimals, escape_latex, fixed, format_ci, format_number, format_p, header, latex_table, level_words,
+                    p_phrase,
                     significance_note)
 
 
@@ -150,8 +151,3 @@ def checks_table(checks: pd.DataFrame, block: BlockEffect | None, *, factor: str
     return latex_table(frame, caption=caption, label=label, notes=notes, escape=False,
                        align=[c for c in cols if "autocorr" in c or c in ("$n$", "Outliers")],
                        column_sets=[cols[:5] + cols[-1:], cols[:1] + cols[5:-1]])
-
-
-def p_phrase(p: float, *, floor: float = 0.001) -> str:
-    """``$p = 0.011$`` or ``$p < 0.001$``, for prose and notes."""
-    return f"$p < {floor:g}$" if p < floor else f"$p = {format_p(p)}$"

@@ -45,7 +45,8 @@ import sys
 from pathlib import Path
 from typing import Callable, Mapping, TextIO
 
-from .. import __version__, contention, design, measurelock, questions, records
+from .. import __version__, contention, design, measurelock, questions
+from ..formats import records
 from ..inventory import HostEntry
 from ..campaign import Campaign
 from ..store import RawStore

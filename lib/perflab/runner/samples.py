@@ -7,7 +7,8 @@ import threading
 from functools import partial
 from typing import Any, Callable, Mapping
 
-from .. import __version__, design, monitors, preflight, records, settle, tools
+from .. import __version__, design, monitors, preflight, settle, tools
+from ..formats import records
 from ..inventory import HostEntry
 from ..ledger import Ledger
 from ..remote import HostError, Hosts, connect

@@ -3,14 +3,14 @@ the host fingerprints around each block, and reconnecting a host that went away.
 
 from __future__ import annotations
 
-import json
 import re
 import secrets
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence, TypeVar
 
-from .. import __version__, contention, fingerprint, monitors, records
+from .. import __version__, contention, fingerprint, monitors
+from ..formats import fingerprints as fp_format, quiet, records
 from ..remote import CONNECT_TIMEOUT, Host, HostError, HostLost, Result, Service
 from ..campaign import Campaign, Cell, Step
 from ..campaign_values import fill
@@ -278,7 +278,7 @@ class Blocks:
         for host in self.hosts:
             path = self.store.dir / self._path(block, when, host)
             if path.exists():
-                out[host] = json.loads(path.read_text())
+                out[host] = fp_format.read(path)
         return out
 
     def _collect(self, block: int, when: str,
@@ -293,13 +293,12 @@ class Blocks:
             if (self.store.dir / path).exists():
                 continue
             if same is not None and name in same:
-                self.store.put_file(path, json.dumps(same[name][1] | {"probe_from": same[name][0]}, indent=1,
-                                                     sort_keys=True) + "\n")
+                self.store.put_file(path, fp_format.dumps(same[name][1] | {"probe_from": same[name][0]}))
                 continue
             links = len(host.entry.addresses or {}) or 1
             fp = fingerprint.collect(host, tuple(f"eth{i}" for i in range(links)), self.tools,
                                      phase=f"{when} block {block}", known=self.full.get(name))
-            self.store.put_file(path, json.dumps(fp, indent=1, sort_keys=True) + "\n")
+            self.store.put_file(path, fp_format.dumps(fp))
             probed[name] = (path, fp)
             if "facts_from" not in fp:
                 self.full[name] = (path, fp)
@@ -322,7 +321,7 @@ class Blocks:
             boundary = None  # the neighbours stop and the gate waits: the hosts are probed again
             self.quieten()
             stored = self.store.dir / f"blocks/{block}/quiet{self.suffix}.json"
-            self.gate.before_block(block, stored=json.loads(stored.read_text()) if stored.exists() else None)
+            self.gate.before_block(block, stored=quiet.read_gate(stored) if stored.exists() else None)
         if self.spec.fingerprints:
             self._collect(block, "before", boundary[1] if boundary is not None and boundary[0] == block - 1 else None)
         self.recordings.ensure(block)
@@ -360,7 +359,7 @@ class Blocks:
                   for k, v in found.items()}
         path = f"blocks/{block}/differences{self.suffix}.json"
         if not (self.store.dir / path).exists():
-            self.store.put_file(path, json.dumps(record, indent=1, default=str) + "\n")
+            self.store.put_file(path, fp_format.differences_text(record))
         self.boundary = (block, probed)
 
 

@@ -157,7 +157,8 @@ def format_p(p: float, *, alpha: float = ALPHA) -> str:
     return text
 
 
-def p_text(p: float, *, alpha: float = ALPHA) -> str:
-    """A p-value for sentences: "p < 0.001", "p = 0.015", "p = 0.35", "p = n/a" (rule of :func:`format_p`)."""
-    text = format_p(p, alpha=alpha)
+def p_text(p: float, *, alpha: float = ALPHA, missing: str = "n/a") -> str:
+    """A p-value for sentences: "p < 0.001", "p = 0.015", "p = 0.35", "p = n/a" (rule of :func:`format_p`; a
+    missing p is said as ``missing``). The one place the phrase is written; LaTeX wraps it (``report.latex``)."""
+    text = missing if p is None or math.isnan(p) else format_p(p, alpha=alpha)
     return f"p {text}" if text.startswith("<") else f"p = {text}"

@@ -17,6 +17,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..formats import questions as record_format, records, tables as data_tables
 from ._input import StatsInputError, json_value, p_text, plain
 from .compare import Comparison, compare
 from .describe import describe
@@ -42,7 +43,7 @@ def read_table(path: str | Path) -> pd.DataFrame:
     """Read a CSV or Parquet table (by extension), with an error naming the file."""
     path = Path(path)
     try:
-        return pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
+        return data_tables.load(path)
     except (OSError, ValueError) as exc:
         raise StatsInputError(str(path), "a readable CSV or Parquet table", f"{type(exc).__name__}: {exc}",
                               "Check the path (perflab tidy writes data/processed/<campaign>.parquet).") from None
@@ -232,9 +233,9 @@ def _run_targets(new_dir: Path) -> list[Any]:
     if record.is_file():
         frozen = questions.read_record(record)["questions"]
     else:
-        camp = json.loads((new_dir / "campaign.json").read_text())
-        text = questions.for_campaign_file(camp["source"], camp["campaign"]) if camp.get("source") else None
-        frozen = json.loads(text)["questions"] if text else []
+        camp = records.read_campaign(new_dir / "campaign.json")
+        text = questions.for_campaign_file(camp.source, camp.campaign) if camp.source else None
+        frozen = record_format.parse(text, camp.source)["questions"] if text else []
     return [Target(q["id"], q["metric"], float(q["sesoi"]), q.get("select") or None, dict(q.get("within") or {}))
             for q in frozen]
 

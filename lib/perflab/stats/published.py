@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from ..formats.published import read_claims, read_table
 from ._input import StatsInputError, counted
 
 #: Columns a published-summaries CSV must have (one row per group of a comparison).
@@ -63,11 +64,12 @@ def _blank(value: object) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value)) or str(value).strip() == ""
 
 
-def _read(path: str | Path, required: Sequence[str]) -> pd.DataFrame:
-    """Read a CSV as text, check its columns, and remember the file for messages."""
+def _read(path: str | Path, required: Sequence[str], *, claims: bool = False) -> pd.DataFrame:
+    """Read a published CSV (a claims file with ``claims``) as text, check its columns, and remember the file
+    for messages."""
     path = Path(path)
     try:
-        df = pd.read_csv(path, dtype=str, keep_default_na=False)
+        df = read_claims(path) if claims else read_table(path)
     except (OSError, pd.errors.ParserError) as exc:
         raise StatsInputError(str(path), "a readable CSV file", f"{type(exc).__name__}: {exc}",
                               "Check the path and the CSV syntax.") from None
@@ -86,7 +88,7 @@ def load_published(path: str | Path) -> pd.DataFrame:
 
 def load_claims(path: str | Path) -> pd.DataFrame:
     """Read a claims CSV (:data:`CLAIM_COLUMNS`, all kept as text)."""
-    return _read(path, CLAIM_COLUMNS)
+    return _read(path, CLAIM_COLUMNS, claims=True)
 
 
 def _number(value: object, where: str) -> float:

@@ -397,8 +397,15 @@ def key_values(text: str, separator: str = ":") -> dict[str, str]:
     return out
 
 
+def mean_in_flight(iops: Any, mean_latency_s: Any) -> Any:
+    """Little's law: the mean number of operations in flight is the rate (IOPS) times the mean latency (s).
+
+    Numbers or pandas columns alike (element by element); the one place the law is written."""
+    return iops * mean_latency_s
+
+
 def littles_law_ratio(iops: float | None, mean_latency_s: float | None, outstanding: float) -> float | None:
-    """Observed over expected concurrency: ``IOPS x mean latency / (jobs x queue depth)``.
+    """Observed over expected concurrency: ``IOPS x mean latency / (jobs x queue depth)`` (:func:`mean_in_flight`).
 
     By Little's law a closed-loop storage benchmark that keeps ``outstanding`` I/Os in
     flight has a ratio close to 1; a ratio far from 1 means the IOPS, the latency or the
@@ -406,7 +413,7 @@ def littles_law_ratio(iops: float | None, mean_latency_s: float | None, outstand
     """
     if iops is None or mean_latency_s is None or outstanding <= 0:
         return None
-    return iops * mean_latency_s / outstanding
+    return mean_in_flight(iops, mean_latency_s) / outstanding
 
 
 def littles_law_flags(measurements: Iterable[Measurement], tolerance: float = 0.25) -> list[Measurement]:

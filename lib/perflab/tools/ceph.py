@@ -30,7 +30,7 @@ import re
 from typing import Any, Mapping
 
 from ..errors import InputError
-from .base import (Command, Measurement, Param, ParseError, Rows, Tool, extract_json, key_values, littles_law_ratio, number,
+from .base import (Command, Measurement, Param, ParseError, Rows, Tool, extract_json, key_values, littles_law_ratio, mean_in_flight, number,
                    quantity, require)
 
 MIB = 1024.0 * 1024.0
@@ -180,7 +180,7 @@ class RadosBench(_CephClient):
         rows.add("iops", iops, "IOPS", f"{made} / Total time run", mode=mode)
         latency = next((number(fields[k], source=source, what=k) for k in ("Average Latency(s)", "Average Latency")
                         if k in fields), None)
-        rows.add("mean_in_flight", None if iops is None or latency is None else iops * latency, "count",
+        rows.add("mean_in_flight", None if iops is None or latency is None else mean_in_flight(iops, latency), "count",
                  "IOPS x Average Latency", mode=mode)
         maintaining = _MAINTAINING.search(stdout)
         if maintaining:

@@ -60,7 +60,7 @@ from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Mapping
 
-from .errors import UserError
+from .versions import FormatError, refuse
 
 #: Format versions this perflab writes (and the only ones it reads).
 CAMPAIGN_FORMAT = 1
@@ -73,7 +73,7 @@ _READS = {"campaign record": {1}, "sample record": {1, 2, 3, 4}, "ledger event":
           "verify record": {1}}
 
 
-class RecordError(UserError, ValueError):
+class RecordError(FormatError):
     """A raw record is of an unknown format or misses a field; the message names the file."""
 
 
@@ -81,9 +81,7 @@ def _check(kind: str, data: Mapping[str, Any], where: str) -> None:
     version = data.get("format", 1 if kind == "ledger event" else None)
     known = _READS[kind]
     if version not in known:
-        raise RecordError(f"{where}: {kind} of format {version!r}; this perflab reads format "
-                          f"{' or '.join(map(str, sorted(known)))}. Use the perflab version that wrote it "
-                          "(see its 'perflab' field), or upgrade perflab.")
+        raise refuse(where, kind, version, known, error=RecordError)
 
 
 @functools.cache
@@ -97,7 +95,7 @@ def _build(cls: type, data: Mapping[str, Any], where: str, kind: str) -> Any:
     names, required = _fields(cls)
     missing = [name for name in required if name not in data]
     if missing:
-        raise RecordError(f"{where}: {kind} lacks field(s) {', '.join(missing)}; the file is damaged or not perflab's")
+        raise RecordError(f"{kind} lacks field(s) {', '.join(missing)}; the file is damaged or not perflab's", file=where)
     return cls(**{k: v for k, v in data.items() if k in names})
 
 
@@ -270,17 +268,27 @@ def parse_event(line: str, where: str) -> LedgerEvent:
     """Parse one ledger line (``where`` is ``file:line`` for errors)."""
     data = json.loads(line)
     if not isinstance(data, dict):
-        raise RecordError(f"{where}: a ledger line must be a JSON object")
+        raise RecordError("a ledger line must be a JSON object", file=where)
     _check("ledger event", data, where)
     return _build(LedgerEvent, data, where, "ledger event")
+
+
+def event_object(line: str | bytes) -> dict[str, Any] | None:
+    """A ledger line's JSON object as written, unchecked (None when the line is none: torn or not JSON); the hash
+    chain reads lines so, whatever their format."""
+    try:
+        data = json.loads(line)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def _load(path: str | Path, text: str | None = None) -> dict[str, Any]:
     try:
         data = json.loads(Path(path).read_text() if text is None else text, parse_constant=lambda c: math.nan)
     except json.JSONDecodeError as exc:
-        raise RecordError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg}); raw records are never edited, "
-                          "restore the original file") from None
+        raise RecordError(f"not valid JSON ({exc.msg}); raw records are never edited, restore the original file",
+                          file=path, line=exc.lineno) from None
     if not isinstance(data, dict):
-        raise RecordError(f"{path}: expected a JSON object")
+        raise RecordError("expected a JSON object", file=path)
     return data
