@@ -11,7 +11,8 @@ import time
 
 from measure import Result
 
-from perflab import inventory, lab, remote
+from perflab import inventory
+from perflab.hosts import lab, remote
 
 N = 50
 

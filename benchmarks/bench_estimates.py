@@ -31,7 +31,8 @@ def _campaigns() -> list[Path]:
 
 def results() -> list[Result]:
     """Estimate/actual ratio per campaign, measured on a lab of 3 hosts."""
-    from perflab import campaign as campaign_mod, inventory, lab, runner
+    from perflab import campaign as campaign_mod, inventory, runner
+    from perflab.hosts import lab
     from perflab.errors import UserError
 
     name = f"be{os.getpid() % 10000}"

@@ -45,7 +45,8 @@ from typing import Any, Callable, Mapping
 
 from measure import Result, spread
 
-from perflab import campaign as campaign_mod, contention, fingerprint, inventory, lab, monitors, remote, runner, store, tools
+from perflab import campaign as campaign_mod, inventory, runner, store, tools
+from perflab.hosts import contention, fingerprint, lab, monitors, remote
 from perflab.ledger import Ledger
 from perflab.formats.records import read_sample
 from perflab.runner import samples as samples_mod

@@ -51,7 +51,7 @@ def _campaigns(tmp: Path, extras: bool) -> dict[int, object]:
 
 def _lab_cpu(name: str) -> float:
     """CPU seconds used so far by every process of lab ``name``'s hosts (their cgroups; 0 without cgroups)."""
-    from perflab import lab
+    from perflab.hosts import lab
 
     roots = lab.cgroup_hierarchies()
     if "cpuacct" in roots:
@@ -65,7 +65,8 @@ def _lab_cpu(name: str) -> float:
 def results(rounds: int = ROUNDS) -> list[Result]:
     """Run both campaigns ``rounds`` times, alternating which goes first, on a lab of ``2 * PAIRS`` hosts,
     with monitors and fingerprints on and off."""
-    from perflab import inventory, lab, runner
+    from perflab import inventory, runner
+    from perflab.hosts import lab
 
     name = f"bp{os.getpid() % 10000}"
     created = lab.up(name, 2 * PAIRS)

@@ -32,7 +32,7 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 # Debian starts services on install; the lab runs its own sshd per host instead, and its own
-# Ceph daemons (perflab.lab.ceph) in the lab hosts, never the machine's Ceph services.
+# Ceph daemons (perflab.hosts.lab.ceph) in the lab hosts, never the machine's Ceph services.
 systemctl disable --now ssh >/dev/null 2>&1 || true
 systemctl disable --now slurmctld slurmd munge >/dev/null 2>&1 || true
 systemctl disable --now ceph.target ceph-mon.target ceph-mgr.target ceph-osd.target ceph-crash.service \

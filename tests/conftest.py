@@ -7,7 +7,8 @@ import os
 import pytest
 
 from helpers import LAB_GROUP, leftovers
-from perflab import inventory, lab as lab_mod, measurelock, remote, tools
+from perflab import inventory, tools
+from perflab.hosts import lab as lab_mod, measurelock, remote
 
 
 def pytest_configure(config):

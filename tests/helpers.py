@@ -11,7 +11,8 @@ from typing import Any, Iterable, Iterator, Mapping
 
 import pytest
 
-from perflab import campaign as campaign_mod, inventory, lab as lab_mod, labspec, store, study as study_mod
+from perflab import campaign as campaign_mod, inventory, labspec, store, study as study_mod
+from perflab.hosts import lab as lab_mod
 from perflab.formats import records
 from perflab.tools.base import Command, Measurement, Param, Rows, Tool
 

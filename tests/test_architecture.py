@@ -3,7 +3,8 @@
 The layers below are the flow of docs/architecture.md, first to last. A room (a top-level
 module or package of ``perflab``) may import rooms of its own layer or of an earlier one,
 never a later one; no chain of imports between modules comes back to where it started.
-A new room goes into the table and into docs/architecture.md.
+A new room goes into the table; docs/architecture.md's table is generated from it
+(``.venv/bin/python tests/test_architecture.py``).
 """
 
 from __future__ import annotations
@@ -16,20 +17,73 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 LIB = ROOT / "lib" / "perflab"
-#: The flow, first to last: layer -> its rooms (``perflab`` is the package's own __init__).
-LAYERS: list[tuple[str, set[str]]] = [
-    ("base", {"perflab", "errors", "files", "paths", "yamlfile", "knownhosts", "formats", "templates", "aoe", "nfsbench",
-              "agent"}),
-    ("declarations", {"inventory", "labspec", "tools", "campaign", "campaign_values", "campaign_checks",
-                      "campaign_contracts", "design", "study", "questions", "datasource", "destructive"}),
-    ("hosts", {"remote", "executor", "registry", "sshconfig", "lab", "fingerprint", "monitors", "settle", "preflight",
-               "measurelock", "contention"}),
-    ("raw", {"ledger", "store"}),
-    ("runner", {"runner", "rehearse"}),
-    ("tidy", {"tidy", "verify", "crate", "evidence"}),
-    ("statistics", {"stats"}),
-    ("report", {"report"}),
-    ("commands", {"cli", "pilot"}),
+#: The flow, first to last: layer -> its rooms and what each does. A room is a top-level module or a folder of
+#: ``perflab`` (``perflab`` is the package's own __init__); every module in a folder is of the folder's layer.
+#: docs/architecture.md's table is generated from this one: ``.venv/bin/python tests/test_architecture.py`` rewrites it.
+LAYERS: list[tuple[str, dict[str, str]]] = [
+    ("base", {
+        "perflab": "the version",
+        "errors": "UserError: one line per problem",
+        "files": "atomic writes, name parts, spools: bytes received in pieces, on disk beyond a few MiB",
+        "paths": "project root, scratch outputs",
+        "yamlfile": "the one YAML loader: limits, line numbers, schema, `format`",
+        "knownhosts": "known_hosts with markers",
+        "formats": ("one module per file kind: its `format`, checked reader, migrations of older versions, writer; "
+                    "raw records in `formats.records`"),
+        "templates": "notebook templates' parameter contracts",
+        "aoe": "a standalone AoE initiator script",
+        "nfsbench": "a standalone NFS load loop over libnfs",
+        "agent": "the standalone command agent sent to hosts",
+    }),
+    ("declarations", {
+        "inventory": "how to reach hosts",
+        "labspec": "lab files",
+        "tools": "one adapter per benchmark: parameters, commands, parser",
+        "campaign": ("the campaign model and loader; `values`: the positive rule for values; `checks`: a campaign's "
+                     "semantic checks; `contracts`: tool parameters and factors against the adapters' declarations; "
+                     "`design`: cells, RMIT schedules, run ids; `destructive`: campaigns that write to or reformat a "
+                     "raw device, and their confirmation"),
+        "study": "study declarations, discovered",
+        "questions": "a study's pre-registered questions and deviations, and their digest",
+        "datasource": "which campaign's data a study's analyses read: the lab stand-in or its real-hosts counterpart",
+    }),
+    ("hosts", {
+        "hosts": ("`remote`: SSH with checked host keys, services; `executor`: the per-host command agent; "
+                  "`registry`: a campaign's processes in a cgroup per host; `sshconfig`: warns when `~/.ssh/config` "
+                  "would redirect a host; `lab`: the embedded lab: model, state, cgroups, net, storage, zfs, nfs, "
+                  "sshd, vm, lifecycle, resolve; `fingerprint`: host facts; `monitors`: sysstat recorded through a "
+                  "block, read per sample; `settle`: wait for quiet hosts; `preflight`: what a campaign needs on its "
+                  "hosts; `measurelock`: one campaign measures on a machine at a time; `contention`: the "
+                  "quiet-machine gate before each block, a contention record per sample"),
+    }),
+    ("raw", {
+        "ledger": "run states as JSON lines, a hash chain",
+        "store": "the raw store: samples written once, manifest, locks",
+    }),
+    ("runner", {
+        "runner": "plans and runs a campaign: sessions, samples, pool, progress, outcome, stopping, leftovers",
+        "rehearse": "one repetition of every cell at the shortest settings into scratch, never evidence",
+    }),
+    ("tidy", {
+        "tidy": "raw output to the tidy table",
+        "verify": "checksums, rebuilds",
+        "crate": "RO-Crate export and import",
+        "evidence": "what the raw data says about how it was measured",
+    }),
+    ("statistics", {
+        "stats": ("describe, compare, blocked and mixed models, ANOVA, effects, power, drift, windows, verdicts of "
+                  "the pre-registered questions, run comparisons, the steal-adjusted sensitivity analysis: computes, "
+                  "never formats"),
+    }),
+    ("report", {
+        "report": "figures, LaTeX tables, macros, lineage, the site; formats, never computes statistics",
+    }),
+    ("commands", {
+        "cli": ("the `perflab` command: prints, catches UserError; `tools`: the tool subcommands; `stats`: the "
+                "statistics subcommands' arguments; `stats_commands`: their handlers (read the tables, print the "
+                "results)"),
+        "pilot": "a short run and its summary",
+    }),
 ]
 LAYER = {room: i for i, (_, rooms) in enumerate(LAYERS) for room in rooms}
 MAX_LINES = 800
@@ -73,7 +127,7 @@ def _room(module: str) -> str:
 
 def test_the_graph_was_read():
     assert len(MODULES) > 60 and sum(map(len, GRAPH.values())) > 100
-    assert "perflab.errors" in GRAPH["perflab.cli"] and "perflab.lab.model" in GRAPH["perflab.lab.state"]
+    assert "perflab.errors" in GRAPH["perflab.cli"] and "perflab.hosts.lab.model" in GRAPH["perflab.hosts.lab.state"]
 
 
 def test_every_room_has_a_layer():
@@ -146,12 +200,12 @@ def test_no_module_is_over_800_lines():
 PARSERS_OF_OUTPUT = {"tools", "agent", "aoe", "nfsbench"}
 #: Modules outside those rooms whose reads parse a program's output or a value in memory, by count.
 OUTPUT_READS = {
-    "perflab.executor": 1,  # the agent's reply on the wire
-    "perflab.fingerprint": 2,  # `ip -j link`, `tc -j qdisc` on the host
-    "perflab.lab.ceph": 3,  # `ceph ... -f json`
-    "perflab.lab.net": 1,  # `nft -j list table`
-    "perflab.lab.shell": 1,  # `ip -j netns`
-    "perflab.lab.lifecycle": 2,  # `ip -j link`; a lab spec's JSON round trip
+    "perflab.hosts.executor": 1,  # the agent's reply on the wire
+    "perflab.hosts.fingerprint": 2,  # `ip -j link`, `tc -j qdisc` on the host
+    "perflab.hosts.lab.ceph": 3,  # `ceph ... -f json`
+    "perflab.hosts.lab.net": 1,  # `nft -j list table`
+    "perflab.hosts.lab.shell": 1,  # `ip -j netns`
+    "perflab.hosts.lab.lifecycle": 2,  # `ip -j link`; a lab spec's JSON round trip
     "perflab.tidy": 1,  # sadf's JSON output of a host's sysstat archive
 }
 #: Calls that parse a file's text: module.attribute (any module for the pandas readers).
@@ -195,11 +249,58 @@ def test_a_planted_json_loads_outside_formats_is_seen(tmp_path, monkeypatch):
     test_only_formats_parses_project_files()
 
 
-def test_the_architecture_page_names_every_room_in_its_layer():
-    page = (ROOT / "docs" / "architecture.md").read_text()
+#: Rooms that may import only the given layers, whatever their own layer is.
+WALLS = {
+    "stats": {"base"},  # computes from the tables it is given: reads no file kind but its input, never prints
+    "tools": {"base"},  # declarations and parsers of benchmark output
+}
+
+
+def test_walled_rooms_import_only_what_their_wall_allows():
+    layer_of = {room: name for name, rooms in LAYERS for room in rooms}
+    over = [f"{m} imports {d} ({layer_of.get(_room(d))})" for m, deps in GRAPH.items() if _room(m) in WALLS
+            for d in sorted(deps) if _room(d) != _room(m) and layer_of.get(_room(d)) not in WALLS[_room(m)]]
+    assert not over, "imports over a room's wall:\n" + "\n".join(over)
+
+
+def test_every_room_of_the_table_exists():
+    gone = [room for _, rooms in LAYERS for room in rooms
+            if room != "perflab" and not (LIB / room).is_dir() and not (LIB / f"{room}.py").exists()]
+    assert not gone, f"rooms in LAYERS without a module or folder: {gone}"
+
+
+def test_stats_never_prints():
+    printing = [str(p.relative_to(ROOT)) for p in sorted((LIB / "stats").rglob("*.py"))
+                if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "print"
+                       for n in ast.walk(ast.parse(p.read_text())))]
+    assert not printing, f"stats/ computes, the command line prints: print() in {printing}"
+
+
+def layer_table_markdown() -> str:
+    """The layer table of docs/architecture.md, generated from LAYERS (a folder is written with its slash)."""
+    rows = ["| layer | rooms |", "|---|---|"]
     for name, rooms in LAYERS:
-        row = re.search(rf"^\| {name} \|(.*)$", page, re.M)
-        assert row, f"docs/architecture.md has no table row for layer {name}"
-        present = {r for r in rooms if r == "perflab" or (LIB / r).exists() or (LIB / f"{r}.py").exists()}
-        for room in present:
-            assert f"`{room}`" in row[1], f"docs/architecture.md: layer {name} does not name `{room}`"
+        cells = []
+        for room, what in rooms.items():
+            shown = f"`{room}/`" if (LIB / room).is_dir() else f"`{room}`"
+            cells.append(f"{shown} ({what})" if what else shown)
+        rows.append(f"| {name} | {', '.join(cells)} |")
+    return "\n".join(rows) + "\n"
+
+
+TABLE = re.compile(r"^\| layer \| rooms \|\n(?:\|.*\n)+", re.M)
+
+
+def test_the_architecture_page_table_is_the_generated_one():
+    page = (ROOT / "docs" / "architecture.md").read_text()
+    found = TABLE.search(page)
+    assert found, "docs/architecture.md has no layer table ('| layer | rooms |')"
+    assert found[0] == layer_table_markdown(), \
+        "docs/architecture.md's layer table differs from LAYERS here: run .venv/bin/python tests/test_architecture.py"
+
+
+if __name__ == "__main__":  # rewrite the page's layer table from LAYERS
+    page_path = ROOT / "docs" / "architecture.md"
+    text = page_path.read_text()
+    page_path.write_text(TABLE.sub(lambda _: layer_table_markdown(), text, count=1))
+    print(f"wrote the layer table of {page_path.relative_to(ROOT)}")

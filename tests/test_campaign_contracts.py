@@ -19,7 +19,8 @@ import pytest
 import yaml
 
 from helpers import campaign_record, load_campaign
-from perflab import campaign as campaign_mod, design, runner, store, tidy, tools
+from perflab import campaign as campaign_mod, runner, store, tidy, tools
+from perflab.campaign import design
 from perflab.report import planned as planned_values
 from perflab.tools import reference
 from perflab.tools.base import ParseOnly

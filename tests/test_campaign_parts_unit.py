@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from helpers import load_campaign
-from perflab import inventory, remote, runner, tools
+from perflab import inventory, runner, tools
+from perflab.hosts import remote
 from perflab.runner.measured import Measured, build, run_waves
 from perflab.runner.samples import _file_names
 from perflab.campaign import Phase, Seat

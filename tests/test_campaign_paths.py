@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from helpers import ROOT_ONLY, leftovers
-from perflab import campaign as campaign_mod, inventory, lab as lab_mod, labspec, runner
+from perflab import campaign as campaign_mod, inventory, labspec, runner
+from perflab.hosts import lab as lab_mod
 
 pytestmark = [ROOT_ONLY, pytest.mark.lab]
 

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from helpers import ROOT_ONLY, leftovers
-from perflab import inventory, lab as lab_mod, labspec, remote, tools
-from perflab.lab import ceph as cephlab
+from perflab import inventory, labspec, tools
+from perflab.hosts import lab as lab_mod, remote
+from perflab.hosts.lab import ceph as cephlab
 
 pytestmark = [ROOT_ONLY, pytest.mark.lab, pytest.mark.slow,
               pytest.mark.skipif(not all(map(shutil.which, ("ceph-mon", "ceph-mgr", "ceph-osd", "ceph"))),

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from perflab import labspec, tools
-from perflab.lab import ceph as cephlab
-from perflab.lab.model import layout
+from perflab.hosts.lab import ceph as cephlab
+from perflab.hosts.lab.model import layout
 from perflab.tools.base import ParseError
 
 RADOS, RBD, OSD, FIO = (tools.get(n) for n in ("rados_bench", "rbd_bench", "ceph_osd_bench", "fio"))

@@ -2,7 +2,8 @@
 
 from collections import Counter
 
-from perflab import campaign as campaign_mod, design
+from perflab import campaign as campaign_mod
+from perflab.campaign import design
 
 TEXT = """\
 campaign: d

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from perflab import design
+from perflab.campaign import design
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Committed RMIT campaigns: their campaign.json holds the seed and the planned order, their ledger the order run.

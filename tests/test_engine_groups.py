@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from helpers import ROOT_ONLY, load_campaign
-from perflab import campaign as campaign_mod, design, runner, store, tidy
+from perflab import campaign as campaign_mod, runner, store, tidy
+from perflab.campaign import design
 from perflab.ledger import Ledger
 
 GROUPS = """\

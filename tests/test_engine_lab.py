@@ -14,7 +14,9 @@ from pathlib import Path
 import pytest
 
 from helpers import BOUNDARY, ROOT_ONLY, load_campaign, monitor_text
-from perflab import design, fingerprint, remote, runner, store
+from perflab import runner, store
+from perflab.campaign import design
+from perflab.hosts import fingerprint, remote
 from perflab.ledger import Ledger
 
 pytestmark = [ROOT_ONLY, pytest.mark.lab]

@@ -12,7 +12,9 @@ import pytest
 
 from helpers import BOUNDARY, load_campaign
 
-from perflab import campaign as campaign_mod, campaign_values, cli, fingerprint, inventory, remote, runner, tools
+from perflab import campaign as campaign_mod, cli, inventory, runner, tools
+from perflab.campaign import values as campaign_values
+from perflab.hosts import fingerprint, remote
 from perflab.formats import fingerprints as fp_format
 from perflab.runner import samples
 from perflab.runner.progress import Progress

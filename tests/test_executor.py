@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from perflab import executor
+from perflab.hosts import executor
 
 
 class PipeChannel:
@@ -89,7 +89,7 @@ def test_the_agent_stops_a_command_at_its_timeout_and_kills_what_ignores_term(ag
 
 
 def executor_timeout() -> int:
-    from perflab import remote
+    from perflab.hosts import remote
     return remote.TIMEOUT_EXIT
 
 
@@ -199,7 +199,7 @@ def test_nothing_a_command_starts_leaves_its_cgroup(agent):
 
 @pytest.mark.lab
 def test_a_host_without_python3_runs_commands_through_the_shell(lab_inventory, monkeypatch):
-    from perflab import remote
+    from perflab.hosts import remote
     monkeypatch.setattr(executor, "open_agent", lambda transport: None)
     host = remote.Host(lab_inventory["h1"])
     try:
@@ -264,7 +264,7 @@ def test_this_machine_observes_with_the_agents_own_code(tmp_path):
 
 @pytest.mark.lab
 def test_a_host_without_python3_observes_through_the_shell_with_the_agents_answer(lab_inventory, monkeypatch):
-    from perflab import remote
+    from perflab.hosts import remote
     with_agent = remote.Host(lab_inventory["h1"])
     d = f"{with_agent.workdir}/observe-{os.getpid()}"
     try:

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from helpers import load_campaign
-from perflab import agent as agent_program, executor, inventory, remote, store
+from perflab import agent as agent_program, inventory, store
+from perflab.hosts import executor, remote
 from perflab.formats import records
 from perflab.runner.progress import Progress
 from perflab.runner.session import Reconnector
@@ -158,7 +159,8 @@ def _reconnector(tmp_path: Path, policy: str, host: remote.Host) -> Reconnector:
 #: A controller waiting 2 s for a reply that h1 sends after 1 s; it says "waiting" when its read begins.
 STOPPED = r"""
 import sys
-from perflab import inventory, remote
+from perflab import inventory
+from perflab.hosts import remote
 
 host = remote.Host(inventory.load(sys.argv[1])["h1"])
 agent = host._executor("start")

@@ -14,7 +14,7 @@ import pytest
 
 from helpers import campaign_record
 from perflab import store
-from perflab.remote import Result
+from perflab.hosts.remote import Result
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -66,7 +66,8 @@ def test_perflab_run_on_a_full_disk_prints_one_line_and_no_traceback(tiny_disk):
 
 
 def test_non_utf8_output_is_stored_byte_for_byte_and_checksummed_as_such(tmp_path):
-    from perflab import design, tools
+    from perflab import tools
+    from perflab.campaign import design
     from perflab.runner import samples
     raw = store.RawStore(tmp_path, "camp")
     raw.begin(campaign_record("camp", digest="abc"))
@@ -77,7 +78,8 @@ def test_non_utf8_output_is_stored_byte_for_byte_and_checksummed_as_such(tmp_pat
     run = design.schedule(campaign)[0]
     cmd = tools.get("sysbench").commands(campaign.cell_params(run.cell.levels), {})[0]
 
-    from perflab import inventory, remote
+    from perflab import inventory
+    from perflab.hosts import remote
     host = remote.Host(inventory.localhost()["h1"])
     files = samples._sample_files(campaign, tools.get("sysbench"), run, 1, [(cmd, host, res)], "",
                                   settle=None, neighbours=[], services=[])
@@ -209,7 +211,8 @@ def _fill(path: Path) -> None:
 
 
 def test_a_ledger_filled_to_enospc_mid_line_keeps_whole_lines_then_resumes_and_verifies(probe, small_disk, tmp_path):
-    from perflab import design, inventory, runner
+    from perflab import inventory, runner
+    from perflab.campaign import design
     from perflab.ledger import LedgerError
     from perflab.formats.records import LedgerEvent
 

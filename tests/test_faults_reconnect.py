@@ -22,7 +22,9 @@ from typing import Iterator
 import pytest
 
 from helpers import ROOT_ONLY, leftovers, load_campaign
-from perflab import campaign as campaign_mod, cli, design, fingerprint, inventory, lab as lab_mod, remote, runner, store
+from perflab import campaign as campaign_mod, cli, inventory, runner, store
+from perflab.campaign import design
+from perflab.hosts import fingerprint, lab as lab_mod, remote
 from perflab.formats import records
 from perflab.ledger import Ledger
 from perflab.runner.progress import Progress

@@ -10,8 +10,9 @@ import subprocess
 
 import pytest
 
-from perflab import fingerprint, inventory, remote, tools
-from perflab.fingerprint import Difference, FingerprintError
+from perflab import inventory, tools
+from perflab.hosts import fingerprint, remote
+from perflab.hosts.fingerprint import Difference, FingerprintError
 from perflab.formats import fingerprints as fp_format
 from perflab.formats.versions import FormatError
 

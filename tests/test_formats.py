@@ -10,7 +10,7 @@ import pytest
 from helpers import copy_project
 from perflab import cli, inventory, labspec, study
 from perflab.formats import records
-from perflab.lab import state as lab_state
+from perflab.hosts.lab import state as lab_state
 
 ROOT = Path(__file__).resolve().parents[1]
 LAB = "lab: x\nlinks: {lan: }\nhosts:\n  h1: {links: [lan]}\n"

@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from perflab import campaign as campaign_mod, campaign_values, tools
+from perflab import campaign as campaign_mod, tools
+from perflab.campaign import values as campaign_values
 from perflab.tools.base import ParseOnly
 
 TOOL_BINARIES = ("iperf3", "iperf", "fio", "dd", "ping", "sysbench", "stress-ng", "hpcc", "mpirun", "mpstat",

@@ -5,7 +5,8 @@ import os
 import pytest
 
 from helpers import ROOT_ONLY, leftovers, load_campaign, monitor_text
-from perflab import inventory, lab as lab_mod, labspec, remote, runner, tidy
+from perflab import inventory, labspec, runner, tidy
+from perflab.hosts import lab as lab_mod, remote
 
 pytestmark = [ROOT_ONLY, pytest.mark.lab]
 

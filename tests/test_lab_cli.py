@@ -4,7 +4,8 @@ import os
 from pathlib import Path
 
 from helpers import ROOT_ONLY, leftovers
-from perflab import cli, lab as lab_mod
+from perflab import cli
+from perflab.hosts import lab as lab_mod
 
 
 def test_a_bad_lab_file_exits_2_with_file_line_field(tmp_path, capsys):

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from helpers import ROOT_ONLY, leftovers
-from perflab import campaign as campaign_mod, inventory, lab as lab_mod, labspec, runner, tidy
-from perflab.lab import nfs, zfs
+from perflab import campaign as campaign_mod, inventory, labspec, runner, tidy
+from perflab.hosts import lab as lab_mod
+from perflab.hosts.lab import nfs, zfs
 
 ROOT = Path(__file__).resolve().parents[1]
 CAMPAIGNS = ROOT / "studies/000-cedri/campaigns"

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from helpers import ROOT_ONLY, leftovers
-from perflab import inventory, lab as lab_mod, labspec, remote
+from perflab import inventory, labspec
+from perflab.hosts import lab as lab_mod, remote
 
 ROOT = Path(__file__).resolve().parent.parent
 GOOD = """\
@@ -180,7 +181,7 @@ def test_the_shipped_lab_files_are_found():
 
 
 def test_an_nfs_server_exports_formatted_devices_of_a_namespace_host_and_its_config_names_them():
-    from perflab.lab import model, nfs
+    from perflab.hosts.lab import model, nfs
 
     spec = labspec.load("lab.yaml", text=GOOD + "nfs: {server: h2, exports: [data]}\n")
     assert spec.nfs == labspec.Nfs("h2", ("data",)) and labspec.LabSpec.from_json(spec.to_json()) == spec

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from helpers import ROOT_ONLY, leftovers
-from perflab import inventory, lab as lab_mod, labspec, remote
+from perflab import inventory, labspec
+from perflab.hosts import lab as lab_mod, remote
 
 pytestmark = [ROOT_ONLY, pytest.mark.lab, pytest.mark.slow]
 

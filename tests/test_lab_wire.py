@@ -9,7 +9,8 @@ import time
 import pytest
 
 from helpers import ROOT_ONLY, leftovers
-from perflab import fingerprint, inventory, lab as lab_mod, labspec, remote
+from perflab import inventory, labspec
+from perflab.hosts import fingerprint, lab as lab_mod, remote
 
 pytestmark = [ROOT_ONLY, pytest.mark.lab]
 

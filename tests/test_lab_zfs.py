@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from helpers import ROOT_ONLY, leftovers
-from perflab import inventory, lab as lab_mod, labspec, remote, tools
-from perflab.lab import zfs
+from perflab import inventory, labspec, tools
+from perflab.hosts import lab as lab_mod, remote
+from perflab.hosts.lab import zfs
 
 pytestmark = [ROOT_ONLY, pytest.mark.lab,
               pytest.mark.skipif(not shutil.which("zfs-fuse"), reason="zfs-fuse is not installed (make deps)")]

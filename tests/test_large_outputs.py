@@ -18,9 +18,10 @@ from pathlib import Path
 import pytest
 
 from helpers import load_campaign
-from perflab import executor, store
+from perflab import store
+from perflab.hosts import executor
 from perflab.files import SPILL, Spool
-from perflab.remote import Host, Result
+from perflab.hosts.remote import Host, Result
 from perflab.runner.measured import Measured, _failure
 
 MiB = 1 << 20
@@ -29,7 +30,8 @@ MiB = 1 << 20
 #: file the host cats and the raw root; it prints the stored file's digest, its manifest line's and the peak's growth.
 CONTROLLER = r"""
 import hashlib, json, subprocess, sys
-from perflab import executor, inventory, remote, store
+from perflab import inventory, store
+from perflab.hosts import executor, remote
 
 def hwm():
     for line in open("/proc/self/status"):

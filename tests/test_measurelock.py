@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from perflab import cli, measurelock
+from perflab import cli
+from perflab.hosts import measurelock
 
 LIB = str(Path(__file__).resolve().parents[1] / "lib")
 
@@ -37,7 +38,7 @@ def holder(lockfile):
         proc = subprocess.Popen(
             [sys.executable, "-c", textwrap.dedent("""
                 import sys
-                from perflab import measurelock
+                from perflab.hosts import measurelock
                 with measurelock.hold("other", eta_seconds=90, stream=sys.stderr):
                     print("held", flush=True)
                     sys.stdin.read()
@@ -153,7 +154,7 @@ def test_a_pilot_takes_the_same_lock(probe, holder, tmp_path):
 def test_a_live_test_of_the_suite_is_skipped_with_the_reason_when_the_machine_is_busy_measuring(holder, tmp_path):
     proc = holder()
     (tmp_path / "test_busy.py").write_text(textwrap.dedent("""
-        from perflab import measurelock
+        from perflab.hosts import measurelock
 
         def test_measures():
             with measurelock.hold("mine", wait=0):

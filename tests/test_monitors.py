@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from perflab import inventory, monitors, remote
-from perflab.monitors import MonitorError
+from perflab import inventory
+from perflab.hosts import monitors, remote
+from perflab.hosts.monitors import MonitorError
 
 
 

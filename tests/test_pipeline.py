@@ -12,7 +12,8 @@ import pytest
 import yaml
 
 from helpers import ROOT_ONLY, copy_project, leftovers
-from perflab import lab as lab_mod, store
+from perflab import store
+from perflab.hosts import lab as lab_mod
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from perflab import campaign as campaign_mod, contention, inventory, runner, study, tidy
+from perflab import campaign as campaign_mod, inventory, runner, study, tidy
+from perflab.hosts import contention
 from perflab.formats import records
-from perflab.contention import Quiet, Reading
+from perflab.hosts.contention import Quiet, Reading
 
 PSI = "some avg10=1.16 avg60=1.66 avg300=1.80 total=22501843\nfull avg10=0.16 avg60=0.69 avg300=1.20 total=18695592\n"
 STAT = "cpu  52394 0 21064 89406 2377 0 815 1183 0 0\ncpu0 16790 0 8750 56921 364 0 102 616 0 0\n"
@@ -293,7 +294,7 @@ def test_a_study_campaign_with_its_monitors_off_is_refused_before_anything_runs(
 
 
 def test_the_lab_cgroups_the_record_counts_are_those_the_lab_makes():
-    from perflab import lab
+    from perflab.hosts import lab
 
     assert contention.LAB_CGROUP == lab.CGROUP_PARENT
 

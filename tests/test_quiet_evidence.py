@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from helpers import campaign_record
-from perflab import cli, contention, evidence
+from perflab import cli, evidence
+from perflab.hosts import contention
 from perflab.formats import records
 from perflab.store import RawStore
 

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from helpers import ROOT_ONLY, leftovers
-from perflab import contention, campaign as campaign_mod, evidence, lab as lab_mod, runner
+from perflab import campaign as campaign_mod, evidence, runner
+from perflab.hosts import contention, lab as lab_mod
 from perflab.formats import records
 
 pytestmark = [ROOT_ONLY, pytest.mark.lab]

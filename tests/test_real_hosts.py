@@ -15,8 +15,10 @@ import pytest
 import yaml
 
 from helpers import load_campaign
-from perflab import campaign as campaign_mod, destructive, inventory, preflight, rehearse, sshconfig
-from perflab.remote import Host, HostError
+from perflab import campaign as campaign_mod, inventory, rehearse
+from perflab.campaign import destructive
+from perflab.hosts import preflight, sshconfig
+from perflab.hosts.remote import Host, HostError
 
 ROOT = Path(__file__).resolve().parents[1]
 STUDIES = ("000-cedri", "001-unnoba-ceph", "002-pfsense-neighbour", "003-openstack-opennebula", "004-aoe-iscsi")
@@ -146,7 +148,7 @@ def test_the_users_ssh_config_does_not_redirect_a_host_and_says_so(tmp_path, mon
     host = Host(entry, connect_timeout=2)
     with caplog.at_level("WARNING"), pytest.raises(HostError, match=r"root@127\.0\.0\.1:9\)"):
         host.connection()  # nothing listens on port 9: the refusal names the inventory's address, not 127.0.0.2
-    assert [r.getMessage() for r in caplog.records if r.name == "perflab.sshconfig"] == [said]
+    assert [r.getMessage() for r in caplog.records if r.name == "perflab.hosts.sshconfig"] == [said]
     from fabric import Config, Connection
 
     assert Connection("127.0.0.1", config=Config()).host == "127.0.0.2", "what OpenSSH's rules would have done"

@@ -18,7 +18,8 @@ import pytest
 
 from helpers import ROOT_ONLY, copy_project, leftovers
 from perflab.report import datasource as report_datasource
-from perflab import campaign as campaign_mod, inventory, lab as lab_mod, labspec, rehearse, study
+from perflab import campaign as campaign_mod, inventory, labspec, rehearse, study
+from perflab.hosts import lab as lab_mod
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent

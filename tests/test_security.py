@@ -9,7 +9,8 @@ import shlex
 import pytest
 
 from helpers import ROOT_ONLY
-from perflab import inventory, remote
+from perflab import inventory
+from perflab.hosts import remote
 
 pytestmark = [ROOT_ONLY, pytest.mark.lab]
 
@@ -94,7 +95,8 @@ def test_local_hosts_return_bytes_too():
 
 
 def test_canary_values_never_run_as_shell_on_a_lab_host(hosts, tmp_path):
-    from perflab import campaign_values, tools
+    from perflab import tools
+    from perflab.campaign import values as campaign_values
     host = hosts["h2"]
     canary = f"/tmp/canary-{os.getpid()}"
     payloads = [f"1; touch {canary}", f"$(touch {canary})", f"x' `touch {canary}` '"]

@@ -7,14 +7,14 @@ import time
 
 import pytest
 
-from perflab import settle
-from perflab.remote import Result
-from perflab.settle import SettleError
+from perflab.hosts import settle
+from perflab.hosts.remote import Result
+from perflab.hosts.settle import SettleError
 
 
 
 class ScriptedHost:
-    """A stand-in for :class:`perflab.remote.Host` whose /proc/loadavg follows a script."""
+    """A stand-in for :class:`perflab.hosts.remote.Host` whose /proc/loadavg follows a script."""
 
     def __init__(self, name: str, loads: list[float]) -> None:
         self.name, self.loads, self.commands = name, list(loads), []

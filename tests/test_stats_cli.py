@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from perflab.stats import compare
-from perflab.stats.cli import register
+from perflab.cli.stats import register
 
 PUBLISHED = Path(__file__).resolve().parents[1] / "data" / "raw" / "published"
 
@@ -180,7 +180,7 @@ def test_recheck_json_is_strict(capsys):
 
 
 def test_module_entry_point_runs_recheck():
-    done = subprocess.run([sys.executable, "-m", "perflab.stats.cli", "recheck",
+    done = subprocess.run([sys.executable, "-m", "perflab.cli.stats", "recheck",
                            str(PUBLISHED / "003-openstack-opennebula-table2-microbenchmarks.csv")],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr

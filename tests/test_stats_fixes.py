@@ -9,7 +9,7 @@ import pandas as pd
 
 from perflab.report import factorial
 from perflab.stats import describe, plan
-from perflab.stats.cli import main as stats_main
+from perflab.cli.stats import main as stats_main
 from perflab.stats.describe import mean_ci
 from perflab.stats.effect import ratio_fieller, rel_diff_fieller
 

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from perflab.evidence import contention_changes
-from perflab.stats.cli import main as stats_main
+from perflab.cli.stats import main as stats_main
 from perflab.stats.runs import Target, compare_runs
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -16,7 +16,8 @@ import pytest
 import yaml
 
 from helpers import ROOT_ONLY, leftovers, load_campaign
-from perflab import campaign as campaign_mod, inventory, lab as lab_mod, labspec, runner, store, study, tidy
+from perflab import campaign as campaign_mod, inventory, labspec, runner, store, study, tidy
+from perflab.hosts import lab as lab_mod
 from perflab.report import factorial, hostcpu
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -13,7 +13,8 @@ import pytest
 import yaml
 
 from helpers import ROOT_ONLY
-from perflab import campaign as campaign_mod, inventory, lab as lab_mod, labspec, runner, store, study, tidy
+from perflab import campaign as campaign_mod, inventory, labspec, runner, store, study, tidy
+from perflab.hosts import lab as lab_mod
 from perflab.yamlfile import _Loader as Yaml12Loader  # YAML 1.2 booleans: `on:` stays a key
 from perflab.report import sweep
 from perflab.tools import ceph

@@ -14,7 +14,8 @@ import pandas as pd
 import pytest
 
 from helpers import ROOT_ONLY, leftovers
-from perflab import campaign as campaign_mod, inventory, lab as lab_mod, labspec, runner, tidy
+from perflab import campaign as campaign_mod, inventory, labspec, runner, tidy
+from perflab.hosts import lab as lab_mod
 from perflab.formats import records
 from perflab.report import calibrate as calibrate_report, scenarios, verdicts
 from perflab.stats import calibrate, windows

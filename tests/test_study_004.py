@@ -16,7 +16,8 @@ import pandas as pd
 import pytest
 
 from helpers import ROOT_ONLY, leftovers, monitor_text
-from perflab import campaign as campaign_mod, lab as lab_mod, labspec, remote, runner, tidy
+from perflab import campaign as campaign_mod, labspec, runner, tidy
+from perflab.hosts import lab as lab_mod, remote
 from perflab.report import protocols
 from perflab.tools import blockproto, get
 from perflab.tools.base import extract_json

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from perflab import fingerprint, labspec
-from perflab.lab import lifecycle, model, net, vm
-from perflab.stats.cli import main as stats_main
+from perflab import labspec
+from perflab.hosts import fingerprint
+from perflab.hosts.lab import lifecycle, model, net, vm
+from perflab.cli.stats import main as stats_main
 
 ROOT = Path(__file__).resolve().parents[1]
 RUN = ROOT / "data/raw/unnoba-fio-qd"

@@ -1,4 +1,4 @@
-"""perflab's agent: runs a host's commands for :mod:`perflab.executor`, one request at a time.
+"""perflab's agent: runs a host's commands for :mod:`perflab.hosts.executor`, one request at a time.
 
 This file is sent to a host as the source of ``python3 -c`` and must stay self-contained:
 standard library only, Python 3.6 or later, no perflab import. Each request is one JSON line

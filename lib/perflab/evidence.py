@@ -7,8 +7,8 @@ samples' ``meta.json`` and the blocks' gate records:
 - the samples whose measured commands ran while a sample of another committed campaign
   ran (``overlapping``; per other campaign in ``overlapping_with``): a study's campaigns
   must have none, since all labs of a machine share its CPUs, memory and disks;
-- its contention statistics (meta format 4, :mod:`perflab.contention`), every record
-  format judged the same way (:func:`perflab.contention.classify`): how many samples carry a
+- its contention statistics (meta format 4, :mod:`perflab.hosts.contention`), every record
+  format judged the same way (:func:`perflab.hosts.contention.classify`): how many samples carry a
   record, how many are ``contended`` and why (steal beyond its bound; CPU outside the lab
   that is not the lab's kernel work beyond its bound), the median and largest CPU used outside
   the lab, the median of it that was the lab's kernel work and of the rest (contention format 2
@@ -25,7 +25,7 @@ samples' ``meta.json`` and the blocks' gate records:
 samples or too few samples per cell (:func:`failures`); the paper's chapters print :func:`sentence` per campaign
 through :func:`macro_values`, followed by the head of each campaign's ledger hash chain (:func:`provenance`,
 :func:`perflab.ledger.chain`); the review site shows :func:`site_rows`. Before two runs of a campaign are
-compared, :func:`host_changes` lists the host facts (:data:`perflab.fingerprint.MATCH_KEYS`) that differ between
+compared, :func:`host_changes` lists the host facts (:data:`perflab.hosts.fingerprint.MATCH_KEYS`) that differ between
 their first fingerprints and :func:`contention_changes` where their steal or CPU used outside the lab differ by
 more than the campaign's quiet bounds: two runs on different hosts, or on one host under different platform
 noise, measure different machines, and ``perflab compare-runs`` refuses them unless told.
@@ -41,11 +41,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import fingerprint, ledger
+from . import ledger
+from .hosts import fingerprint
 from .formats import fingerprints, quiet, records
-from .design import measured_cell
+from .campaign.design import measured_cell
 from .store import LEDGER
-from .contention import STUDY_DEFAULT, classify
+from .hosts.contention import STUDY_DEFAULT, classify
 from .study import MIN_FULL_CELLS, MIN_N, declaring_study
 
 

@@ -112,7 +112,7 @@ class CephOsd:
 
 @dataclass(frozen=True)
 class Ceph:
-    """A Ceph cluster on the lab (``perflab.lab.ceph``): monitor and manager host, client hosts, OSDs."""
+    """A Ceph cluster on the lab (``perflab.hosts.lab.ceph``): monitor and manager host, client hosts, OSDs."""
 
     mon: str
     clients: tuple[str, ...]
@@ -122,7 +122,7 @@ class Ceph:
 
 @dataclass(frozen=True)
 class Nfs:
-    """An NFS server on the lab (``perflab.lab.nfs``): its host and the devices of it that it exports."""
+    """An NFS server on the lab (``perflab.hosts.lab.nfs``): its host and the devices of it that it exports."""
 
     server: str
     exports: tuple[str, ...]

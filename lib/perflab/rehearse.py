@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, TextIO
 
-from . import campaign as campaign_mod, preflight
+from . import campaign as campaign_mod
+from .hosts import preflight
 from .inventory import HostEntry
 from .campaign import Campaign
 from .errors import UserError
@@ -133,7 +134,8 @@ def _refuse_evidence_root(raw_root: Path) -> None:
 def rehearse(campaign: Campaign, entries: Mapping[str, HostEntry], raw_root: str | Path = DEFAULT_ROOT, *,
              stream: TextIO | None = None) -> Outcome:
     """Rehearse ``campaign`` on ``entries`` into ``raw_root``: skip (one line each) the cells whose needs are missing."""
-    from . import remote, runner  # Fabric: only when something runs
+    from . import runner
+    from .hosts import remote  # Fabric: only when something runs
 
     out = stream or sys.stdout
     raw_root = Path(raw_root)

@@ -194,7 +194,7 @@ class RawStore:
     def owner(self) -> str:
         """The process registry of this campaign directory's runs on the hosts: campaign name and path digest.
 
-        Every process a run starts carries it (see :meth:`perflab.remote.Host.run`), so the
+        Every process a run starts carries it (see :meth:`perflab.hosts.remote.Host.run`), so the
         next run can find and stop what a killed one left, and never touches processes of the
         same campaign stored elsewhere.
         """

@@ -256,7 +256,8 @@ def load(folder: str | Path, root: str | Path = ".") -> Study:
         if declared is not None and declared != doc["study"]:
             problems.append(f"{at('campaigns', i, 'file')}: {file} says study {declared!r}; this is {doc['study']!r}")
         if ref.get("planned") and not camp.monitors:
-            # the runner refuses it (perflab.monitors.study_policy); say so when it is declared, not when it is measured
+            # the runner refuses it (perflab.hosts.monitors.study_policy); say so when it is declared, not when it is
+            # measured
             problems.append(f"{at('campaigns', i, 'file')}: {file}: monitors: false: a study's campaign runs with "
                             "its monitors on, and this planned one would be refused when measured; remove "
                             "`monitors: false`")

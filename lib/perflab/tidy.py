@@ -6,9 +6,9 @@ from detail rows such as per-stream or per-interval values. The ``group`` column
 sample's host group (an integer; missing for campaigns without groups).
 
 Samples whose ``meta.json`` records the machine's contention (format 4, see
-:mod:`perflab.contention`) give every row the columns of :data:`CONTENTION_COLUMNS`:
+:mod:`perflab.hosts.contention`) give every row the columns of :data:`CONTENTION_COLUMNS`:
 ``contended`` (a nullable boolean: null when the campaign stated no quiet bounds), judged for
-every record format the same way, by :func:`perflab.contention.classify` (steal, or CPU outside
+every record format the same way, by :func:`perflab.hosts.contention.classify` (steal, or CPU outside
 the lab that is not its kernel work, beyond the campaign's bounds), and
 ``contention_<value>`` (CPUs used outside the lab, by the kernel's threads there (null before
 contention format 2), the lab's kernel work and the CPU outside apart from it (null for format
@@ -47,7 +47,8 @@ import pyarrow.csv
 import pyarrow.ipc
 import pyarrow.parquet
 
-from . import __version__, contention, fingerprint, store, tools
+from . import __version__, store, tools
+from .hosts import contention, fingerprint
 from .formats import fingerprints, lineage as lineage_format, records, tables
 from .campaign import from_doc
 from .errors import UserError
@@ -552,7 +553,7 @@ def fact_differences(raw_dir: str | Path) -> list[dict[str, Any]]:
     Each item has ``kind`` (``changed``: before/after one block; ``between_blocks``: since
     the previous block; ``between_hosts``), ``block``, ``key``, ``hosts``, ``before``,
     ``after`` and ``text`` (a sentence naming the fact). Only the facts of
-    :data:`perflab.fingerprint.MATCH_KEYS` count (kernel, CPU model, MTU, tool versions, ...).
+    :data:`perflab.hosts.fingerprint.MATCH_KEYS` count (kernel, CPU model, MTU, tool versions, ...).
     """
     found: dict[tuple, dict[str, Any]] = {}
     for path in sorted(Path(raw_dir).glob("blocks/*/differences*.json")):

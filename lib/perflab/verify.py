@@ -37,7 +37,8 @@ from typing import Callable
 
 import pandas as pd
 
-from . import campaign as campaign_mod, design, evidence, ledger, questions, store, tidy
+from . import campaign as campaign_mod, evidence, ledger, questions, store, tidy
+from .campaign import design
 from .formats import lineage as lineage_format, records, tables
 from .formats.findings import Finding
 from .formats.versions import FormatError
@@ -103,7 +104,7 @@ def head(campaign_dir: str | Path) -> str:
 def record_problems(campaign_dir: str | Path) -> list[Finding]:
     """The records of a campaign directory against what must follow from them.
 
-    ``campaign.json``'s stored schedule must be the one its seed gives (:func:`perflab.design.planned`)
+    ``campaign.json``'s stored schedule must be the one its seed gives (:func:`perflab.campaign.design.planned`)
     and its ``design_digest`` the digest of its spec; a frozen ``questions.json``'s ``digest`` must be
     that of the questions it holds (:func:`perflab.questions.record_problem`). The manifest cannot
     tell such an edit when its line was rewritten too.

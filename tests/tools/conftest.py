@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from perflab import remote
+from perflab.hosts import remote
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 

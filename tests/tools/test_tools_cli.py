@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from perflab.tools import cli
+from perflab.cli import tools as cli
 from perflab.tools.base import Measurement
 
 

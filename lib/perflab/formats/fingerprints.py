@@ -9,7 +9,7 @@ Format history (formats 1 to 3 carried their version under ``schema``, format 4 
 - 4: the version key is named ``format`` like every other file's (``schema`` is gone). Formats 1
   to 3 are still read: their ``schema`` is read as ``format``.
 
-What the fields mean and how they are collected: :mod:`perflab.fingerprint`.
+What the fields mean and how they are collected: :mod:`perflab.hosts.fingerprint`.
 
 A block's differences (``blocks/<n>/differences*.json``, written by the runner after each
 block: ``block``, ``changed``, ``since_previous_block``, ``between_hosts_before``,
@@ -51,7 +51,7 @@ def check(fp: Any, where: object) -> dict[str, Any]:
     if not isinstance(fp, Mapping) or not isinstance(fp.get("facts"), Mapping):
         found = type(fp).__name__ if not isinstance(fp, Mapping) else "no 'facts' mapping"
         raise FormatError(f"{where}: expected a {KIND} with a 'facts' mapping; found {found}. "
-                          "Collect it again with perflab.fingerprint.collect")
+                          "Collect it again with perflab.hosts.fingerprint.collect")
     return migrate({**fp, "format": version(fp)}, where, KIND, FORMAT, MIGRATIONS)
 
 

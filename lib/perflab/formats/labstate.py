@@ -3,7 +3,7 @@ is made, so that ``perflab lab down`` removes exactly those.
 
 Format history (the key was ``version`` in formats 1 and 2 as first written, ``format`` since; a
 file without either is format 1): 1, the first layout (removed by its own teardown); 2, the
-spec, the address slots and the resources per host. :func:`perflab.lab.state.read_state` refuses
+spec, the address slots and the resources per host. :func:`perflab.hosts.lab.state.read_state` refuses
 another format than 2 with the way to remove the lab; ``lab down`` reads format 1 too.
 """
 

@@ -3,7 +3,7 @@ of JSON.
 
 A lock file's holder is read while another process may be writing it, so a reader takes
 what does not parse as no holder at all. The measurement lock's holder carries ``format``
-(:data:`perflab.measurelock.FORMAT`); a campaign directory's lock holds ``pid``, ``host``,
+(:data:`perflab.hosts.measurelock.FORMAT`); a campaign directory's lock holds ``pid``, ``host``,
 ``command`` and ``started_utc`` (older runs wrote a bare pid).
 """
 

@@ -1,7 +1,7 @@
 """The quiet gate's record (``blocks/<b>/quiet[-g<group>].json``): how long the gate waited before a block and
 whether the machine was quiet.
 
-Formats 1 to 3 (the format of the contention record, whose history :mod:`perflab.contention`
+Formats 1 to 3 (the format of the contention record, whose history :mod:`perflab.hosts.contention`
 gives) are read as they are: a field a format lacks is absent. Committed raw data holds
 formats 1 and 2.
 """

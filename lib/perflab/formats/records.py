@@ -26,7 +26,7 @@ Format history (add a line for every change, and bump the version of that record
   without checks). Formats 1 and 2 are still read (their output is ``stdout``/``stderr``).
 - ``meta.json`` format 4 (perflab 0.1, quiet machine): adds ``contention``, the machine's
   contention during the measured commands and whether the sample is ``contended``
-  (:func:`perflab.contention.delta`, its own ``format`` key). Formats 1 to 3 are still read
+  (:func:`perflab.hosts.contention.delta`, its own ``format`` key). Formats 1 to 3 are still read
   (as ``contention: null``: not recorded).
 - ``verify/<time>-c<cell>[-g<group>].json`` format 1 (perflab 0.1): the ``verify`` checks run
   after a cell's setup (or teardown) steps: ``campaign``, ``kind``, ``cell``, ``cell_index``,

@@ -11,7 +11,7 @@ from typing import Any, Iterable
 
 from .. import datasource
 from ..formats import fingerprints, records
-from ..fingerprint import summary
+from ..hosts.fingerprint import summary
 from .latex import escape_latex
 
 

@@ -47,7 +47,8 @@ import nbformat
 import nh3
 from nbconvert import HTMLExporter
 
-from .. import __version__, campaign, campaign_values, evidence, store, study as study_mod, verify
+from .. import __version__, campaign, evidence, store, study as study_mod, verify
+from ..campaign import values as campaign_values
 from ..errors import UserError
 from ..formats import fingerprints, records
 from . import macros, texhtml

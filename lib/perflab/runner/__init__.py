@@ -9,8 +9,8 @@ where the last one stopped.
 Around the samples, in this order: when the schedule enters a new block, every involved
 host is fingerprinted (``blocks/<b>/fingerprint-before-<host>.json``: a full probe the first time a
 run sees the host, then a digest of what can change, and a full probe only when the digest moved;
-see :mod:`perflab.fingerprint`), and sysstat records on every involved host (monitors on; started
-before the first sample, renewed before a sample once a minute old, see :mod:`perflab.monitors`);
+see :mod:`perflab.hosts.fingerprint`), and sysstat records on every involved host (monitors on; started
+before the first sample, renewed before a sample once a minute old, see :mod:`perflab.hosts.monitors`);
 when it enters a new cell, the previous cell's teardown and the new cell's setup steps run; the
 cell's neighbour loads start (and loads of other cells stop); services start; the settle
 condition is waited for; then the measured commands run between two reads of every host's
@@ -18,7 +18,7 @@ counters and recording, whose files go into the sample's ``monitors/<host>.tar.x
 block ends, the hosts are fingerprinted again and the differences (before/after per host,
 between hosts, since the previous block) are printed and stored in
 ``blocks/<b>/differences.json``. Without a quiet gate (the campaign's ``quiet``, see
-:mod:`perflab.contention`), nothing runs on the hosts between that and the next block's
+:mod:`perflab.hosts.contention`), nothing runs on the hosts between that and the next block's
 fingerprints, so a host is not probed again there: its fingerprint before the next block is
 the one after this block, in its own file naming that probe (``probe_from``).
 Teardown, neighbours, services and monitors are stopped whatever happens (failure, lost host, Ctrl-C).
@@ -45,7 +45,9 @@ import sys
 from pathlib import Path
 from typing import Callable, Mapping, TextIO
 
-from .. import __version__, contention, design, measurelock, questions
+from .. import __version__, questions
+from ..hosts import contention, measurelock
+from ..campaign import design
 from ..formats import records
 from ..inventory import HostEntry
 from ..campaign import Campaign
@@ -74,8 +76,8 @@ def run(spec: Campaign, entries: Mapping[str, HostEntry], raw_root: str | Path, 
     stopped (with groups, after the other groups finished); rerunning resumes. Ctrl-C,
     SIGTERM and SIGHUP stop the run the same way and raise :class:`Stopped`, whose message
     says what was stopped, what could not be, and how to resume. Samples are measured under
-    the machine's measurement lock (:mod:`perflab.measurelock`; ``wait`` bounds the wait for
-    it in seconds, 0: stop at once with :class:`~perflab.measurelock.MachineBusy`).
+    the machine's measurement lock (:mod:`perflab.hosts.measurelock`; ``wait`` bounds the wait for
+    it in seconds, 0: stop at once with :class:`~perflab.hosts.measurelock.MachineBusy`).
     """
     names = spec.involved()
     missing = [name for name in names if name not in entries]
@@ -111,7 +113,7 @@ def _seeded(spec: Campaign, store: RawStore, out: TextIO) -> Campaign:
 
 def _reap(spec: Campaign, entries: Mapping[str, HostEntry], store: RawStore) -> list[str]:
     """Stop what an earlier, killed attempt of this campaign left running on its hosts; record it in the raw data."""
-    from .. import remote  # Fabric: imported when a campaign runs, never by planning
+    from ..hosts import remote  # Fabric: imported when a campaign runs, never by planning
 
     killed, unreachable = remote.reap(entries, spec.involved(), store.owner)
     notes = [f"could not check {', '.join(unreachable)} for processes an earlier attempt left"] if unreachable else []
@@ -122,7 +124,7 @@ def _stopped(exc: Stopped, spec: Campaign, entries: Mapping[str, HostEntry], run
              store: RawStore, summary: Summary) -> Stopped:
     """After a signal stopped the session (which stopped what it started): kill what is left of the campaign's
     registry on every host, record it, and say in one line what was and was not stopped and how to resume."""
-    from .. import remote
+    from ..hosts import remote
 
     name = exc.args[0].removeprefix("stopped by ")
     killed, unreachable = remote.reap(entries, spec.involved(), store.owner)
@@ -173,7 +175,7 @@ def _run(spec: Campaign, entries: Mapping[str, HostEntry], runs: list[design.Run
         measuring[0].enter_context(contention.own_cgroup())  # perflab's own CPU, told from the rest
     progress = Progress(len(runs), summary.already_done, stream=out)
     # The sample loop and the pool import Fabric; planning (``perflab plan``) never needs them.
-    from ..remote import HostError
+    from ..hosts.remote import HostError
     from .pool import run_groups
     from .samples import session
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from .. import tools
-from ..remote import Host, Result
+from ..hosts.remote import Host, Result
 from ..campaign import Campaign
 from ..tools.base import Command
 from .plan import sample_timeout

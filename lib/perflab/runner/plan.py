@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Mapping
 
-from .. import contention, design, tools
+from .. import tools
+from ..hosts import contention
+from ..campaign import design
 from ..campaign import Campaign
 
 

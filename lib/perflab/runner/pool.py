@@ -6,9 +6,9 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Mapping
 
-from .. import design
+from ..campaign import design
 from ..inventory import HostEntry
-from ..remote import HostError
+from ..hosts.remote import HostError
 from ..campaign import Campaign
 from ..store import RawStore
 from .progress import Progress

@@ -7,13 +7,15 @@ import threading
 from functools import partial
 from typing import Any, Callable, Mapping
 
-from .. import __version__, design, monitors, preflight, settle, tools
+from .. import __version__, tools
+from ..campaign import design
+from ..hosts import monitors, preflight, settle
 from ..formats import records
 from ..inventory import HostEntry
 from ..ledger import Ledger
-from ..remote import HostError, Hosts, connect
+from ..hosts.remote import HostError, Hosts, connect
 from ..campaign import Campaign
-from ..campaign_values import fill
+from ..campaign.values import fill
 from ..files import Spool
 from ..store import RawStore
 from ..tools.base import ParseError

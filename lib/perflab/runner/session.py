@@ -9,11 +9,12 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence, TypeVar
 
-from .. import __version__, contention, fingerprint, monitors
+from .. import __version__
+from ..hosts import contention, fingerprint, monitors
 from ..formats import fingerprints as fp_format, quiet, records
-from ..remote import CONNECT_TIMEOUT, Host, HostError, HostLost, Result, Service
+from ..hosts.remote import CONNECT_TIMEOUT, Host, HostError, HostLost, Result, Service
 from ..campaign import Campaign, Cell, Step
-from ..campaign_values import fill
+from ..campaign.values import fill
 from ..store import RawStore
 from .outcome import RunnerError
 from .plan import RENEW_SECONDS
@@ -240,7 +241,7 @@ class Blocks:
     Without a gate, a block entered right after the previous block's after-fingerprints were
     completed (:meth:`finish`, nothing run on the hosts since) is not probed again: each host's
     fingerprint before it is that host's fingerprint after the previous block, stored as its own
-    file naming the probe (``probe_from``, see :mod:`perflab.fingerprint`). With a gate, the gate
+    file naming the probe (``probe_from``, see :mod:`perflab.hosts.fingerprint`). With a gate, the gate
     stops the neighbour loads and waits in between, so the hosts are probed again.
     """
 
@@ -251,7 +252,7 @@ class Blocks:
         self.reported: set[str] = set()
         #: Groups fingerprint (and compare) their own hosts, each into its own files.
         self.suffix = "" if spec.group is None else f"-g{spec.group}"
-        #: The quiet gate before each block and the contention record of each sample (:mod:`perflab.contention`).
+        #: The quiet gate before each block and the contention record of each sample (:mod:`perflab.hosts.contention`).
         self.gate = contention.Gate(contention.quiet_of(spec.doc, spec.source), note=progress.note,
                                     put=store.put_file, suffix=self.suffix)
         #: Stops the campaign's own loads (neighbours) before the gate, so it sees the rest of the machine.
@@ -284,7 +285,7 @@ class Blocks:
     def _collect(self, block: int, when: str,
                  same: Mapping[str, tuple[str, dict]] | None = None) -> dict[str, tuple[str, dict]]:
         """Fingerprint every host not yet fingerprinted ``when`` ``block``: a full probe the first time in this
-        run, then the digest first (:func:`perflab.fingerprint.collect` with ``known``); a host in ``same``
+        run, then the digest first (:func:`perflab.hosts.fingerprint.collect` with ``known``); a host in ``same``
         (host -> (stored path, fingerprint)) is not probed: its fingerprint is that probe, naming its file
         (``probe_from``). Return host -> (stored path, fingerprint) of the hosts probed here."""
         probed = {}

@@ -5,8 +5,8 @@ not switch on the data), reports assumption checks beside the result, and refuse
 cannot analyse with an error that says what to do. It computes and never formats for the
 paper (that is :mod:`perflab.report`). ``docs/statistics.md`` documents every method.
 
-Its names are imported on first use (PEP 562), so that importing a module of the package (the
-command line's argument parser, say) does not import pandas, scipy and statsmodels with it.
+Its names are imported on first use (PEP 562), so that importing a module of the package (its
+names, which the command line's argument parser reads, say) does not import pandas, scipy and statsmodels with it.
 """
 
 from __future__ import annotations

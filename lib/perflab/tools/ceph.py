@@ -2,7 +2,7 @@
 
 Each runs on a Ceph client host (role ``client``) that finds its cluster as Ceph's clients
 do, in ``/etc/ceph`` (the lab's Ceph hosts see the lab cluster's configuration there,
-``perflab.lab.ceph``; a real client has its own); ``client_id`` picks the cephx user
+``perflab.hosts.lab.ceph``; a real client has its own); ``client_id`` picks the cephx user
 (default ``admin``, whose keyring is in ``/etc/ceph``), and ``config`` (a mapping)
 overrides Ceph options for the one command (``{rbd_cache: "true"}`` becomes
 ``--rbd_cache=true``, recorded with the sample's command line). The parsers read

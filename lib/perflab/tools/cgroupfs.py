@@ -4,7 +4,7 @@ Lab hosts share the kernel's ``/proc/stat``, so the machine's CPU counters canno
 which host used the CPU; each lab host runs in its own cgroup instead (docs/lab.md). The
 runner reads, on the controller, ``/proc/uptime`` and the cgroup's CPU counters right
 before and after a sample's measured commands (``cgroup-before.txt`` and ``cgroup-after.txt``
-in the sample's ``monitors/<host>.tar.xz``, see :func:`perflab.monitors.cgroup_snapshot`). This parser reads the
+in the sample's ``monitors/<host>.tar.xz``, see :func:`perflab.hosts.monitors.cgroup_snapshot`). This parser reads the
 two snapshots concatenated and yields:
 
 - ``cpu_seconds`` (s): CPU time of everything the host ran (user plus system), from

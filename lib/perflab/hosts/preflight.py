@@ -14,8 +14,8 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from . import tools
-from .campaign import Campaign
+from .. import tools
+from ..campaign import Campaign
 from .remote import Host
 
 

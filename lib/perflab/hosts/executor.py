@@ -32,9 +32,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from . import agent as agent_program
-from .errors import UserError
-from .files import Spool
+from .. import agent as agent_program
+from ..errors import UserError
+from ..files import Spool
 
 MARK = agent_program.MARK
 #: Seconds the agent may take to say it is ready before the host counts as having no agent.
@@ -160,9 +160,9 @@ class Agent(Channel):
         to the command's environment (values never enter the command text); ``tag``: the
         command's ``PERFLAB_TAG``, whose processes are killed when a timed command ends;
         ``cgroup``: a cgroup directory made for the command, joined before it runs, and killed and
-        removed when it ends (:mod:`perflab.registry`); ``reply_deadline``: seconds to wait for the reply before raising
-        ``TimeoutError``; ``max_output``: bytes of stdout and of stderr kept at most (the rest is read and dropped,
-        counted in :attr:`Spool.dropped <perflab.files.Spool.dropped>`).
+        removed when it ends (:mod:`perflab.hosts.registry`); ``reply_deadline``: seconds to wait for the reply before
+        raising ``TimeoutError``; ``max_output``: bytes of stdout and of stderr kept at most (the rest is read and
+        dropped, counted in :attr:`Spool.dropped <perflab.files.Spool.dropped>`).
         """
         return self._ask({"line": line, "timeout": timeout, "kill_after": kill_after, "env": dict(env or {}),
                           "tag": tag, "cgroup": cgroup}, reply_deadline, max_output)

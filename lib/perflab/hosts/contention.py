@@ -63,9 +63,9 @@ from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, NamedTuple
 
-from .study import declaring_study
+from ..study import declaring_study
 
-from .formats import quiet as quiet_format
+from ..formats import quiet as quiet_format
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +73,7 @@ log = logging.getLogger(__name__)
 FORMAT = quiet_format.FORMAT
 #: Pressure resources read from ``/proc/pressure/``.
 PRESSURE = ("cpu", "io", "memory")
-#: Where the lab keeps its hosts' cgroups under a hierarchy's root (as :data:`perflab.lab.CGROUP_PARENT`).
+#: Where the lab keeps its hosts' cgroups under a hierarchy's root (as :data:`perflab.hosts.lab.CGROUP_PARENT`).
 LAB_CGROUP = "perflab"
 #: perflab's own cgroup parent (the runner's process and the ssh clients it starts), beside the lab's.
 OWN_CGROUP = "perflab-own"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from ..labspec import HostSpec
+from ...labspec import HostSpec
 from .model import Lab, LabError
 from .shell import sh
 from .state import write_state

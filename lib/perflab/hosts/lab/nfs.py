@@ -21,7 +21,7 @@ import signal
 import time
 from pathlib import Path
 
-from ..labspec import Nfs
+from ...labspec import Nfs
 from . import model
 from .cgroups import in_cgroups
 from .model import Lab, LabError

@@ -13,7 +13,7 @@ The cgroup2 hierarchy is the host's ``/sys/fs/cgroup`` (or ``/sys/fs/cgroup/unif
 hybrid cgroup v1 host). A lab host, whose ``/sys`` is its own, mounts the hierarchy in its
 own mount namespace under its work directory. A host where neither works (no cgroup2, no
 right to create a cgroup) keeps only the environment registry (``PERFLAB_OWNER``), and the
-preflight says so. This module only writes the shell lines; :mod:`perflab.remote` runs them.
+preflight says so. This module only writes the shell lines; :mod:`perflab.hosts.remote` runs them.
 """
 
 from __future__ import annotations

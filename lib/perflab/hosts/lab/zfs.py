@@ -18,7 +18,7 @@ import signal
 import time
 from pathlib import Path
 
-from ..labspec import Device, HostSpec
+from ...labspec import Device, HostSpec
 from . import model
 from .cgroups import in_cgroups
 from .model import Lab, LabError

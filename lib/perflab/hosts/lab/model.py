@@ -6,8 +6,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import UserError
-from ..labspec import HostSpec, LabSpec
+from ...errors import UserError
+from ...labspec import HostSpec, LabSpec
 
 #: Where each lab keeps its state directory (state file, keys, known_hosts, inventory, disks).
 STATE_ROOT = Path(os.environ.get("PERFLAB_LAB_DIR", "/run/perflab"))

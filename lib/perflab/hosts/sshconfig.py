@@ -15,7 +15,7 @@ from pathlib import Path
 
 import paramiko
 
-from .inventory import HostEntry
+from ..inventory import HostEntry
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """What ``perflab compare``, ``recheck`` and ``compare-runs`` do: read the tables, run the statistics, print.
 
-:mod:`perflab.stats.cli` declares the subcommands' arguments without importing any of this (so their
+:mod:`perflab.cli.stats` declares the subcommands' arguments without importing any of this (so their
 ``--help`` and argument errors answer at once); each handler returns the exit code (0 done, 2 the input
 cannot be analysed, with one clear message).
 """
@@ -18,13 +18,13 @@ from typing import Any
 import pandas as pd
 
 from ..formats import questions as record_format, records, tables as data_tables
-from ._input import StatsInputError, json_value, p_text, plain
-from .compare import Comparison, compare
-from .describe import describe
-from .levels import select_rows
-from .multi import OMNIBUS_FOR_TEST, Omnibus, omnibus
-from .names import DEFAULT_RUN_SESOI
-from .published import load_claims, load_published, recheck, recheck_claims
+from ..stats._input import StatsInputError, json_value, p_text, plain
+from ..stats.compare import Comparison, compare
+from ..stats.describe import describe
+from ..stats.levels import select_rows
+from ..stats.multi import OMNIBUS_FOR_TEST, Omnibus, omnibus
+from ..stats.names import DEFAULT_RUN_SESOI
+from ..stats.published import load_claims, load_published, recheck, recheck_claims
 
 #: Units that get an SI prefix in printed output (values are never changed in JSON).
 PREFIXABLE = ("bit/s", "B/s", "bit", "B", "op/s", "FLOP/s", "Hz", "pkt/s")
@@ -228,7 +228,7 @@ def _run_targets(new_dir: Path) -> list[Any]:
     """The questions of the new run's campaign (questions.json, else the study) as comparisons of two runs: each
     its metric, row selection, ``within:`` cells and SESOI (:class:`perflab.stats.runs.Target`)."""
     from .. import questions
-    from .runs import Target
+    from ..stats.runs import Target
     record = new_dir / questions.RECORD
     if record.is_file():
         frozen = questions.read_record(record)["questions"]
@@ -245,7 +245,7 @@ def _compare_runs_cmd(args: argparse.Namespace) -> int:
     SESOI, after both runs' contention side by side."""
     from .. import tidy
     from ..evidence import contention_changes, host_changes
-    from .runs import Target, compare_runs
+    from ..stats.runs import Target, compare_runs
     changed = host_changes(args.old, args.new)
     if changed and not args.allow_host_change:
         print(f"perflab compare-runs: error: {args.new} ran on different host facts than {args.old}: "

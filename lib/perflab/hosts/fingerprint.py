@@ -51,9 +51,9 @@ import shlex
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from . import tools as _tools
-from .errors import UserError
-from .formats import fingerprints as fp_format
+from .. import tools as _tools
+from ..errors import UserError
+from ..formats import fingerprints as fp_format
 
 if TYPE_CHECKING:
     from .remote import Host
@@ -293,9 +293,9 @@ def collect(host: Host, interfaces: Sequence[str] = ("eth0",), tools: Sequence[s
     and tools: the digest is taken first, and while it is that fingerprint's, the result
     reuses its facts (``facts_from``; see the module docstring); else a full probe follows.
 
-    Raises :class:`FingerprintError` when the script fails, :class:`perflab.remote.HostLost`
+    Raises :class:`FingerprintError` when the script fails, :class:`perflab.hosts.remote.HostLost`
     with a one-line message naming the host and ``phase`` (e.g. ``"before block 3"``) when
-    the host cannot be reached, and :class:`perflab.remote.HostError` for a refused host key.
+    the host cannot be reached, and :class:`perflab.hosts.remote.HostError` for a refused host key.
     """
     if known is not None and known[1].get("digest"):
         res = _run(host, digest_script(interfaces, tools), phase)

@@ -1,7 +1,7 @@
 """The rules a campaign document must satisfy beyond its JSON schema, each problem a ``file:line: field: problem`` line.
 
 Numbers are finite (a parameter's own range and positivity are its declaration's,
-:mod:`perflab.campaign_contracts`); the grid stays below a size limit; the
+:mod:`perflab.campaign.contracts`); the grid stays below a size limit; the
 tool's roles have hosts; factors, roles, links, services and placeholders refer to what
 exists; a role several hosts play, phases and host groups fit together; and the tool's
 adapter builds its commands for every level.
@@ -13,10 +13,11 @@ import itertools
 import math
 from typing import Any, Iterator, Mapping
 
-from . import campaign_contracts, tools
-from .campaign_values import PLACEHOLDER, label
-from .tools.base import ParseOnly
-from .yamlfile import line_of, nearest
+from .. import tools
+from . import contracts as campaign_contracts
+from .values import PLACEHOLDER, label
+from ..tools.base import ParseOnly
+from ..yamlfile import line_of, nearest
 
 #: Columns of the tidy table that a factor must not shadow.
 RESERVED = frozenset({"campaign", "run_id", "block", "position", "repetition", "warmup", "metric", "value",

@@ -6,7 +6,7 @@ import logging
 import os
 from typing import Sequence
 
-from .. import inventory, labspec
+from ... import inventory, labspec
 from .lifecycle import bring_up, require_root, up
 from .state import load
 

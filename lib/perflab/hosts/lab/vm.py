@@ -9,8 +9,8 @@ import shlex
 import shutil
 from pathlib import Path
 
-from ..files import atomic_write
-from ..labspec import Vm
+from ...files import atomic_write
+from ...labspec import Vm
 from .cgroups import in_cgroups
 from .model import Lab, LabError, LabHost
 from .net import offloads_argv, shaper

@@ -6,9 +6,9 @@ import hashlib
 import re
 from pathlib import Path
 
-from ..files import atomic_write
-from ..formats import labstate
-from ..labspec import LabSpec
+from ...files import atomic_write
+from ...formats import labstate
+from ...labspec import LabSpec
 from . import model
 from .model import Lab, LabError, layout
 from .shell import sh

@@ -8,9 +8,9 @@ import os
 import shutil
 from pathlib import Path
 
-from .. import inventory, labspec
-from ..formats import labstate
-from ..labspec import LabSpec
+from ... import inventory, labspec
+from ...formats import labstate
+from ...labspec import LabSpec
 from . import ceph, model, nfs, zfs
 from .cgroups import CGROUP_PARENT, cgroup_dirs, cgroup_hierarchies, cgroup_usage, cgroups_up, rmdir_cgroup
 from .model import Lab, LabError, layout

@@ -15,8 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from . import REGISTRY, get
-from .base import Measurement, ParseError
+from ..tools import REGISTRY, get
+from ..tools.base import Measurement, ParseError
 
 
 def register(subparsers: Any) -> None:
@@ -66,7 +66,7 @@ def handle(args: argparse.Namespace) -> int:
 
 def handle_doc(args: argparse.Namespace) -> int:
     """Rewrite (or with ``--check`` compare) the generated section of ``args.file``."""
-    from . import reference
+    from ..tools import reference
 
     try:
         text = args.file.read_text()

@@ -23,10 +23,11 @@ from typing import Any, Callable, Mapping, Sequence, TypeVar
 import paramiko
 from fabric import Config, Connection
 
-from . import executor, knownhosts, registry, sshconfig
-from .errors import UserError
-from .files import Spool
-from .inventory import HostEntry
+from .. import knownhosts
+from . import executor, registry, sshconfig
+from ..errors import UserError
+from ..files import Spool
+from ..inventory import HostEntry
 
 T = TypeVar("T")
 
@@ -273,7 +274,7 @@ class Host:
         self.address = entry.address
         self._lock = threading.Lock()
         self._conn: Connection | None = None
-        #: The host's executor: the agent (:mod:`perflab.executor`), or the shell where the host has no python3.
+        #: The host's executor: the agent (:mod:`perflab.hosts.executor`), or the shell where the host has no python3.
         self._agent: executor.Agent | None = None
         self._shell: _Shell | None = None
         self._connect_timeout = connect_timeout
@@ -283,7 +284,7 @@ class Host:
         self.host_key: dict[str, Any] | None = None
         #: Why the runner gave up on this host (see :meth:`give_up`), else None.
         self.given_up: str | None = None
-        #: The campaign's cgroup on this host (see :mod:`perflab.registry`), set by :meth:`open_registry`.
+        #: The campaign's cgroup on this host (see :mod:`perflab.hosts.registry`), set by :meth:`open_registry`.
         self.cgroup: str | None = None
 
     def __repr__(self) -> str:
@@ -355,7 +356,7 @@ class Host:
         host without python3). Never raises for a non-zero exit;
         raises :class:`HostError` when the host is gone.
 
-        The agent (:mod:`perflab.executor`) enforces the timeout and sweeps the tag itself and
+        The agent (:mod:`perflab.hosts.executor`) enforces the timeout and sweeps the tag itself and
         times the command on the host (:attr:`Result.duration`); a host without ``python3`` gets
         the same through a shell line and ``timeout``, without the duration.
 
@@ -507,7 +508,7 @@ class Host:
         return Service(self, name, command, pidfile, logfile, cgroup=scope)
 
     def open_registry(self) -> str | None:
-        """Create the campaign's cgroup on this host (see :mod:`perflab.registry`); None, or why there is none.
+        """Create the campaign's cgroup on this host (see :mod:`perflab.hosts.registry`); None, or why there is none.
 
         Needs :attr:`owner`; afterwards every command and service runs in a child cgroup of it.
         """
@@ -567,7 +568,7 @@ class Host:
     def reap(self, owner: str, *, own_netns: bool = False) -> list[str]:
         """Kill every process on this host registered to ``owner`` (left by an earlier, killed run).
 
-        Kills this host's cgroup of the registry (see :mod:`perflab.registry`), then every
+        Kills this host's cgroup of the registry (see :mod:`perflab.hosts.registry`), then every
         process still carrying ``PERFLAB_OWNER=<owner>``. Returns one ``"<pid> <command
         line>"`` per process killed. Hosts that share a kernel (the lab's namespaces) see each
         other's processes, which carry the same owner; ``own_netns`` kills only those in this

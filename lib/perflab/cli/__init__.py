@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from . import __version__
-from .errors import UserError
+from .. import __version__
+from ..errors import UserError
 
 
 class _Deferred:
@@ -29,15 +29,15 @@ class _Deferred:
         return getattr(importlib.import_module(self._name), attr)
 
 
-lab, labspec, runner = _Deferred("perflab.lab"), _Deferred("perflab.labspec"), _Deferred("perflab.runner")
+lab, labspec, runner = _Deferred("perflab.hosts.lab"), _Deferred("perflab.labspec"), _Deferred("perflab.runner")
 store, tidy = _Deferred("perflab.store"), _Deferred("perflab.tidy")
 campaign_mod = _Deferred("perflab.campaign")
-lab_ceph = _Deferred("perflab.lab.ceph")
+lab_ceph = _Deferred("perflab.hosts.lab.ceph")
 
 #: Modules that add their own subcommands through ``register(subparsers)``. A module is
 #: imported only when one of its subcommands runs; otherwise its subcommands are listed
 #: with the help text of its ``add_parser`` calls, read from its source.
-PLUGINS = ("perflab.stats.cli", "perflab.tools.cli")
+PLUGINS = ("perflab.cli.stats", "perflab.cli.tools")
 
 
 
@@ -85,14 +85,15 @@ def _lab(args: argparse.Namespace) -> int:
 
 
 def _plan(args: argparse.Namespace) -> int:
-    from . import destructive, study
+    from .. import study
+    from ..campaign import destructive
 
     campaign = campaign_mod.load(args.campaign)
     if (declared := study.declaring_study(args.campaign)) is not None:
         study.check_analyses(declared.folder)  # what its study's pipeline would refuse, said before the run
     destructive.check(campaign)
     if args.macros:
-        from .report import macros, planned
+        from ..report import macros, planned
 
         out = macros.write(args.macros, planned.values(campaign), inputs=[args.campaign],
                            generator="perflab plan --macros")
@@ -132,7 +133,7 @@ def _plan(args: argparse.Namespace) -> int:
     for n in info["neighbours"]:
         where = ", ".join(f"{k} in {v}" for k, v in n["cells"].items()) or "all cells"
         print(f"  neighbour on {n['on']} ({where}): {n['run']}")
-    from .contention import quiet_of
+    from ..hosts.contention import quiet_of
 
     quiet = quiet_of(campaign.doc, campaign.source)
     print("  quiet gate before each block: " + ("none" if quiet is None else ", ".join(
@@ -142,7 +143,7 @@ def _plan(args: argparse.Namespace) -> int:
     print(f"  monitors (sysstat): {'on' if info['monitors'] else 'off'}; "
           f"fingerprints per block: {'on' if info['fingerprints'] else 'off'}")
     if args.check:
-        from . import preflight, remote
+        from ..hosts import preflight, remote
 
         entries = lab.resolve_inventory(args.inventory, hosts=campaign.lab_hosts(), needs=campaign.involved())
         with remote.connect(entries, campaign.involved()) as hosts:
@@ -162,12 +163,12 @@ def _plan(args: argparse.Namespace) -> int:
 
 
 def _studies(args: argparse.Namespace) -> int:
-    from . import study
-    from .files import atomic_write
+    from .. import study
+    from ..files import atomic_write
 
     found = study.discover(".", demos=not args.no_demos)
     if args.studies_cmd == "index":
-        from .report import datasource
+        from ..report import datasource
 
         index = study.paper_index(found, args.paper_dir)
         index["studies-macros.tex"] += datasource.macros(found)  # which data each chapter's analyses read
@@ -198,13 +199,13 @@ def _study_json(s: Any) -> dict[str, Any]:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from . import destructive
+    from ..campaign import destructive
 
     campaign = campaign_mod.load(args.campaign)
     destructive.confirm(campaign, args.yes_destroy)
     entries = lab.resolve_inventory(args.inventory, hosts=campaign.lab_hosts(), needs=campaign.involved())
     if args.rehearse:
-        from . import rehearse
+        from .. import rehearse
 
         done = rehearse.rehearse(campaign, entries, args.raw or rehearse.DEFAULT_ROOT)
         return 0 if done.campaign is None or done.complete else 3
@@ -218,7 +219,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _pilot(args: argparse.Namespace) -> int:
-    from . import pilot
+    from .. import pilot
 
     campaign = campaign_mod.load(args.campaign)
     pilot.pilot_campaign(campaign, args.repetitions)
@@ -247,7 +248,7 @@ def _verify(args: argparse.Namespace) -> int:
     import tempfile
     import time
 
-    from . import evidence, verify
+    from .. import evidence, verify
 
     if args.raw_dir and args.rebuild:
         raise UserError("--rebuild reruns the analyses behind every output of the repository, not of one raw "
@@ -314,13 +315,13 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _evidence(args: argparse.Namespace) -> int:
-    from . import evidence
+    from .. import evidence
 
     found = evidence.collect(Path(args.root) / "data/raw", args.root)
     if args.macros:
-        from .report import macros
+        from ..report import macros
 
-        from .report.latex import escape_latex
+        from ..report.latex import escape_latex
 
         values = {key: escape_latex(text) for key, text in evidence.macro_values(found).items()}
         out = macros.write(args.macros, values, generator="perflab evidence --macros",
@@ -344,8 +345,8 @@ def _seal(args: argparse.Namespace) -> int:
 
 
 def _lineage(args: argparse.Namespace) -> int:
-    from .formats import lineage as lineage_format
-    from .report import lineage
+    from ..formats import lineage as lineage_format
+    from ..report import lineage
 
     try:
         lines = lineage.chain(args.file, args.root)
@@ -362,14 +363,14 @@ def _lineage(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from . import crate
+    from .. import crate
 
     print(f"export: {crate.export(args.name, args.out, root=args.root)}")
     return 0
 
 
 def _import(args: argparse.Namespace) -> int:
-    from . import crate
+    from .. import crate
 
     for note in crate.import_crate(args.crate, root=args.root):
         print(note)
@@ -377,7 +378,7 @@ def _import(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from .report import site
+    from ..report import site
 
     index = site.build(args.notebooks, args.out, root=args.root, csv=args.csv)
     print(f"report: {index}")
@@ -656,7 +657,3 @@ def main(argv: list[str] | None = None) -> int:
         print(f"perflab {args.command}: interrupted; services, neighbour loads and monitors were stopped "
               "and stored samples are kept; rerun the same command to resume", file=sys.stderr)
         return 130
-
-
-if __name__ == "__main__":
-    sys.exit(main())

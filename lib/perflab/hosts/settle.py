@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from .errors import UserError
+from ..errors import UserError
 from .remote import Host
 
 #: Seconds a single ``/proc/loadavg`` read may take on a host before it counts as failed.

@@ -23,7 +23,7 @@ import time
 import uuid
 from pathlib import Path
 
-from ..labspec import Ceph, CephOsd
+from ...labspec import Ceph, CephOsd
 from . import model
 from .cgroups import in_cgroups, rmdir_cgroup
 from .model import Lab, LabError

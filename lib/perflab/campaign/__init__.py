@@ -19,11 +19,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
 
-from . import campaign_checks, tools
-from .campaign_checks import doc_hosts, doc_roles, seat_fields
-from .campaign_values import Text, label
-from .formats import declarations
-from .yamlfile import SpecError, line_of
+from .. import tools
+from . import checks as campaign_checks
+from .checks import doc_hosts, doc_roles, seat_fields
+from .values import Text, label
+from ..formats import declarations
+from ..yamlfile import SpecError, line_of
 
 #: Campaign file formats this reader knows (a file without ``format`` is format 1).
 FORMATS = declarations.CAMPAIGN.formats

@@ -2,7 +2,7 @@
 
 ``register(subparsers)`` adds the subcommands to the ``perflab`` parser. This module imports no
 statistics (no pandas, scipy or statsmodels), so ``--help`` and argument errors answer at once;
-a handler imports :mod:`perflab.stats.commands` when it runs and returns the exit code (0 done,
+a handler imports :mod:`perflab.cli.stats_commands` when it runs and returns the exit code (0 done,
 2 the input cannot be analysed, with one clear message).
 """
 
@@ -14,13 +14,13 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from .names import DEFAULT_RUN_SESOI, PER_RUN, TEST_NAMES
+from ..stats.names import DEFAULT_RUN_SESOI, PER_RUN, TEST_NAMES
 
 
 def _handler(name: str) -> Callable[[argparse.Namespace], int]:
-    """The subcommand handler ``name`` of :mod:`perflab.stats.commands`, imported when it is called."""
+    """The subcommand handler ``name`` of :mod:`perflab.cli.stats_commands`, imported when it is called."""
     def run(args: argparse.Namespace) -> int:
-        return int(getattr(importlib.import_module("perflab.stats.commands"), name)(args))
+        return int(getattr(importlib.import_module("perflab.cli.stats_commands"), name)(args))
     return run
 
 
@@ -84,7 +84,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the two subcommands without the rest of ``perflab`` (``python -m perflab.stats.cli``)."""
+    """Run the two subcommands without the rest of ``perflab`` (``python -m perflab.cli.stats``)."""
     parser = argparse.ArgumentParser(prog="perflab-stats")
     register(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)

@@ -18,10 +18,10 @@ import math
 import re
 from typing import Any, Iterator, Mapping
 
-from .campaign_values import ABSOLUTE_PATH, NUMBER, PLACEHOLDER, READABLE_DEVICES, SIZE, SYSTEM_DIRS, env_name, \
-    inside, is_safe, label
-from .tools.base import PARAM_TYPES, Param, Tool
-from .yamlfile import line_of, nearest
+from .values import (ABSOLUTE_PATH, NUMBER, PLACEHOLDER, READABLE_DEVICES, SIZE, SYSTEM_DIRS, env_name, inside, is_safe,
+                     label)
+from ..tools.base import PARAM_TYPES, Param, Tool
+from ..yamlfile import line_of, nearest
 
 def _safe_text(value: Any) -> str:
     """How a refused value reads in a message: short, on one line."""
@@ -252,7 +252,7 @@ def _filters(doc: Mapping[str, Any]) -> set[str]:
 
 
 def problems(doc: Mapping[str, Any], tool: Tool, lines: Mapping[tuple, int], path: str) -> list[str]:
-    """Every way the schema-valid campaign ``doc`` breaks the contracts of :mod:`perflab.campaign_contracts`."""
+    """Every way the schema-valid campaign ``doc`` breaks the contracts of :mod:`perflab.campaign.contracts`."""
     out = _Checker(doc, tool, lines, path).run()
     text = set(doc.get("text", []))
     for where, command in _commands(doc):

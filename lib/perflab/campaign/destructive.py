@@ -14,8 +14,8 @@ import re
 import sys
 from typing import Callable
 
-from .campaign import Campaign
-from .errors import UserError
+from . import Campaign
+from ..errors import UserError
 
 #: Device files that are not storage (writing them destroys nothing).
 HARMLESS = frozenset({"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/stdout",

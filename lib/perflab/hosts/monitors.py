@@ -26,7 +26,7 @@ reads those too):
 - ``sadf-command.txt``: the sadf command line that made ``sar.json``, with its times and the recording's file.
 - ``proc-before.txt`` and ``proc-after.txt``: ``/proc/uptime``, ``loadavg``, ``stat``,
   ``net/dev``, ``net/snmp`` and ``diskstats`` in ``tail -n +1`` form (``==> file <==``
-  headers; read by perflab's agent on the host, :meth:`perflab.remote.Host.observe`, or by ``tail`` on a host
+  headers; read by perflab's agent on the host, :meth:`perflab.hosts.remote.Host.observe`, or by ``tail`` on a host
   without ``python3``), taken by :func:`before` and :func:`after`, for exact per-sample deltas and
   for samples shorter than sadc's one-second interval.
 - ``cgroup-before.txt`` and ``cgroup-after.txt`` (lab hosts, whose inventory entry names
@@ -61,10 +61,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, Sequence, TypeVar
 
-from .errors import UserError
+from ..errors import UserError
 from .fingerprint import sectioned, split_sections
 from .remote import Host, HostError, Service
-from .study import declaring_study
+from ..study import declaring_study
 
 #: Optional sadc activities collected besides the defaults (see ``man sadc``, option -S).
 ACTIVITIES = "DISK,SNMP"
@@ -130,7 +130,7 @@ def start(host: Host, name: str, *, limit: float = 4 * 3600) -> Recording:
 def before(rec: Recording) -> Mark:
     """The host's counters right before a sample's measured commands, and its clock as the modification time of
     the recording's ``.mark`` file (emptied first): one round trip, no process started on the host
-    (:meth:`perflab.remote.Host.observe`)."""
+    (:meth:`perflab.hosts.remote.Host.observe`)."""
     _check_running(rec)
     seen = rec.host.observe(truncate=[f"{rec.base}.mark"], read=PROC_FILES)
     return Mark(seen.text.rstrip("\n") + "\n")
@@ -164,9 +164,9 @@ def after(rec: Recording, mark: Mark) -> dict[str, str]:
     ``mark`` being what :func:`before` read.
 
     Two round trips: the counters and the times of the ``.mark`` file and the recording (no process started,
-    :meth:`perflab.remote.Host.observe`), then sadf's cut of the recording to the records whose middle is in the
+    :meth:`perflab.hosts.remote.Host.observe`), then sadf's cut of the recording to the records whose middle is in the
     sample (:func:`window`). Raises :class:`MonitorError` (with the files that exist) when sadf could not read the
-    recording or the recording had ended, and :class:`perflab.remote.HostError` when the host is gone.
+    recording or the recording had ended, and :class:`perflab.hosts.remote.HostError` when the host is gone.
     """
     _check_running(rec)
     service, base = rec.service, rec.base

@@ -34,8 +34,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterator, TextIO
 
-from .errors import UserError
-from .formats import locks
+from ..errors import UserError
+from ..formats import locks
 
 #: Environment variable naming the lock file (tests point it into a temporary directory).
 ENV = "PERFLAB_MEASURE_LOCK"

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
-from .campaign import Campaign, Cell, from_doc
+from . import Campaign, Cell, from_doc
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,1 @@
+"""The hosts layer: reaching, preparing, watching and fingerprinting the machines a campaign runs on."""
