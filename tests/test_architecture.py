@@ -269,11 +269,11 @@ def test_every_room_of_the_table_exists():
     assert not gone, f"rooms in LAYERS without a module or folder: {gone}"
 
 
-def test_stats_never_prints():
-    printing = [str(p.relative_to(ROOT)) for p in sorted((LIB / "stats").rglob("*.py"))
+def test_stats_and_report_never_print():
+    printing = [str(p.relative_to(ROOT)) for room in ("stats", "report") for p in sorted((LIB / room).rglob("*.py"))
                 if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "print"
                        for n in ast.walk(ast.parse(p.read_text())))]
-    assert not printing, f"stats/ computes, the command line prints: print() in {printing}"
+    assert not printing, f"stats/ computes and report/ formats, the command line prints: print() in {printing}"
 
 
 def layer_table_markdown() -> str:
