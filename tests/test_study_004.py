@@ -264,7 +264,7 @@ def test_each_protocol_service_starts_serves_and_stops_and_per_op_metrics_match_
         before = monitor_text(sample / "monitors/ini", "proc-before.txt")
         after = monitor_text(sample / "monitors/ini", "proc-after.txt")
         wire = _net_bytes(after, "eth1") - _net_bytes(before, "eth1")
-        assert wire > 0 and row.bytes_per_op == pytest.approx(wire / row.ops, rel=1e-12)
+        assert wire > 0 and row.wire_bytes_per_op == pytest.approx(wire / row.ops, rel=1e-12)
         cost = json.loads(re.search(r"^@cost (.*)$", (sample / "stdout").read_text(), re.M)[1])
         assert row.initiator_cpu_per_op == pytest.approx(cost["initiator_cpu"] / row.ops, rel=1e-12)
         assert cost["target_processes"] >= 1
@@ -400,4 +400,4 @@ def test_per_operation_cpu_and_bytes_match_counter_deltas_computed_by_hand(commi
         iface = LINKS[runs.at[run_id, "link"]][0]
         wire = (_net_bytes(monitor_text(sample / "monitors/ini", "proc-after.txt"), iface)
                 - _net_bytes(monitor_text(sample / "monitors/ini", "proc-before.txt"), iface))
-        assert runs.at[run_id, "bytes_per_op"] == pytest.approx(wire / ops, rel=1e-12)
+        assert runs.at[run_id, "wire_bytes_per_op"] == pytest.approx(wire / ops, rel=1e-12)

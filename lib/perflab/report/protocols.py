@@ -38,12 +38,12 @@ METRICS: dict[str, tuple[str, float, str]] = {
     "initiator_cpu_per_op": ("Initiator CPU per op.", 1e-6, "µs"),
     "target_cpu_per_op": ("Target CPU per op.", 1e-6, "µs"),
     "cgroup_cpu_per_op": ("CPU time per op. (cgroups)", 1e-6, "µs"),
-    "bytes_per_op": ("Wire bytes per op.", 2**10, "KiB"),
+    "wire_bytes_per_op": ("Wire bytes per op.", 2**10, "KiB"),
 }
 #: Workload levels in their natural order: the microbenchmark's, then the macro workloads (filebench's personalities
 #: as fio jobs, and webserver's reads alone).
 WORKLOADS = ("seqread", "seqwrite", "randread", "randwrite", "webreads", "webserver", "fileserver", "varmail", "oltp")
-SHORT = {"throughput": "Throughput", "cpu_per_op": "CPU/op", "bytes_per_op": "Bytes/op"}
+SHORT = {"throughput": "Throughput", "cpu_per_op": "CPU/op", "wire_bytes_per_op": "Bytes/op"}
 TITLES = {"seqread": "Sequential read", "seqwrite": "Sequential write", "randread": "Random read",
           "randwrite": "Random write", "webreads": "Webserver reads", "webserver": "Webserver",
           "fileserver": "Fileserver", "varmail": "Varmail", "oltp": "OLTP"}
@@ -57,7 +57,9 @@ def per_run(df: pd.DataFrame, *, links: Mapping[str, tuple[str, int] | Sequence[
     """One row per measured sample: factors, MTU, the tool's metrics and the per-operation costs.
 
     ``links`` maps each level of the ``link`` factor to ``(interface, mtu)``: the initiator's
-    interface on that link, whose byte counters are the traffic of the sample. ``workload``
+    interface on that link, whose byte counters are the traffic of the sample: ``wire_bytes_per_op`` is
+    that interface's bytes per operation (the tidy metric ``bytes_per_op`` of ``procstat`` counts every
+    interface but ``lo``). ``workload``
     names the factor whose levels are the workloads (column ``workload`` of the result).
     ``initiator_io_cpu_per_op`` is the initiator's CPU per operation during its I/O alone
     (``loop_cpu_per_op``) where its load generator reports it, else the whole command's
@@ -90,7 +92,7 @@ def per_run(df: pd.DataFrame, *, links: Mapping[str, tuple[str, int] | Sequence[
         wire[run_id] = float(rows.loc[rows["iface"] == iface, "value"].sum())
     out["wire_bytes"] = pd.Series(wire)
     out["mtu"] = [int(links[link][1]) for link in out["link"]]
-    out["bytes_per_op"] = out["wire_bytes"] / out["ops"]
+    out["wire_bytes_per_op"] = out["wire_bytes"] / out["ops"]
     loop = out["loop_cpu_per_op"] if "loop_cpu_per_op" in out else pd.Series(np.nan, index=out.index)
     out["initiator_account"] = np.where(loop.notna(), "io", "process")
     out["initiator_io_cpu_per_op"] = loop.fillna(out["initiator_cpu_per_op"])
@@ -333,12 +335,12 @@ def write(runs: pd.DataFrame, *, name: str, inputs: Sequence[str | Path], paper_
         lineage.write([out["claims"]], [claims], generator=generator)
     out["runs"] = lineage.atomic_text(Path(processed_dir) / f"{name}-per-op.csv", runs.to_csv(index=False))
     lineage.write([out["runs"]], inputs, generator=generator)
-    for metric, fig_name in (("throughput", "throughput"), ("cpu_per_op", "cpu"), ("bytes_per_op", "bytes")):
+    for metric, fig_name in (("throughput", "throughput"), ("cpu_per_op", "cpu"), ("wire_bytes_per_op", "bytes")):
         fig = figure(runs, metric, level=level)
         pdf, png = figures.save(fig, paper / "figures" / f"{name}-{fig_name}", inputs=[out["runs"]], generator=generator)
         plt.close(fig)
         out[f"figure_{fig_name}"], out[f"figure_{fig_name}_png"] = pdf, png
-    rel = relative(runs, ["throughput", "cpu_per_op", "bytes_per_op"], baseline=baseline, level=level)
+    rel = relative(runs, ["throughput", "cpu_per_op", "wire_bytes_per_op"], baseline=baseline, level=level)
     out["summary"] = lineage.atomic_text(paper / "tables" / f"{name}-summary.tex", summary_latex(
         rel, caption=f"Other protocols against {NAMES[baseline]} on the lab, per workload and MTU.",
         label=f"tab:{name}-summary", baseline=baseline))
@@ -351,7 +353,7 @@ def write(runs: pd.DataFrame, *, name: str, inputs: Sequence[str | Path], paper_
     values = _comparison_values(rel, f"{name}/vs-{baseline}", "other")
     mtus = sorted(set(runs["mtu"]))
     if len(mtus) > 1:
-        by_mtu = relative(runs, ["throughput", "cpu_per_op", "bytes_per_op"], baseline=mtus[0],
+        by_mtu = relative(runs, ["throughput", "cpu_per_op", "wire_bytes_per_op"], baseline=mtus[0],
                           factor="mtu", within=("workload", "protocol"), level=level)
         mtu_text = summary_latex(by_mtu, caption="Each protocol at the larger MTU against the smaller, per workload.",
                                  label=f"tab:{name}-mtu", baseline=mtus[0], factor="mtu")
@@ -364,13 +366,13 @@ def write(runs: pd.DataFrame, *, name: str, inputs: Sequence[str | Path], paper_
         values |= _comparison_values(relative(runs[runs["protocol"].isin(["nbd", "nbd-fio"])],
                                               ["throughput", "cpu_per_op"], baseline="nbd", level=level),
                                      f"{name}/generator", "other")
-    for metric in ("throughput", "cpu_per_op", "bytes_per_op"):
+    for metric in ("throughput", "cpu_per_op", "wire_bytes_per_op"):
         scale = METRICS[metric][1]
         for _, c in cells(runs, metric, level).iterrows():
             values[f"{name}/mean/{metric}/{c['protocol']}/{c['workload']}/{int(c['mtu'])}"] = latex.num(c["mean"] / scale)
     values |= {f"{name}/samples": str(len(runs)), f"{name}/comparisons": str(len(rel)),
               f"{name}/significant": str(int((rel["p_adjusted"] < 0.05).sum())) if len(rel) else "0"}
-    for metric in ("throughput", "cpu_per_op", "bytes_per_op"):
+    for metric in ("throughput", "cpu_per_op", "wire_bytes_per_op"):
         for other in sorted(set(PROTOCOLS) - {baseline}):
             sub = rel[(rel["metric"] == metric) & (rel["other"] == other)]
             if len(sub):
