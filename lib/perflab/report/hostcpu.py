@@ -286,7 +286,7 @@ def figure(result: HostCpu, *, x: str, trace: Sequence[str], labels: Mapping[str
         ax.set_xlabel(labels.get(x, x))
         ax.set_title("all roles" if role == ALL else role)
     axes[0][0].set_ylabel(f"{QUANTITIES['per_gbit'][1]} ({QUANTITIES['per_gbit'][2]})")
-    axes[0][0].set_ylim(bottom=0)
+    figures.from_zero(axes[0][0])
     fig.legend(*axes[0][0].get_legend_handles_labels(), loc="outside lower center", ncols=len(traces))
     return fig
 

@@ -154,19 +154,33 @@ def analyse(samples: Mapping[str, pd.DataFrame], *, panel: str, scenario: str, b
     return pd.concat(out, ignore_index=True)
 
 
+def empty_metrics(samples: Mapping[str, pd.DataFrame], metrics: Sequence[Metric]) -> list[Metric]:
+    """The metrics of which every sample is zero or missing (e.g. no datagram out of order anywhere): a row of
+    panels of them would show nothing."""
+    def empty(m: Metric) -> bool:
+        values = samples[m.key]["value"].to_numpy(float) if m.key in samples else np.array([])
+        return not np.any(np.nan_to_num(values, nan=0.0))
+    return [m for m in metrics if empty(m)]
+
+
 def figure(samples: Mapping[str, pd.DataFrame], result: pd.DataFrame, metrics: Sequence[Metric], *,
-           panel: str, panel_label: str, scenario: str, order: Sequence[str], panel_unit: str = "") -> plt.Figure:
+           panel: str, panel_label: str, scenario: str, order: Sequence[str], panel_unit: str = "",
+           width: float = 1.0) -> plt.Figure:
     """Rows of panels (one row per metric, one panel per level of ``panel``): each sample as a
     dot, the mean with its CI as a bar, scenarios on the x axis in ``order``; the axis of a
-    non-negative metric starts at 0 (a t interval reaching below it is clipped there). A scenario of
-    ``order`` the campaign did not measure gets no place on the axis; each keeps its marker of ``order``."""
+    non-negative metric starts at 0 (a t interval reaching below it is clipped there) and ends above every
+    sample and interval. A scenario of ``order`` the campaign did not measure gets no place on the axis; each
+    keeps its marker of ``order``. A metric whose samples are all zero or missing (:func:`empty_metrics`)
+    gets no row: a line under the panels says so. Drawn at ``width`` of the text width."""
     style.use()
     marker = {sc: style.look(k)["marker"] for k, sc in enumerate(order)}
     order = [sc for sc in order if (result[scenario] == sc).any()]
     panels = figures.natural_order(result[panel].unique())
-    fig, axes = plt.subplots(len(metrics), len(panels), squeeze=False, sharex=True,
-                             figsize=(style.TEXT_WIDTH, 1.45 * len(metrics) + 0.4))
-    for i, m in enumerate(metrics):
+    empty = empty_metrics(samples, metrics)
+    drawn = [m for m in metrics if m not in empty] or list(metrics)
+    fig, axes = plt.subplots(len(drawn), len(panels), squeeze=False, sharex=True,
+                             figsize=(style.width(width), 1.45 * len(drawn) + 0.4))
+    for i, m in enumerate(drawn):
         s, r = samples[m.key], result[result["metric"] == m.key]
         for j, pv in enumerate(panels):
             ax = axes[i][j]
@@ -184,12 +198,15 @@ def figure(samples: Mapping[str, pd.DataFrame], result: pd.DataFrame, metrics: S
             ax.set_xticks(range(len(order)), order, rotation=40, ha="right")
             ax.set_xlim(-0.5, len(order) - 0.5)
             values = s.loc[s[panel] == pv, "value"].to_numpy(float) / m.scale
-            if values.size and values.min() >= 0:  # a non-negative metric: the axis starts at 0 (CIs clipped)
-                ax.set_ylim(0, ax.get_ylim()[1] if values.max() > 0 else 1)
+            if values.size and np.nanmin(values) >= 0:  # a non-negative metric: the axis starts at 0 (CIs clipped)
+                figures.from_zero(ax)
             if i == 0:
                 ax.set_title(f"{panel_label} {pv} {panel_unit}".strip())
             if j == 0:
                 ax.set_ylabel(f"{m.label} ({m.unit})" if m.unit else m.label)
+    if len(drawn) < len(metrics):
+        fig.supxlabel(f"Not drawn, zero or missing in every sample: {', '.join(m.label for m in empty)}.",
+                      fontsize=style.TICK_PT, x=0.02, ha="left")
     return fig
 
 
@@ -316,11 +333,13 @@ def values(result: pd.DataFrame, metrics: Sequence[Metric], *, name: str, panel:
 
 def write(samples: Mapping[str, pd.DataFrame], result: pd.DataFrame, metrics: Sequence[Metric], *, name: str,
           panel: str, panel_label: str, scenario: str, order: Sequence[str], caption: str, source: str,
-          panel_unit: str = "", paper_dir: str | Path = "paper", generator: str = "notebooks/scenarios.ipynb") -> dict[str, Path]:
-    """Write the figure (PDF, PNG), the table and the inline values of one analysis; return their paths."""
+          panel_unit: str = "", paper_dir: str | Path = "paper", generator: str = "notebooks/scenarios.ipynb",
+          width: float = 1.0) -> dict[str, Path]:
+    """Write the figure (PDF, PNG; drawn at ``width`` of the text width), the table and the inline values of one
+    analysis; return their paths."""
     paper = Path(paper_dir)
     fig = figure(samples, result, metrics, panel=panel, panel_label=panel_label, scenario=scenario, order=order,
-                 panel_unit=panel_unit)
+                 panel_unit=panel_unit, width=width)
     paths = figures.save(fig, paper / "figures" / name, inputs=[source], generator=generator)
     plt.close(fig)
     tab = lineage.atomic_text(paper / "tables" / f"{name}.tex",
