@@ -205,7 +205,7 @@ def figure(samples: Mapping[str, pd.DataFrame], result: pd.DataFrame, metrics: S
             if j == 0:
                 ax.set_ylabel(f"{m.label} ({m.unit})" if m.unit else m.label)
     if len(drawn) < len(metrics):
-        fig.supxlabel(f"Not drawn, zero or missing in every sample: {', '.join(m.label for m in empty)}.",
+        fig.supxlabel(f"Not drawn: {', '.join(m.label for m in empty)}, zero or missing in every sample.",
                       fontsize=style.TICK_PT, x=0.02, ha="left")
     return fig
 
