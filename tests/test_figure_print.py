@@ -201,8 +201,10 @@ def _calibrate():
 
 
 def _hostcpu():
+    means = RNG.uniform(0.1, 0.5, 16)
+    means[8:12] = 3e-4  # the router costs almost nothing: its four lines lie on one another
     cells = _cells(["role", "mtu", "path"], [["client", "server", "router", "all"], ["1500", "9000"],
-                                             ["direct", "nat"]], RNG.uniform(0.1, 0.5, 16))
+                                             ["direct", "nat"]], means)
     per_gbit = factorial.FactorialResult("CPU load per Gbit/s", "CPU per Gbit/s", ["role", "mtu", "path"],
                                          pd.DataFrame(), cells, pd.DataFrame())
     result = hostcpu.HostCpu(["client", "server", "router", "all"], per_gbit, per_gbit, pd.DataFrame(),

@@ -264,7 +264,8 @@ def compare_tex(table: pd.DataFrame, *, name: str, level: float = 0.95) -> str:
 def figure(result: HostCpu, *, x: str, trace: Sequence[str], labels: Mapping[str, str] | None = None
            ) -> plt.Figure:
     """CPU load per Gbit/s (cell means with CI bars) against ``x``, a line per combination of the
-    ``trace`` factors, a panel per role (the lab's total last)."""
+    ``trace`` factors, a panel per role (the lab's total last); hollow markers, so that lines of nearly the same
+    values (a role that costs almost nothing) all show."""
     style.use()
     labels = labels or {}
     cells = result.per_gbit.cells.copy()
@@ -279,7 +280,7 @@ def figure(result: HostCpu, *, x: str, trace: Sequence[str], labels: Mapping[str
             line = sub[sub["_trace"] == t].set_index(sub[x].astype(str)[sub["_trace"] == t]).reindex(xs)
             ax.errorbar(range(len(xs)), line["mean"], yerr=[line["mean"] - line["mean_ci_low"],
                                                             line["mean_ci_high"] - line["mean"]],
-                        capsize=2, markersize=4, label=", ".join(f"{labels.get(f, f)} {v}"
+                        capsize=2, markersize=4, mfc="none", label=", ".join(f"{labels.get(f, f)} {v}"
                                                                 for f, v in zip(trace, t.split(", "))),
                         **style.look(i))
         ax.set_xticks(range(len(xs)), xs)
