@@ -7,7 +7,8 @@ pipeline.
 ``paper/macros/verdicts-pending.tex``, the text the summary chapter shows while no
 generated verdict table (``paper/tables/verdicts-summary.tex``) exists: the summary is
 never typed by hand. :func:`undefined_citations` reads a finished LaTeX log, so that the
-paper's build fails on a citation without a bibliography entry.
+paper's build fails on a citation without a bibliography entry, and :func:`check` also on
+template text in the finished PDF (:mod:`perflab.report.leftovers`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import re
 from pathlib import Path
 
 from ..formats import config as project_config
+from . import leftovers
 from .latex import escape_latex
 from .lineage import atomic_text
 
@@ -133,9 +135,14 @@ def undefined_citations(log: str | Path) -> list[str]:
     return list(dict.fromkeys(_UNDEFINED.findall(text)))
 
 
-def check(log: str | Path = "paper/main.log") -> None:
-    """Exit with one line naming the undefined citations of the finished paper, if any (the build's last step)."""
+def check(log: str | Path = "paper/main.log", pdf: str | Path = "paper/main.pdf") -> None:
+    """The build's last step: exit with one line naming the undefined citations of the finished paper, if any, else
+    with a line per template leftover in its PDF's text, with its page (:func:`perflab.report.leftovers.check`)."""
     keys = undefined_citations(log)
     if keys:
         raise SystemExit(f"{log}: {len(keys)} citation(s) without a bibliography entry: {', '.join(keys)}; "
                          "add them to paper/references.bib")
+    found = leftovers.check(pdf)
+    if found:
+        raise SystemExit(f"{pdf}: {len(found)} line(s) of template text or code names reach the paper; say them in "
+                         "words at their source (a chapter, a generator):\n" + "\n".join(found))
