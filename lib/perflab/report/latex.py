@@ -296,9 +296,9 @@ def longtable(df: pd.DataFrame, *, caption: str, label: str = "", column_format:
     number of the table before it (a column set of the same table, its caption said as continued)."""
     specs, heads, rows = _columns(df, escape=escape, align=align)
     head = ["\\toprule", " & ".join(heads) + " \\\\", "\\midrule"]
-    first = (f"\\caption{{{caption}}}\\label{{{label_text(label)}}}" if label
-             else f"\\addtocounter{{table}}{{-1}}\\caption[]{{{caption} (continued)}}")
-    lines = [f"{colsep}\\begin{{longtable}}{{{column_format or ''.join(specs)}}}", first + " \\\\", *head,
+    first = f"\\caption{{{caption}}}\\label{{{label_text(label)}}}" if label else f"\\caption[]{{{caption} (continued)}}"
+    again = "" if label else "\\addtocounter{table}{-1}"  # the longtable steps the counter: back to the table's number
+    lines = [f"{colsep}{again}\\begin{{longtable}}{{{column_format or ''.join(specs)}}}", first + " \\\\", *head,
              "\\endfirsthead", f"\\caption[]{{{caption} (continued)}} \\\\", *head, "\\endhead",
              f"\\midrule\\multicolumn{{{len(heads)}}}{{r@{{}}}}{{\\footnotesize {CONTINUED}}} \\\\", "\\endfoot",
              "\\bottomrule", "\\endlastfoot", *(" & ".join(row) + " \\\\" for row in rows), "\\end{longtable}"]
@@ -378,11 +378,17 @@ SHARED_NOTE = 200
 
 
 def note_text(notes: Sequence[str]) -> str:
-    """A table's ``notes`` (LaTeX) as one paragraph, each note of at least :data:`SHARED_NOTE` characters set by
-    ``\\plshared`` (``paper/perflab.sty``): in full under the first table that has it, "see the note to Table N"
-    under every later one, so that a family of tables says its common note once."""
-    return " ".join(f"\\plshared{{{hashlib.sha1(n.encode()).hexdigest()[:12]}}}{{{n}}}" if len(n) >= SHARED_NOTE
-                    else n for n in notes if n)
+    """A table's ``notes`` (LaTeX) as one paragraph, each note of at least :data:`SHARED_NOTE` characters (with the
+    long notes right after it) set by ``\\plshared`` (``paper/perflab.sty``): in full under the first table that has
+    it, "as in the note to Table N" under every later one, so that a family of tables says its common note once."""
+    runs: list[list[str]] = []  # consecutive long notes are one shared note
+    for n in (n for n in notes if n):
+        if runs and len(n) >= SHARED_NOTE and len(runs[-1][-1]) >= SHARED_NOTE:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    return " ".join(f"\\plshared{{{hashlib.sha1(' '.join(run).encode()).hexdigest()[:12]}}}{{{' '.join(run)}}}"
+                    if len(run[0]) >= SHARED_NOTE else run[0] for run in runs)
 
 
 #: A table of at most this many rows and more than :data:`SHORT_COLUMNS` columns is set transposed

@@ -138,12 +138,13 @@ def _grouped(notes: list[tuple[str, str]]) -> str:
     for qid, text in notes:
         groups.setdefault(_NUMBER.sub("#", text), []).append((qid, text))
     said = []
-    for shape, members in groups.items():
+    for members in groups.values():
         ids = ", ".join(qid for qid, _ in members)
         numbers = [_NUMBER.findall(text) for _, text in members]
-        words = iter(at[0] if len(set(at)) == 1 else latex.in_words([f"{n} in {qid}" for n, (qid, _) in zip(at, members)])
-                     for at in zip(*numbers))
-        said.append(f"{ids}: " + _NUMBER.sub(lambda _: next(words), members[0][1]))
+        words = [at[0] if len(set(at)) == 1 else latex.in_words([f"{n} in {qid}" for n, (qid, _) in zip(at, members)])
+                 for at in zip(*numbers)]
+        pieces = _NUMBER.split(members[0][1])  # the text around its numbers, a number's words between two pieces
+        said.append(f"{ids}: " + "".join(p + (words[k] if k < len(words) else "") for k, p in enumerate(pieces)))
     return "; ".join(said)
 
 
@@ -198,8 +199,25 @@ def table_tex(study: str, results: list[tuple[qmod.Question, Decision | None, st
     extra = _grouped([(q.id, n) for q, _, n in results if n])
     if extra:
         notes.append(latex.escape_latex(extra) + ".")
+    head, level_note = _change_head([(q.id, d) for q, d, _ in results if d is not None])
+    if level_note:
+        notes.insert(1, level_note)
+    body = body.rename(columns={ANSWERED[1]: head})
+    answered = [head if c == ANSWERED[1] else c for c in ANSWERED]
     return latex.latex_table(body, caption=caption, label=label, escape=False, column_format="llllllrrrrrrl",
-                             notes=notes, column_sets=[list(ASKED), list(DATA), list(ANSWERED)], float_most=VERDICT_ROWS)
+                             notes=notes, column_sets=[list(ASKED), list(DATA), answered], float_most=VERDICT_ROWS)
+
+
+def _change_head(decided: list[tuple[str, Decision]]) -> tuple[str, str]:
+    """The change column's header, naming the level of its family-adjusted intervals (``[99.5 % CI]``) when the
+    table's questions share one, and a note naming each question's level when they do not ("" when they do)."""
+    by_level: dict[str, list[str]] = {}
+    for qid, d in decided:
+        by_level.setdefault(f"{100 * d.ci_level:.4g}\\,\\%", []).append(qid)
+    if len(by_level) == 1:
+        return latex.header("Change", f"{{[}}{next(iter(by_level))} CI{{]}}", "s: steal-adj."), ""
+    return ANSWERED[1], ("Levels of the adjusted intervals: " + "; ".join(
+        f"{', '.join(ids)}: {level}" for level, ids in by_level.items()) + ".") if by_level else ""
 
 
 def sesoi_cell(sesoi: float) -> str:
