@@ -135,14 +135,16 @@ def undefined_citations(log: str | Path) -> list[str]:
     return list(dict.fromkeys(_UNDEFINED.findall(text)))
 
 
-def check(log: str | Path = "paper/main.log", pdf: str | Path = "paper/main.pdf") -> None:
+def check(log: str | Path = "paper/main.log", pdf: str | Path | None = None) -> None:
     """The build's last step: exit with one line naming the undefined citations of the finished paper, if any, else
-    with a line per template leftover in its PDF's text, with its page (:func:`perflab.report.leftovers.check`)."""
+    with a line per template leftover in its PDF's text (``pdf``, by default the one beside ``log``, when it
+    exists), with its page (:func:`perflab.report.leftovers.check`)."""
     keys = undefined_citations(log)
     if keys:
         raise SystemExit(f"{log}: {len(keys)} citation(s) without a bibliography entry: {', '.join(keys)}; "
                          "add them to paper/references.bib")
-    found = leftovers.check(pdf)
+    pdf = Path(log).with_suffix(".pdf") if pdf is None else Path(pdf)
+    found = leftovers.check(pdf) if pdf.exists() else []
     if found:
         raise SystemExit(f"{pdf}: {len(found)} line(s) of template text or code names reach the paper; say them in "
                          "words at their source (a chapter, a generator):\n" + "\n".join(found))
