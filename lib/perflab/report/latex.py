@@ -378,17 +378,12 @@ SHARED_NOTE = 200
 
 
 def note_text(notes: Sequence[str]) -> str:
-    """A table's ``notes`` (LaTeX) as one paragraph, each note of at least :data:`SHARED_NOTE` characters (with the
-    long notes right after it) set by ``\\plshared`` (``paper/perflab.sty``): in full under the first table that has
-    it, "as in the note to Table N" under every later one, so that a family of tables says its common note once."""
-    runs: list[list[str]] = []  # consecutive long notes are one shared note
-    for n in (n for n in notes if n):
-        if runs and len(n) >= SHARED_NOTE and len(runs[-1][-1]) >= SHARED_NOTE:
-            runs[-1].append(n)
-        else:
-            runs.append([n])
-    return " ".join(f"\\plshared{{{hashlib.sha1(' '.join(run).encode()).hexdigest()[:12]}}}{{{' '.join(run)}}}"
-                    if len(run[0]) >= SHARED_NOTE else run[0] for run in runs)
+    """A table's ``notes`` (LaTeX) as one paragraph, each note of at least :data:`SHARED_NOTE` characters set by
+    ``\\plshared`` (``paper/perflab.sty``): in full under the first table that has it, "as in the note to Table N"
+    under every later one (said once for several such notes in a row), so that a family of tables says its common
+    notes once."""
+    return " ".join(f"\\plshared{{{hashlib.sha1(n.encode()).hexdigest()[:12]}}}{{{n}}}" if len(n) >= SHARED_NOTE
+                    else n for n in notes if n)
 
 
 #: A table of at most this many rows and more than :data:`SHORT_COLUMNS` columns is set transposed
