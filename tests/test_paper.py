@@ -282,3 +282,12 @@ def test_the_frame_types_no_verdict_beside_a_question(part):
         if re.search(r"\b(C\d\d|Q\d+|RQ\d)\b", sentence):
             assert not re.search(r"\b(supported|contradicted|equivalent|inconclusive|direction only|not testable)\b",
                                  sentence), f"{part}: {sentence.strip()[:200]}"
+
+
+def test_a_macro_value_of_five_or_more_digits_is_grouped_unless_it_names_something():
+    text = macros.render({"a/iops": "92335", "a/small": "4096", "a/neg": "-3.5", "a/mean": "12161.5",
+                          "p/seed": "20261122", "p/params/port": "10809", "a/size": "12 GB"})
+    assert "\\plset{a/iops}{\\num{92335}}" in text and "\\plset{a/small}{4096}" in text
+    assert "\\plset{a/neg}{\\num{-3.5}}" in text and "\\plset{a/mean}{\\num{12161.5}}" in text
+    assert "\\plset{p/seed}{20261122}" in text and "\\plset{p/params/port}{10809}" in text
+    assert "\\plset{a/size}{12 GB}" in text
