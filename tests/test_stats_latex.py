@@ -289,3 +289,10 @@ def test_levels_and_tests_are_named_in_words_not_code():
     from perflab.stats.published import recheck as recheck_p
     table = recheck.recheck_table_latex(recheck_p(pub), caption="p", label="tab:p")
     assert "scipy" not in table and "Welch's $t$" in table and "mean of B" in table
+
+
+def test_a_product_of_factors_in_words_is_a_times_sign():
+    from perflab.report.latex import times
+
+    assert times("(4 jobs x iodepth 4)?") == "(4 jobs $\\times$ iodepth 4)?"
+    assert times("a box of x and y") == "a box of x and y" and times("x axis") == "x axis"

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..formats import config as project_config
 from . import leftovers
-from .latex import escape_latex
+from .latex import escape_latex, times
 from .lineage import atomic_text
 
 #: The generated table of every study's verdicts the summary chapter inputs when it exists.
@@ -60,7 +60,7 @@ def findings(root: str | Path = ".") -> dict[str, str]:
                f"data; the pipeline's verdicts are {counts}. Per study: {per}.{closing}")
     paragraphs = []
     for s, qs in declared:
-        items = "\n".join(f"\\item {escape_latex(q.text or 'Claim ' + q.claim)} (question {escape_latex(q.id)}, claim "
+        items = "\n".join(f"\\item {times(escape_latex(q.text or 'Claim ' + q.claim))} (question {escape_latex(q.id)}, claim "
                           f"{escape_latex(q.claim)}): \\plv{{{s.id}/verdict/{q.id}}}, change "
                           f"\\plv{{{s.id}/verdict/{q.id}/change}} \\plv{{{s.id}/verdict/{q.id}/ci}}." for q in qs)
         paragraphs.append(f"\\paragraph{{{escape_latex(s.title)}.}} Its \\plv{{{s.id}/verdicts/questions}} "

@@ -47,6 +47,12 @@ def escape_latex(text: str) -> str:
     return Tex("".join(_LATEX_SPECIALS.get(ch, " " if ch.isspace() or not ch.isprintable() else ch) for ch in text))
 
 
+def times(text: str) -> str:
+    """LaTeX ``text`` with an ``x`` between two numbers or words of three letters or more (a product: "4 jobs x
+    iodepth 4", "numjobs x iodepth") as ``$\\times$``; "a box of x and y" keeps its x."""
+    return Tex(re.sub(r"(?:(?<=\w\w\w)|(?<=\d)) x (?=\w\w\w|\d)", r" $\\times$ ", text))
+
+
 def caption_text(caption: str) -> str:
     """A caption as LaTeX: a :class:`Tex` as it is, any other text escaped (:func:`escape_latex`)."""
     return caption if isinstance(caption, Tex) else escape_latex(caption)
