@@ -6,7 +6,9 @@ mean is rounded to the precision of its confidence interval (:func:`ci_decimals`
 are never shrunk: a table wider than the text is set as its column sets stacked upright
 when each fits the text width, else turned sideways whole, caption and note with it
 (``\\plfloat`` of ``paper/perflab.sty``, a ``sidewaystable``); a table of a row or two is set
-transposed. A work a note names by author and year (:data:`WORKS`) is cited.
+transposed; a table longer than a float holds is one ``longtable`` broken across pages
+(:func:`long_table`), never numbered parts. A long note several tables share is said once
+(:func:`note_text`). A work a note names by author and year (:data:`WORKS`) is cited.
 
 Text from a declaration or data (a caption, a level name, a question, a host fact) is never
 LaTeX: it is escaped here, by :func:`escape_latex`, and a table's caption is escaped by
