@@ -331,6 +331,10 @@ def test_a_note_shared_by_questions_is_said_once_with_its_numbers_per_question()
     assert said.count("normality is rejected") == 1
     assert "Q1, Q2: normality is rejected (Shapiro-Wilk p < 0.001); robust at n = 80 in Q1 and 40 in Q2" in said
     assert "Q3, Q4: loss" in said and " x" not in said
+    said = verdicts._grouped([("Q1", "n = 40"), ("Q2", "n = 40"), ("Q3", "n = 78"), ("Q8", "no data of pfsense-64 yet"),
+                              ("Q9", "no data of pfsense-8192 yet")])
+    assert "Q1, Q2, Q3: n = 40 in Q1 and Q2 and 78 in Q3" in said
+    assert "Q8: no data of pfsense-64 yet; Q9: no data of pfsense-8192 yet" in said
 
 
 def test_the_planning_floor_of_the_statistics_is_the_study_schemas_minimum_n():

@@ -126,14 +126,14 @@ def sensitivity(results: list[tuple[qmod.Question, Decision | None, str]], table
     return out
 
 
-#: A number of a note (a p-value, an n).
-_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+#: A number of a note (a p-value, an n); a number that is part of a name (``pfsense-confirm-64``, ``Q8``) is not one.
+_NUMBER = re.compile(r"(?<![\w-])\d+(?:\.\d+)?(?![\w-])")
 
 
 def _grouped(notes: list[tuple[str, str]]) -> str:
     """Notes per question, said once for the questions they share: ``Q1, Q2: text``; notes that differ only
     in their numbers (a p-value, an n) are one note, each number that differs said per question where it stands
-    (``p = 0.002 in Q5 and 0.003 in Q7``)."""
+    (``p = 0.002 in Q5 and 0.003 in Q7``, ``40 in Q6 and Q8 and 154 in Q10``)."""
     groups: dict[str, list[tuple[str, str]]] = {}
     for qid, text in notes:
         groups.setdefault(_NUMBER.sub("#", text), []).append((qid, text))
@@ -141,8 +141,13 @@ def _grouped(notes: list[tuple[str, str]]) -> str:
     for members in groups.values():
         ids = ", ".join(qid for qid, _ in members)
         numbers = [_NUMBER.findall(text) for _, text in members]
-        words = [at[0] if len(set(at)) == 1 else latex.in_words([f"{n} in {qid}" for n, (qid, _) in zip(at, members)])
-                 for at in zip(*numbers)]
+        words = []
+        for at in zip(*numbers):
+            where: dict[str, list[str]] = {}  # each value with the questions it is of, in order
+            for n, (qid, _) in zip(at, members):
+                where.setdefault(n, []).append(qid)
+            words.append(at[0] if len(where) == 1 else
+                         latex.in_words([f"{n} in {latex.in_words(ids)}" for n, ids in where.items()]))
         pieces = _NUMBER.split(members[0][1])  # the text around its numbers, a number's words between two pieces
         said.append(f"{ids}: " + "".join(p + (words[k] if k < len(words) else "") for k, p in enumerate(pieces)))
     return "; ".join(said)
