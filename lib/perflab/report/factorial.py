@@ -172,7 +172,7 @@ def layout_tex(table: pd.DataFrame, *, caption: str, label: str, over: str, leve
                           for h, c, value in zip(heads, table.columns, is_value)})
     body = shown.to_latex(index=False, escape=False, column_format="".join("r" if v else "l" for v in is_value))
     columns = (f"Columns: {escape_latex(' above '.join(labels.get(f, f) for f in across))}. " if across else "")
-    note = (f"{columns}Each cell: mean above its {100 * level:.0f}\\% CI [low, high]; rows \\emph{{mean}}: "
+    note = (f"{columns}Each cell: mean above its {100 * level:.0f}\\,\\% CI [low, high]; rows \\emph{{mean}}: "
             f"mean of the cell means over the levels of {escape_latex(over)}.")
     return float_table("\\setlength{\\tabcolsep}{3pt}" + body.strip(), caption=caption, label=label,
                        note=note)
@@ -182,7 +182,7 @@ def anova_tex(result: FactorialResult, *, caption: str, label: str) -> str:
     """The ANOVA table (term, df, F, p, partial eta squared) as a booktabs ``table``."""
     rows = []
     for _, r in result.anova.iterrows():
-        rows.append({"Term": escape_latex(r["term"].replace(":", " x ")), "df": f"{r['df']:.0f}",
+        rows.append({"Term": " $\\times$ ".join(escape_latex(part) for part in r["term"].split(":")), "df": f"{r['df']:.0f}",
                      "F": "--" if pd.isna(r["F"]) else format_number(r["F"]),
                      "p": "--" if pd.isna(r["p"]) else format_p(r["p"]),
                      "partial $\\eta^2$": "--" if pd.isna(r["partial_eta_sq"]) else f"{r['partial_eta_sq']:.3f}"})

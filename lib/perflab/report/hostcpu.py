@@ -250,7 +250,7 @@ def compare_tex(table: pd.DataFrame, *, name: str, level: float = 0.95) -> str:
         "Native": table["native"].map(_ratio_text),
         "Virtual": table["virtual"].map(_ratio_text),
         "Rerun": table["rerun"].map(_ratio_text),
-        f"{100 * level:.0f}\\% CI": [("--" if not np.isfinite(lo) else f"[{lo:.2f}, {hi:.2f}]")
+        f"{100 * level:.0f}\\,\\% CI": [("--" if not np.isfinite(lo) else f"[{lo:.2f}, {hi:.2f}]")
                                      for lo, hi in zip(table["low"], table["high"])],
     }).to_latex(index=False, escape=False, column_format="p{0.5\\textwidth}rrrr")
     note = ("Native, Virtual: the seed study's pfSense kinds, from the 1-minute load averages of its Tables 3.3-3.7 "

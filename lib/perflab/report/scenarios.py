@@ -105,7 +105,8 @@ def analyse(samples: Mapping[str, pd.DataFrame], *, panel: str, scenario: str, b
     """Per metric, panel and scenario: n, mean, CI (log scale when the metric is positive, cut at 0 when it
     cannot be negative: :func:`perflab.stats.describe.range_flags`); against
     ``baseline`` in the panel: relative difference with its interval and p, both Bonferroni-adjusted over
-    the comparisons of one metric (:func:`perflab.stats.family.compare_family`), and ``mde``, the smallest
+    the comparisons of one metric (:func:`perflab.stats.family.compare_family`; ``level`` the mean's interval's level,
+    ``ci_level`` the adjusted interval's), and ``mde``, the smallest
     relative change a t test at the n used detects with power 0.8 (:func:`perflab.stats.family.min_detectable`).
 
     Without a named ``test``, a metric whose samples carry RMIT blocks holding every scenario of every
@@ -131,7 +132,8 @@ def analyse(samples: Mapping[str, pd.DataFrame], *, panel: str, scenario: str, b
                        "ci_low": d["mean_ci_low"], "ci_high": d["mean_ci_high"], "rel_diff": np.nan,
                        "rel_low": np.nan, "rel_high": np.nan, "diff": np.nan, "diff_low": np.nan,
                        "diff_high": np.nan, "p": np.nan, "p_adjusted": np.nan, "mde": np.nan,
-                       "mde_diff": np.nan, "blocked": blocked, "identical": False}
+                       "mde_diff": np.nan, "blocked": blocked, "identical": False, "level": level,
+                       "ci_level": np.nan}
                 if sc != baseline and base.size >= 2 and x.size >= 2:
                     if np.ptp(np.concatenate([base, x])) == 0:  # one constant in both (e.g. no loss anywhere):
                         # no change, and nothing a test could say (no p); a ratio of zeros has no value
@@ -149,7 +151,8 @@ def analyse(samples: Mapping[str, pd.DataFrame], *, panel: str, scenario: str, b
         for i, r in zip(tested, family_rows(compare_family(pairs, level=level, test=test, paired=blocked),
                                             nonnegative=flags["positive"] or flags["nonnegative"])):
             rows[i].update(rel_diff=r["rel_diff"], rel_low=r["ci_low"], rel_high=r["ci_high"], diff=r["diff"],
-                           diff_low=r["diff_low"], diff_high=r["diff_high"], p=r["p"], p_adjusted=r["p_adjusted"])
+                           diff_low=r["diff_low"], diff_high=r["diff_high"], p=r["p"], p_adjusted=r["p_adjusted"],
+                           ci_level=r["ci_level"])
         out.append(pd.DataFrame(rows))
     return pd.concat(out, ignore_index=True)
 
@@ -210,8 +213,6 @@ def figure(samples: Mapping[str, pd.DataFrame], result: pd.DataFrame, metrics: S
     return fig
 
 
-#: Rows per table (a longer one is set in parts; see :func:`table`).
-ROWS_PER_TABLE = 16
 
 
 def table(result: pd.DataFrame, metrics: Sequence[Metric], *, panel: str, panel_label: str, scenario: str,
@@ -219,13 +220,17 @@ def table(result: pd.DataFrame, metrics: Sequence[Metric], *, panel: str, panel_
     """A LaTeX table: per metric, panel and scenario the mean above its CI, change vs baseline above its
     adjusted interval, its adjusted p and the MDE at the n used.
 
-    One table per panel level (its caption names the level, e.g. the frame size), each set in parts of at
-    most :data:`ROWS_PER_TABLE` rows, naming its metric in its first row; labels ``label``, ``label-2``, ...
-    in that order. A value that would fill a column throughout (a table's panel level, the n of every cell)
-    is said in the caption or the note instead, so that the table stands upright."""
+    One table per panel level (its caption names the level, e.g. the frame size), breaking across pages when
+    longer than a page, naming its metric in its first row; labels ``label``, ``label-2``, ... in that order.
+    The headers say the intervals' levels (the change's adjusted over the comparisons of one metric; "adj." with
+    the levels in the note when they differ between metrics). A value that would fill a column throughout (a
+    table's panel level, the n of every cell) is said in the caption or the note instead, so that the table
+    stands upright."""
     shown = result[result["metric"].isin([m.key for m in metrics])]
     one_n = shown["n"].nunique() == 1
     levels = figures.natural_order(shown[panel].unique())
+    none = pd.Series(dtype=float)
+    mean_level, adjusted = _level_head(shown.get("level", none)), _level_head(shown.get("ci_level", none))
     frames = []
     for pv in levels:
         rows = []
@@ -237,9 +242,9 @@ def table(result: pd.DataFrame, metrics: Sequence[Metric], *, panel: str, panel_
                 if not one_n:
                     row["n"] = str(int(r["n"]))
                 row.update({
-                    latex.header("Mean", "{[}95\\% CI{]}"): latex.cell(
+                    latex.header("Mean", f"{{[}}{mean_level} CI{{]}}" if mean_level else "{[}CI{]}"): latex.cell(
                         latex.num(r["mean"] / m.scale), latex.format_ci(r["ci_low"] / m.scale, r["ci_high"] / m.scale)),
-                    latex.header("Change", "{[}adj. CI{]}"): _change_cell(r, m),
+                    latex.header("Change", f"{{[}}{adjusted or 'adj.'} CI{{]}}"): _change_cell(r, m),
                     latex.header("p", "(Bonf.)"): latex.format_p(r["p_adjusted"], markers=True),
                     "MDE": _mde_cell(r, m)})
                 rows.append(row)
@@ -268,17 +273,24 @@ def table(result: pd.DataFrame, metrics: Sequence[Metric], *, panel: str, panel_
         notes.insert(1, "For a share in \\% (CPU load, loss) the change is the difference of means in percentage "
                         "points (pp), with the interval of the test's difference adjusted in the same way, and the MDE "
                         "is in points too: a ratio of shares near 0 grows without meaning.")
-    parts: list[tuple[pd.DataFrame, str]] = []
-    for pv, frame in frames:
-        named = f"{caption}: {level_names[pv]}" if len(levels) > 1 else caption
-        parts += [(part, cap) for part, cap, _ in latex.row_parts(frame, caption=named, label=label, size=ROWS_PER_TABLE)]
+    per_metric = {m.label: _level_head(shown.loc[shown["metric"] == m.key].get("ci_level", none)) for m in metrics}
+    if not adjusted and all(per_metric.values()):
+        notes.insert(1, "Adjusted intervals: " + "; ".join(f"{latex.escape_latex(k)} {v}" for k, v in per_metric.items())
+                     + ".")
     out = []
-    for i, (part, cap) in enumerate(parts):
-        part = part.copy()
-        part.loc[part["Metric"].duplicated(), "Metric"] = ""
-        out.append(latex.latex_table(part, caption=cap, label=label if i == 0 else f"{label}-{i + 1}", escape=False,
+    for i, (pv, frame) in enumerate(frames):
+        frame.loc[frame["Metric"].duplicated(), "Metric"] = ""
+        out.append(latex.latex_table(frame, caption=f"{caption}: {level_names[pv]}" if len(levels) > 1 else caption,
+                                     label=label if i == 0 else f"{label}-{i + 1}", escape=False,
                                      column_format="ll" + "r" * (5 - one_n), narrow=True, notes=notes))
     return "\n".join(out)
+
+
+def _level_head(levels: pd.Series) -> str:
+    """The one confidence level of ``levels`` as a header says it (``99.2\\,\\%``), "" when they differ or are
+    missing (e.g. a result written before the levels were recorded)."""
+    known = {round(float(v), 6) for v in levels if pd.notna(v)}
+    return f"{100 * known.pop():.4g}\\,\\%" if len(known) == 1 else ""
 
 
 def _change_cell(r: pd.Series, m: Metric) -> str:
@@ -303,7 +315,7 @@ def _mde_cell(r: pd.Series, m: Metric) -> str:
         return "--"
     if m.share:
         return f"\\num{{{latex.format_number(r['mde_diff'] / m.scale, 2)}}}\\,pp"
-    return f"\\num{{{100 * r['mde']:.1f}}}\\%"
+    return f"\\num{{{100 * r['mde']:.1f}}}\\,\\%"
 
 
 def values(result: pd.DataFrame, metrics: Sequence[Metric], *, name: str, panel: str, scenario: str,
