@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from perflab.report import macros
+from perflab.report import frame, leftovers, macros
 
 ROOT = Path(__file__).resolve().parents[1]
 SEEDS = ("seed000", "seed001", "seed002", "seed003", "seed004")
@@ -83,41 +83,40 @@ def test_the_paper_builds_with_metadata_bibliography_and_no_type3_font(built):
         assert topic in " ".join(text.split()), topic
 
 
-#: Template text that must never reach the PDF: a placeholder left in a phrase, a doubled preposition, an
-#: optional plural, an identifier of the code (a word with an underscore, a key=value pair), a file of the code.
-LEFTOVERS = {
-    "placeholder p-value": re.compile(r"\bp\s*[<=>]\s*x\b"),
-    "placeholder sample size": re.compile(r"\bn\s*=\s*x\b"),
-    "doubled preposition": re.compile(r"\bversus against\b"),
-    "optional plural": re.compile(r"\w\(s\)"),
-    "code identifier": re.compile(r"\b[A-Za-z]+_[A-Za-z_]+\b"),
-    "parameter as key=value": re.compile(r"\b[a-z]+=[\w.]+"),
-    "declaration file": re.compile(r"study\.yaml"),
-}
-
-
-def leftovers(text: str) -> list[str]:
-    """Each leftover of :data:`LEFTOVERS` in ``text`` (a PDF's text), named with the line it is on."""
-    found = []
-    for line in text.splitlines():
-        for name, pattern in LEFTOVERS.items():
-            if pattern.search(line):
-                found.append(f"{name}: {line.strip()[:120]}")
-    return found
-
-
 def test_the_leftover_patterns_find_template_text_and_spare_prose():
     bad = ("Shapiro-Wilk p < x at n = x", "change of b versus against baseline", "3 item(s) unreadable",
-           "scipy.stats.ttest_ind_from_stats", "against parallel=1", "declared in study.yaml (questions:)")
-    assert [len(leftovers(line)) for line in bad] == [2, 1, 1, 1, 1, 1]
-    assert leftovers("Welch's t of 4 streams against 1 stream, p < 0.001 at n = 40 (the seed study's claim)") == []
+           "scipy.stats.ttest_ind_from_stats", "against parallel=1", "declared in study.yaml (questions:)",
+           "a mean of nan", "p: None", "[x per question: Q5: 0.002]", "(declarations.yaml, questions:)")
+    assert [len(leftovers.find(line)) for line in bad] == [2, 1, 1, 1, 1, 1, 1, 1, 1, 1]
+    assert leftovers.find("Welch's t of 4 streams against 1 stream, p < 0.001 at n = 40 (the seed study's claim). "
+                          "None of the tools states it.") == []
+
+
+def test_a_name_the_sources_set_in_typewriter_type_is_code_on_purpose(tmp_path):
+    (tmp_path / "c.tex").write_text("with \\texttt{rbd\\_cache\\_writethrough} at its default")
+    allowed = leftovers.typewriter([tmp_path / "c.tex"])
+    assert allowed == {"rbd_cache_writethrough"}
+    assert leftovers.find("with rbd_cache_writethrough at its default", allowed) == []
+    assert len(leftovers.find("with rbd_cache at its default, lat_mean", allowed)) == 1
+
+
+@pytest.mark.skipif(not all(shutil.which(t) for t in ("pdflatex", "pdftotext")), reason="needs pdflatex, pdftotext")
+def test_the_paper_check_fails_on_a_leftover_naming_its_page(tmp_path):
+    (tmp_path / "t.tex").write_text("\\documentclass{article}\\begin{document}A page.\\clearpage\n"
+                                    "Then n = x samples.\\end{document}\n")
+    subprocess.run(["pdflatex", "-interaction=nonstopmode", "t.tex"], cwd=tmp_path, capture_output=True, timeout=120)
+    (tmp_path / "t.log").write_text("")  # no undefined citation
+    assert leftovers.check(tmp_path / "t.pdf") == ["page 2: placeholder sample size: Then n = x samples."]
+    with pytest.raises(SystemExit, match=r"t.pdf: 1 line\(s\) .*\npage 2: placeholder sample size"):
+        frame.check(tmp_path / "t.log", tmp_path / "t.pdf")
 
 
 @pytest.mark.slow
 def test_the_built_paper_has_no_template_leftovers(built):
-    _, run, text = built
+    paper, run, _ = built
     assert run.returncode == 0, run.stdout[-3000:]
-    assert leftovers(text) == []
+    assert leftovers.check(paper / "main.pdf") == []
+    frame.check(paper / "main.log", paper / "main.pdf")  # the build's last step passes
 
 
 def _cited(text: str) -> set[str]:
@@ -283,3 +282,12 @@ def test_the_frame_types_no_verdict_beside_a_question(part):
         if re.search(r"\b(C\d\d|Q\d+|RQ\d)\b", sentence):
             assert not re.search(r"\b(supported|contradicted|equivalent|inconclusive|direction only|not testable)\b",
                                  sentence), f"{part}: {sentence.strip()[:200]}"
+
+
+def test_a_macro_value_of_five_or_more_digits_is_grouped_unless_it_names_something():
+    text = macros.render({"a/iops": "92335", "a/small": "4096", "a/neg": "-3.5", "a/mean": "12161.5",
+                          "p/seed": "20261122", "p/params/port": "10809", "a/size": "12 GB"})
+    assert "\\plset{a/iops}{\\num{92335}}" in text and "\\plset{a/small}{4096}" in text
+    assert "\\plset{a/neg}{\\num{-3.5}}" in text and "\\plset{a/mean}{\\num{12161.5}}" in text
+    assert "\\plset{p/seed}{20261122}" in text and "\\plset{p/params/port}{10809}" in text
+    assert "\\plset{a/size}{12 GB}" in text

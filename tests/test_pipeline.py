@@ -14,6 +14,7 @@ import yaml
 from helpers import ROOT_ONLY, copy_project, leftovers
 from perflab import store
 from perflab.hosts import lab as lab_mod
+from perflab.report import leftovers as leftovers_in_paper
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -58,6 +59,7 @@ def test_pipeline_runs_end_to_end_and_a_second_run_does_nothing(tmp_path):
     assert (tmp_path / "paper/main.pdf").read_bytes()[:5] == b"%PDF-"
     log = (tmp_path / "paper/main.log").read_text(errors="replace")
     assert "No value for" not in log, "the paper uses a value the pipeline did not produce"
+    assert leftovers_in_paper.check(tmp_path / "paper/main.pdf") == [], "template text reached the built thesis"
     assert not list((tmp_path / "data/processed").glob("iperf3-streams.csv")), "Parquet is the shipped format"
     assert not [p for p in (tmp_path / "reports").rglob("*.csv") if "processed" in p.parts
                 and not p.name.endswith(".quarantine.csv")], "no CSV mirror in the site"

@@ -239,20 +239,17 @@ def test_verdicts_of_a_study_are_written_as_table_and_macros(tmp_path):
     assert "Testability: Q1: no, the lab's AoE initiator is a Python program" in table_text
 
 
-def test_a_verdict_table_of_more_than_four_questions_is_set_in_parts_that_fit_a_page(tmp_path):
+def test_a_verdict_table_of_more_than_four_questions_is_one_long_table(tmp_path):
     out = verdicts.write("studies/002-pfsense-neighbour", ROOT, paper_dir=tmp_path, tables={}, inputs=[],
                          generator="test")
     text = out["verdicts"].read_text()
-    captions = re.findall(r"\\caption\{([^}]*)\}", text)
-    parts = [c.split(", ")[-1] for c in captions]
-    # 13 questions, at most four a part: 3, 3, 4 and 3 (never a last part of one)
-    assert parts == ["questions Q1--Q3", "questions Q4--Q6", "questions Q7--Q10", "questions Q11--Q13"]
-    for label in ("", "-2", "-3", "-4"):
-        assert f"\\label{{tab:002-pfsense-neighbour-verdicts{label}}}" in text
-    first, second, third, _ = text.split("\\begin{lrbox}{\\pltabbox}")[1:]
-    assert "\\plv{002-pfsense-neighbour/verdict/Q3}" in first and "verdict/Q4}" not in first
-    assert "\\plv{002-pfsense-neighbour/verdict/Q6}" in second and "verdict/Q3}" not in second
-    assert "\\plv{002-pfsense-neighbour/verdict/Q10}" in third and "verdict/Q6}" not in third
+    assert r"\plfloat" not in text and r"\pllong" in text and "questions Q1--" not in text
+    assert set(re.findall(r"\\label\{([^}]*)\}", text)) == {"tab:002-pfsense-neighbour-verdicts"}
+    whole = text.split(r"\pllong{")[1].split(r"\end{longtable}")[0]
+    assert all(f"\\plv{{002-pfsense-neighbour/verdict/Q{k}}}" in whole for k in range(1, 14))
+    assert "rtt_avg" not in text and "firewall_load" not in text and "mean round-trip time" in text
+    devs = out["deviations"].read_text()
+    assert "Q1, Q3, Q4 &" in devs and devs.count("the family grew to five") == 1
 
 
 @pytest.mark.parametrize("study", SEEDS)
@@ -331,8 +328,13 @@ def test_the_runner_freezes_the_questions_with_the_first_sample(tmp_path, monkey
 def test_a_note_shared_by_questions_is_said_once_with_its_numbers_per_question():
     note = "normality is rejected (Shapiro-Wilk p < 0.001); robust at n = {} unless skewed"
     said = verdicts._grouped([("Q1", note.format(80)), ("Q2", note.format(40)), ("Q3", "loss"), ("Q4", "loss")])
-    assert said.count("normality is rejected") == 1 and "Q1: < 0.001, 80; Q2: < 0.001, 40" in said
-    assert "Q3, Q4: loss" in said
+    assert said.count("normality is rejected") == 1
+    assert "Q1, Q2: normality is rejected (Shapiro-Wilk p < 0.001); robust at n = 80 in Q1 and 40 in Q2" in said
+    assert "Q3, Q4: loss" in said and " x" not in said
+    said = verdicts._grouped([("Q1", "n = 40"), ("Q2", "n = 40"), ("Q3", "n = 78"), ("Q8", "no data of pfsense-64 yet"),
+                              ("Q9", "no data of pfsense-8192 yet")])
+    assert "Q1, Q2, Q3: n = 40 in Q1 and Q2 and 78 in Q3" in said
+    assert "Q8: no data of pfsense-64 yet; Q9: no data of pfsense-8192 yet" in said
 
 
 def test_the_planning_floor_of_the_statistics_is_the_study_schemas_minimum_n():

@@ -242,3 +242,10 @@ def test_no_chapter_or_frame_calls_the_machine_quiet_in_its_own_words():
     noisy = evidence.CampaignEvidence("n", "", "s", False, 3, None, None, recorded=3, steal_bound=1.0,
                                       steal=evidence.Spread(0.15, 0.3, 0.4, 3))
     assert "not on a quiet machine" in evidence.machine(noisy) and "median 15.0 %" in evidence.machine(noisy)
+
+
+def test_a_cell_is_named_in_words_in_the_steal_sentence():
+    assert evidence.cell_words("frame-1518_scenario-stress_firewall_load-idle") == \
+        "frame 1518, scenario stress, firewall load idle"
+    assert evidence.cell_words("device_class-hdd_workload-randwrite-4k-qd1") == "device class hdd, workload randwrite-4k-qd1"
+    assert "_" not in evidence.cell_words("device-ssd-emulated_numjobs-16_iodepth-16")

@@ -134,3 +134,15 @@ def test_a_scenario_the_campaign_did_not_measure_gets_no_place_on_the_axis():
     stress = [line for line in ax.get_lines() if line.get_xdata().size and abs(line.get_xdata()[0] - 1) < 0.2]
     caps = {"_"}  # the interval's caps
     assert stress and {line.get_marker() for line in stress} - caps == {scenarios.style.look(2)["marker"]}
+
+
+def test_the_headers_say_the_levels_of_the_mean_and_of_the_adjusted_intervals():
+    """The means' 95 % intervals, the changes' Bonferroni-adjusted ones (two frame sizes, two comparisons: 97.5 %)."""
+    metric = [scenarios.Metric(key="t", label="T", unit="u")]
+    two = pd.concat([_samples(np.arange(8.0)), _samples(np.arange(8.0)).assign(frame="1518")])
+    result = scenarios.analyse({"t": two}, panel="frame", scenario="scenario", baseline="alone", order=ORDER)
+    text = scenarios.table(result, metric, panel="frame", panel_label="Frame", scenario="scenario", caption="UDP",
+                           label="tab:l")
+    level = f"{100 * result['ci_level'].dropna().iloc[0]:.4g}"
+    assert "Mean\\\\{}{[}95\\,\\% CI{]}" in text and f"Change\\\\{{}}{{[}}{level}\\,\\% CI{{]}}" in text
+    assert level == "97.5" and "adj. CI" not in text and "\\,\\%" in scenarios._mde_cell(result.iloc[1], metric[0])

@@ -117,3 +117,13 @@ def test_paired_omnibus_defaults_to_repeated_measures_anova_and_runs_its_post_ho
     friedman = omnibus(groups, paired=True, test="friedman")
     assert friedman.p_value == pytest.approx(stats.friedmanchisquare(*groups.values()).pvalue)
     assert {p["method"] for p in friedman.pairs} == {"pairwise Wilcoxon signed-rank (Holm-adjusted)"}
+
+
+def test_an_interaction_term_in_the_anova_table_is_a_times_sign():
+    from perflab.report.factorial import FactorialResult, anova_tex
+
+    df = _grid(np.random.default_rng(1))
+    result = FactorialResult(quantity="IOPS", unit="", factors=["numjobs", "iodepth"], data=df, cells=pd.DataFrame(),
+                             anova=factorial_anova(df, "iops", ["numjobs", "iodepth"]))
+    tex = anova_tex(result, caption="ANOVA", label="tab:a")
+    assert "numjobs $\\times$ iodepth" in tex and " x " not in tex

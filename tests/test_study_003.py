@@ -74,3 +74,13 @@ def test_nothing_of_the_study_runs_on_the_lab_and_its_rerun_waits_on_real_hosts_
     assert not s.campaigns, "no setting of one kernel stands for a cloud stack (campaigns/README.md)"
     hpcc = campaign_mod.load(STUDY / "real-hosts" / "kvm-hpcc.yaml")
     assert hpcc.doc["benchmark"]["params"]["n"] == 6000 and hpcc.repetitions == 40  # the seed's N and runs
+
+
+def test_the_published_table3_is_one_long_table_its_interval_level_in_the_header():
+    """64 rows: one longtable (never four numbered parts); Bonferroni's adjusted level said in the header, as the note."""
+    params, tab = _published("003-openstack-opennebula-table3")
+    tex = platforms.table_latex(tab, levels=params["levels"], labels=params["labels"], pair=("stacka", "stackb"),
+                                caption="Table 3", label="tab:t3")
+    level = f"{100 * tab.attrs['level']:.4g}\\,\\%"
+    assert "\\pllong" in tex and "rows 1--" not in tex and "\\plfloat" not in tex
+    assert f"{{[}}{level} CI{{]}}" in tex and f"Fieller's {level} interval" in tex and "[95\\,\\% CI]" not in tex

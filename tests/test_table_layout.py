@@ -81,15 +81,8 @@ def test_the_generated_tables_stand_upright_on_the_papers_text_width(tmp_path):
     assert turned == [], f"turned sideways: {turned}"
     assert "Float too large for page" not in log, "a table taller than the page runs past its foot"
     assert "\\plcell" in tables["grid"] and "\\plcell" in tables["scenarios"]  # the means above their intervals
-
-
-def test_parts_of_a_long_table_differ_by_one_row_at_most():
-    """13 verdict rows at most 4 a part are 3, 3, 4, 3 (a last part of one question, 'Q13--Q13', was set before)."""
-    from perflab.report.latex import balanced_slices
-
-    assert [s.stop - s.start for s in balanced_slices(13, 4)] == [3, 3, 4, 3]
-    assert [s.stop - s.start for s in balanced_slices(8, 4)] == [4, 4]
-    assert [s.stop - s.start for s in balanced_slices(3, 4)] == [3]
-    for n in range(1, 60):
-        sizes = [s.stop - s.start for s in balanced_slices(n, 7)]
-        assert sum(sizes) == n and max(sizes) <= 7 and max(sizes) - min(sizes) <= 1 and len(sizes) == -(-n // 7)
+    # a long table is one longtable, never numbered parts: study 002's thirteen questions, the 74 re-checked p-values
+    for name in ("verdicts-11", "recheck-p"):
+        assert "\\pllong" in tables[name] and "\\plfloat" not in tables[name] and "rows 1--" not in tables[name], name
+    text = subprocess.run(["pdftotext", "-layout", "t.pdf", "-"], cwd=tmp_path, capture_output=True, text=True).stdout
+    assert "(continued)" in text and "continued on the next page" in text

@@ -306,6 +306,16 @@ def _with(ev: CampaignEvidence) -> str:
     return ", ".join(f"{name}: {n}" for name, n in sorted(ev.overlapping_with.items(), key=lambda x: (-x[1], x[0])))
 
 
+def cell_words(cell: str) -> str:
+    """A cell's slug (``device_class-hdd_workload-randwrite``) in words ("device class hdd, workload randwrite"):
+    its ``factor-level`` parts, a factor's underscores read as spaces."""
+    parts: list[str] = []
+    for token in cell.split("_"):  # a token without "-" is the start of a factor's name that holds "_"
+        parts.append(f"{parts.pop()}_{token}" if parts and "-" not in parts[-1] else token)
+    return ", ".join(" ".join((factor.replace("_", " "), level)) if level else factor.replace("_", " ")
+                     for factor, _, level in (part.partition("-") for part in parts))
+
+
 def steal_words(ev: CampaignEvidence) -> str:
     """What the hypervisor took during ``ev``'s samples, against the bound, in words ("" without records)."""
     if ev.steal is None:
@@ -316,8 +326,8 @@ def steal_words(ev: CampaignEvidence) -> str:
     if len(ev.steal_cells) > 1:
         (lo, a), (hi, b) = (min(ev.steal_cells.items(), key=lambda kv: kv[1].median),
                             max(ev.steal_cells.items(), key=lambda kv: kv[1].median))
-        cells = (f"; per cell, the median steal ranged from {100 * a.median:.1f} % ({lo}) to {100 * b.median:.1f} % "
-                 f"({hi})")
+        cells = (f"; per cell, the median steal ranged from {100 * a.median:.1f} % ({cell_words(lo)}) to "
+                 f"{100 * b.median:.1f} % ({cell_words(hi)})")
     return f"the hypervisor took {ev.steal.percent()} of the CPU time during the samples (steal{bound}){cells}"
 
 

@@ -11,7 +11,7 @@ seed 000's tables have) and draws them. Levels keep their natural order (numbers
 from __future__ import annotations
 
 import re
-
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -172,7 +172,7 @@ def layout_tex(table: pd.DataFrame, *, caption: str, label: str, over: str, leve
                           for h, c, value in zip(heads, table.columns, is_value)})
     body = shown.to_latex(index=False, escape=False, column_format="".join("r" if v else "l" for v in is_value))
     columns = (f"Columns: {escape_latex(' above '.join(labels.get(f, f) for f in across))}. " if across else "")
-    note = (f"{columns}Each cell: mean above its {100 * level:.0f}\\% CI [low, high]; rows \\emph{{mean}}: "
+    note = (f"{columns}Each cell: mean above its {100 * level:.0f}\\,\\% CI [low, high]; rows \\emph{{mean}}: "
             f"mean of the cell means over the levels of {escape_latex(over)}.")
     return float_table("\\setlength{\\tabcolsep}{3pt}" + body.strip(), caption=caption, label=label,
                        note=note)
@@ -182,7 +182,7 @@ def anova_tex(result: FactorialResult, *, caption: str, label: str) -> str:
     """The ANOVA table (term, df, F, p, partial eta squared) as a booktabs ``table``."""
     rows = []
     for _, r in result.anova.iterrows():
-        rows.append({"Term": escape_latex(r["term"].replace(":", " x ")), "df": f"{r['df']:.0f}",
+        rows.append({"Term": " $\\times$ ".join(escape_latex(part) for part in r["term"].split(":")), "df": f"{r['df']:.0f}",
                      "F": "--" if pd.isna(r["F"]) else format_number(r["F"]),
                      "p": "--" if pd.isna(r["p"]) else format_p(r["p"]),
                      "partial $\\eta^2$": "--" if pd.isna(r["partial_eta_sq"]) else f"{r['partial_eta_sq']:.3f}"})
@@ -196,14 +196,21 @@ def _panels(result: FactorialResult, panel: str | None) -> list[str | None]:
     return [*order(result.cells[panel])] if panel else [None]
 
 
+def _figsize(width: float, aspect: float) -> tuple[float, float]:
+    """Size of a one-row figure printed at ``width`` of the text width: a narrower one keeps most of the height
+    a full-width one has, so that its axis label fits."""
+    return style.width(width), style.TEXT_WIDTH * aspect * max(width, 0.8)
+
+
 def interaction_figure(result: FactorialResult, *, x: str, trace: str, panel: str | None = None,
-                       scale: float = 1.0, ylabel: str, labels: Mapping[str, str] | None = None) -> plt.Figure:
-    """Cell means (with CI bars) against ``x``, one line per level of ``trace``, a panel per level of ``panel``."""
+                       scale: float = 1.0, ylabel: str, labels: Mapping[str, str] | None = None,
+                       width: float = 1.0) -> plt.Figure:
+    """Cell means (with CI bars) against ``x``, one line per level of ``trace``, a panel per level of ``panel``;
+    drawn at ``width`` of the text width (the width the paper prints it at)."""
     style.use()
     labels = labels or {}
     panels = _panels(result, panel)
-    fig, axes = plt.subplots(1, len(panels), sharey=True, squeeze=False,
-                             figsize=(style.TEXT_WIDTH, style.TEXT_WIDTH * 0.36))
+    fig, axes = plt.subplots(1, len(panels), sharey=True, squeeze=False, figsize=_figsize(width, 0.36))
     xs = order(result.cells[x])
     for ax, p in zip(axes[0], panels):
         sub = result.cells if p is None else result.cells[result.cells[panel].astype(str) == p]
@@ -223,16 +230,17 @@ def interaction_figure(result: FactorialResult, *, x: str, trace: str, panel: st
         ax.set_xlabel(labels.get(x, x))
         if p is not None and panel is not None:  # a panel value p comes with its panel factor
             ax.set_title(f"{labels.get(panel, panel)} {p}")
-    axes[0][0].set_ylabel(ylabel)
-    axes[0][0].set_ylim(bottom=0)
+    axes[0][0].set_ylabel(textwrap.fill(ylabel, figures.YLABEL_WIDTH))
+    figures.from_zero(axes[0][0])
     axes[0][-1].legend(loc="best")
     return fig
 
 
 def heatmap_figure(result: FactorialResult, *, x: str, y: str, panel: str | None = None, scale: float = 1.0,
-                   label: str, labels: Mapping[str, str] | None = None, digits: int = 2) -> plt.Figure:
+                   label: str, labels: Mapping[str, str] | None = None, digits: int = 2,
+                   width: float = 1.0) -> plt.Figure:
     """Cell means of the ``y`` x ``x`` grid as a gray-scale heatmap with the values written in,
-    a panel per level of ``panel``."""
+    a panel per level of ``panel``; drawn at ``width`` of the text width."""
     style.use()
     labels = labels or {}
     panels = _panels(result, panel)
@@ -244,13 +252,13 @@ def heatmap_figure(result: FactorialResult, *, x: str, y: str, panel: str | None
             index="_y", columns="_x", values="mean").reindex(index=ys, columns=xs)
         grids.append(piv.to_numpy(dtype=float) / scale)
     vmax = np.nanmax([np.nanmax(g) for g in grids])
-    fig, axes = plt.subplots(1, len(panels), squeeze=False, figsize=(style.TEXT_WIDTH, style.TEXT_WIDTH * 0.34))
+    fig, axes = plt.subplots(1, len(panels), squeeze=False, figsize=_figsize(width, 0.34))
     for ax, p, g in zip(axes[0], panels, grids):
         im = ax.imshow(g, cmap="Greys", vmin=0, vmax=vmax, origin="lower", aspect="auto")
         for (r, c), v in np.ndenumerate(g):
             if np.isfinite(v):
                 ax.text(c, r, f"{v:.{digits}g}" if v >= 100 else f"{v:.{digits}f}", ha="center", va="center",
-                        fontsize=7, color="white" if v > 0.55 * vmax else "black")
+                        fontsize=style.SMALL_PT, color="white" if v > 0.55 * vmax else "black")
         ax.set_xticks(range(len(xs)), xs)
         ax.set_yticks(range(len(ys)), ys)
         ax.set_xlabel(labels.get(x, x))
@@ -258,7 +266,7 @@ def heatmap_figure(result: FactorialResult, *, x: str, y: str, panel: str | None
         if p is not None and panel is not None:  # a panel value p comes with its panel factor
             ax.set_title(f"{labels.get(panel, panel)} {p}")
     axes[0][0].set_ylabel(labels.get(y, y))
-    fig.colorbar(im, ax=list(axes[0]), label=label, shrink=0.9)
+    fig.colorbar(im, ax=list(axes[0]), label=textwrap.fill(label, figures.YLABEL_WIDTH), shrink=0.9)
     return fig
 
 
@@ -306,20 +314,22 @@ def write(result: FactorialResult, *, name: str, source: str | Path, paper_dir: 
           rows: str | Sequence[str], x: str, trace: str, panel: str | None, scale: float, unit: str,
           labels: Mapping[str, str],
           ratios: Sequence[Mapping[str, Any]] = (), digits: int = 2, level: float = 0.95,
-          generator: str) -> dict[str, list[Path]]:
-    """Write ``<name>-interaction`` and ``<name>-heatmap`` (PDF+PNG), ``<name>-layout.tex``,
-    ``<name>-anova.tex`` and the macro file ``<name>.tex`` under ``paper_dir``, each with lineage."""
+          generator: str, width: float = 1.0) -> dict[str, list[Path]]:
+    """Write ``<name>-interaction`` and ``<name>-heatmap`` (PDF+PNG, drawn at ``width`` of the text width),
+    ``<name>-layout.tex``, ``<name>-anova.tex`` and the macro file ``<name>.tex`` under ``paper_dir``, each with
+    lineage."""
     paper = Path(paper_dir)
     ylabel = f"{result.quantity} ({unit})"
     last = rows if isinstance(rows, str) else list(rows)[-1]
     out: dict[str, list[Path]] = {"figures": [], "tables": []}
     details = {"factors": result.factors, "n": len(result.data)}
-    fig = interaction_figure(result, x=x, trace=trace, panel=panel, scale=scale, ylabel=ylabel, labels=labels)
+    fig = interaction_figure(result, x=x, trace=trace, panel=panel, scale=scale, ylabel=ylabel, labels=labels,
+                             width=width)
     out["figures"] += figures.save(fig, paper / "figures" / f"{name}-interaction", inputs=[source],
                                    generator=generator, details=details)
     plt.close(fig)
     fig = heatmap_figure(result, x=x, y=trace, panel=panel, scale=scale, label=ylabel, labels=labels,
-                         digits=digits)
+                         digits=digits, width=width)
     out["figures"] += figures.save(fig, paper / "figures" / f"{name}-heatmap", inputs=[source],
                                    generator=generator, details=details)
     plt.close(fig)

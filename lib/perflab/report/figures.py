@@ -44,6 +44,19 @@ def save(fig: plt.Figure, stem: str | Path, *, inputs: Sequence[str | Path], gen
     return paths
 
 
+#: Room above the highest point, bar or interval end of an axis that starts at 0, as a share of the axis: a
+#: marker at the top is drawn whole.
+HEADROOM = 0.08
+
+
+def from_zero(ax: plt.Axes) -> None:
+    """Start ``ax``'s y axis at 0 and end it :data:`HEADROOM` above the highest point, bar or interval end drawn
+    in it or in an axes sharing its y axis (1 when nothing drawn is above 0)."""
+    tops = [float(a.dataLim.y1) for a in ax.get_shared_y_axes().get_siblings(ax)]
+    top = max([t for t in tops if np.isfinite(t)], default=0.0)
+    ax.set_ylim(0, top / (1 - HEADROOM) if top > 0 else 1)
+
+
 #: Characters per line of a y-axis label: a longer one is wrapped to stay within its panel's height.
 YLABEL_WIDTH = 30
 #: Monitor panels under the run-order panel: (key, metrics summed, y-axis label, title).
@@ -145,8 +158,8 @@ def levels(df: pd.DataFrame, *, factor: str, value: str, summary: pd.DataFrame, 
 
 def _monitor_panels(fig: plt.Figure, axd: Mapping[str, plt.Axes], series: Mapping[str, pd.DataFrame],
                     ax_seq: plt.Axes, *, order_col: str, first_look: int) -> None:
-    """Draw the monitor panels (d), (e) under the run-order panel, sharing its x axis; only the lowest keeps
-    the x-axis label and tick labels."""
+    """Draw the monitor panels (d), (e) under the run-order panel, sharing its x axis, a hollow marker per host
+    and point; only the lowest keeps the x-axis label and tick labels."""
     panels = [(key, label, title) for key, _, label, title in MONITOR_PANELS if key in series]
     hosts = sorted({h for s in series.values() for h in s["host"]}, key=natural_key)
     for n, (key, label, title) in enumerate(panels):
@@ -154,10 +167,12 @@ def _monitor_panels(fig: plt.Figure, axd: Mapping[str, plt.Axes], series: Mappin
         a.sharex(ax_seq)
         for i, host in enumerate(hosts):
             look, part = style.look(first_look + i), series[key][series[key]["host"] == host]
-            a.plot(part[order_col], part["value"], color=look["color"], marker=look["marker"], ms=2.5, lw=0.7,
-                   linestyle=look["linestyle"], label=str(host))
+            # hollow markers: hosts that share a machine see nearly the same series, and a filled marker would
+            # hide the one under it
+            a.plot(part[order_col], part["value"], color=look["color"], marker=look["marker"], ms=3, lw=0.7,
+                   mfc="none", mew=0.7, linestyle=look["linestyle"], label=str(host))
         a.set_ylabel(textwrap.fill(label, 16))
-        a.set_ylim(bottom=0)
+        from_zero(a)
         a.set_title(f"({chr(ord('d') + n)}) {title}, mean per {order_col}", loc="left")
         a.set_xlabel(f"{order_col} (run order)")
         if n == 0:

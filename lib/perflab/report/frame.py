@@ -7,7 +7,8 @@ pipeline.
 ``paper/macros/verdicts-pending.tex``, the text the summary chapter shows while no
 generated verdict table (``paper/tables/verdicts-summary.tex``) exists: the summary is
 never typed by hand. :func:`undefined_citations` reads a finished LaTeX log, so that the
-paper's build fails on a citation without a bibliography entry.
+paper's build fails on a citation without a bibliography entry, and :func:`check` also on
+template text in the finished PDF (:mod:`perflab.report.leftovers`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ import re
 from pathlib import Path
 
 from ..formats import config as project_config
-from .latex import escape_latex
+from . import leftovers
+from .latex import escape_latex, times
 from .lineage import atomic_text
 
 #: The generated table of every study's verdicts the summary chapter inputs when it exists.
@@ -58,7 +60,7 @@ def findings(root: str | Path = ".") -> dict[str, str]:
                f"data; the pipeline's verdicts are {counts}. Per study: {per}.{closing}")
     paragraphs = []
     for s, qs in declared:
-        items = "\n".join(f"\\item {escape_latex(q.text or 'Claim ' + q.claim)} (question {escape_latex(q.id)}, claim "
+        items = "\n".join(f"\\item {times(escape_latex(q.text or 'Claim ' + q.claim))} (question {escape_latex(q.id)}, claim "
                           f"{escape_latex(q.claim)}): \\plv{{{s.id}/verdict/{q.id}}}, change "
                           f"\\plv{{{s.id}/verdict/{q.id}/change}} \\plv{{{s.id}/verdict/{q.id}/ci}}." for q in qs)
         paragraphs.append(f"\\paragraph{{{escape_latex(s.title)}.}} Its \\plv{{{s.id}/verdicts/questions}} "
@@ -133,9 +135,16 @@ def undefined_citations(log: str | Path) -> list[str]:
     return list(dict.fromkeys(_UNDEFINED.findall(text)))
 
 
-def check(log: str | Path = "paper/main.log") -> None:
-    """Exit with one line naming the undefined citations of the finished paper, if any (the build's last step)."""
+def check(log: str | Path = "paper/main.log", pdf: str | Path | None = None) -> None:
+    """The build's last step: exit with one line naming the undefined citations of the finished paper, if any, else
+    with a line per template leftover in its PDF's text (``pdf``, by default the one beside ``log``, when it
+    exists), with its page (:func:`perflab.report.leftovers.check`)."""
     keys = undefined_citations(log)
     if keys:
         raise SystemExit(f"{log}: {len(keys)} citation(s) without a bibliography entry: {', '.join(keys)}; "
                          "add them to paper/references.bib")
+    pdf = Path(log).with_suffix(".pdf") if pdf is None else Path(pdf)
+    found = leftovers.check(pdf) if pdf.exists() else []
+    if found:
+        raise SystemExit(f"{pdf}: {len(found)} line(s) of template text or code names reach the paper; say them in "
+                         "words at their source (a chapter, a generator):\n" + "\n".join(found))

@@ -250,7 +250,7 @@ def compare_tex(table: pd.DataFrame, *, name: str, level: float = 0.95) -> str:
         "Native": table["native"].map(_ratio_text),
         "Virtual": table["virtual"].map(_ratio_text),
         "Rerun": table["rerun"].map(_ratio_text),
-        f"{100 * level:.0f}\\% CI": [("--" if not np.isfinite(lo) else f"[{lo:.2f}, {hi:.2f}]")
+        f"{100 * level:.0f}\\,\\% CI": [("--" if not np.isfinite(lo) else f"[{lo:.2f}, {hi:.2f}]")
                                      for lo, hi in zip(table["low"], table["high"])],
     }).to_latex(index=False, escape=False, column_format="p{0.5\\textwidth}rrrr")
     note = ("Native, Virtual: the seed study's pfSense kinds, from the 1-minute load averages of its Tables 3.3-3.7 "
@@ -264,7 +264,8 @@ def compare_tex(table: pd.DataFrame, *, name: str, level: float = 0.95) -> str:
 def figure(result: HostCpu, *, x: str, trace: Sequence[str], labels: Mapping[str, str] | None = None
            ) -> plt.Figure:
     """CPU load per Gbit/s (cell means with CI bars) against ``x``, a line per combination of the
-    ``trace`` factors, a panel per role (the lab's total last)."""
+    ``trace`` factors, a panel per role (the lab's total last); hollow markers, so that lines of nearly the same
+    values (a role that costs almost nothing) all show."""
     style.use()
     labels = labels or {}
     cells = result.per_gbit.cells.copy()
@@ -279,14 +280,14 @@ def figure(result: HostCpu, *, x: str, trace: Sequence[str], labels: Mapping[str
             line = sub[sub["_trace"] == t].set_index(sub[x].astype(str)[sub["_trace"] == t]).reindex(xs)
             ax.errorbar(range(len(xs)), line["mean"], yerr=[line["mean"] - line["mean_ci_low"],
                                                             line["mean_ci_high"] - line["mean"]],
-                        capsize=2, markersize=4, label=", ".join(f"{labels.get(f, f)} {v}"
+                        capsize=2, markersize=4, mfc="none", label=", ".join(f"{labels.get(f, f)} {v}"
                                                                 for f, v in zip(trace, t.split(", "))),
                         **style.look(i))
         ax.set_xticks(range(len(xs)), xs)
         ax.set_xlabel(labels.get(x, x))
         ax.set_title("all roles" if role == ALL else role)
     axes[0][0].set_ylabel(f"{QUANTITIES['per_gbit'][1]} ({QUANTITIES['per_gbit'][2]})")
-    axes[0][0].set_ylim(bottom=0)
+    figures.from_zero(axes[0][0])
     fig.legend(*axes[0][0].get_legend_handles_labels(), loc="outside lower center", ncols=len(traces))
     return fig
 

@@ -6,7 +6,9 @@ mean is rounded to the precision of its confidence interval (:func:`ci_decimals`
 are never shrunk: a table wider than the text is set as its column sets stacked upright
 when each fits the text width, else turned sideways whole, caption and note with it
 (``\\plfloat`` of ``paper/perflab.sty``, a ``sidewaystable``); a table of a row or two is set
-transposed. A work a note names by author and year (:data:`WORKS`) is cited.
+transposed; a table longer than a float holds is one ``longtable`` broken across pages
+(:func:`long_table`), never numbered parts. A long note several tables share is said once
+(:func:`note_text`). A work a note names by author and year (:data:`WORKS`) is cited.
 
 Text from a declaration or data (a caption, a level name, a question, a host fact) is never
 LaTeX: it is escaped here, by :func:`escape_latex`, and a table's caption is escaped by
@@ -16,6 +18,7 @@ part from data escaped); a label keeps only the characters a label may hold.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 import textwrap
@@ -46,6 +49,12 @@ def escape_latex(text: str) -> str:
     return Tex("".join(_LATEX_SPECIALS.get(ch, " " if ch.isspace() or not ch.isprintable() else ch) for ch in text))
 
 
+def times(text: str) -> str:
+    """LaTeX ``text`` with an ``x`` between two numbers or words of three letters or more (a product: "4 jobs x
+    iodepth 4", "numjobs x iodepth") as ``$\\times$``; "a box of x and y" keeps its x."""
+    return Tex(re.sub(r"(?:(?<=\w\w\w)|(?<=\d)) x (?=\w\w\w|\d)", r" $\\times$ ", text))
+
+
 def caption_text(caption: str) -> str:
     """A caption as LaTeX: a :class:`Tex` as it is, any other text escaped (:func:`escape_latex`)."""
     return caption if isinstance(caption, Tex) else escape_latex(caption)
@@ -71,6 +80,19 @@ def in_words(items: Sequence[str]) -> str:
     return " and ".join(items) if len(items) < 3 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
+#: Names of the code (metrics, factors, fields) a reader is given in words; any other name has its underscores read
+#: as spaces (:func:`name_words`).
+WORDS = {"rtt_avg": "mean round-trip time", "lat_mean": "mean latency", "bytes_per_op": "bytes per operation",
+         "wire_bytes_per_op": "bytes on the wire per operation", "throughput_computed": "throughput (computed)",
+         "required_n": "required sample size"}
+
+
+def name_words(name: str, names: Mapping[str, str] | None = None) -> str:
+    """A name of the code (``rtt_avg``, ``firewall_load``) in a reader's words: from ``names``, else :data:`WORDS`,
+    else with its underscores read as spaces ("firewall load")."""
+    return (names or {}).get(name) or WORDS.get(name) or name.replace("_", " ")
+
+
 def level_words(label: str, names: Mapping[str, str] | None = None) -> str:
     """A level as the statistics label it (``parallel=1``, ``vm_bytes=32M``) in a reader's words: the factor's
     name from ``names`` (``{"vm_bytes": "working set"}`` gives "working set 32M"), else the factor with its
@@ -78,7 +100,7 @@ def level_words(label: str, names: Mapping[str, str] | None = None) -> str:
     factor, sep, value = label.partition("=")
     if not sep:
         return label.replace("_", " ")
-    return f"{(names or {}).get(factor) or factor.replace('_', ' ')} {value}"
+    return f"{name_words(factor, names)} {value}"
 
 
 def format_number(value: object, digits: int = 3) -> str:
@@ -170,8 +192,9 @@ def point_change(diff: float) -> str:
 
 def format_ci(low: float, high: float, *, digits: int = 3, percent: bool = False, decimals: int | None = None) -> str:
     """Format an interval as ``[\\num{low}, \\num{high}]`` (``decimals`` places, else ``digits`` significant
-    digits); ``percent`` multiplies by 100 and adds ``\\%``; an undefined end is an en dash."""
-    scale, unit = (100.0, r"\%") if percent else (1.0, "")
+    digits); ``percent`` multiplies by 100 and adds ``\\,\\%`` (a thin space, as every percent); an undefined end is an
+    en dash."""
+    scale, unit = (100.0, r"\,\%") if percent else (1.0, "")
     ends = []
     for v in (low, high):
         end = None if v is None or (isinstance(v, float) and math.isnan(v)) else v * scale
@@ -233,17 +256,10 @@ def s_column(cells: Sequence[str]) -> str | None:
     return f"S[table-format={sign}{whole}" + (f".{frac}]" if frac else "]")
 
 
-def tabular(df: pd.DataFrame, *, column_format: str | None = None, escape: bool = True,
-            align: Sequence[str] = ()) -> str:
-    """A booktabs ``tabular`` of ``df`` (index not printed).
-
-    Float columns are printed with three significant digits; columns of plain numbers (floats, integers,
-    or text such as ``"-0.5"`` in the columns named by ``align``) become siunitx ``S`` columns aligned on
-    the decimal marker; a negative number in another column is set by ``\\num`` (a true minus). With
-    ``escape`` string cells and headers are LaTeX-escaped.
-    """
+def _columns(df: pd.DataFrame, *, escape: bool, align: Sequence[str]) -> tuple[list[str], list[str], list[list[str]]]:
+    """The column specs, headers and rows of cells of ``df`` as :func:`tabular` sets them."""
     esc = escape_latex if escape else str
-    cells, specs = {}, []
+    specs, heads, columns = [], [], []
     for col in df.columns:
         values = df[col].tolist()
         numeric = pd.api.types.is_numeric_dtype(df[col]) and not pd.api.types.is_bool_dtype(df[col])
@@ -252,27 +268,75 @@ def tabular(df: pd.DataFrame, *, column_format: str | None = None, escape: bool 
         if spec:
             texts = [t if _PLAIN_NUMBER.match(t) and t not in ("", "-") else
                      f"{{\\num{{{t}}}}}" if _is_number(t) else f"{{{t}}}" for t in texts]
-        else:  # a negative number in a text column gets a true minus, as in an S column
-            texts = [f"\\num{{{t}}}" if t.startswith("-") and _PLAIN_NUMBER.match(t) and _is_number(t) else t
+        else:  # a plain number in a text column is set by \num as in an S column: a true minus, grouped digits
+            texts = [f"\\num{{{t}}}" if _PLAIN_NUMBER.match(t) and t not in ("", "-") and _is_number(t) else t
                      for t in texts]
         specs.append(spec or ("r" if numeric else "l"))
-        cells[col] = (f"{{{esc(str(col))}}}" if spec else esc(str(col)), texts)
-    lines = [f"\\begin{{tabular}}{{{column_format or ''.join(specs)}}}", "\\toprule",
-             " & ".join(h for h, _ in cells.values()) + " \\\\", "\\midrule"]
-    lines += [" & ".join(texts[i] for _, texts in cells.values()) + " \\\\" for i in range(len(df))]
-    lines += ["\\bottomrule", "\\end{tabular}"]
+        heads.append(f"{{{esc(str(col))}}}" if spec else esc(str(col)))
+        columns.append(texts)
+    return specs, heads, [[texts[i] for texts in columns] for i in range(len(df))]
+
+
+def tabular(df: pd.DataFrame, *, column_format: str | None = None, escape: bool = True,
+            align: Sequence[str] = ()) -> str:
+    """A booktabs ``tabular`` of ``df`` (index not printed).
+
+    Float columns are printed with three significant digits; columns of plain numbers (floats, integers,
+    or text such as ``"-0.5"`` in the columns named by ``align``) become siunitx ``S`` columns aligned on
+    the decimal marker; a plain number in another column is set by ``\\num`` (a true minus, digits grouped from
+    five). With ``escape`` string cells and headers are LaTeX-escaped.
+    """
+    specs, heads, rows = _columns(df, escape=escape, align=align)
+    lines = [f"\\begin{{tabular}}{{{column_format or ''.join(specs)}}}", "\\toprule", " & ".join(heads) + " \\\\",
+             "\\midrule", *(" & ".join(row) + " \\\\" for row in rows), "\\bottomrule", "\\end{tabular}"]
     return "\n".join(lines)
 
 
-#: Rows per generated table: a longer table is set as several tables (one family still), so that at
-#: the body font a part of one-line rows fits its page also turned sideways (the text width is then
-#: its height).
-ROWS_PER_PART = 24
+#: What the foot of a long table's page says when the table goes on (:func:`longtable`).
+CONTINUED = "continued on the next page"
 
 
-#: Lines of rows per generated table whose rows stand on several lines (:func:`cell`): what fits an upright
+def longtable(df: pd.DataFrame, *, caption: str, label: str = "", column_format: str | None = None,
+              escape: bool = True, align: Sequence[str] = (), colsep: str = "") -> str:
+    """``df`` as one ``longtable`` (cells as :func:`tabular` sets them): broken across pages, its header repeated
+    under the caption and "(continued)" on every page after the first, "continued on the next page" at the foot
+    of every page but the last. ``caption`` is LaTeX (:func:`caption_text`); without ``label`` the table takes the
+    number of the table before it (a column set of the same table, its caption said as continued)."""
+    specs, heads, rows = _columns(df, escape=escape, align=align)
+    head = ["\\toprule", " & ".join(heads) + " \\\\", "\\midrule"]
+    first = f"\\caption{{{caption}}}\\label{{{label_text(label)}}}" if label else f"\\caption[]{{{caption} (continued)}}"
+    again = "" if label else "\\addtocounter{table}{-1}"  # the longtable steps the counter: back to the table's number
+    lines = [f"{colsep}{again}\\begin{{longtable}}{{{column_format or ''.join(specs)}}}", first + " \\\\", *head,
+             "\\endfirsthead", f"\\caption[]{{{caption} (continued)}} \\\\", *head, "\\endhead",
+             f"\\midrule\\multicolumn{{{len(heads)}}}{{r@{{}}}}{{\\footnotesize {CONTINUED}}} \\\\", "\\endfoot",
+             "\\bottomrule", "\\endlastfoot", *(" & ".join(row) + " \\\\" for row in rows), "\\end{longtable}"]
+    return "\n".join(lines)
+
+
+def long_table(df: pd.DataFrame, *, caption: str, label: str, note: str = "", column_format: str | None = None,
+               escape: bool = True, align: Sequence[str] = (), column_sets: Sequence[Sequence[str]] = (),
+               colsep: str = "") -> str:
+    """A table longer than a page as one :func:`longtable` (``\\pllong`` of ``paper/perflab.sty``): the whole
+    when it fits the text width, else its ``column_sets`` one after another under one number (each a longtable,
+    the later ones' captions said as continued); ``note`` (LaTeX) under it, works it names cited."""
+    cap = caption_text(caption)
+    sets = "\n".join(longtable(df[list(cols)], caption=cap, label=label if k == 0 else "", escape=escape,
+                               align=align, colsep=colsep) for k, cols in enumerate(column_sets))
+    whole = longtable(df, caption=cap, label=label, column_format=column_format, escape=escape, align=align,
+                      colsep=colsep)
+    note = f"\\plnote{{{cite_works(note)}}}" if note else ""
+    return (f"\\begin{{lrbox}}{{\\pltabbox}}{colsep}{tabular(df, column_format=column_format, escape=escape, align=align)}"
+            f"\\end{{lrbox}}%\n\\pllong{{{whole}}}\n{{{sets}}}\n{{{note}}}\n")
+
+
+#: Rows a generated table holds as a float; a longer one is a :func:`long_table` (fewer rows when its rows stand on
+#: several lines: :data:`LINES_PER_FLOAT` lines).
+ROWS_PER_FLOAT = 24
+
+
+#: Lines of rows a generated float holds when its rows stand on several lines (:func:`cell`): what fits an upright
 #: page with its header and note (a float is never broken across pages).
-LINES_PER_PART = 40
+LINES_PER_FLOAT = 40
 
 
 def row_lines(df: pd.DataFrame) -> int:
@@ -280,34 +344,9 @@ def row_lines(df: pd.DataFrame) -> int:
     return 1 + max((str(v).count("\\\\{}") for v in df.to_numpy().ravel()), default=0)
 
 
-def balanced_size(n: int, most: int) -> int:
-    """Items per part when ``n`` items go into parts of at most ``most``, as few parts as that allows, of about equal size."""
-    parts = max(1, -(-n // max(1, most)))
-    return max(1, -(-n // parts))
-
-
-def balanced_slices(n: int, most: int) -> list[slice]:
-    """``n`` items in as few consecutive parts of at most ``most`` as that allows, their sizes differing by 1 at most
-    (13 items, at most 4: 3, 3, 4, 3; never 4, 4, 4, 1)."""
-    parts = max(1, -(-n // max(1, most)))
-    bounds = [round(k * n / parts) for k in range(parts + 1)]
-    return [slice(bounds[k], bounds[k + 1]) for k in range(parts)]
-
-
-def part_size(df: pd.DataFrame) -> int:
-    """Rows per part of ``df`` (:data:`ROWS_PER_PART`, fewer for rows of several lines), balanced over the parts."""
-    return balanced_size(len(df), min(ROWS_PER_PART, max(1, LINES_PER_PART // row_lines(df))))
-
-
-def row_parts(df: pd.DataFrame, *, caption: str, label: str, size: int = ROWS_PER_PART
-              ) -> list[tuple[pd.DataFrame, str, str]]:
-    """``df`` in consecutive parts of at most ``size`` rows, each with its caption (saying which rows of
-    how many, when there are several) and label (``label``, ``label-2``, ...)."""
-    if len(df) <= size:
-        return [(df, caption, label)]
-    kind = Tex if isinstance(caption, Tex) else str
-    return [(df.iloc[part], kind(f"{caption} (rows {part.start + 1}--{part.stop} of {len(df)})"),
-             label if k == 0 else f"{label}-{k + 1}") for k, part in enumerate(balanced_slices(len(df), size))]
+def float_rows(df: pd.DataFrame) -> int:
+    """The most rows of ``df`` a float holds (:data:`ROWS_PER_FLOAT`, fewer for rows of several lines)."""
+    return min(ROWS_PER_FLOAT, max(1, LINES_PER_FLOAT // row_lines(df)))
 
 
 #: Works generated text names (e.g. a test's reason) and their keys in ``paper/references.bib``.
@@ -340,6 +379,19 @@ def float_table(body: str, *, caption: str, label: str, note: str = "", column_s
     return (f"\\begin{{lrbox}}{{\\pltabbox}}{body}\\end{{lrbox}}%\n"
             f"\\plfloat{{\\caption{{{caption_text(caption)}}}\\label{{{label_text(label)}}}}}\n"
             f"{{{note}}}\n{{{sets}}}\n")
+
+
+#: A note of a table at least this long is said once for the tables that share it (:func:`note_text`).
+SHARED_NOTE = 200
+
+
+def note_text(notes: Sequence[str]) -> str:
+    """A table's ``notes`` (LaTeX) as one paragraph, each note of at least :data:`SHARED_NOTE` characters set by
+    ``\\plshared`` (``paper/perflab.sty``): in full under the first table that has it, "as in the note to Table N"
+    under every later one (said once for several such notes in a row), so that a family of tables says its common
+    notes once."""
+    return " ".join(f"\\plshared{{{hashlib.sha1(n.encode()).hexdigest()[:12]}}}{{{n}}}" if len(n) >= SHARED_NOTE
+                    else n for n in notes if n)
 
 
 #: A table of at most this many rows and more than :data:`SHORT_COLUMNS` columns is set transposed
@@ -393,14 +445,13 @@ NARROW_COLSEP = "4pt"
 
 def latex_table(df: pd.DataFrame, *, caption: str, label: str, notes: Sequence[str] = (),
                 column_format: str | None = None, escape: bool = True, align: Sequence[str] = (),
-                column_sets: Sequence[Sequence[str]] = (), narrow: bool = False) -> str:
+                column_sets: Sequence[Sequence[str]] = (), narrow: bool = False, float_most: int | None = None) -> str:
     """Return a complete generated table for ``df`` (its index is not printed), see :func:`float_table`.
 
     A table of one or two rows and many columns but no column sets is set transposed
     (:func:`_transposed`), upright.
-    A table of more than :data:`ROWS_PER_PART` rows (of :data:`LINES_PER_PART` lines when its rows stand on
-    several) is set in parts of about equal size (:func:`row_parts`, :func:`part_size`); a part's
-    caption says which rows it holds.
+    A table of more rows than a float holds (``float_most``, by default :func:`float_rows`) is one
+    :func:`long_table`, broken across pages with its header repeated, never cut into numbered parts.
     A table wider than the text is set as its ``column_sets`` (the columns of narrower tabulars,
     stacked) when each of them fits the text width, else turned sideways whole (the sets stacked
     there only when it is wider than the page even sideways). Cells are formatted by :func:`tabular` (``align``
@@ -412,17 +463,16 @@ def latex_table(df: pd.DataFrame, *, caption: str, label: str, notes: Sequence[s
     :func:`significance_note`), set as one justified footnote-size paragraph under the
     tabular (``\\plnote``).
     """
+    colsep = f"\\setlength{{\\tabcolsep}}{{{NARROW_COLSEP}}}" if narrow else ""
+    if len(df) > (float_most or float_rows(df)):
+        return long_table(df, caption=caption, label=label, note=note_text(notes), column_format=column_format,
+                          escape=escape, align=align, column_sets=column_sets, colsep=colsep)
     if not column_sets and SHORT_ROWS < len(df) <= SPLIT_ROWS and len(df.columns) > SPLIT_COLUMNS:
         column_sets = auto_column_sets(df, align)
     if len(df) <= SHORT_ROWS and len(df.columns) > SHORT_COLUMNS and not column_sets:
         transposed = _transposed(df, escape=escape)
         return float_table(tabular(transposed, escape=False), caption=caption, label=label,
-                           note=" ".join(notes))
-    if len(df) > part_size(df):
-        return "\n".join(latex_table(part, caption=cap, label=lab, notes=notes, column_format=column_format,
-                                      escape=escape, align=align, column_sets=column_sets, narrow=narrow)
-                          for part, cap, lab in row_parts(df, caption=caption, label=label, size=part_size(df)))
-    colsep = f"\\setlength{{\\tabcolsep}}{{{NARROW_COLSEP}}}" if narrow else ""
+                           note=note_text(notes))
     sets = [colsep + tabular(df[list(cols)], escape=escape, align=align) for cols in column_sets]
     return float_table(colsep + tabular(df, column_format=column_format, escape=escape, align=align),
-                       caption=caption, label=label, note=" ".join(notes), column_sets=sets)
+                       caption=caption, label=label, note=note_text(notes), column_sets=sets)

@@ -25,7 +25,7 @@ from ..stats.levels import select_rows
 from ..stats.published import load_published
 from ..stats.summaries import IN_KIND_NOTE, per_row
 from . import macros
-from .latex import escape_latex, format_ci, format_number, format_p, header, latex_table, percent_change, row_parts
+from .latex import escape_latex, format_ci, format_number, format_p, header, latex_table, percent_change
 
 
 #: Version of the row tables this module writes beside the LaTeX (CSV, column ``format``).
@@ -151,7 +151,8 @@ def _mean_sd(mean: float, sd: float) -> str:
     return "--" if not np.isfinite(mean) else f"{format_number(mean, 4)} ({format_number(sd, 2)})"
 
 
-#: Rows per table: a part's two column sets, when it is too wide even sideways, fit the sideways page.
+#: Rows the table holds as a float: its two column sets, when it is too wide even sideways, fit the sideways page; a
+#: longer table breaks across pages.
 ROWS_PER_TABLE = 18
 
 
@@ -159,17 +160,18 @@ def table_latex(tab: pd.DataFrame, *, levels: Sequence[str], labels: Mapping[str
                 caption: str, label: str, published_p: bool = False) -> str:
     """The table in the paper's layout: benchmark, mean (SD) per level, then the test's p, the adjusted p and the effect.
 
-    At the body font (turned sideways when wider than the text); a long table is set as consecutive
-    tables (:func:`perflab.report.latex.row_parts`), the correction still over all rows.
+    At the body font (turned sideways when wider than the text); a table of more than :data:`ROWS_PER_TABLE` rows
+    breaks across pages (:func:`perflab.report.latex.long_table`). The interval's level (family-adjusted when the
+    correction is Bonferroni's) is in its column's header.
     """
-    return "\n".join(_table_part(part, levels=levels, labels=labels, pair=pair, published_p=published_p,
-                                  attrs=tab.attrs, caption=cap, label=lab)
-                      for part, cap, lab in row_parts(tab, caption=caption, label=label, size=ROWS_PER_TABLE))
+    return _table(tab, levels=levels, labels=labels, pair=pair, published_p=published_p, attrs=tab.attrs,
+                  caption=caption, label=label)
 
 
-def _table_part(tab: pd.DataFrame, *, levels: Sequence[str], labels: Mapping[str, str], pair: tuple[str, str],
-                published_p: bool, attrs: Mapping[str, Any], caption: str, label: str) -> str:
+def _table(tab: pd.DataFrame, *, levels: Sequence[str], labels: Mapping[str, str], pair: tuple[str, str],
+           published_p: bool, attrs: Mapping[str, Any], caption: str, label: str) -> str:
     a, b = (labels.get(x, x) for x in pair)
+    level = f"{100 * attrs.get('level', 0.95):.4g}\\,\\%"
     cols: dict[str, list[str]] = {"Benchmark": [], "Unit": []}
     for lv in levels:
         cols[header(labels.get(lv, lv), "mean (SD)")] = []
@@ -177,7 +179,7 @@ def _table_part(tab: pd.DataFrame, *, levels: Sequence[str], labels: Mapping[str
     if published_p:
         cols[header("printed", "Sig.")] = []
     cols.update({"$p$ Welch": [], f"$p$ {attrs.get('correction', 'Holm')}": [],
-                 header(f"{b} vs {a}", "[95\\,\\% CI]"): []})
+                 header(f"{b} vs {a}", f"{{[}}{level} CI{{]}}"): []})
     for _, r in tab.iterrows():
         cols["Benchmark"].append(escape_latex(str(r["name"])))
         cols["Unit"].append(escape_latex(str(r["unit"])))
@@ -197,13 +199,13 @@ def _table_part(tab: pd.DataFrame, *, levels: Sequence[str], labels: Mapping[str
     notes = [f"Welch's $t$ from the means, SDs and $n$ of {escape_latex(b)} against {escape_latex(a)}; "
              f"{escape_latex(str(attrs.get('correction', 'Holm')))} correction over the "
              f"{attrs.get('family', len(tab))} rows of the table; relative difference of the means with "
-             f"Fieller's {100 * attrs.get('level', 0.95):.4g}\\,\\% interval"
+             f"Fieller's {level} interval"
              + (", adjusted as the p-values are, so that they agree" if attrs.get("correction") == "Bonferroni" else "")
              + ". -- : a value the source leaves unreadable."]
     names = list(cols)
     values = names.index("$n$") + 1
     return latex_table(pd.DataFrame(cols), caption=caption, label=label, notes=notes, escape=False,
-                       column_format="ll" + "r" * (len(cols) - 2),
+                       column_format="ll" + "r" * (len(cols) - 2), float_most=ROWS_PER_TABLE,
                        column_sets=[names[:values], names[:1] + names[values:]])
 
 

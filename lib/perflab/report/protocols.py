@@ -176,16 +176,15 @@ def figure(runs: pd.DataFrame, metric: str, *, level: float = 0.95) -> plt.Figur
             ax.errorbar(xs, mean, yerr=np.nan_to_num(err), fmt="none", ecolor="black", capsize=2, linewidth=0.8)
         for i, protocol in enumerate(shown):
             if not ((table["workload"] == rw) & (table["protocol"] == protocol)).any():
-                ax.text(i, 0, "not run", rotation=90, ha="center", va="bottom", fontsize=7)
+                ax.text(i, 0, "not run", rotation=90, ha="center", va="bottom", fontsize=style.SMALL_PT)
         ax.set_xticks(np.arange(len(shown)), [NAMES.get(p, p) for p in shown], rotation=35, ha="right",
                       rotation_mode="anchor")
         ax.set_xlim(-0.8, len(shown) - 0.2)
-        ax.set_title(TITLES.get(rw, rw), fontsize=9)
-        ax.set_ylim(bottom=0)
-        ax.tick_params(labelsize=8)
-    axes[0][0].set_ylabel(f"{label} ({unit})", fontsize=8)
+        ax.set_title(TITLES.get(rw, rw))
+        figures.from_zero(ax)
+    axes[0][0].set_ylabel(f"{label} ({unit})")
     handles, names = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, names, loc="outside upper center", ncols=len(mtus), fontsize=8, frameon=False)
+    fig.legend(handles, names, loc="outside upper center", ncols=len(mtus))
     return fig
 
 

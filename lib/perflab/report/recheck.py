@@ -10,8 +10,7 @@ import pandas as pd
 
 from ..stats import published
 from . import lineage, macros
-from .latex import (Tex, cell, escape_latex, format_number, format_p, header, latex_table, row_parts, s_column,
-                    wrapped)
+from .latex import Tex, cell, escape_latex, format_number, format_p, header, latex_table, s_column, wrapped
 
 
 def run(study: str, published_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFrame, list[Path]]:
@@ -28,7 +27,8 @@ def run(study: str, published_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFra
     return pvals, claims, [*tables, *([claims_file] if claims_file.exists() else [])]
 
 
-#: Rows per part of the p-value table: its two column sets, stacked upright, fit one page.
+#: Rows the p-value table holds as a float: its two column sets, stacked upright, fit one page; a longer table
+#: breaks across pages.
 RECHECK_ROWS = 12
 
 
@@ -37,7 +37,7 @@ def recheck_table_latex(result: pd.DataFrame, *, caption: str = "Re-check of pub
     """A booktabs table of :func:`perflab.stats.published.recheck`: comparison, the two means (siunitx ``S``
     columns), published and recomputed p, status. Flagged rows carry a dagger; uncertain digitizations an
     asterisk on the name. When every row compares the same two groups they are named once, in the note; a
-    long table is set in parts of :data:`RECHECK_ROWS` rows (:func:`perflab.report.latex.row_parts`)."""
+    table of more than :data:`RECHECK_ROWS` rows breaks across pages (:func:`perflab.report.latex.long_table`)."""
 
     def p_cell(row: pd.Series, test: str) -> str:
         if f"p_{test}" not in row or pd.isna(row.get(f"p_{test}")):
@@ -70,15 +70,14 @@ def recheck_table_latex(result: pd.DataFrame, *, caption: str = "Re-check of pub
     names = list(table.columns)
     means = [s_column(table[c].tolist()) or "r" for c in ("Mean $a$", "Mean $b$")]
     fmt = "l" * (names.index("Mean $a$")) + "".join(means) + "rrrl"
-    return "\n".join(latex_table(part, caption=cap, label=lab, notes=notes, escape=False, column_format=fmt,
-                                  align=("Mean $a$", "Mean $b$"),
-                                  column_sets=[names[:names.index("Mean $b$") + 2], names[:1] + names[-3:]])
-                      for part, cap, lab in row_parts(table, caption=caption, label=label, size=RECHECK_ROWS))
+    return latex_table(table, caption=caption, label=label, notes=notes, escape=False, column_format=fmt,
+                       align=("Mean $a$", "Mean $b$"), float_most=RECHECK_ROWS,
+                       column_sets=[names[:names.index("Mean $b$") + 2], names[:1] + names[-3:]])
 
 
 def claims_table(claims: pd.DataFrame, *, caption: str, label: str) -> str:
-    """A booktabs table of re-checked percentage claims: stated value, each formula's value, verdict (in parts
-    that fit a page, :func:`perflab.report.latex.part_size`)."""
+    """A booktabs table of re-checked percentage claims: stated value, each formula's value, verdict (breaking across
+    pages when longer than a page, :func:`perflab.report.latex.long_table`)."""
     formulas = [c for c in claims.columns if c.startswith("pct_") and c != "pct_share"]
     rows = []
     for r in claims.to_dict("records"):
@@ -93,7 +92,6 @@ def claims_table(claims: pd.DataFrame, *, caption: str, label: str) -> str:
     note = ("Each stated percentage recomputed from the published means with every formula a reader might use "
             "(a: the group said to be better, b: the other), per item and aggregated as the text says; "
             "$\\dagger$: no formula reproduces the stated value at its printed precision.")
-    # set in parts by latex_table, whose parts follow the lines a row of wrapped verdicts stands on
     return latex_table(pd.DataFrame(rows), caption=caption, label=label, notes=[note], escape=False, narrow=True)
 
 

@@ -105,7 +105,8 @@ def analyse(samples: Mapping[str, pd.DataFrame], *, panel: str, scenario: str, b
     """Per metric, panel and scenario: n, mean, CI (log scale when the metric is positive, cut at 0 when it
     cannot be negative: :func:`perflab.stats.describe.range_flags`); against
     ``baseline`` in the panel: relative difference with its interval and p, both Bonferroni-adjusted over
-    the comparisons of one metric (:func:`perflab.stats.family.compare_family`), and ``mde``, the smallest
+    the comparisons of one metric (:func:`perflab.stats.family.compare_family`; ``level`` the mean's interval's level,
+    ``ci_level`` the adjusted interval's), and ``mde``, the smallest
     relative change a t test at the n used detects with power 0.8 (:func:`perflab.stats.family.min_detectable`).
 
     Without a named ``test``, a metric whose samples carry RMIT blocks holding every scenario of every
@@ -131,7 +132,8 @@ def analyse(samples: Mapping[str, pd.DataFrame], *, panel: str, scenario: str, b
                        "ci_low": d["mean_ci_low"], "ci_high": d["mean_ci_high"], "rel_diff": np.nan,
                        "rel_low": np.nan, "rel_high": np.nan, "diff": np.nan, "diff_low": np.nan,
                        "diff_high": np.nan, "p": np.nan, "p_adjusted": np.nan, "mde": np.nan,
-                       "mde_diff": np.nan, "blocked": blocked, "identical": False}
+                       "mde_diff": np.nan, "blocked": blocked, "identical": False, "level": level,
+                       "ci_level": np.nan}
                 if sc != baseline and base.size >= 2 and x.size >= 2:
                     if np.ptp(np.concatenate([base, x])) == 0:  # one constant in both (e.g. no loss anywhere):
                         # no change, and nothing a test could say (no p); a ratio of zeros has no value
@@ -149,24 +151,39 @@ def analyse(samples: Mapping[str, pd.DataFrame], *, panel: str, scenario: str, b
         for i, r in zip(tested, family_rows(compare_family(pairs, level=level, test=test, paired=blocked),
                                             nonnegative=flags["positive"] or flags["nonnegative"])):
             rows[i].update(rel_diff=r["rel_diff"], rel_low=r["ci_low"], rel_high=r["ci_high"], diff=r["diff"],
-                           diff_low=r["diff_low"], diff_high=r["diff_high"], p=r["p"], p_adjusted=r["p_adjusted"])
+                           diff_low=r["diff_low"], diff_high=r["diff_high"], p=r["p"], p_adjusted=r["p_adjusted"],
+                           ci_level=r["ci_level"])
         out.append(pd.DataFrame(rows))
     return pd.concat(out, ignore_index=True)
 
 
+def empty_metrics(samples: Mapping[str, pd.DataFrame], metrics: Sequence[Metric]) -> list[Metric]:
+    """The metrics of which every sample is zero or missing (e.g. no datagram out of order anywhere): a row of
+    panels of them would show nothing."""
+    def empty(m: Metric) -> bool:
+        values = samples[m.key]["value"].to_numpy(float) if m.key in samples else np.array([])
+        return not np.any(np.nan_to_num(values, nan=0.0))
+    return [m for m in metrics if empty(m)]
+
+
 def figure(samples: Mapping[str, pd.DataFrame], result: pd.DataFrame, metrics: Sequence[Metric], *,
-           panel: str, panel_label: str, scenario: str, order: Sequence[str], panel_unit: str = "") -> plt.Figure:
+           panel: str, panel_label: str, scenario: str, order: Sequence[str], panel_unit: str = "",
+           width: float = 1.0) -> plt.Figure:
     """Rows of panels (one row per metric, one panel per level of ``panel``): each sample as a
     dot, the mean with its CI as a bar, scenarios on the x axis in ``order``; the axis of a
-    non-negative metric starts at 0 (a t interval reaching below it is clipped there). A scenario of
-    ``order`` the campaign did not measure gets no place on the axis; each keeps its marker of ``order``."""
+    non-negative metric starts at 0 (a t interval reaching below it is clipped there) and ends above every
+    sample and interval. A scenario of ``order`` the campaign did not measure gets no place on the axis; each
+    keeps its marker of ``order``. A metric whose samples are all zero or missing (:func:`empty_metrics`)
+    gets no row: a line under the panels says so. Drawn at ``width`` of the text width."""
     style.use()
     marker = {sc: style.look(k)["marker"] for k, sc in enumerate(order)}
     order = [sc for sc in order if (result[scenario] == sc).any()]
     panels = figures.natural_order(result[panel].unique())
-    fig, axes = plt.subplots(len(metrics), len(panels), squeeze=False, sharex=True,
-                             figsize=(style.TEXT_WIDTH, 1.45 * len(metrics) + 0.4))
-    for i, m in enumerate(metrics):
+    empty = empty_metrics(samples, metrics)
+    drawn = [m for m in metrics if m not in empty] or list(metrics)
+    fig, axes = plt.subplots(len(drawn), len(panels), squeeze=False, sharex=True,
+                             figsize=(style.width(width), 1.45 * len(drawn) + 0.4))
+    for i, m in enumerate(drawn):
         s, r = samples[m.key], result[result["metric"] == m.key]
         for j, pv in enumerate(panels):
             ax = axes[i][j]
@@ -184,17 +201,18 @@ def figure(samples: Mapping[str, pd.DataFrame], result: pd.DataFrame, metrics: S
             ax.set_xticks(range(len(order)), order, rotation=40, ha="right")
             ax.set_xlim(-0.5, len(order) - 0.5)
             values = s.loc[s[panel] == pv, "value"].to_numpy(float) / m.scale
-            if values.size and values.min() >= 0:  # a non-negative metric: the axis starts at 0 (CIs clipped)
-                ax.set_ylim(0, ax.get_ylim()[1] if values.max() > 0 else 1)
+            if values.size and np.nanmin(values) >= 0:  # a non-negative metric: the axis starts at 0 (CIs clipped)
+                figures.from_zero(ax)
             if i == 0:
                 ax.set_title(f"{panel_label} {pv} {panel_unit}".strip())
             if j == 0:
                 ax.set_ylabel(f"{m.label} ({m.unit})" if m.unit else m.label)
+    if len(drawn) < len(metrics):
+        fig.supxlabel(f"Not drawn: {', '.join(m.label for m in empty)}, zero or missing in every sample.",
+                      fontsize=style.TICK_PT, x=0.02, ha="left")
     return fig
 
 
-#: Rows per table (a longer one is set in parts; see :func:`table`).
-ROWS_PER_TABLE = 16
 
 
 def table(result: pd.DataFrame, metrics: Sequence[Metric], *, panel: str, panel_label: str, scenario: str,
@@ -202,13 +220,17 @@ def table(result: pd.DataFrame, metrics: Sequence[Metric], *, panel: str, panel_
     """A LaTeX table: per metric, panel and scenario the mean above its CI, change vs baseline above its
     adjusted interval, its adjusted p and the MDE at the n used.
 
-    One table per panel level (its caption names the level, e.g. the frame size), each set in parts of at
-    most :data:`ROWS_PER_TABLE` rows, naming its metric in its first row; labels ``label``, ``label-2``, ...
-    in that order. A value that would fill a column throughout (a table's panel level, the n of every cell)
-    is said in the caption or the note instead, so that the table stands upright."""
+    One table per panel level (its caption names the level, e.g. the frame size), breaking across pages when
+    longer than a page, naming its metric in its first row; labels ``label``, ``label-2``, ... in that order.
+    The headers say the intervals' levels (the change's adjusted over the comparisons of one metric; "adj." with
+    the levels in the note when they differ between metrics). A value that would fill a column throughout (a
+    table's panel level, the n of every cell) is said in the caption or the note instead, so that the table
+    stands upright."""
     shown = result[result["metric"].isin([m.key for m in metrics])]
     one_n = shown["n"].nunique() == 1
     levels = figures.natural_order(shown[panel].unique())
+    none = pd.Series(dtype=float)
+    mean_level, adjusted = _level_head(shown.get("level", none)), _level_head(shown.get("ci_level", none))
     frames = []
     for pv in levels:
         rows = []
@@ -220,9 +242,9 @@ def table(result: pd.DataFrame, metrics: Sequence[Metric], *, panel: str, panel_
                 if not one_n:
                     row["n"] = str(int(r["n"]))
                 row.update({
-                    latex.header("Mean", "{[}95\\% CI{]}"): latex.cell(
+                    latex.header("Mean", f"{{[}}{mean_level} CI{{]}}" if mean_level else "{[}CI{]}"): latex.cell(
                         latex.num(r["mean"] / m.scale), latex.format_ci(r["ci_low"] / m.scale, r["ci_high"] / m.scale)),
-                    latex.header("Change", "{[}adj. CI{]}"): _change_cell(r, m),
+                    latex.header("Change", f"{{[}}{adjusted or 'adj.'} CI{{]}}"): _change_cell(r, m),
                     latex.header("p", "(Bonf.)"): latex.format_p(r["p_adjusted"], markers=True),
                     "MDE": _mde_cell(r, m)})
                 rows.append(row)
@@ -251,17 +273,24 @@ def table(result: pd.DataFrame, metrics: Sequence[Metric], *, panel: str, panel_
         notes.insert(1, "For a share in \\% (CPU load, loss) the change is the difference of means in percentage "
                         "points (pp), with the interval of the test's difference adjusted in the same way, and the MDE "
                         "is in points too: a ratio of shares near 0 grows without meaning.")
-    parts: list[tuple[pd.DataFrame, str]] = []
-    for pv, frame in frames:
-        named = f"{caption}: {level_names[pv]}" if len(levels) > 1 else caption
-        parts += [(part, cap) for part, cap, _ in latex.row_parts(frame, caption=named, label=label, size=ROWS_PER_TABLE)]
+    per_metric = {m.label: _level_head(shown.loc[shown["metric"] == m.key].get("ci_level", none)) for m in metrics}
+    if not adjusted and all(per_metric.values()):
+        notes.insert(1, "Adjusted intervals: " + "; ".join(f"{latex.escape_latex(k)} {v}" for k, v in per_metric.items())
+                     + ".")
     out = []
-    for i, (part, cap) in enumerate(parts):
-        part = part.copy()
-        part.loc[part["Metric"].duplicated(), "Metric"] = ""
-        out.append(latex.latex_table(part, caption=cap, label=label if i == 0 else f"{label}-{i + 1}", escape=False,
+    for i, (pv, frame) in enumerate(frames):
+        frame.loc[frame["Metric"].duplicated(), "Metric"] = ""
+        out.append(latex.latex_table(frame, caption=f"{caption}: {level_names[pv]}" if len(levels) > 1 else caption,
+                                     label=label if i == 0 else f"{label}-{i + 1}", escape=False,
                                      column_format="ll" + "r" * (5 - one_n), narrow=True, notes=notes))
     return "\n".join(out)
+
+
+def _level_head(levels: pd.Series) -> str:
+    """The one confidence level of ``levels`` as a header says it (``99.2\\,\\%``), "" when they differ or are
+    missing (e.g. a result written before the levels were recorded)."""
+    known = {round(float(v), 6) for v in levels if pd.notna(v)}
+    return f"{100 * known.pop():.4g}\\,\\%" if len(known) == 1 else ""
 
 
 def _change_cell(r: pd.Series, m: Metric) -> str:
@@ -286,7 +315,7 @@ def _mde_cell(r: pd.Series, m: Metric) -> str:
         return "--"
     if m.share:
         return f"\\num{{{latex.format_number(r['mde_diff'] / m.scale, 2)}}}\\,pp"
-    return f"\\num{{{100 * r['mde']:.1f}}}\\%"
+    return f"\\num{{{100 * r['mde']:.1f}}}\\,\\%"
 
 
 def values(result: pd.DataFrame, metrics: Sequence[Metric], *, name: str, panel: str, scenario: str,
@@ -316,11 +345,13 @@ def values(result: pd.DataFrame, metrics: Sequence[Metric], *, name: str, panel:
 
 def write(samples: Mapping[str, pd.DataFrame], result: pd.DataFrame, metrics: Sequence[Metric], *, name: str,
           panel: str, panel_label: str, scenario: str, order: Sequence[str], caption: str, source: str,
-          panel_unit: str = "", paper_dir: str | Path = "paper", generator: str = "notebooks/scenarios.ipynb") -> dict[str, Path]:
-    """Write the figure (PDF, PNG), the table and the inline values of one analysis; return their paths."""
+          panel_unit: str = "", paper_dir: str | Path = "paper", generator: str = "notebooks/scenarios.ipynb",
+          width: float = 1.0) -> dict[str, Path]:
+    """Write the figure (PDF, PNG; drawn at ``width`` of the text width), the table and the inline values of one
+    analysis; return their paths."""
     paper = Path(paper_dir)
     fig = figure(samples, result, metrics, panel=panel, panel_label=panel_label, scenario=scenario, order=order,
-                 panel_unit=panel_unit)
+                 panel_unit=panel_unit, width=width)
     paths = figures.save(fig, paper / "figures" / name, inputs=[source], generator=generator)
     plt.close(fig)
     tab = lineage.atomic_text(paper / "tables" / f"{name}.tex",

@@ -1,8 +1,11 @@
 """The figure style: thesis-sized, serif type matching the paper, colour-blind-safe and grayscale-safe.
 
-Fonts are embedded as TrueType/OpenType outlines (``pdf.fonttype`` 42), never as Type 3
-bitmaps-in-procedures that publishers reject; each level of a factor gets a colour, a
-marker and a line style of its own, so a figure printed in gray still tells them apart.
+A figure is drawn at the width the paper prints it (:func:`width`: the text block, or the
+fraction of it a chapter's ``\\includegraphics`` gives), so that its type is printed at the
+size set here, never below :data:`MIN_TEXT_PT`. Fonts are embedded as TrueType/OpenType
+outlines (``pdf.fonttype`` 42), never as Type 3 bitmaps-in-procedures that publishers reject;
+each level of a factor gets a colour, a marker and a line style of its own, so a figure
+printed in gray still tells them apart.
 """
 
 from __future__ import annotations
@@ -11,8 +14,15 @@ import matplotlib
 from matplotlib import font_manager
 from matplotlib.rcsetup import cycler  # matplotlib.cycler itself (it validates the properties)
 
-#: Width of a figure that spans the text block of an A4 thesis page, in inches.
-TEXT_WIDTH = 6.0
+from ..errors import InputError
+
+#: Width of the paper's text block in inches: A4 (21 cm) less two 2.5 cm margins (``paper/main.tex``'s geometry).
+TEXT_WIDTH = 16 / 2.54
+#: The smallest type a printed figure may have, in points.
+MIN_TEXT_PT = 7.0
+#: Type sizes in points: titles and axis labels, tick labels and legends, and the smallest, for text written
+#: into a plot (values in heatmap cells, "not run" marks).
+TEXT_PT, TICK_PT, SMALL_PT = 9.0, 8.0, 7.5
 #: STIX, a TrueType serif with full Unicode coverage (µ, −, °) bundled with matplotlib, and its
 #: math fonts. The paper's Latin Modern is OpenType/CFF, which cannot be embedded as TrueType
 #: (Type 42) cleanly, and matplotlib's cmr10 misprints every non-ASCII character.
@@ -31,14 +41,24 @@ def look(i: int) -> dict:
             "linestyle": LINESTYLES[i % len(LINESTYLES)]}
 
 
+def width(fraction: float = 1.0) -> float:
+    """The width in inches of a figure the paper prints at ``fraction`` of its text width (0 < fraction <= 1)."""
+    if not 0 < fraction <= 1:
+        raise InputError(f"figure width {fraction!r}: give the fraction of the text width the paper prints it at, "
+                         "above 0 and at most 1")
+    return fraction * TEXT_WIDTH
+
+
 def rc() -> dict:
     """Matplotlib rcParams of the perflab figure style."""
     available = {f.name for f in font_manager.fontManager.ttflist}
     serif = [f for f in SERIF if f in available] or ["DejaVu Serif"]
     return {
         "font.family": serif, "font.serif": serif, "mathtext.fontset": "stix",
-        "font.size": 9, "axes.labelsize": 9, "axes.titlesize": 9, "legend.fontsize": 8,
-        "xtick.labelsize": 8, "ytick.labelsize": 8, "axes.spines.top": False, "axes.spines.right": False,
+        "font.size": TEXT_PT, "axes.labelsize": TEXT_PT, "axes.titlesize": TEXT_PT,
+        "figure.titlesize": TEXT_PT, "figure.labelsize": TEXT_PT, "legend.fontsize": TICK_PT,
+        "legend.title_fontsize": TICK_PT, "xtick.labelsize": TICK_PT, "ytick.labelsize": TICK_PT,
+        "axes.spines.top": False, "axes.spines.right": False,
         "axes.linewidth": 0.6, "xtick.major.width": 0.6, "ytick.major.width": 0.6, "lines.linewidth": 1.0,
         "axes.prop_cycle": cycler(color=PALETTE), "axes.grid": True, "axes.grid.axis": "y",
         "grid.linewidth": 0.4, "grid.alpha": 0.5, "legend.frameon": False,

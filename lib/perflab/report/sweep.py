@@ -224,14 +224,16 @@ def analyse(df: pd.DataFrame, *, metric: str, factor: str, series: str, facet: s
     return Sweep(metric, factor, series, facet, pts, summ, lit, kind, pub, notes)
 
 
-def figure(result: Sweep, *, ylabel: str, xlabel: str, scale: float = 1.0, logy: bool = True) -> plt.Figure:
+def figure(result: Sweep, *, ylabel: str, xlabel: str, scale: float = 1.0, logy: bool = True,
+           width: float = 1.0) -> plt.Figure:
     """One panel per facet: the mean per level and series with its interval (solid), published values
-    (hollow markers, dotted; uncertain ones in gray); x on a log2 axis labelled with the levels."""
+    (hollow markers, dotted; uncertain ones in gray); x on a log2 axis labelled with the levels. Drawn at
+    ``width`` of the text width."""
     style.use()
     facets = figures.natural_order(result.summary[result.facet]) if result.facet else [None]
     ncols = len(facets) if len(facets) <= 3 else 2
     nrows = int(np.ceil(len(facets) / ncols))
-    fig, axes = plt.subplots(nrows, ncols, figsize=(style.TEXT_WIDTH, 2.1 * nrows + 0.6), squeeze=False,
+    fig, axes = plt.subplots(nrows, ncols, figsize=(style.width(width), 2.1 * nrows + 0.6), squeeze=False,
                              sharey=True, layout="constrained")
     series_levels = figures.natural_order(result.summary[result.series])
     for k, fac in enumerate(facets):
@@ -366,10 +368,12 @@ def kind_table(result: Sweep, *, xlabel: str, caption: str, label: str) -> str:
 
 
 def write(result: Sweep, *, name: str, paper_dir: str | Path, inputs: Sequence[str | Path], generator: str,
-          ylabel: str, xlabel: str, quantity: str, scale: float, unit: str, logy: bool = True) -> dict[str, Any]:
-    """Write the figure (PDF, PNG), the summary, Little's-law and in-kind tables and the inline values."""
+          ylabel: str, xlabel: str, quantity: str, scale: float, unit: str, logy: bool = True,
+          width: float = 1.0) -> dict[str, Any]:
+    """Write the figure (PDF, PNG; drawn at ``width`` of the text width), the summary, Little's-law and in-kind
+    tables and the inline values."""
     paper = Path(paper_dir)
-    fig = figure(result, ylabel=ylabel, xlabel=xlabel, scale=scale, logy=logy)
+    fig = figure(result, ylabel=ylabel, xlabel=xlabel, scale=scale, logy=logy, width=width)
     out: dict[str, Any] = {"figures": figures.save(fig, paper / "figures" / name, inputs=inputs, generator=generator)}
     plt.close(fig)
     texts = {

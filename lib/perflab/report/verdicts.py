@@ -126,29 +126,35 @@ def sensitivity(results: list[tuple[qmod.Question, Decision | None, str]], table
     return out
 
 
-#: A number of a note, with its sign when it is a bound: ``< 0.001``, ``40``.
-_NUMBER = re.compile(r"[<>] ?\d+(?:\.\d+)?|\d+(?:\.\d+)?")
+#: A number of a note (a p-value, an n); a number that is part of a name (``pfsense-confirm-64``, ``Q8``) is not one.
+_NUMBER = re.compile(r"(?<![\w-])\d+(?:\.\d+)?(?![\w-])")
 
 
 def _grouped(notes: list[tuple[str, str]]) -> str:
     """Notes per question, said once for the questions they share: ``Q1, Q2: text``; notes that differ only
-    in their numbers (a p-value, an n) are one note, its numbers listed per question in brackets."""
+    in their numbers (a p-value, an n) are one note, each number that differs said per question where it stands
+    (``p = 0.002 in Q5 and 0.003 in Q7``, ``40 in Q6 and Q8 and 154 in Q10``)."""
     groups: dict[str, list[tuple[str, str]]] = {}
     for qid, text in notes:
-        groups.setdefault(re.sub(r"\d+(?:\.\d+)?", "#", text), []).append((qid, text))
+        groups.setdefault(_NUMBER.sub("#", text), []).append((qid, text))
     said = []
-    for shape, members in groups.items():
+    for members in groups.values():
         ids = ", ".join(qid for qid, _ in members)
-        if len({text for _, text in members}) == 1:
-            said.append(f"{ids}: {members[0][1]}")
-        else:
-            numbers = "; ".join(f"{qid}: {', '.join(_NUMBER.findall(text))}" for qid, text in members)
-            said.append(f"{ids}: {shape.replace('#', 'x')} [x per question: {numbers}]")
+        numbers = [_NUMBER.findall(text) for _, text in members]
+        words = []
+        for at in zip(*numbers):
+            where: dict[str, list[str]] = {}  # each value with the questions it is of, in order
+            for n, (qid, _) in zip(at, members):
+                where.setdefault(n, []).append(qid)
+            words.append(at[0] if len(where) == 1 else
+                         latex.in_words([f"{n} in {latex.in_words(ids)}" for n, ids in where.items()]))
+        pieces = _NUMBER.split(members[0][1])  # the text around its numbers, a number's words between two pieces
+        said.append(f"{ids}: " + "".join(p + (words[k] if k < len(words) else "") for k, p in enumerate(pieces)))
     return "; ".join(said)
 
 
-#: Questions per part of a verdict table: its rows are two lines high and its three column sets stacked, so
-#: more than this with the notes would run past the page (a float is never broken across pages).
+#: Questions a verdict table holds as a float: its rows are two lines high and its three column sets stacked, so
+#: more than this with the notes would run past the page; a longer one breaks across pages.
 VERDICT_ROWS = 4
 
 
@@ -156,23 +162,12 @@ def table_tex(study: str, results: list[tuple[qmod.Question, Decision | None, st
               label: str, adjusted: Mapping[str, Adjusted] | None = None) -> str:
     """The verdict table: one row per question, in declaration order; upright as its three column sets
     (:data:`ASKED`, :data:`DATA`, :data:`ANSWERED`) when the whole is wider than the text. More than :data:`VERDICT_ROWS`
-    questions are set in parts of about equal size (labels ``label``, ``label-2``, ...), each caption naming its
-    questions and each note its own questions' diagnostics. ``adjusted`` (by question id, :func:`sensitivity`)
-    fills the steal-adjusted column and marks a verdict whose word changes under it."""
-    chunks = [results[part] for part in latex.balanced_slices(len(results), VERDICT_ROWS)]
-    if len(chunks) == 1:
-        return _table_part(study, results, caption=caption, label=label, adjusted=adjusted or {})
-    return "\n".join(_table_part(study, chunk, caption=f"{caption.rstrip('.')}, questions {chunk[0][0].id}--{chunk[-1][0].id}",
-                                  label=label if k == 0 else f"{label}-{k + 1}", adjusted=adjusted or {})
-                     for k, chunk in enumerate(chunks))
-
-
-def _table_part(study: str, results: list[tuple[qmod.Question, Decision | None, str]], *, caption: str,
-                label: str, adjusted: Mapping[str, Adjusted]) -> str:
-    """One verdict table of :func:`table_tex`: its questions' rows and notes."""
+    questions are one long table broken across pages (:func:`perflab.report.latex.long_table`). ``adjusted`` (by
+    question id, :func:`sensitivity`) fills the steal-adjusted column and marks a verdict whose word changes under it."""
+    adjusted = adjusted or {}
     rows = []
     for q, d, _ in results:
-        where = ", ".join(f"{k} = {v}" for k, v in q.within.items())
+        where = ", ".join(f"{latex.name_words(k)} = {v}" for k, v in q.within.items())
         adj = adjusted.get(q.id)
         change = (latex.cell(latex.percent_change(d.rel_diff), latex.format_ci(d.ci_low, d.ci_high, percent=True),
                              f"s: {latex.percent_change(adj.rel_diff)}" if adj else "") if d else "--")
@@ -180,7 +175,8 @@ def _table_part(study: str, results: list[tuple[qmod.Question, Decision | None, 
                           f"({latex.escape_latex(adj.verdict)})" if adj and adj.sensitive else "", align="l")
         rows.append(dict(zip(COLUMNS, (
             latex.escape_latex(q.id), latex.escape_latex(q.claim),
-            latex.cell(latex.escape_latex(f"{q.item or q.metric}: {q.factor} {q.versus} vs {q.baseline}"),
+            latex.cell(latex.escape_latex(f"{q.item or latex.name_words(q.metric)}: {latex.name_words(q.factor)} "
+                                          f"{q.versus} vs {q.baseline}"),
                        latex.escape_latex(f"({where})") if where else "", align="l"),
             latex.escape_latex(q.expected),
             q.testability, latex.escape_latex(q.data), f"{d.n_a}/{d.n_b}" if d else "0", sesoi_cell(q.sesoi), power_cell(d),
@@ -201,15 +197,32 @@ def _table_part(study: str, results: list[tuple[qmod.Question, Decision | None, 
                            for q, _, _ in results if q.testable and q.testable.value != "yes"])
     if untestable:
         notes.append("Testability: " + latex.escape_latex(untestable) + ".")
-    secondary = _grouped([(q.id, ", ".join(q.secondary)) for q, _, _ in results if q.secondary])
+    secondary = _grouped([(q.id, ", ".join(map(latex.name_words, q.secondary))) for q, _, _ in results if q.secondary])
     if secondary:
         notes.append("Secondary metrics (reported in the chapter's tables, not decided): "
                      + latex.escape_latex(secondary) + ".")
     extra = _grouped([(q.id, n) for q, _, n in results if n])
     if extra:
         notes.append(latex.escape_latex(extra) + ".")
+    head, level_note = _change_head([(q.id, d) for q, d, _ in results if d is not None])
+    if level_note:
+        notes.insert(1, level_note)
+    body = body.rename(columns={ANSWERED[1]: head})
+    answered = [head if c == ANSWERED[1] else c for c in ANSWERED]
     return latex.latex_table(body, caption=caption, label=label, escape=False, column_format="llllllrrrrrrl",
-                             notes=notes, column_sets=[list(ASKED), list(DATA), list(ANSWERED)])
+                             notes=notes, column_sets=[list(ASKED), list(DATA), answered], float_most=VERDICT_ROWS)
+
+
+def _change_head(decided: list[tuple[str, Decision]]) -> tuple[str, str]:
+    """The change column's header, naming the level of its family-adjusted intervals (``[99.5 % CI]``) when the
+    table's questions share one, and a note naming each question's level when they do not ("" when they do)."""
+    by_level: dict[str, list[str]] = {}
+    for qid, d in decided:
+        by_level.setdefault(f"{100 * d.ci_level:.4g}\\,\\%", []).append(qid)
+    if len(by_level) == 1:
+        return latex.header("Change", f"{{[}}{next(iter(by_level))} CI{{]}}", "s: steal-adj."), ""
+    return ANSWERED[1], ("Levels of the adjusted intervals: " + "; ".join(
+        f"{', '.join(ids)}: {level}" for level, ids in by_level.items()) + ".") if by_level else ""
 
 
 def sesoi_cell(sesoi: float) -> str:
@@ -222,11 +235,20 @@ def power_cell(d: Decision | None) -> str:
     return f"{d.power:.2f}" if d is not None and d.power == d.power else "--"
 
 
+#: A name of the code in a declaration's free text (``required_n``), said in words in a table.
+_CODE_NAME = re.compile(r"\b[a-z]+_[a-z_]+\b")
+
+
 def deviations_tex(devs: list[qmod.Deviation], *, caption: str, label: str) -> str:
-    """The deviations table: every change of a question after its data existed, with its reason."""
-    rows = qmod.deviation_rows(devs) or [{"question": "--", "field": "--", "reason": "none declared"}]
-    body = pd.DataFrame([{"Question": latex.escape_latex(r["question"]), "Field": latex.escape_latex(r["field"]),
-                          "Reason": latex.escape_latex(r["reason"])} for r in rows])
+    """The deviations table: every change of a question after its data existed, with its reason (one row for the
+    questions one change was made to; names of the code in words, :func:`perflab.report.latex.name_words`)."""
+    said: dict[tuple[str, str], list[str]] = {}  # one row per change, naming every question it was made to
+    for r in qmod.deviation_rows(devs) or [{"question": "--", "field": "--", "reason": "none declared"}]:
+        said.setdefault((r["field"], r["reason"]), []).append(r["question"])
+    body = pd.DataFrame([{"Question": latex.escape_latex(", ".join(ids)),
+                          "Field": latex.escape_latex(latex.name_words(field)),
+                          "Reason": latex.escape_latex(_CODE_NAME.sub(lambda m: latex.name_words(m[0]), reason))}
+                         for (field, reason), ids in said.items()])
     return latex.latex_table(body, caption=caption, label=label, escape=False, column_format="llp{9cm}")
 
 
