@@ -392,3 +392,23 @@ def test_a_service_that_starts_late_on_a_port_another_process_holds_is_refused(p
         hosts["h2"].stop(squatter)
     assert not (tmp_path / "raw" / "late" / "samples").exists()
     assert _count("sleep 30 && exec iperf3") == 0
+
+
+def test_a_stop_lost_in_a_finalizer_is_raised_before_the_next_sample():
+    # Python ignores an exception raised in __del__: a signal whose Stopped lands there must still stop the run
+    import signal
+
+    from perflab.runner import stopping
+
+    class Finalized:
+        def __del__(self) -> None:
+            signal.raise_signal(signal.SIGTERM)
+            for _ in range(1000):  # the handler runs here, inside the finalizer, and its exception is ignored
+                pass
+
+    with pytest.raises(stopping.Stopped) as info:
+        with stopping.on_signals():
+            Finalized()
+            stopping.check()
+    assert info.value.signum == signal.SIGTERM
+    stopping.check()  # outside the block nothing is pending

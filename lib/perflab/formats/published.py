@@ -20,11 +20,13 @@ are never rewritten: a format-0 file stays as it is.
 from __future__ import annotations
 
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from ..files import atomic_write
 from .versions import FormatError, migrate
+
+if TYPE_CHECKING:  # pandas loads when a table is read, not when a campaign is planned
+    import pandas as pd
 
 #: The claims format this perflab writes.
 CLAIMS_FORMAT = 1
@@ -36,6 +38,7 @@ CLAIMS_MIGRATIONS = {0: lambda doc: doc}
 
 def read_table(path: str | Path) -> pd.DataFrame:
     """A published CSV with every cell as text (empty cells ``""``), its path in ``attrs["source"]``."""
+    import pandas as pd
     table = pd.read_csv(path, dtype=str, keep_default_na=False)
     table.attrs["source"] = str(path)
     return table
@@ -63,6 +66,7 @@ def read_claims(path: str | Path) -> pd.DataFrame:
 
 def claims_text(claims: pd.DataFrame) -> str:
     """``claims`` as the CSV text of format :data:`CLAIMS_FORMAT` (the ``format`` column first)."""
+    import pandas as pd
     return pd.concat([pd.DataFrame({"format": [str(CLAIMS_FORMAT)] * len(claims)}, index=claims.index),
                       claims.drop(columns=["format"], errors="ignore")], axis=1).to_csv(index=False)
 

@@ -21,7 +21,7 @@ from ..store import RawStore
 from ..tools.base import ParseError
 from .measured import Measured, build, run_waves
 from .plan import fingerprint_block
-from . import leftovers
+from . import leftovers, stopping
 from .progress import Progress
 from .outcome import RunnerError, Summary
 from .session import Background, Blocks, Cells, Reconnector, Want, cell_values, utc
@@ -61,6 +61,7 @@ def session(spec: Campaign, entries: Mapping[str, HostEntry], runs: list[design.
             for run_ in todo:
                 if stop is not None and stop.is_set():
                     break
+                stopping.check()
                 if lost.retrying(partial(engine.sample, run_)):
                     summary.done += 1
                     if on_sample:

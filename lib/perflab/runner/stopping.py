@@ -18,6 +18,9 @@ from typing import Iterator
 
 #: The signals a run stops on.
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+#: The signals received within the innermost :func:`on_signals` block, and whether :func:`check` raised for them.
+_received: list[int] = []
+_checked: list[bool] = [False]
 
 
 class Stopped(KeyboardInterrupt):
@@ -42,7 +45,9 @@ def on_signals() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    received: list[int] = []
+    received = _received
+    received.clear()
+    _checked[0] = False
 
     def handle(signum: int, frame: object) -> None:
         if signum == signal.SIGHUP:
@@ -61,6 +66,18 @@ def on_signals() -> Iterator[None]:
     finally:
         for s, handler in old.items():
             signal.signal(s, handler)
+        received.clear()
+
+
+def check() -> None:
+    """Raise :class:`Stopped` once when a signal came but its exception was lost where it landed.
+
+    Python ignores an exception raised in a finalizer (a temporary file's ``__del__``, say); the runner calls this
+    before each sample so that such a signal still stops the run there. Outside the main thread it does nothing.
+    """
+    if _received and not _checked[0] and threading.current_thread() is threading.main_thread():
+        _checked[0] = True
+        raise Stopped(_received[0])
 
 
 def _detach_terminal() -> None:
