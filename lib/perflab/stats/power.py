@@ -68,8 +68,17 @@ def power_at(effect: float, n: int, cv: float, *, alpha: float = 0.05, paired: b
     (pairs when ``paired``; independent cells: ``n`` in a and ``ratio`` × n in b)."""
     cv = _check_cv(cv)
     if paired:
-        return float(TTestPower().power(effect_size=effect / cv, nobs=n, alpha=alpha))
-    return float(TTestIndPower().power(effect_size=effect / cv, nobs1=n, alpha=alpha, ratio=ratio))
+        power = float(TTestPower().power(effect_size=effect / cv, nobs=n, alpha=alpha))
+        shift = effect / cv * math.sqrt(n)
+    else:
+        power = float(TTestIndPower().power(effect_size=effect / cv, nobs1=n, alpha=alpha, ratio=ratio))
+        shift = effect / cv * math.sqrt(n * ratio / (1 + ratio))
+    if math.isnan(power):
+        # the noncentral t's tail is not computed for a large noncentrality (statsmodels returns nan there); the
+        # normal approximation is exact to far below the printed precision at such a shift
+        z = stats.norm.isf(alpha / 2)
+        power = float(stats.norm.sf(z - shift) + stats.norm.cdf(-z - shift))
+    return power
 
 
 def tost_power(n: int, cv: float, margin: float, *, alpha: float = 0.05, paired: bool = False,
