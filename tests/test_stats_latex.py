@@ -158,7 +158,7 @@ def test_a_long_table_is_one_longtable_with_its_header_repeated_never_numbered_p
 
 
 def test_a_long_table_too_wide_for_the_text_is_its_column_sets_under_one_number():
-    """``\pllong`` sets the whole when it fits the text width, else each column set as a longtable; the later
+    r"""``\pllong`` sets the whole when it fits the text width, else each column set as a longtable; the later
     sets take the first one's number (the counter stepped back) and say they continue it."""
     from perflab.report.latex import long_table
 
