@@ -60,7 +60,7 @@ def test_a_lab_file(tmp_path):
 def test_an_inventory(tmp_path):
     path = tmp_path / "inventory.yaml"
     path.write_text("# hosts of the lab\nformat: 1\nhosts:\n  h1:\n    address: 198.18.0.11\n    user: root\n"
-                    "    known_host: /root/.ssh/known_hosts\n")
+                    "    known_host: lab/known_hosts\n")
     with pytest.raises(inventory.InventoryError) as err:
         inventory.load(path)
     assert str(err.value) == f"{path}:7: hosts.h1.known_host: unknown field; did you mean 'known_hosts'?"

@@ -332,14 +332,15 @@ def steal_words(ev: CampaignEvidence) -> str:
 
 
 def machine(ev: CampaignEvidence) -> str:
-    """How ``ev``'s machine was, for a chapter's "measured ..." phrase: quiet only when its median steal is within
-    the bound, the steal stated either way."""
+    """How ``ev``'s machine was, for a chapter's "measured ..." phrase: the steal during the samples, and whether
+    its median is within the gate's bound or above it."""
     if ev.steal is None:
         return "alone (the machine's contention was not recorded)"
     if ev.noisy:
-        return (f"alone, but not on a quiet machine: the hypervisor took {ev.steal.percent()} of the CPU time "
-                f"during the samples (steal; the gate's bound is {ev.steal_bound:g} %)")
-    return f"alone on a quiet machine (steal {ev.steal.percent()} during the samples)"
+        return (f"alone, but with the hypervisor taking {ev.steal.percent()} of the CPU time during the samples "
+                f"(steal, above the gate's bound of {ev.steal_bound:g} %)")
+    bound = f", within the gate's bound of {ev.steal_bound:g} %" if ev.steal_bound is not None else ""
+    return f"alone, the hypervisor taking {ev.steal.percent()} of the CPU time during the samples (steal{bound})"
 
 
 def sentence(ev: CampaignEvidence) -> str:
