@@ -139,6 +139,15 @@ def test_every_work_the_paper_cites_has_a_complete_entry():
     assert re.search(r"doi\s*=\s*\{10\.5334/irsp\.82\}", entries["delacre2017"])
 
 
+def test_every_article_has_a_date_so_no_empty_parentheses_are_printed():
+    """biblatex prints an @article's year in parentheses after the journal: without a date, "()" reaches the PDF."""
+    bib = (ROOT / "paper/references.bib").read_text()
+    articles = re.findall(r"@article\{([^,]+),(.*?)\n\}", bib, re.S)
+    assert articles
+    undated = [key for key, body in articles if not re.search(r"\b(date|year)\s*=", body)]
+    assert not undated, f"@article entries without a date (use @misc with howpublished): {undated}"
+
+
 def test_a_note_naming_a_work_cites_it():
     from perflab.report import latex
 
