@@ -296,3 +296,13 @@ def test_a_product_of_factors_in_words_is_a_times_sign():
 
     assert times("(4 jobs x iodepth 4)?") == "(4 jobs $\\times$ iodepth 4)?"
     assert times("a box of x and y") == "a box of x and y" and times("x axis") == "x axis"
+
+
+def test_a_short_table_is_turned_only_when_its_first_column_names_each_row():
+    wide = {"Mean": ["1", "2"], "Change": ["--", "+1 %"], "p": ["--", "0.2"], "MDE": ["--", "3 %"]}
+    grouped = pd.DataFrame({"Metric": ["RTT", ""], "Scenario": ["alone", "stress"], **wide})
+    upright = latex_table(grouped, caption="c", label="l")
+    assert "Metric & Scenario &" in upright and "RTT & alone" in upright
+    named = pd.DataFrame({"Scenario": ["alone", "stress"], "Metric": ["RTT", "RTT"], **wide})
+    turned = latex_table(named, caption="c", label="l")
+    assert "Scenario & alone & stress" in turned

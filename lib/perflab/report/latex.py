@@ -416,6 +416,13 @@ def _transposed(df: pd.DataFrame, *, escape: bool) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=pd.Index(heads)).astype(str)
 
 
+def _names_rows(df: pd.DataFrame) -> bool:
+    """Whether ``df``'s first column can head the columns of its transposed table: a name in every row, no two
+    alike (a group's name printed once, blank below it, would head a column with nothing)."""
+    names = [str(v).strip() for v in df[df.columns[0]]]
+    return all(names) and len(set(names)) == len(names)
+
+
 #: A table of at most this many rows and more than :data:`SPLIT_COLUMNS` columns, given no column sets,
 #: gets two (:func:`auto_column_sets`): used only when the whole is wider than the text, so that it
 #: stays upright when each half fits (two halves of a longer table would not fit one page).
@@ -449,7 +456,7 @@ def latex_table(df: pd.DataFrame, *, caption: str, label: str, notes: Sequence[s
     """Return a complete generated table for ``df`` (its index is not printed), see :func:`float_table`.
 
     A table of one or two rows and many columns but no column sets is set transposed
-    (:func:`_transposed`), upright.
+    (:func:`_transposed`), upright, when its first column names each row (:func:`_names_rows`).
     A table of more rows than a float holds (``float_most``, by default :func:`float_rows`) is one
     :func:`long_table`, broken across pages with its header repeated, never cut into numbered parts.
     A table wider than the text is set as its ``column_sets`` (the columns of narrower tabulars,
@@ -469,7 +476,7 @@ def latex_table(df: pd.DataFrame, *, caption: str, label: str, notes: Sequence[s
                           escape=escape, align=align, column_sets=column_sets, colsep=colsep)
     if not column_sets and SHORT_ROWS < len(df) <= SPLIT_ROWS and len(df.columns) > SPLIT_COLUMNS:
         column_sets = auto_column_sets(df, align)
-    if len(df) <= SHORT_ROWS and len(df.columns) > SHORT_COLUMNS and not column_sets:
+    if len(df) <= SHORT_ROWS and len(df.columns) > SHORT_COLUMNS and not column_sets and _names_rows(df):
         transposed = _transposed(df, escape=escape)
         return float_table(tabular(transposed, escape=False), caption=caption, label=label,
                            note=note_text(notes))
