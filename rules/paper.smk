@@ -15,14 +15,15 @@ rule paper_index:
 
 
 # How every campaign was measured (window, samples overlapping another campaign's, contention,
-# monitors), one sentence per campaign and a paragraph per study, from the verified raw data.
+# monitors), one sentence per campaign and a table per study, from the verified raw data.
 rule evidence:
     input:
         [f"data/processed/{c}.verified" for c in MEASURED],
     output:
-        "paper/macros/evidence.tex",
+        macros="paper/macros/evidence.tex",
+        tables=[f"paper/tables/{s}-evidence.tex" for s in sorted({s.id for s in STUDIES for c in s.campaigns if c.id in MEASURED})],
     shell:
-        "perflab evidence --macros {output} > /dev/null"
+        "perflab evidence --macros {output.macros} --tables paper/tables > /dev/null"
 
 
 rule paper:

@@ -106,7 +106,11 @@ def test_touching_samples_do_not_overlap_and_one_sentence_per_campaign_says_it_a
     assert "kernel's threads" not in text, "format 1 records say nothing of the kernel's threads"
     values = evidence.macro_values(list(found.values()))
     assert values["a/evidence/contended"] == "1" and values["a/evidence/sentence"] == text
-    assert values["s1/evidence"].startswith(text), "a study's paragraph is its campaigns' sentences"
+    from perflab.report import evidence as evidence_tables
+    table = evidence_tables.table("s1", list(found.values()))
+    assert "\\label{tab:s1-evidence}" in table and "Campaign & a \\\\" in table, "one campaign: set turned"
+    assert "Samples & \\num{3}" in table and "Measured (UTC) & 2027-01-15 08:00--08:00" in table
+    assert "No sample of these campaigns ran while another campaign measured." in table
     rows = evidence.site_rows(list(found.values()))
     assert [r["campaign"] for r in rows] == ["a", "b", "c", "e"] and rows[0]["study_campaign"] is True
 
@@ -114,10 +118,11 @@ def test_touching_samples_do_not_overlap_and_one_sentence_per_campaign_says_it_a
 def test_perflab_evidence_prints_the_summary_and_writes_the_chapters_inline_values(repo, capsys):
     assert cli.main(["evidence"]) == 0
     assert "a (study s1): 2027-01-15 08:00 to 08:00 UTC; 0/3 overlapping" in capsys.readouterr().out
-    assert cli.main(["evidence", "--macros", "paper/macros/evidence.tex"]) == 0
+    assert cli.main(["evidence", "--macros", "paper/macros/evidence.tex", "--tables", "paper/tables"]) == 0
     text = (repo / "paper/macros/evidence.tex").read_text()
     assert "\\plset{a/evidence/contended}{1}" in text
-    assert "\\plset{s1/evidence}{Campaign a stored 3 samples" in text
+    assert "tab:s1-evidence" in (repo / "paper/tables/s1-evidence.tex").read_text()
+    assert (repo / "paper/tables/s1-evidence.lineage.json").exists()
     assert "\\plset{c/evidence/sentence}{Campaign c stored 1 sample," in text
     assert (repo / "paper/macros/evidence.lineage.json").exists()
 

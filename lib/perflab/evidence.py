@@ -22,9 +22,9 @@ samples' ``meta.json`` and the blocks' gate records:
   :data:`~perflab.study.MIN_FULL_CELLS` of its cells.
 
 ``perflab verify`` prints :func:`lines` and fails for a study campaign with overlapping
-samples or too few samples per cell (:func:`failures`); the paper's chapters print :func:`sentence` per campaign
-through :func:`macro_values`, followed by the head of each campaign's ledger hash chain (:func:`provenance`,
-:func:`perflab.ledger.chain`); the review site shows :func:`site_rows`. Before two runs of a campaign are
+samples or too few samples per cell (:func:`failures`); the paper has :func:`sentence` per campaign through
+:func:`macro_values`, and each chapter a table of its campaigns with the heads of their ledgers' hash chains
+(:mod:`perflab.report.evidence`, :func:`perflab.ledger.chain`); the review site shows :func:`site_rows`. Before two runs of a campaign are
 compared, :func:`host_changes` lists the host facts (:data:`perflab.hosts.fingerprint.MATCH_KEYS`) that differ between
 their first fingerprints and :func:`contention_changes` where their steal or CPU used outside the lab differ by
 more than the campaign's quiet bounds: two runs on different hosts, or on one host under different platform
@@ -371,18 +371,6 @@ def sentence(ev: CampaignEvidence) -> str:
     return "; ".join(parts) + "."
 
 
-def provenance(ev: CampaignEvidence) -> str:
-    """One plain sentence with the head of the campaign's ledger hash chain, in groups of eight hex digits (so a
-    line can break between them); ``perflab verify`` prints the same digest unbroken."""
-    if ev.chain is None:
-        return f"Campaign {ev.campaign} has no ledger."
-    grouped = " ".join(ev.chain.head[i:i + 8] for i in range(0, len(ev.chain.head), 8))
-    if ev.chain.chained:
-        return f"The hash chain of campaign {ev.campaign}'s ledger ends in {grouped}."
-    return (f"Campaign {ev.campaign}'s ledger has no hash chain (format {ev.chain.format}); the SHA-256 of the "
-            f"ledger file is {grouped}.")
-
-
 def lines(found: list[CampaignEvidence]) -> list[str]:
     """The evidence summary ``perflab verify`` prints: a line per campaign, then the study campaigns' total."""
     out = ["evidence (measurement window; samples overlapping another campaign's; contended; monitors; cells "
@@ -407,13 +395,10 @@ def macro_values(found: list[CampaignEvidence]) -> dict[str, str]:
 
     Per campaign, ``<campaign>/evidence/`` ``sentence``, ``machine`` (:func:`machine`), ``samples``,
     ``overlapping``, ``recorded``, ``contended``, ``steal/median``, ``steal/p90``, ``steal/max`` (percent) and
-    ``chain`` (the head of its ledger's hash chain, unbroken); per study, ``<study>/evidence``: the sentences
-    of the study's campaigns, one after the other, then the heads of their ledgers' chains (:func:`provenance`;
-    what a chapter prints about how its data were measured).
+    ``chain`` (the head of its ledger's hash chain, unbroken). A chapter's table of how its campaigns were
+    measured is :func:`perflab.report.evidence.table`.
     """
     out: dict[str, str] = {}
-    studies: dict[str, list[str]] = {}
-    heads: dict[str, list[str]] = {}
     for ev in found:
         key = f"{ev.campaign}/evidence"
         out[f"{key}/sentence"] = sentence(ev)
@@ -423,10 +408,6 @@ def macro_values(found: list[CampaignEvidence]) -> dict[str, str]:
         for name in ("samples", "overlapping", "recorded", "contended"):
             out[f"{key}/{name}"] = str(getattr(ev, name))
         out[f"{key}/chain"] = ev.chain.head if ev.chain else ""
-        if ev.study:
-            studies.setdefault(ev.study, []).append(sentence(ev))
-            heads.setdefault(ev.study, []).append(provenance(ev))
-    out |= {f"{study}/evidence": " ".join(said + heads[study]) for study, said in studies.items()}
     return out
 
 

@@ -318,15 +318,18 @@ def _evidence(args: argparse.Namespace) -> int:
     from .. import evidence
 
     found = evidence.collect(Path(args.root) / "data/raw", args.root)
-    if args.macros:
-        from ..report import macros
-
+    if args.macros or args.tables:
+        from ..report import evidence as evidence_tables, macros
         from ..report.latex import escape_latex
 
-        values = {key: escape_latex(text) for key, text in evidence.macro_values(found).items()}
-        out = macros.write(args.macros, values, generator="perflab evidence --macros",
-                           inputs=[Path(ev.raw_dir) / store.MANIFEST for ev in found])
-        print(f"evidence: {out}")
+        written = []
+        if args.macros:
+            values = {key: escape_latex(text) for key, text in evidence.macro_values(found).items()}
+            written.append(macros.write(args.macros, values, generator="perflab evidence --macros",
+                                        inputs=[Path(ev.raw_dir) / store.MANIFEST for ev in found]))
+        if args.tables:
+            written += evidence_tables.write(found, args.tables)
+        print("\n".join(f"evidence: {out}" for out in written))
     elif args.json:
         print(json.dumps(evidence.site_rows(found), indent=1))
     else:
@@ -527,10 +530,13 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
                         "measurement window, the samples that overlap another campaign's, the samples taken while "
                         "the machine was contended, and its monitors; exit 1 when a study's campaign overlaps "
                         "another. --macros writes the same as the chapters' inline values.",
-                        epilog="examples: perflab evidence; perflab evidence --json")
+                        epilog="examples: perflab evidence; perflab evidence --json; "
+                        "perflab evidence --macros paper/macros/evidence.tex --tables paper/tables")
     ev.add_argument("--root", default=".", help="project root holding data/raw (default: .)")
     ev.add_argument("--macros", metavar="FILE", help="write the inline values for the chapters "
                     "(\\plv{<campaign>/evidence/sentence}, .../contended, ...) to FILE instead of printing")
+    ev.add_argument("--tables", metavar="DIR", help="write a table per study, "
+                    "DIR/<study>-evidence.tex, of how its campaigns were measured (the chapters input it)")
     ev.add_argument("--json", action="store_true", help="one record per campaign, as the review site shows it")
     ev.set_defaults(func=_evidence)
 
