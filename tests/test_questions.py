@@ -84,6 +84,21 @@ def test_load_names_file_line_and_field_of_a_bad_question(tmp_path):
     assert re.search(r"study\.yaml:\d+: questions\.1\.claim: 'C99' is not a claim", str(err.value))
 
 
+def test_a_study_with_a_claims_file_takes_a_seed_line_with_its_quote_for_a_statement_the_file_lacks(tmp_path):
+    """The claims file is raw data: a statement it does not hold (a figure's reading) is named by its seed line and
+    quoted; a seed line without a quote is refused."""
+    root = _project(tmp_path)
+    yml = root / "studies/004-aoe-iscsi/study.yaml"
+    _edit(yml, "claim: C02", "claim: 'seed:7'")
+    with pytest.raises(questions.QuestionError) as err:
+        questions.load("studies/004-aoe-iscsi", root)
+    assert re.search(r"study\.yaml:\d+: questions\.1\.claim: 'seed:7' is not a claim of the study's claims file; "
+                     r"use one of .*, or 'seed:<line>' with a `quote:`", str(err.value))
+    _edit(yml, "claim: 'seed:7'", "claim: 'seed:7'\n  quote: the same result")
+    declared, _ = questions.load("studies/004-aoe-iscsi", root)
+    assert next(q for q in declared if q.id == "Q2").claim == "seed:7"
+
+
 def test_a_question_changed_after_its_data_fails_verify_unless_declared(tmp_path):
     root = _project(tmp_path)
     declared, _ = questions.load("studies/004-aoe-iscsi", root)

@@ -204,7 +204,8 @@ def test_a_verdicts_analysis_reads_what_exists_while_other_analyses_wait_for_a_p
     cedri = next(s for s in STUDIES if s.id == "000-cedri")
     by_name = {a.name: a for a in cedri.analyses}
     verdicts, grid = by_name["000-cedri-verdicts"], by_name["cedri-mtu-wire-throughput"]
-    pending = {"cedri-mtu-wire"}
-    assert verdicts.reads == ("cedri-nat-confirm", "cedri-mtu-wire")
+    pending = {"cedri-mtu-wire", "cedri-zfs-confirm", "cedri-nfs-confirm", "cedri-nfs-mtu"}
+    assert verdicts.reads == ("cedri-nat-confirm", "cedri-mtu-wire", "cedri-zfs-confirm", "cedri-nfs-confirm",
+                              "cedri-nfs-mtu")
     assert verdicts.inputs(pending) == ("cedri-nat-confirm",) and verdicts.inputs(set()) == verdicts.reads
     assert grid.inputs(pending) is None and grid.inputs(set()) == ("cedri-mtu-wire",)

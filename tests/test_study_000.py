@@ -110,6 +110,38 @@ def test_claims_rederived_from_the_tables():
     assert len(reproduced) == 11
 
 
+def test_storage_questions_quote_their_seed_line():
+    """ZFS and NFS claims are readings of figures the published tables cannot re-derive: each question names its
+    seed line and quotes it (each part of the quote around '[...]' is on that line, emphasis marks aside)."""
+    doc = yaml.safe_load((ROOT / STUDY.declaration).read_text())
+    quoted = [q for q in doc["questions"] if str(q["claim"]).startswith("seed:")]
+    assert {q["campaign"] for q in quoted} == {"cedri-zfs-confirm", "cedri-nfs-confirm", "cedri-nfs-mtu"}
+    if not SEED.exists():
+        pytest.skip(f"the seed text is not beside the project ({SEED})")
+    lines = SEED.read_text().splitlines()
+    for q in quoted:
+        line = lines[int(q["claim"][5:]) - 1].replace("*", "")
+        for part in q["quote"].split("[...]"):
+            assert part.strip(" .") in line, (q["id"], part)
+
+
+def test_each_question_is_planned_at_its_campaigns_repetitions_after_a_declared_pilot():
+    """A campaign that decides questions measures their n per cell; the storage campaigns' n is provisional
+    until a pilot of the same lab, declared `role: pilot` and measured first, sets it."""
+    doc = yaml.safe_load((ROOT / STUDY.declaration).read_text())
+    refs = {c.id: c for c in STUDY.campaigns}
+    for q in doc["questions"]:
+        assert campaign_doc(q["campaign"])["repetitions"] == q["n"], q["id"]
+    pilots = {"cedri-zfs-confirm": "cedri-zfs-pilot", "cedri-nfs-confirm": "cedri-nfs-pilot",
+              "cedri-nfs-mtu": "cedri-nfs-pilot"}
+    for confirm, pilot in pilots.items():
+        assert refs[pilot].role == "pilot" and refs[confirm].role is None
+        assert refs[pilot].inventory == refs[confirm].inventory == "labfile:labs/000-cedri-storage.yaml"
+        assert refs[confirm].planned and refs[pilot].planned
+        for q in (q for q in doc["questions"] if q["campaign"] == confirm):
+            assert pilot in q["planning"]["note"], q["id"]
+
+
 # --- the campaigns on the lab ---------------------------------------------------------------
 
 

@@ -177,10 +177,12 @@ def load(study_dir: str | Path, root: str | Path = ".") -> tuple[list[Question],
             problems.append(f"{at('questions', i, 'id')}: {qid!r} is declared twice; give each question its own id")
         seen.add(qid)
         claim = str(q["claim"])
-        if claims is not None and claim not in claims:
+        quoted = claim.startswith("seed:") and claim[5:].isdigit() and bool(q.get("quote"))
+        if claims is not None and claim not in claims and not quoted:
             problems.append(f"{at('questions', i, 'claim')}: {claim!r} is not a claim of the study's claims file; "
-                            f"use one of {', '.join(sorted(claims)[:6])}...")
-        if claims is None and not (claim.startswith("seed:") and claim[5:].isdigit() and q.get("quote")):
+                            f"use one of {', '.join(sorted(claims)[:6])}..., or 'seed:<line>' with a `quote:` for "
+                            "a statement the claims file does not hold")
+        if claims is None and not quoted:
             problems.append(f"{at('questions', i, 'claim')}: expected 'seed:<line>' with a `quote:` (the study has "
                             f"no claims file); found {claim!r}")
         campaign, published = str(q.get("campaign", "")), str(q.get("published", ""))
