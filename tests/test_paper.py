@@ -282,6 +282,26 @@ def test_several_verdicts_that_agree_are_said_once(tmp_path):
             "W: supported.") in text
 
 
+@pytest.mark.skipif(not shutil.which("pdflatex") or not shutil.which("pdftotext"), reason="needs pdflatex, pdftotext")
+def test_a_question_not_yet_measured_states_no_change(tmp_path):
+    """The conclusion's line per question: a change and its interval once measured, nothing (no dash) before."""
+    shutil.copy(ROOT / "paper/perflab.sty", tmp_path)
+    (tmp_path / "t.tex").write_text(
+        "\\documentclass{article}\\usepackage{caption}\\usepackage{perflab}\n"
+        "\\plset{s/verdict/Q1}{supported}\\plset{s/verdict/Q1/change}{+11.7 \\%}\\plset{s/verdict/Q1/ci}{[8.06 \\%, 15.5 \\%]}"
+        "\\plset{s/verdict/Q2}{not yet measured}\\plset{s/verdict/Q2/change}{--}\\plset{s/verdict/Q2/ci}{}\n"
+        "\\begin{document}" + " ".join(
+            f"{q}: \\plv{{s/verdict/{q}}}\\plunlesspending{{s/verdict/{q}}}{{, change \\plv{{s/verdict/{q}/change}} "
+            f"\\plv{{s/verdict/{q}/ci}}}}." for q in ("Q1", "Q2")) + "\n\\end{document}\n")
+    run = subprocess.run(["pdflatex", "-interaction=nonstopmode", "t.tex"], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=120)
+    assert run.returncode == 0, run.stdout[-2000:]
+    text = " ".join(subprocess.run(["pdftotext", "t.pdf", "-"], cwd=tmp_path, capture_output=True,
+                                   text=True).stdout.split())
+    assert "Q1: supported, change +11.7 % [8.06 %, 15.5 %]. Q2: not yet measured." in text, text
+    assert "\\plunlesspending{000-cedri/verdict/Q1}{, change" in frame.findings(ROOT)["frame/per-study"]
+
+
 @pytest.mark.parametrize("part", sorted(p.name for p in (ROOT / "paper/frame").glob("*.tex")))
 def test_the_frame_types_no_verdict_beside_a_question(part):
     """The frame's findings are generated macros: no verdict word typed in a sentence naming a question."""

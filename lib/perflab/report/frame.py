@@ -61,8 +61,9 @@ def findings(root: str | Path = ".") -> dict[str, str]:
     paragraphs = []
     for s, qs in declared:
         items = "\n".join(f"\\item {times(escape_latex(q.text or 'Claim ' + q.claim))} (question {escape_latex(q.id)}, claim "
-                          f"{escape_latex(q.claim)}): \\plv{{{s.id}/verdict/{q.id}}}, change "
-                          f"\\plv{{{s.id}/verdict/{q.id}/change}} \\plv{{{s.id}/verdict/{q.id}/ci}}." for q in qs)
+                          f"{escape_latex(q.claim)}): \\plv{{{s.id}/verdict/{q.id}}}"
+                          f"\\plunlesspending{{{s.id}/verdict/{q.id}}}{{, change \\plv{{{s.id}/verdict/{q.id}/change}} "
+                          f"\\plv{{{s.id}/verdict/{q.id}/ci}}}}." for q in qs)
         paragraphs.append(f"\\paragraph{{{escape_latex(s.title)}.}} Its \\plv{{{s.id}/verdicts/questions}} "
                           f"questions:\n\\begin{{itemize}}\n{items}\n\\end{{itemize}}")
     per_study = (f"{ready} " + "\n\n".join(paragraphs) + f"{closing}")
