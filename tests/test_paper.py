@@ -254,7 +254,7 @@ def test_the_abstract_and_conclusion_findings_are_the_studies_macros_summed_and_
         total = "\\the\\numexpr" + "+".join(f"\\plvor{{{sid}/verdicts/{word}}}{{0}}" for sid in studies)
         assert total in found["frame/findings"], word
     for sid, qid in declared:
-        assert f"\\plv{{{sid}/verdict/{qid}}}," in found["frame/per-study"]
+        assert f"\\plv{{{sid}/verdict/{qid}}}\\plunlesspending{{{sid}/verdict/{qid}}}{{," in found["frame/per-study"]
     for sid in studies:
         assert f"\\plv{{{sid}/verdicts/counts}}" in found["frame/findings"]
     typed = re.sub(r"\\plv(or)?\{[^}]*\}", "", found["frame/per-study"]).lower()
