@@ -197,7 +197,8 @@ def test_perflab_report_prints_the_sites_size_against_the_raw_datas(project, tmp
     out = tmp_path / "reports"
     notebook = root / "reports/notebooks/demo-throughput.ipynb"
     assert cli.main(["report", "--out", str(out), "--root", str(root), str(notebook)]) == 0
-    line = capsys.readouterr().out.splitlines()[-1]
+    printed = capsys.readouterr()
+    line = printed.out.splitlines()[-1]
     size, files = site.footprint(out)
     raw_size, raw_files = site.footprint(root / "data/raw")
     assert (size, files) == (sum(p.stat().st_size for p in out.rglob("*") if p.is_file()),
@@ -206,6 +207,36 @@ def test_perflab_report_prints_the_sites_size_against_the_raw_datas(project, tmp
     assert line == (f"site: {size / 1e6:,.1f} MB in {files:,} files, {size / raw_size:.2f} x the raw data "
                     f"(data/raw: {raw_size / 1e6:,.1f} MB in {raw_files:,} files); a copy of it elsewhere holds "
                     "that much")
+    # the fixture's raw data is tiny beside one notebook page: its site is over the budget, and says so
+    assert size > site.MAX_RATIO * raw_size
+    assert printed.err.startswith("perflab report: warning: the site is")
+
+
+def test_the_site_size_note_warns_only_over_the_budget_and_names_its_largest_parts(tmp_path):
+    raw, out = tmp_path / "data/raw", tmp_path / "reports"
+    (raw / "c").mkdir(parents=True)
+    (raw / "c/stdout").write_bytes(b"x" * 10_000)
+    (out / "files").mkdir(parents=True)
+    (out / "files/stdout").write_bytes(b"x" * 10_000)
+    (out / "index.html").write_bytes(b"x" * 4_000)
+    line, warning = site.size_note(out, raw)
+    assert line.startswith("site: 0.0 MB in 2 files, 1.40 x the raw data") and warning == ""
+    (out / "html").mkdir()
+    (out / "html/notebook.css").write_bytes(b"x" * 2_000)
+    _, warning = site.size_note(out, raw)
+    assert warning.startswith("warning: the site is 1.60 x the raw data, over its budget of 1.5 x")
+    assert "largest parts: files/ 0.0 MB, index.html 0.0 MB, html/ 0.0 MB" in warning
+
+
+def test_notebook_pages_link_one_shared_stylesheet_instead_of_inlining_it(project):
+    """nbconvert's lab styles (about 260 kB) are written once; inlined in each of 83 notebook pages they made a
+    tenth of the site."""
+    root, _ = project
+    css = root / "reports/html" / site.NOTEBOOK_CSS
+    assert css.is_file() and css.stat().st_size > 100_000 and ".jp-Cell" in css.read_text()
+    page = (root / "reports/html/demo-throughput.html").read_text()
+    assert f'<link rel="stylesheet" href="{site.NOTEBOOK_CSS}">' in page and "<style" not in page
+    assert "jp-Cell" in page, "the cells keep the classes the stylesheet styles"
 
 
 def test_tables_are_shown_as_html_not_latex_source(project):

@@ -256,6 +256,29 @@ def footprint(path: Path) -> tuple[int, int]:
     return size, count
 
 
+#: The site's size budget: its bytes over the committed raw data's (``perflab report`` warns above it).
+MAX_RATIO = 1.5
+
+
+def size_note(out: Path, raw: Path) -> tuple[str, str]:
+    """The line ``perflab report`` prints about the site at ``out`` against the raw data at ``raw`` (both
+    :func:`footprint`), and a warning naming the site's three largest parts when it is over :data:`MAX_RATIO` times
+    the raw data (else an empty string)."""
+    size, files = footprint(out)
+    raw_size, raw_files = footprint(raw) if raw.is_dir() else (0, 0)
+    ratio = f"{size / raw_size:.2f} x" if raw_size else "no"
+    line = (f"site: {size / 1e6:,.1f} MB in {files:,} files, {ratio} the raw data (data/raw: {raw_size / 1e6:,.1f} MB "
+            f"in {raw_files:,} files); a copy of it elsewhere holds that much")
+    if not raw_size or size <= MAX_RATIO * raw_size:
+        return line, ""
+    parts = sorted(((footprint(p)[0], f"{p.name}/") if p.is_dir() else (p.lstat().st_size, p.name)
+                    for p in out.iterdir()), reverse=True)
+    largest = ", ".join(f"{name} {part / 1e6:,.1f} MB" for part, name in parts[:3])
+    return line, (f"warning: the site is {size / raw_size:.2f} x the raw data, over its budget of {MAX_RATIO} x "
+                  f"(docs/report.md); its largest parts: {largest}. It is complete and true; it is heavier to "
+                  "hand over than it should be")
+
+
 #: The media types an image embedded in a notebook page may have (a ``data:`` URL of another type is removed).
 _IMAGE_DATA = re.compile(r"^data:image/(?:png|jpeg|gif);base64,[A-Za-z0-9+/=\s]*$")
 #: The style properties an element of a notebook output may set (pandas' tables set a few); no ``url()``.
@@ -281,13 +304,18 @@ def sanitize(fragment: str) -> str:
                      filter_style_properties=_STYLE_PROPERTIES)
 
 
+#: The notebook pages' shared stylesheet (nbconvert's ``lab`` styles, about 260 kB), under ``out/html/``: written once,
+#: not inlined in every page.
+NOTEBOOK_CSS = "notebook.css"
+
+
 @functools.cache
 def _notebook_frame() -> tuple[str, str]:
-    """The ``<style>`` blocks and the ``<body>`` tag of nbconvert's ``lab`` page, taken from an empty notebook (the
-    template's, no data's)."""
+    """The styles (the ``<style>`` blocks' text) and the ``<body>`` tag of nbconvert's ``lab`` page, taken from an
+    empty notebook (the template's, no data's)."""
     page, _ = HTMLExporter(template_name="lab").from_notebook_node(nbformat.v4.new_notebook())
     body = re.search(r"<body[^>]*>", page, re.I)
-    return "".join(re.findall(r"<style[^>]*>.*?</style>", page, re.S | re.I)), body[0] if body else "<body>"
+    return "\n".join(re.findall(r"<style[^>]*>(.*?)</style>", page, re.S | re.I)), body[0] if body else "<body>"
 
 
 def _notebooks(site: _Site, notebooks: Sequence[Path]) -> dict[Path, Path]:
@@ -295,9 +323,13 @@ def _notebooks(site: _Site, notebooks: Sequence[Path]) -> dict[Path, Path]:
 
     nbconvert's page loads require.js and MathJax from the network; the site's copy has no
     scripts (outputs are images and text), so it reads the same offline. The page's body
-    passes :func:`sanitize`; its styles are the template's (:func:`_notebook_frame`).
+    passes :func:`sanitize`; its styles are the template's (:func:`_notebook_frame`), in one stylesheet
+    (:data:`NOTEBOOK_CSS`) every page links.
     """
     exporter, pages = HTMLExporter(template_name="lab", embed_images=True), {}
+    style, body_tag = _notebook_frame()
+    if notebooks:
+        atomic_text(site.target(site.out / "html" / NOTEBOOK_CSS), style)
     for nb_path in notebooks:
         nb = nbformat.read(site.root / nb_path, as_version=4)
         body, _ = exporter.from_notebook_node(nb)
@@ -306,10 +338,10 @@ def _notebooks(site: _Site, notebooks: Sequence[Path]) -> dict[Path, Path]:
         page = site.out / "html" / f"{page_name(name)}.html"
         home = Path(os.path.relpath(site.out / "index.html", page.parent)).as_posix()
         back = f"<p style=\"padding:.5em 1em\"><a href=\"{_e(home)}\">&larr; review site index</a></p>"
-        style, body_tag = _notebook_frame()
         pages[nb_path] = atomic_text(site.target(page), (
             f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{_e(nb_path.as_posix())}</title>"
-            f"{style}</head>{body_tag}{back}{sanitize(found[1] if found else body)}</body></html>\n"))
+            f"<link rel=\"stylesheet\" href=\"{NOTEBOOK_CSS}\"></head>{body_tag}{back}"
+            f"{sanitize(found[1] if found else body)}</body></html>\n"))
         site.index(nb_path.as_posix(), "notebook", page, "executed notebook")
     return pages
 
