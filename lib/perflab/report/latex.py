@@ -203,6 +203,12 @@ def format_ci(low: float, high: float, *, digits: int = 3, percent: bool = False
     return f"[{ends[0]}, {ends[1]}]"
 
 
+def level_text(level: float) -> str:
+    """A confidence level as LaTeX percent, to four significant digits: ``95\\,\\%`` for 0.95, ``99.17\\,\\%`` for
+    0.991667 (a Bonferroni-adjusted level)."""
+    return f"{100 * level:.4g}\\,\\%"
+
+
 def significance_note(levels: Sequence[tuple[float, str]] = SIGNIFICANCE_LEVELS) -> str:
     """The legend of the markers, e.g. ``* p < 0.05, ** p < 0.01, *** p < 0.001``."""
     return ", ".join(f"{mark} $p < {bound:g}$" for bound, mark in reversed(levels))

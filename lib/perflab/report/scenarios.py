@@ -290,7 +290,7 @@ def _level_head(levels: pd.Series) -> str:
     """The one confidence level of ``levels`` as a header says it (``99.2\\,\\%``), "" when they differ or are
     missing (e.g. a result written before the levels were recorded)."""
     known = {round(float(v), 6) for v in levels if pd.notna(v)}
-    return f"{100 * known.pop():.4g}\\,\\%" if len(known) == 1 else ""
+    return latex.level_text(known.pop()) if len(known) == 1 else ""
 
 
 def _change_cell(r: pd.Series, m: Metric) -> str:
