@@ -223,9 +223,7 @@ def _change_head(decided: list[tuple[str, Decision]]) -> tuple[str, str]:
         by_level.setdefault(round(d.ci_level, 6), []).append(qid)
     if not by_level:
         return ANSWERED[1], ""
-    low, high = min(by_level), max(by_level)
-    level = latex.level_text(low) if low == high else f"{100 * low:.4g}--{latex.level_text(high)}"
-    head = latex.header("Change", f"{{[}}{level} CI{{]}}", "s: steal-adj.")
+    head = latex.header("Change", f"{{[}}{latex.level_range(by_level)} CI{{]}}", "s: steal-adj.")
     if len(by_level) == 1:
         return head, ""
     return head, "Levels of the adjusted intervals (Bonferroni over each question's family): " + "; ".join(
