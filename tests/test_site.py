@@ -25,7 +25,7 @@ LIB = REPO / "lib"
 
 def _fingerprint(host, boot):
     return json.dumps({"schema": 1, "host": host, "address": f"198.18.7.{11 if host == 'h1' else 12}",
-                       "collected_at": f"2026-11-22T{12 if boot == 'a' else 13}:00:00+00:00", "facts": {"cpu.model": "Test CPU",
+                       "collected_at": f"2026-11-22T{12 if boot == 'a' else 13}:00:00+00:00", "facts": {"cpu.model": "Test CPU", "cpu.turbo": None,
                        "kernel.boot_id": boot, "net.eth0.mtu": 1500}, "state": {"load": [0.1, 0.1, 0.1]},
                        "versions": {"iperf3": "iperf 3.12"}}, indent=1, sort_keys=True) + "\n"
 
@@ -258,6 +258,9 @@ def test_one_machine_page_per_distinct_fingerprint_named_by_host_and_date(projec
     page = root / "reports/machines/h1-2026-11-22-1200.html"
     text = page.read_text()
     assert "Test CPU" in text and "iperf 3.12" in text and "blocks/0/fingerprint-before-" in text
+    assert "first fingerprinted on 2026-11-22 12:00:00 UTC." in text and "T12:00:00+00:00" not in text
+    assert "<td><code>cpu.turbo</code></td><td><small>not recorded</small></td>" in text and ">None<" not in text
+    assert "review site index" in text and "review site index" not in index.read_text(), "no link to itself"
     assert "campaigns/demo.html" in _targets(page, root / "reports")
 
 
@@ -513,5 +516,5 @@ def test_a_campaign_page_gives_the_steal_per_cell_beside_how_it_was_measured():
     html = site._steal_table(row)
     assert "The gate's bound: 1 %." in html
     assert "<tr><td>all samples</td><td>80</td><td>15.1</td><td>33.0</td><td>42.0</td></tr>" in html
-    assert "<tr><td>protocol-nbd</td><td>40</td><td>16.0</td><td>35.0</td><td>42.0</td></tr>" in html
+    assert "<tr><td>protocol nbd</td><td>40</td><td>16.0</td><td>35.0</td><td>42.0</td></tr>" in html, "in words"
     assert site._steal_table({"steal": None}) == ""

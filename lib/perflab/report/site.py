@@ -40,6 +40,7 @@ import stat
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -90,7 +91,8 @@ _SEARCH_JS = """// perflab review site search: a static index (search-index.js),
     var a = document.createElement("a");
     a.href = item.url; a.textContent = item.title;
     var kind = document.createElement("small");
-    kind.textContent = " (" + item.kind + ") " + item.text.slice(0, 160);
+    var text = item.text.length > 160 ? item.text.slice(0, 160).replace(/\\s+\\S*$/, "") + " \\u2026" : item.text;
+    kind.textContent = " (" + item.kind + ") " + text;
     li.appendChild(a); li.appendChild(kind); list.appendChild(li);
   });
 })();
@@ -211,7 +213,8 @@ class _Site:
         """Write a site page at ``path`` with the navigation bar (index link, search box)."""
         home = Path(os.path.relpath(self.out / "index.html", path.parent)).as_posix()
         search = Path(os.path.relpath(self.out / "search.html", path.parent)).as_posix()
-        nav = (f"<nav><a href=\"{_e(home)}\">&larr; review site index</a><form action=\"{_e(search)}\">"
+        back = "<span></span>" if path == self.out / "index.html" else f"<a href=\"{_e(home)}\">&larr; review site index</a>"
+        nav = (f"<nav>{back}<form action=\"{_e(search)}\">"
                "<input id=\"q\" name=\"q\" type=\"search\" placeholder=\"search studies, campaigns, figures\" "
                "size=\"32\"> <button>Search</button></form></nav>")
         return atomic_text(self.target(path), f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
@@ -473,7 +476,7 @@ def _steal_table(row: dict) -> str:
     if not row.get("steal"):
         return ""
     lines = [("all samples", row["steal"]), *row["steal_cells"].items()]
-    body = "".join(f"<tr><td>{_e(cell or '(one cell)')}</td><td>{s['n']}</td>"
+    body = "".join(f"<tr><td>{_e(evidence.cell_words(cell) if cell else '(one cell)')}</td><td>{s['n']}</td>"
                    + "".join(f"<td>{100 * s[k]:.1f}</td>" for k in ("median", "p90", "max")) + "</tr>"
                    for cell, s in lines)
     bound = "" if row.get("steal_bound") is None else f" The gate's bound: {row['steal_bound']:g} %."
@@ -490,7 +493,7 @@ def _campaign_page(site: _Site, cdir: Path, nb_pages: dict[Path, Path], owner: s
     manifest = store.read_manifest(cdir)
     problems = store.verify(cdir) + [f"{n}: not published here (a symbolic link out of its campaign, or not a "
                                      "file), so the copy below lacks it" for n in site.whole(cdir, manifest)]
-    status = (f"<p class=\"ok\">All {len(manifest)} raw files match {site.link(cdir / store.MANIFEST, page)}, "
+    status = (f"<p class=\"ok\">All {len(manifest):,} raw files match {site.link(cdir / store.MANIFEST, page)}, "
               f"and this site holds a copy of each: <code>cd {_e(FILES_DIR)}/data/raw/{_e(name)} &amp;&amp; "
               f"sha256sum -c --quiet {store.MANIFEST}</code> in the site's folder checks it.</p>"
               if not problems else f"<p class=\"bad\">{len(problems)} raw file(s) do not match "
@@ -565,15 +568,26 @@ def _machines(site: _Site, campaigns: Sequence[Path]) -> dict[str, _Machine]:
     return machines
 
 
+def _when(stamp: str) -> str:
+    """A fingerprint's ISO time stamp as a reader reads it, to the second in UTC (``2026-11-26 03:23:42 UTC``); a
+    stamp that does not parse as it is."""
+    try:
+        moment = datetime.fromisoformat(stamp)
+    except ValueError:
+        return stamp
+    return (moment.astimezone(timezone.utc) if moment.tzinfo else moment).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
 def _machine_pages(site: _Site, machines: dict[str, _Machine]) -> None:
     for m in machines.values():
         page, fp = m.page, m.uses[0][1]
-        first_seen = min(str(f.get("collected_at", "?")) for _, f in m.uses)
-        facts = "".join(f"<tr><td><code>{_e(k)}</code></td><td>{_e(v)}</td></tr>"
+        first_seen = _when(min(str(f.get("collected_at", "?")) for _, f in m.uses))
+        facts = "".join(f"<tr><td><code>{_e(k)}</code></td><td>"
+                        + ("<small>not recorded</small>" if v is None else _e(v)) + "</td></tr>"
                         for k, v in sorted(fp.get("facts", {}).items()))
         versions = "".join(f"<tr><td>{_e(k)}</td><td>{_e(v)}</td></tr>" for k, v in sorted(fp.get("versions", {}).items()))
         where = "".join(f"<li>{site.link(path, page, path.relative_to(site.root / 'data/raw').as_posix())} "
-                        f"<small>collected {_e(f.get('collected_at', '?'))}</small></li>" for path, f in m.uses)
+                        f"<small>collected {_e(_when(str(f.get('collected_at', '?'))))}</small></li>" for path, f in m.uses)
         used = ", ".join(site.link(site.named("campaigns", c), page, c) for c in sorted(m.campaigns))
         body = (f"<p>Host <b>{_e(m.host)}</b> ({_e(fp.get('address', '?'))}), first fingerprinted on {_e(first_seen)}. "
                 f"Every block run on a machine with identical facts links here (fingerprint <code>{_e(m.ident)}"
