@@ -518,3 +518,16 @@ def test_a_campaign_page_gives_the_steal_per_cell_beside_how_it_was_measured():
     assert "<tr><td>all samples</td><td>80</td><td>15.1</td><td>33.0</td><td>42.0</td></tr>" in html
     assert "<tr><td>protocol nbd</td><td>40</td><td>16.0</td><td>35.0</td><td>42.0</td></tr>" in html, "in words"
     assert site._steal_table({"steal": None}) == ""
+
+
+def test_a_note_a_family_of_tables_shares_is_shown_whole_without_its_key():
+    """The paper says a long shared note once (``\\plshared{key}{text}``); each page of the site shows its text, never
+    the key."""
+    from perflab.report import latex, texhtml
+
+    long_note = "Change: relative difference of means against the baseline, " * 4
+    tex = latex.latex_table(pd.DataFrame({"a": ["1"]}), caption="c", label="l", escape=False,
+                            notes=["Frame 64 B.", long_note.strip()])
+    assert "\\plshared{" in tex
+    [table] = texhtml.tables(tex)
+    assert table.note == "Frame 64 B. " + long_note.strip()
