@@ -176,6 +176,7 @@ def test_a_moved_copy_of_the_site_passes_the_manifest_check_its_campaign_page_pr
     site.build([], out, root=root)
     page = (out / "campaigns/demo.html").read_text()
     assert "12 samples stored" in page and "10 more samples are in the directory" in page
+    assert "<p>No executed notebook in this build.</p>" in page and "<p>None.</p>" not in page
     [check] = re.findall(r"<code>(cd [^<]*sha256sum -c[^<]*)</code>", page)
     check = html.unescape(check)
     assert check == "cd files/data/raw/demo && sha256sum -c --quiet MANIFEST.sha256"

@@ -358,7 +358,7 @@ def _notebook_items(site: _Site, pages: dict[Path, Path], page: Path) -> str:
                      f"({site.link(nb_path, page, 'ipynb')})"
                      f"<br><small>run {_e(str(meta.get('start_time', '?'))[:19])}, "
                      f"{float(meta.get('duration') or 0):.1f} s; parameters: {_e(params)}</small></li>")
-    return "<ul>" + "".join(items) + "</ul>" if items else "<p>None.</p>"
+    return "<ul>" + "".join(items) + "</ul>" if items else "<p>No executed notebook in this build.</p>"
 
 
 def _records(cdir: Path, pattern: str) -> list[Path]:
