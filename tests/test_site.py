@@ -532,3 +532,13 @@ def test_a_note_a_family_of_tables_shares_is_shown_whole_without_its_key():
     assert "\\plshared{" in tex
     [table] = texhtml.tables(tex)
     assert table.note == "Frame 64 B. " + long_note.strip()
+
+
+def test_a_samples_files_are_grouped_by_their_folder_so_each_hosts_are_told_apart(tmp_path):
+    sample = tmp_path / "data/raw/c/samples/s1"
+    for name in ("stdout", "meta.json", "monitors/h1/cgroup-after.txt", "monitors/h2/cgroup-after.txt"):
+        (sample / name).parent.mkdir(parents=True, exist_ok=True)
+        (sample / name).write_text("x")
+    built = site._Site(tmp_path, tmp_path / "reports")
+    cell = re.sub(r"<a [^>]*>([^<]*)</a>", r"\1", site._sample_files(built, sample, tmp_path / "reports/campaigns/c.html"))
+    assert cell == "meta.json, stdout; monitors/h1: cgroup-after.txt; monitors/h2: cgroup-after.txt"

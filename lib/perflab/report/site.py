@@ -471,6 +471,17 @@ def _analysis_section(site: _Site, a: study_mod.Analysis, nb_pages: dict[Path, P
             + _outputs(site, a, page, machines))
 
 
+def _sample_files(site: _Site, sample: Path, page: Path) -> str:
+    """Links to a sample directory's files, grouped by their folder in it (``monitors/h1: cgroup-after.txt, ...``), so
+    that files of the same name on several hosts are told apart."""
+    folders: dict[str, list[Path]] = {}
+    for f in sorted(sample.rglob("*")):
+        if f.is_file():
+            folders.setdefault(f.parent.relative_to(sample).as_posix(), []).append(f.relative_to(site.root))
+    return "; ".join(("" if folder == "." else f"{_e(folder)}: ") + site.links(files, page)
+                     for folder, files in sorted(folders.items(), key=lambda item: (item[0] != ".", item[0])))
+
+
 def _steal_table(row: dict) -> str:
     """The steal during a campaign's samples, for the campaign and per cell (:func:`perflab.evidence.site_rows`)."""
     if not row.get("steal"):
@@ -506,9 +517,8 @@ def _campaign_page(site: _Site, cdir: Path, nb_pages: dict[Path, Path], owner: s
         if (cdir / "samples").is_dir() else []
     failed = sorted(p for p in (cdir / "failed").iterdir() if not p.name.startswith(".")) \
         if (cdir / "failed").is_dir() else []
-    sample_rows = "".join(
-        f"<tr><td>{_e(s.name)}</td><td>{site.links(sorted(f.relative_to(site.root) for f in s.rglob('*') if f.is_file()), page)}</td></tr>"
-        for s in [*samples[:MAX_SAMPLES], *failed[:MAX_SAMPLES]])
+    sample_rows = "".join(f"<tr><td>{_e(s.name)}</td><td>{_sample_files(site, s, page)}</td></tr>"
+                          for s in [*samples[:MAX_SAMPLES], *failed[:MAX_SAMPLES]])
     more = f"<p>{len(samples) - MAX_SAMPLES} more samples are in the directory.</p>" if len(samples) > MAX_SAMPLES else ""
     used = sorted((m for m in machines.values() if name in m.campaigns), key=lambda m: m.label)
     processed = site.root / "data/processed"
