@@ -12,9 +12,8 @@ manifest, the processed table (Parquet; its CSV mirror only when asked: ``csv``)
 
 Every file a page links to is copied into ``<out>/files/`` under its project path, and so is every
 file a shown manifest lists (a campaign's raw data, the published data), whole, so that
-``sha256sum -c MANIFEST.sha256`` passes in the copy as it does in ``data/raw/``. Raw files are hard
-links to the committed ones where the site is on the same file system (they are never rewritten;
-a copy of the site elsewhere copies their bytes). The notebook pages carry no scripts, so the site
+``sha256sum -c MANIFEST.sha256`` passes in the copy as it does in ``data/raw/``. Raw files are copies,
+never links to the committed ones. The notebook pages carry no scripts, so the site
 works when ``reports/`` is copied on its own (``file://`` or any static web server).
 :func:`footprint` measures it against the raw data (``perflab report`` prints both).
 
@@ -224,8 +223,7 @@ class _Site:
                                  "</body></html>\n")
 
     def copy(self) -> int:
-        """Copy every published project file into ``out/files/`` (unchanged copies are kept; a raw file is a hard
-        link to its original on the same file system); remove stale copies."""
+        """Copy every published project file into ``out/files/`` (unchanged copies are kept); remove stale copies."""
         base = self.out / FILES_DIR
         for rel in sorted(self.copied):
             src, dst = self.root / rel, base / rel
