@@ -86,8 +86,9 @@ def test_the_paper_builds_with_metadata_bibliography_and_no_type3_font(built):
 def test_the_leftover_patterns_find_template_text_and_spare_prose():
     bad = ("Shapiro-Wilk p < x at n = x", "change of b versus against baseline", "3 item(s) unreadable",
            "scipy.stats.ttest_ind_from_stats", "against parallel=1", "declared in study.yaml (questions:)",
-           "a mean of nan", "p: None", "[x per question: Q5: 0.002]", "(declarations.yaml, questions:)")
-    assert [len(leftovers.find(line)) for line in bad] == [2, 1, 1, 1, 1, 1, 1, 1, 1, 1]
+           "a mean of nan", "p: None", "[x per question: Q5: 0.002]", "(declarations.yaml, questions:)",
+           "Change [adj. CI] s: steal-adj.")
+    assert [len(leftovers.find(line)) for line in bad] == [2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]
     assert leftovers.find("Welch's t of 4 streams against 1 stream, p < 0.001 at n = 40 (the seed study's claim). "
                           "None of the tools states it.") == []
 
@@ -220,6 +221,7 @@ def test_the_cross_study_summary_has_a_row_per_question_and_types_no_verdict():
     assert len(declared) >= 5
     for sid, qid in declared:
         assert f"\\plv{{{sid}/verdict/{qid}}}" in table
+        assert f"\\plv{{{sid}/verdict/{qid}/ci}} \\plv{{{sid}/verdict/{qid}/level}} &" in table, "each row's level"
     body = table.split("\\midrule", 1)[1].split("\\bottomrule", 1)[0]
     rows = [line.rstrip("\\") for line in body.strip().splitlines()]
     assert len(rows) == len(declared)
@@ -230,7 +232,7 @@ def test_the_cross_study_summary_has_a_row_per_question_and_types_no_verdict():
         for word in ("supported", "contradicted", "equivalent", "inconclusive", "direction only", "not testable"):
             assert word not in typed, f"a verdict word typed into the summary: {row}"
     header = table.split("\\toprule", 1)[1].split("\\midrule", 1)[0]
-    for column in ("Expected", "Change {[}adj. CI{]}", "SESOI", "Data", "Testable", "Power", "Verdict"):
+    for column in ("Expected", "Change {[}CI{]} (its level)", "SESOI", "Data", "Testable", "Power", "Verdict"):
         assert column in header
     assert all("& published &" in line for line in body.splitlines() if "003-openstack-opennebula/verdict" in line)
     assert "& rerun pfsense-confirm-64 &" in body

@@ -252,6 +252,12 @@ def test_verdicts_of_a_study_are_written_as_table_and_macros(tmp_path):
     assert "\\plv{004-aoe-iscsi/verdict/Q1}" in table_text and "Secondary metrics" in table_text
     assert "Testable" in table_text and "Power" in table_text and "004-confirm-protocols" in table_text
     assert "Testability: Q1: no, the lab's AoE initiator is a Python program" in table_text
+    # the interval's level in the header (its range: Q1, Q2 in a family of two, Q3 alone), each question's in a note
+    assert "Change\\\\{}{[}95--97.5\\,\\% CI{]}" in table_text and "adj. CI" not in table_text
+    assert "Levels of the adjusted intervals (Bonferroni over each question's family): Q1, Q2: 97.5\\,\\%; Q3: 95\\,\\%." \
+        in table_text
+    assert "\\plset{004-aoe-iscsi/verdict/Q1/level}{(97.5\\,\\%)}" in text
+    assert "\\plset{004-aoe-iscsi/verdict/Q4/level}{}" in text, "no data: no level"
 
 
 def test_a_verdict_table_of_more_than_four_questions_is_one_long_table(tmp_path):

@@ -146,3 +146,18 @@ def test_the_headers_say_the_levels_of_the_mean_and_of_the_adjusted_intervals():
     level = f"{100 * result['ci_level'].dropna().iloc[0]:.4g}"
     assert "Mean\\\\{}{[}95\\,\\% CI{]}" in text and f"Change\\\\{{}}{{[}}{level}\\,\\% CI{{]}}" in text
     assert level == "97.5" and "adj. CI" not in text and "\\,\\%" in scenarios._mde_cell(result.iloc[1], metric[0])
+
+
+def test_the_figure_names_the_metrics_it_does_not_draw_in_lower_case_mid_sentence():
+    """Out of order and reordering all zero: the line under the panels says them as words of its sentence
+    ("out of order and reordering"), an acronym kept (UDP loss)."""
+    samples = {"t": _samples(np.arange(8.0))}
+    samples.update({k: _samples(np.zeros(8)).assign(value=0.0) for k in ("ooo", "reord", "loss")})
+    metrics = [scenarios.Metric(key="t", label="Throughput"), scenarios.Metric(key="ooo", label="Out of order"),
+               scenarios.Metric(key="reord", label="Reordering"), scenarios.Metric(key="loss", label="UDP loss")]
+    result = scenarios.analyse(samples, panel="frame", scenario="scenario", baseline="alone", order=ORDER)
+    fig = scenarios.figure(samples, result, metrics, panel="frame", panel_label="Frame", scenario="scenario",
+                           order=ORDER)
+    assert len(fig.axes) == 1
+    assert fig.get_supxlabel() == ("Not drawn: out of order, reordering and UDP loss, zero or missing in every "
+                                   "sample.")

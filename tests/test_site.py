@@ -25,7 +25,7 @@ LIB = REPO / "lib"
 
 def _fingerprint(host, boot):
     return json.dumps({"schema": 1, "host": host, "address": f"198.18.7.{11 if host == 'h1' else 12}",
-                       "collected_at": f"2026-11-22T{12 if boot == 'a' else 13}:00:00+00:00", "facts": {"cpu.model": "Test CPU",
+                       "collected_at": f"2026-11-22T{12 if boot == 'a' else 13}:00:00+00:00", "facts": {"cpu.model": "Test CPU", "cpu.turbo": None,
                        "kernel.boot_id": boot, "net.eth0.mtu": 1500}, "state": {"load": [0.1, 0.1, 0.1]},
                        "versions": {"iperf3": "iperf 3.12"}}, indent=1, sort_keys=True) + "\n"
 
@@ -176,6 +176,7 @@ def test_a_moved_copy_of_the_site_passes_the_manifest_check_its_campaign_page_pr
     site.build([], out, root=root)
     page = (out / "campaigns/demo.html").read_text()
     assert "12 samples stored" in page and "10 more samples are in the directory" in page
+    assert "<p>No executed notebook in this build.</p>" in page and "<p>None.</p>" not in page
     [check] = re.findall(r"<code>(cd [^<]*sha256sum -c[^<]*)</code>", page)
     check = html.unescape(check)
     assert check == "cd files/data/raw/demo && sha256sum -c --quiet MANIFEST.sha256"
@@ -197,7 +198,8 @@ def test_perflab_report_prints_the_sites_size_against_the_raw_datas(project, tmp
     out = tmp_path / "reports"
     notebook = root / "reports/notebooks/demo-throughput.ipynb"
     assert cli.main(["report", "--out", str(out), "--root", str(root), str(notebook)]) == 0
-    line = capsys.readouterr().out.splitlines()[-1]
+    printed = capsys.readouterr()
+    line = printed.out.splitlines()[-1]
     size, files = site.footprint(out)
     raw_size, raw_files = site.footprint(root / "data/raw")
     assert (size, files) == (sum(p.stat().st_size for p in out.rglob("*") if p.is_file()),
@@ -206,6 +208,36 @@ def test_perflab_report_prints_the_sites_size_against_the_raw_datas(project, tmp
     assert line == (f"site: {size / 1e6:,.1f} MB in {files:,} files, {size / raw_size:.2f} x the raw data "
                     f"(data/raw: {raw_size / 1e6:,.1f} MB in {raw_files:,} files); a copy of it elsewhere holds "
                     "that much")
+    # the fixture's raw data is tiny beside one notebook page: its site is over the budget, and says so
+    assert size > site.MAX_RATIO * raw_size
+    assert printed.err.startswith("perflab report: warning: the site is")
+
+
+def test_the_site_size_note_warns_only_over_the_budget_and_names_its_largest_parts(tmp_path):
+    raw, out = tmp_path / "data/raw", tmp_path / "reports"
+    (raw / "c").mkdir(parents=True)
+    (raw / "c/stdout").write_bytes(b"x" * 10_000)
+    (out / "files").mkdir(parents=True)
+    (out / "files/stdout").write_bytes(b"x" * 10_000)
+    (out / "index.html").write_bytes(b"x" * 4_000)
+    line, warning = site.size_note(out, raw)
+    assert line.startswith("site: 0.0 MB in 2 files, 1.40 x the raw data") and warning == ""
+    (out / "html").mkdir()
+    (out / "html/notebook.css").write_bytes(b"x" * 2_000)
+    _, warning = site.size_note(out, raw)
+    assert warning.startswith("warning: the site is 1.60 x the raw data, over its budget of 1.5 x")
+    assert "largest parts: files/ 0.0 MB, index.html 0.0 MB, html/ 0.0 MB" in warning
+
+
+def test_notebook_pages_link_one_shared_stylesheet_instead_of_inlining_it(project):
+    """nbconvert's lab styles (about 260 kB) are written once; inlined in each of 83 notebook pages they made a
+    tenth of the site."""
+    root, _ = project
+    css = root / "reports/html" / site.NOTEBOOK_CSS
+    assert css.is_file() and css.stat().st_size > 100_000 and ".jp-Cell" in css.read_text()
+    page = (root / "reports/html/demo-throughput.html").read_text()
+    assert f'<link rel="stylesheet" href="{site.NOTEBOOK_CSS}">' in page and "<style" not in page
+    assert "jp-Cell" in page, "the cells keep the classes the stylesheet styles"
 
 
 def test_tables_are_shown_as_html_not_latex_source(project):
@@ -227,6 +259,9 @@ def test_one_machine_page_per_distinct_fingerprint_named_by_host_and_date(projec
     page = root / "reports/machines/h1-2026-11-22-1200.html"
     text = page.read_text()
     assert "Test CPU" in text and "iperf 3.12" in text and "blocks/0/fingerprint-before-" in text
+    assert "first fingerprinted on 2026-11-22 12:00:00 UTC." in text and "T12:00:00+00:00" not in text
+    assert "<td><code>cpu.turbo</code></td><td><small>not recorded</small></td>" in text and ">None<" not in text
+    assert "review site index" in text and "review site index" not in index.read_text(), "no link to itself"
     assert "campaigns/demo.html" in _targets(page, root / "reports")
 
 
@@ -482,5 +517,28 @@ def test_a_campaign_page_gives_the_steal_per_cell_beside_how_it_was_measured():
     html = site._steal_table(row)
     assert "The gate's bound: 1 %." in html
     assert "<tr><td>all samples</td><td>80</td><td>15.1</td><td>33.0</td><td>42.0</td></tr>" in html
-    assert "<tr><td>protocol-nbd</td><td>40</td><td>16.0</td><td>35.0</td><td>42.0</td></tr>" in html
+    assert "<tr><td>protocol nbd</td><td>40</td><td>16.0</td><td>35.0</td><td>42.0</td></tr>" in html, "in words"
     assert site._steal_table({"steal": None}) == ""
+
+
+def test_a_note_a_family_of_tables_shares_is_shown_whole_without_its_key():
+    """The paper says a long shared note once (``\\plshared{key}{text}``); each page of the site shows its text, never
+    the key."""
+    from perflab.report import latex, texhtml
+
+    long_note = "Change: relative difference of means against the baseline, " * 4
+    tex = latex.latex_table(pd.DataFrame({"a": ["1"]}), caption="c", label="l", escape=False,
+                            notes=["Frame 64 B.", long_note.strip()])
+    assert "\\plshared{" in tex
+    [table] = texhtml.tables(tex)
+    assert table.note == "Frame 64 B. " + long_note.strip()
+
+
+def test_a_samples_files_are_grouped_by_their_folder_so_each_hosts_are_told_apart(tmp_path):
+    sample = tmp_path / "data/raw/c/samples/s1"
+    for name in ("stdout", "meta.json", "monitors/h1/cgroup-after.txt", "monitors/h2/cgroup-after.txt"):
+        (sample / name).parent.mkdir(parents=True, exist_ok=True)
+        (sample / name).write_text("x")
+    built = site._Site(tmp_path, tmp_path / "reports")
+    cell = re.sub(r"<a [^>]*>([^<]*)</a>", r"\1", site._sample_files(built, sample, tmp_path / "reports/campaigns/c.html"))
+    assert cell == "meta.json, stdout; monitors/h1: cgroup-after.txt; monitors/h2: cgroup-after.txt"

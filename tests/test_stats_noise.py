@@ -76,6 +76,7 @@ def test_the_verdict_table_shows_the_adjusted_estimate_beside_the_primary_and_ma
     adjusted = verdicts.sensitivity(results, lambda c: df.assign(metric="value", summary=True, run_id=range(len(df))))
     assert set(adjusted) == {"Q1"} and adjusted["Q1"].sensitive
     tex = verdicts.table_tex("s", results, caption="c", label="tab:v", adjusted=adjusted)
+    assert f"Change\\\\{{}}{{[}}{latex.level_text(primary.ci_level)} CI{{]}}" in tex and "Levels of" not in tex
     assert "steal-adj." in tex and f"s: {latex.percent_change(adjusted['Q1'].rel_diff)}" in tex and "$^\\dagger$\\\\{}(supported)" in tex and verdicts.SENSITIVE in tex
     plain = verdicts.table_tex("s", results, caption="c", label="tab:v")
     body = plain.split("s: the change")[0]

@@ -385,11 +385,10 @@ def _report(args: argparse.Namespace) -> int:
 
     index = site.build(args.notebooks, args.out, root=args.root, csv=args.csv)
     print(f"report: {index}")
-    size, files = site.footprint(index.parent)
-    raw_size, raw_files = site.footprint(Path(args.root) / "data/raw")
-    ratio = f"{size / raw_size:.2f} x" if raw_size else "no"
-    print(f"site: {size / 1e6:,.1f} MB in {files:,} files, {ratio} the raw data (data/raw: {raw_size / 1e6:,.1f} MB in "
-          f"{raw_files:,} files); a copy of it elsewhere holds that much")
+    line, warning = site.size_note(index.parent, Path(args.root) / "data/raw")
+    print(line)
+    if warning:
+        print(f"perflab report: {warning}", file=sys.stderr)
     return 0
 
 

@@ -27,7 +27,8 @@ from ..stats.describe import describe, range_flags
 from ..stats.effect import ratio_fieller
 from ..stats.levels import select_rows
 from . import figures, lineage, macros, style
-from .latex import cell, escape_latex, float_table, format_number, format_p, header, in_prose, in_words, p_phrase
+from .latex import (cell, escape_latex, float_table, format_number, format_p, header, in_prose, in_words, level_text,
+                    p_phrase)
 
 #: ``/proc/stat`` states that count as busy CPU time (idle and iowait do not).
 BUSY_STATES = ("user", "nice", "system", "irq", "softirq", "steal")
@@ -171,8 +172,8 @@ def layout_tex(table: pd.DataFrame, *, caption: str, label: str, over: str, leve
     shown = pd.DataFrame({h: [_grid_cell(str(v)) if value else escape_latex(str(v)) for v in table[c]]
                           for h, c, value in zip(heads, table.columns, is_value)})
     body = shown.to_latex(index=False, escape=False, column_format="".join("r" if v else "l" for v in is_value))
-    columns = (f"Columns: {escape_latex(' above '.join(labels.get(f, f) for f in across))}. " if across else "")
-    note = (f"{columns}Each cell: mean above its {100 * level:.0f}\\,\\% CI [low, high]; rows \\emph{{mean}}: "
+    columns = (f"Columns: {escape_latex(' above '.join(in_prose(labels.get(f, f)) for f in across))}. " if across else "")
+    note = (f"{columns}Each cell: mean above its {level_text(level)} CI [low, high]; rows \\emph{{mean}}: "
             f"mean of the cell means over the levels of {escape_latex(over)}.")
     return float_table("\\setlength{\\tabcolsep}{3pt}" + body.strip(), caption=caption, label=label,
                        note=note)

@@ -72,8 +72,8 @@ def findings(root: str | Path = ".") -> dict[str, str]:
 
 def summary_table(root: str | Path = ".") -> str:
     """The cross-study verdict table: a row per pre-registered question of every study with its claim, expected
-    outcome, change with its adjusted interval, SESOI, data (``rerun <campaign>`` or ``published``),
-    testability, power at the SESOI and verdict, the numbers and the verdict printed by the study's generated
+    outcome, change with its adjusted interval and that interval's level (each row's own: the families differ),
+    SESOI, data (``rerun <campaign>`` or ``published``), testability, power at the SESOI and verdict, the numbers and the verdict printed by the study's generated
     macros (``\\plv{<study>/verdict/<id>}``), never typed here; before it, each study with questions and its
     counts of each verdict (``\\plv{<study>/verdicts/<word>}``). Set sideways, one line per question, so that
     its ten columns fit; each question's metric and contrast are in its chapter's verdict table."""
@@ -90,7 +90,7 @@ def summary_table(root: str | Path = ".") -> str:
         for i, q in enumerate(declared):  # the study named on its first row only, so that the table fits the page
             stem = f"{s.id}/verdict/{q.id}"
             rows.append(f"{escape_latex(s.id) if i == 0 else ''} & {escape_latex(q.id)} & {escape_latex(q.claim)} & "
-                        f"{escape_latex(q.expected)} & \\plv{{{stem}/change}} \\plv{{{stem}/ci}} & "
+                        f"{escape_latex(q.expected)} & \\plv{{{stem}/change}} \\plv{{{stem}/ci}} \\plv{{{stem}/level}} & "
                         f"{sesoi_cell(q.sesoi)} & {escape_latex(q.data)} & {q.testability} & "
                         f"\\plv{{{stem}/power}} & \\plv{{{stem}}}\\\\")
     listed = ("Per study, from its verdict tables:\n\\begin{itemize}\n" + "\n".join(counts) + "\n\\end{itemize}\n"
@@ -101,7 +101,7 @@ def summary_table(root: str | Path = ".") -> str:
             "they give}\\label{tab:verdicts-summary}\n"
             "\\begin{tabular}{@{}llllllllll@{}}\n"
             "\\toprule\n"
-            "Study & Question & Claim & Expected & Change {[}adj. CI{]} & SESOI & Data & Testable "
+            "Study & Question & Claim & Expected & Change {[}CI{]} (its level) & SESOI & Data & Testable "
             "& Power at SESOI & Verdict\\\\\n\\midrule\n"
             + "\n".join(rows) + "\n\\bottomrule\n\\end{tabular}\n"
             "\\par\\smallskip\\parbox{\\linewidth}{\\scriptsize " + READING + "}\n\\end{sidewaystable}\n")

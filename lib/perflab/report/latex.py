@@ -22,7 +22,7 @@ import hashlib
 import math
 import re
 import textwrap
-from typing import Mapping, Sequence
+from typing import Iterable, Mapping, Sequence
 
 import pandas as pd
 
@@ -201,6 +201,22 @@ def format_ci(low: float, high: float, *, digits: int = 3, percent: bool = False
         text = num(end, digits) if decimals is None or end is None else f"\\num{{{fixed(end, decimals)}}}"
         ends.append(text + (unit if end is not None else ""))
     return f"[{ends[0]}, {ends[1]}]"
+
+
+def level_text(level: float) -> str:
+    """A confidence level as LaTeX percent, to four significant digits: ``95\\,\\%`` for 0.95, ``99.17\\,\\%`` for
+    0.991667 (a Bonferroni-adjusted level)."""
+    return f"{100 * level:.4g}\\,\\%"
+
+
+def level_range(levels: Iterable[float]) -> str:
+    """The confidence levels of a column's intervals as its header says them: the one level (``97.5\\,\\%``), or
+    the lowest and the highest (``97.5--99.17\\,\\%``) when the rows differ (a note then says which row has which)."""
+    known = sorted({round(float(v), 6) for v in levels})
+    if not known:
+        return ""
+    low, high = known[0], known[-1]
+    return level_text(low) if low == high else f"{100 * low:.4g}--{level_text(high)}"
 
 
 def significance_note(levels: Sequence[tuple[float, str]] = SIGNIFICANCE_LEVELS) -> str:

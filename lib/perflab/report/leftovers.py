@@ -3,7 +3,7 @@
 A placeholder left in a phrase ("p < x", "n = x"), a doubled preposition, an optional plural
 ("item(s)"), a name of the code in running text (a word with an underscore, a ``key=value``
 pair), a declaration file and key cited as ``(study.yaml, questions:)``, a missing value
-printed as "nan" or "None". A name the sources set in typewriter type (``\\texttt{...}``,
+printed as "nan" or "None", an interval's header that does not say its level ("adj. CI"). A name the sources set in typewriter type (``\\texttt{...}``,
 a file, an option, a flag) is code on purpose and is not a leftover. :func:`check` is the
 paper build's last step (``rules/paper.smk``, through :func:`perflab.report.frame.check`).
 """
@@ -26,6 +26,7 @@ PATTERNS = {
     "parameter as key=value": re.compile(r"\b[a-z]+=[\w.]+"),
     "declaration file": re.compile(r"study\.yaml|\(\S+\.ya?ml, \w+:\)"),
     "missing value": re.compile(r"\b(?:nan|NaN)\b|\bNone\b(?! of\b)"),
+    "interval without its level": re.compile(r"\badj\. CI\b"),
 }
 
 #: ``\texttt{...}`` in a LaTeX source, its text (no nested braces).

@@ -16,9 +16,9 @@ import pandas as pd
 from ..stats.levels import LevelsResult, analyse
 from . import figures, lineage, macros, tables
 from ..files import slug
-from .latex import (ci_decimals, escape_latex, fixed, format_number, format_p, in_prose, level_words, num, p_phrase,
-                    plain_p_phrase)
-from .tables import estimate, level_text
+from .latex import (ci_decimals, escape_latex, fixed, format_number, format_p, in_prose, level_text, level_words, num,
+                    p_phrase, plain_p_phrase)
+from .tables import estimate
 
 __all__ = ["analyse", "output_stem", "write", "section_tex", "sentence"]
 

@@ -234,8 +234,7 @@ def _level(factor: str, value: Any) -> str:
 
 def _level_text(rel: pd.DataFrame) -> str:
     """The adjusted confidence level of a family's intervals, as LaTeX (e.g. ``99.7\\,\\%``)."""
-    level = float(rel["ci_level"].iloc[0]) if len(rel) else 0.95
-    return f"{100 * level:.4g}\\,\\%"
+    return latex.level_text(float(rel["ci_level"].iloc[0]) if len(rel) else 0.95)
 
 
 def _comparison_values(rel: pd.DataFrame, prefix: str, key: str) -> dict[str, str]:

@@ -208,7 +208,8 @@ def figure(samples: Mapping[str, pd.DataFrame], result: pd.DataFrame, metrics: S
             if j == 0:
                 ax.set_ylabel(f"{m.label} ({m.unit})" if m.unit else m.label)
     if len(drawn) < len(metrics):
-        fig.supxlabel(f"Not drawn: {', '.join(m.label for m in empty)}, zero or missing in every sample.",
+        fig.supxlabel(f"Not drawn: {latex.in_words([latex.in_prose(m.label) for m in empty])}, zero or missing in "
+                      "every sample.",
                       fontsize=style.TICK_PT, x=0.02, ha="left")
     return fig
 
@@ -222,8 +223,8 @@ def table(result: pd.DataFrame, metrics: Sequence[Metric], *, panel: str, panel_
 
     One table per panel level (its caption names the level, e.g. the frame size), breaking across pages when
     longer than a page, naming its metric in its first row; labels ``label``, ``label-2``, ... in that order.
-    The headers say the intervals' levels (the change's adjusted over the comparisons of one metric; "adj." with
-    the levels in the note when they differ between metrics). A value that would fill a column throughout (a
+    The headers say the intervals' levels (the change's adjusted over the comparisons of one metric; their range,
+    with each metric's level in the note, when they differ between metrics). A value that would fill a column throughout (a
     table's panel level, the n of every cell) is said in the caption or the note instead, so that the table
     stands upright."""
     shown = result[result["metric"].isin([m.key for m in metrics])]
@@ -231,6 +232,7 @@ def table(result: pd.DataFrame, metrics: Sequence[Metric], *, panel: str, panel_
     levels = figures.natural_order(shown[panel].unique())
     none = pd.Series(dtype=float)
     mean_level, adjusted = _level_head(shown.get("level", none)), _level_head(shown.get("ci_level", none))
+    change_level = latex.level_range(shown.get("ci_level", none).dropna())  # its range where the metrics' differ
     frames = []
     for pv in levels:
         rows = []
@@ -244,7 +246,7 @@ def table(result: pd.DataFrame, metrics: Sequence[Metric], *, panel: str, panel_
                 row.update({
                     latex.header("Mean", f"{{[}}{mean_level} CI{{]}}" if mean_level else "{[}CI{]}"): latex.cell(
                         latex.num(r["mean"] / m.scale), latex.format_ci(r["ci_low"] / m.scale, r["ci_high"] / m.scale)),
-                    latex.header("Change", f"{{[}}{adjusted or 'adj.'} CI{{]}}"): _change_cell(r, m),
+                    latex.header("Change", f"{{[}}{change_level or 'adjusted'} CI{{]}}"): _change_cell(r, m),
                     latex.header("p", "(Bonf.)"): latex.format_p(r["p_adjusted"], markers=True),
                     "MDE": _mde_cell(r, m)})
                 rows.append(row)
@@ -259,7 +261,7 @@ def table(result: pd.DataFrame, metrics: Sequence[Metric], *, panel: str, panel_
     spread = "the spread of the block differences" if bool(result["blocked"].all()) else "the pooled spread"
     notes = [("; ".join(said) + ". ") * bool(said)
              + "Change: relative difference of means against the baseline in the "
-             f"same {latex.escape_latex(panel_label.lower())}, with Fieller's interval; p: {how}; the interval and "
+             f"same {latex.escape_latex(latex.in_prose(panel_label))}, with Fieller's interval; p: {how}; the interval and "
              "p are both Bonferroni-adjusted over the comparisons of one "
              "metric, so they agree; MDE: the smallest change a t test at the n "
              f"used detects with power 0.8 at {spread} "
@@ -275,7 +277,8 @@ def table(result: pd.DataFrame, metrics: Sequence[Metric], *, panel: str, panel_
                         "is in points too: a ratio of shares near 0 grows without meaning.")
     per_metric = {m.label: _level_head(shown.loc[shown["metric"] == m.key].get("ci_level", none)) for m in metrics}
     if not adjusted and all(per_metric.values()):
-        notes.insert(1, "Adjusted intervals: " + "; ".join(f"{latex.escape_latex(k)} {v}" for k, v in per_metric.items())
+        notes.insert(1, "Adjusted intervals: " + "; ".join(f"{latex.escape_latex(latex.in_prose(k))} {v}"
+                                                           for k, v in per_metric.items())
                      + ".")
     out = []
     for i, (pv, frame) in enumerate(frames):
@@ -290,7 +293,7 @@ def _level_head(levels: pd.Series) -> str:
     """The one confidence level of ``levels`` as a header says it (``99.2\\,\\%``), "" when they differ or are
     missing (e.g. a result written before the levels were recorded)."""
     known = {round(float(v), 6) for v in levels if pd.notna(v)}
-    return f"{100 * known.pop():.4g}\\,\\%" if len(known) == 1 else ""
+    return latex.level_text(known.pop()) if len(known) == 1 else ""
 
 
 def _change_cell(r: pd.Series, m: Metric) -> str:

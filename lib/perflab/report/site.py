@@ -12,9 +12,8 @@ manifest, the processed table (Parquet; its CSV mirror only when asked: ``csv``)
 
 Every file a page links to is copied into ``<out>/files/`` under its project path, and so is every
 file a shown manifest lists (a campaign's raw data, the published data), whole, so that
-``sha256sum -c MANIFEST.sha256`` passes in the copy as it does in ``data/raw/``. Raw files are hard
-links to the committed ones where the site is on the same file system (they are never rewritten;
-a copy of the site elsewhere copies their bytes). The notebook pages carry no scripts, so the site
+``sha256sum -c MANIFEST.sha256`` passes in the copy as it does in ``data/raw/``. Raw files are copies,
+never links to the committed ones. The notebook pages carry no scripts, so the site
 works when ``reports/`` is copied on its own (``file://`` or any static web server).
 :func:`footprint` measures it against the raw data (``perflab report`` prints both).
 
@@ -40,6 +39,7 @@ import stat
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -90,7 +90,8 @@ _SEARCH_JS = """// perflab review site search: a static index (search-index.js),
     var a = document.createElement("a");
     a.href = item.url; a.textContent = item.title;
     var kind = document.createElement("small");
-    kind.textContent = " (" + item.kind + ") " + item.text.slice(0, 160);
+    var text = item.text.length > 160 ? item.text.slice(0, 160).replace(/\\s+\\S*$/, "") + " \\u2026" : item.text;
+    kind.textContent = " (" + item.kind + ") " + text;
     li.appendChild(a); li.appendChild(kind); list.appendChild(li);
   });
 })();
@@ -211,7 +212,8 @@ class _Site:
         """Write a site page at ``path`` with the navigation bar (index link, search box)."""
         home = Path(os.path.relpath(self.out / "index.html", path.parent)).as_posix()
         search = Path(os.path.relpath(self.out / "search.html", path.parent)).as_posix()
-        nav = (f"<nav><a href=\"{_e(home)}\">&larr; review site index</a><form action=\"{_e(search)}\">"
+        back = "<span></span>" if path == self.out / "index.html" else f"<a href=\"{_e(home)}\">&larr; review site index</a>"
+        nav = (f"<nav>{back}<form action=\"{_e(search)}\">"
                "<input id=\"q\" name=\"q\" type=\"search\" placeholder=\"search studies, campaigns, figures\" "
                "size=\"32\"> <button>Search</button></form></nav>")
         return atomic_text(self.target(path), f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
@@ -221,8 +223,7 @@ class _Site:
                                  "</body></html>\n")
 
     def copy(self) -> int:
-        """Copy every published project file into ``out/files/`` (unchanged copies are kept; a raw file is a hard
-        link to its original on the same file system); remove stale copies."""
+        """Copy every published project file into ``out/files/`` (unchanged copies are kept); remove stale copies."""
         base = self.out / FILES_DIR
         for rel in sorted(self.copied):
             src, dst = self.root / rel, base / rel
@@ -256,6 +257,29 @@ def footprint(path: Path) -> tuple[int, int]:
     return size, count
 
 
+#: The site's size budget: its bytes over the committed raw data's (``perflab report`` warns above it).
+MAX_RATIO = 1.5
+
+
+def size_note(out: Path, raw: Path) -> tuple[str, str]:
+    """The line ``perflab report`` prints about the site at ``out`` against the raw data at ``raw`` (both
+    :func:`footprint`), and a warning naming the site's three largest parts when it is over :data:`MAX_RATIO` times
+    the raw data (else an empty string)."""
+    size, files = footprint(out)
+    raw_size, raw_files = footprint(raw) if raw.is_dir() else (0, 0)
+    ratio = f"{size / raw_size:.2f} x" if raw_size else "no"
+    line = (f"site: {size / 1e6:,.1f} MB in {files:,} files, {ratio} the raw data (data/raw: {raw_size / 1e6:,.1f} MB "
+            f"in {raw_files:,} files); a copy of it elsewhere holds that much")
+    if not raw_size or size <= MAX_RATIO * raw_size:
+        return line, ""
+    parts = sorted(((footprint(p)[0], f"{p.name}/") if p.is_dir() else (p.lstat().st_size, p.name)
+                    for p in out.iterdir()), reverse=True)
+    largest = ", ".join(f"{name} {part / 1e6:,.1f} MB" for part, name in parts[:3])
+    return line, (f"warning: the site is {size / raw_size:.2f} x the raw data, over its budget of {MAX_RATIO} x "
+                  f"(docs/report.md); its largest parts: {largest}. It is complete and true; it is heavier to "
+                  "hand over than it should be")
+
+
 #: The media types an image embedded in a notebook page may have (a ``data:`` URL of another type is removed).
 _IMAGE_DATA = re.compile(r"^data:image/(?:png|jpeg|gif);base64,[A-Za-z0-9+/=\s]*$")
 #: The style properties an element of a notebook output may set (pandas' tables set a few); no ``url()``.
@@ -281,13 +305,18 @@ def sanitize(fragment: str) -> str:
                      filter_style_properties=_STYLE_PROPERTIES)
 
 
+#: The notebook pages' shared stylesheet (nbconvert's ``lab`` styles, about 260 kB), under ``out/html/``: written once,
+#: not inlined in every page.
+NOTEBOOK_CSS = "notebook.css"
+
+
 @functools.cache
 def _notebook_frame() -> tuple[str, str]:
-    """The ``<style>`` blocks and the ``<body>`` tag of nbconvert's ``lab`` page, taken from an empty notebook (the
-    template's, no data's)."""
+    """The styles (the ``<style>`` blocks' text) and the ``<body>`` tag of nbconvert's ``lab`` page, taken from an
+    empty notebook (the template's, no data's)."""
     page, _ = HTMLExporter(template_name="lab").from_notebook_node(nbformat.v4.new_notebook())
     body = re.search(r"<body[^>]*>", page, re.I)
-    return "".join(re.findall(r"<style[^>]*>.*?</style>", page, re.S | re.I)), body[0] if body else "<body>"
+    return "\n".join(re.findall(r"<style[^>]*>(.*?)</style>", page, re.S | re.I)), body[0] if body else "<body>"
 
 
 def _notebooks(site: _Site, notebooks: Sequence[Path]) -> dict[Path, Path]:
@@ -295,9 +324,13 @@ def _notebooks(site: _Site, notebooks: Sequence[Path]) -> dict[Path, Path]:
 
     nbconvert's page loads require.js and MathJax from the network; the site's copy has no
     scripts (outputs are images and text), so it reads the same offline. The page's body
-    passes :func:`sanitize`; its styles are the template's (:func:`_notebook_frame`).
+    passes :func:`sanitize`; its styles are the template's (:func:`_notebook_frame`), in one stylesheet
+    (:data:`NOTEBOOK_CSS`) every page links.
     """
     exporter, pages = HTMLExporter(template_name="lab", embed_images=True), {}
+    style, body_tag = _notebook_frame()
+    if notebooks:
+        atomic_text(site.target(site.out / "html" / NOTEBOOK_CSS), style)
     for nb_path in notebooks:
         nb = nbformat.read(site.root / nb_path, as_version=4)
         body, _ = exporter.from_notebook_node(nb)
@@ -306,10 +339,10 @@ def _notebooks(site: _Site, notebooks: Sequence[Path]) -> dict[Path, Path]:
         page = site.out / "html" / f"{page_name(name)}.html"
         home = Path(os.path.relpath(site.out / "index.html", page.parent)).as_posix()
         back = f"<p style=\"padding:.5em 1em\"><a href=\"{_e(home)}\">&larr; review site index</a></p>"
-        style, body_tag = _notebook_frame()
         pages[nb_path] = atomic_text(site.target(page), (
             f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{_e(nb_path.as_posix())}</title>"
-            f"{style}</head>{body_tag}{back}{sanitize(found[1] if found else body)}</body></html>\n"))
+            f"<link rel=\"stylesheet\" href=\"{NOTEBOOK_CSS}\"></head>{body_tag}{back}"
+            f"{sanitize(found[1] if found else body)}</body></html>\n"))
         site.index(nb_path.as_posix(), "notebook", page, "executed notebook")
     return pages
 
@@ -323,7 +356,7 @@ def _notebook_items(site: _Site, pages: dict[Path, Path], page: Path) -> str:
                      f"({site.link(nb_path, page, 'ipynb')})"
                      f"<br><small>run {_e(str(meta.get('start_time', '?'))[:19])}, "
                      f"{float(meta.get('duration') or 0):.1f} s; parameters: {_e(params)}</small></li>")
-    return "<ul>" + "".join(items) + "</ul>" if items else "<p>None.</p>"
+    return "<ul>" + "".join(items) + "</ul>" if items else "<p>No executed notebook in this build.</p>"
 
 
 def _records(cdir: Path, pattern: str) -> list[Path]:
@@ -436,12 +469,23 @@ def _analysis_section(site: _Site, a: study_mod.Analysis, nb_pages: dict[Path, P
             + _outputs(site, a, page, machines))
 
 
+def _sample_files(site: _Site, sample: Path, page: Path) -> str:
+    """Links to a sample directory's files, grouped by their folder in it (``monitors/h1: cgroup-after.txt, ...``), so
+    that files of the same name on several hosts are told apart."""
+    folders: dict[str, list[Path]] = {}
+    for f in sorted(sample.rglob("*")):
+        if f.is_file():
+            folders.setdefault(f.parent.relative_to(sample).as_posix(), []).append(f.relative_to(site.root))
+    return "; ".join(("" if folder == "." else f"{_e(folder)}: ") + site.links(files, page)
+                     for folder, files in sorted(folders.items(), key=lambda item: (item[0] != ".", item[0])))
+
+
 def _steal_table(row: dict) -> str:
     """The steal during a campaign's samples, for the campaign and per cell (:func:`perflab.evidence.site_rows`)."""
     if not row.get("steal"):
         return ""
     lines = [("all samples", row["steal"]), *row["steal_cells"].items()]
-    body = "".join(f"<tr><td>{_e(cell or '(one cell)')}</td><td>{s['n']}</td>"
+    body = "".join(f"<tr><td>{_e(evidence.cell_words(cell) if cell else '(one cell)')}</td><td>{s['n']}</td>"
                    + "".join(f"<td>{100 * s[k]:.1f}</td>" for k in ("median", "p90", "max")) + "</tr>"
                    for cell, s in lines)
     bound = "" if row.get("steal_bound") is None else f" The gate's bound: {row['steal_bound']:g} %."
@@ -458,7 +502,7 @@ def _campaign_page(site: _Site, cdir: Path, nb_pages: dict[Path, Path], owner: s
     manifest = store.read_manifest(cdir)
     problems = store.verify(cdir) + [f"{n}: not published here (a symbolic link out of its campaign, or not a "
                                      "file), so the copy below lacks it" for n in site.whole(cdir, manifest)]
-    status = (f"<p class=\"ok\">All {len(manifest)} raw files match {site.link(cdir / store.MANIFEST, page)}, "
+    status = (f"<p class=\"ok\">All {len(manifest):,} raw files match {site.link(cdir / store.MANIFEST, page)}, "
               f"and this site holds a copy of each: <code>cd {_e(FILES_DIR)}/data/raw/{_e(name)} &amp;&amp; "
               f"sha256sum -c --quiet {store.MANIFEST}</code> in the site's folder checks it.</p>"
               if not problems else f"<p class=\"bad\">{len(problems)} raw file(s) do not match "
@@ -471,9 +515,8 @@ def _campaign_page(site: _Site, cdir: Path, nb_pages: dict[Path, Path], owner: s
         if (cdir / "samples").is_dir() else []
     failed = sorted(p for p in (cdir / "failed").iterdir() if not p.name.startswith(".")) \
         if (cdir / "failed").is_dir() else []
-    sample_rows = "".join(
-        f"<tr><td>{_e(s.name)}</td><td>{site.links(sorted(f.relative_to(site.root) for f in s.rglob('*') if f.is_file()), page)}</td></tr>"
-        for s in [*samples[:MAX_SAMPLES], *failed[:MAX_SAMPLES]])
+    sample_rows = "".join(f"<tr><td>{_e(s.name)}</td><td>{_sample_files(site, s, page)}</td></tr>"
+                          for s in [*samples[:MAX_SAMPLES], *failed[:MAX_SAMPLES]])
     more = f"<p>{len(samples) - MAX_SAMPLES} more samples are in the directory.</p>" if len(samples) > MAX_SAMPLES else ""
     used = sorted((m for m in machines.values() if name in m.campaigns), key=lambda m: m.label)
     processed = site.root / "data/processed"
@@ -533,15 +576,26 @@ def _machines(site: _Site, campaigns: Sequence[Path]) -> dict[str, _Machine]:
     return machines
 
 
+def _when(stamp: str) -> str:
+    """A fingerprint's ISO time stamp as a reader reads it, to the second in UTC (``2026-11-26 03:23:42 UTC``); a
+    stamp that does not parse as it is."""
+    try:
+        moment = datetime.fromisoformat(stamp)
+    except ValueError:
+        return stamp
+    return (moment.astimezone(timezone.utc) if moment.tzinfo else moment).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
 def _machine_pages(site: _Site, machines: dict[str, _Machine]) -> None:
     for m in machines.values():
         page, fp = m.page, m.uses[0][1]
-        first_seen = min(str(f.get("collected_at", "?")) for _, f in m.uses)
-        facts = "".join(f"<tr><td><code>{_e(k)}</code></td><td>{_e(v)}</td></tr>"
+        first_seen = _when(min(str(f.get("collected_at", "?")) for _, f in m.uses))
+        facts = "".join(f"<tr><td><code>{_e(k)}</code></td><td>"
+                        + ("<small>not recorded</small>" if v is None else _e(v)) + "</td></tr>"
                         for k, v in sorted(fp.get("facts", {}).items()))
         versions = "".join(f"<tr><td>{_e(k)}</td><td>{_e(v)}</td></tr>" for k, v in sorted(fp.get("versions", {}).items()))
         where = "".join(f"<li>{site.link(path, page, path.relative_to(site.root / 'data/raw').as_posix())} "
-                        f"<small>collected {_e(f.get('collected_at', '?'))}</small></li>" for path, f in m.uses)
+                        f"<small>collected {_e(_when(str(f.get('collected_at', '?'))))}</small></li>" for path, f in m.uses)
         used = ", ".join(site.link(site.named("campaigns", c), page, c) for c in sorted(m.campaigns))
         body = (f"<p>Host <b>{_e(m.host)}</b> ({_e(fp.get('address', '?'))}), first fingerprinted on {_e(first_seen)}. "
                 f"Every block run on a machine with identical facts links here (fingerprint <code>{_e(m.ident)}"

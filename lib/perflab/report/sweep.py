@@ -357,7 +357,7 @@ def kind_table(result: Sweep, *, xlabel: str, caption: str, label: str) -> str:
         rows.append({**{c.replace("_", " "): escape_latex(str(r[c])) for c in (result.facet, result.series) if c},
                      "levels": str(int(r["levels"])),
                      "span rerun": format_number(r["rerun_span"]), "span published": format_number(r["published_span"]),
-                     f"best {escape_latex(xlabel)} rerun": escape_latex(r["rerun_best"]),
+                     f"best {escape_latex(in_prose(xlabel))} rerun": escape_latex(r["rerun_best"]),
                      "published": escape_latex(r["published_best"]),
                      "Spearman $\\rho$": "--" if pd.isna(r["spearman"]) else format_number(r["spearman"], 2)})
     note = ("Over the levels both sweeps have: span = largest over smallest mean of the curve; best = level of "
@@ -378,12 +378,12 @@ def write(result: Sweep, *, name: str, paper_dir: str | Path, inputs: Sequence[s
     plt.close(fig)
     texts = {
         "summary": summary_table(result, scale=scale, unit=unit, quantity=quantity, xlabel=xlabel,
-                                 caption=Tex(f"{escape_latex(quantity)} over {escape_latex(xlabel)}: mean and 95\\,\\% "
+                                 caption=Tex(f"{escape_latex(quantity)} over {escape_latex(in_prose(xlabel))}: mean and 95\\,\\% "
                                              "Student-t interval per cell."),
                                  label=f"tab:{name}-summary"),
         "littles": littles_table(result, label=f"tab:{name}-littles",
-                                 caption=f"Little's-law consistency of {in_prose(quantity)} over {xlabel} per cell."),
-        "kind": kind_table(result, xlabel=xlabel, caption=f"Published and rerun {in_prose(quantity)} over {xlabel}, "
+                                 caption=f"Little's-law consistency of {in_prose(quantity)} over {in_prose(xlabel)} per cell."),
+        "kind": kind_table(result, xlabel=xlabel, caption=f"Published and rerun {in_prose(quantity)} over {in_prose(xlabel)}, "
                                                           "compared in kind.", label=f"tab:{name}-kind"),
     }
     for key, text in texts.items():

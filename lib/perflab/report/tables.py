@@ -14,14 +14,9 @@ import pandas as pd
 
 from ..files import natural_key
 from ..stats import BlockEffect, Comparison
-from .latex import (ci_decimals, escape_latex, fixed, format_ci, format_number, format_p, header, latex_table, level_words,
-                    p_phrase,
+from .latex import (ci_decimals, escape_latex, fixed, format_ci, format_number, format_p, header, latex_table, level_text,
+                    level_words, p_phrase,
                     significance_note)
-
-
-def level_text(level: float) -> str:
-    """A confidence level as LaTeX percent, e.g. ``95\\,\\%`` for 0.95 (``99.9\\,\\%`` for 0.999)."""
-    return f"{100 * level:g}\\,\\%"
 
 
 def estimate(value: float, low: float, high: float, *, digits: int = 4) -> tuple[str, str, int | None]:

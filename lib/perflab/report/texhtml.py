@@ -96,6 +96,10 @@ def inline(tex: str, *, code: bool = False) -> str:
                 i = _optional(tex, i)
                 arg, i = _group(tex, i)
                 out.append("<br>".join(inline(part) for part in re.split(r"\\\\(?:\{\})?", arg)))
+            elif name == "plshared":  # a note a family of tables shares: each page of the site shows it whole
+                _, i = _group(tex, i)
+                arg, i = _group(tex, i)
+                out.append(inline(arg))
             elif name == "multicolumn":
                 _, i = _group(tex, i)
                 _, i = _group(tex, i)

@@ -35,7 +35,7 @@ NO_DATA = "no data of"
 #: in each).
 ASKED = ("Question", "Claim", "Contrast", "Expected")
 DATA = ("Question", "Testable", "Data", "n", "SESOI", latex.header("Power", "at SESOI"))
-ANSWERED = ("Question", latex.header("Change", "{[}adj. CI{]}", "s: steal-adj."), latex.header("p", "(adj.)"),
+ANSWERED = ("Question", latex.header("Change", "{[}CI{]}", "s: steal-adj."), latex.header("p", "(adj.)"),
             latex.header("TOST", "p"), "Verdict")
 COLUMNS = ASKED + DATA[1:] + ANSWERED[1:]
 #: How a verdict table reads its verdict words (minimum-effect semantics, ``docs/statistics.md``).
@@ -45,7 +45,8 @@ BRIEF = ("Verdicts (minimum-effect, family-adjusted): supported, the interval li
          "testable here, the lab lacks the claim's mechanism and the change is a finding about the lab. Power: at the "
          "SESOI for the n used.")
 #: What the cross-study summary says about reading a verdict: :data:`BRIEF`, the power and the data.
-READING = (BRIEF + " It is the power of the question's test at the spread measured (directional: to show the change "
+READING = ("Change: relative difference of the means with its interval, Bonferroni-adjusted over the question's "
+           "family, at the level in brackets. " + BRIEF + " It is the power of the question's test at the spread measured (directional: to show the change "
            "beyond the SESOI when it is twice it; equivalence: TOST at no change). Data: a rerun's campaign, or the "
            "seed's published summaries.")
 
@@ -214,15 +215,19 @@ def table_tex(study: str, results: list[tuple[qmod.Question, Decision | None, st
 
 
 def _change_head(decided: list[tuple[str, Decision]]) -> tuple[str, str]:
-    """The change column's header, naming the level of its family-adjusted intervals (``[99.5 % CI]``) when the
-    table's questions share one, and a note naming each question's level when they do not ("" when they do)."""
-    by_level: dict[str, list[str]] = {}
+    """The change column's header, naming the level of its family-adjusted intervals: ``[99.5 % CI]`` when the
+    table's questions share one; when they do not, their range (``[97.5--99.17 % CI]``) and a note naming each
+    question's level ("" when they share one)."""
+    by_level: dict[float, list[str]] = {}
     for qid, d in decided:
-        by_level.setdefault(f"{100 * d.ci_level:.4g}\\,\\%", []).append(qid)
+        by_level.setdefault(round(d.ci_level, 6), []).append(qid)
+    if not by_level:
+        return ANSWERED[1], ""
+    head = latex.header("Change", f"{{[}}{latex.level_range(by_level)} CI{{]}}", "s: steal-adj.")
     if len(by_level) == 1:
-        return latex.header("Change", f"{{[}}{next(iter(by_level))} CI{{]}}", "s: steal-adj."), ""
-    return ANSWERED[1], ("Levels of the adjusted intervals: " + "; ".join(
-        f"{', '.join(ids)}: {level}" for level, ids in by_level.items()) + ".") if by_level else ""
+        return head, ""
+    return head, "Levels of the adjusted intervals (Bonferroni over each question's family): " + "; ".join(
+        f"{', '.join(ids)}: {latex.level_text(at)}" for at, ids in by_level.items()) + "."
 
 
 def sesoi_cell(sesoi: float) -> str:
@@ -270,7 +275,7 @@ def noise_sentence(results: list[tuple[qmod.Question, Decision | None, str]], ad
 def values(study: str, results: list[tuple[qmod.Question, Decision | None, str]], *,
            adjusted: Mapping[str, Adjusted] | None = None) -> dict[str, str]:
     """Macros: ``<study>/verdict/<id>`` (the verdict word, or "not yet measured" before its campaign's data),
-    ``.../change``, ``.../ci``, ``.../p``, ``.../n``, ``.../power`` per question, ``<study>/verdicts/<word>``
+    ``.../change``, ``.../ci``, ``.../level`` (the interval's level in brackets, empty without data), ``.../p``, ``.../n``, ``.../power`` per question, ``<study>/verdicts/<word>``
     counts (:func:`word_key`; ``pending`` for the questions without data) and ``<study>/verdicts/counts``, the
     counts that are not 0 in words ("3 not testable here, 1 supported"), so that prose lists every verdict word. With ``adjusted`` (:func:`sensitivity`), per question
     ``.../adjusted``, ``.../adjusted/ci``, ``.../adjusted/verdict`` (-- where not adjusted) and
@@ -287,6 +292,7 @@ def values(study: str, results: list[tuple[qmod.Question, Decision | None, str]]
         out[f"{stem}/n"] = f"{min(d.n_a, d.n_b)}" if d else "0"
         out[f"{stem}/change"] = latex.percent_change(d.rel_diff) if d else "--"  # no data yet: the prose still compiles
         out[f"{stem}/ci"] = latex.format_ci(d.ci_low, d.ci_high, percent=True) if d else "--"
+        out[f"{stem}/level"] = f"({latex.level_text(d.ci_level)})" if d else ""
         out[f"{stem}/p"] = latex.format_p(d.p_adjusted) if d else "--"
         out[f"{stem}/power"] = power_cell(d)
         adj = adjusted.get(q.id)
