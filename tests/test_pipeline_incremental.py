@@ -52,3 +52,20 @@ def test_the_pipelines_plan_macros_are_the_bytes_of_perflab_plan_macros(tmp_path
     assert cli.returncode == 0, cli.stderr
     assert (tmp_path / macros).read_bytes() == (tmp_path / "scratch/plan.tex").read_bytes()
     assert f"{CAMPAIGN}/plan/repetitions" in (tmp_path / macros).read_text()
+
+
+@pytest.mark.slow
+def test_a_touched_raw_file_reruns_only_its_own_campaigns_jobs(tmp_path):
+    copy_project(ROOT, tmp_path, studies=[STUDY])
+    other = "004-confirm-macro"
+    tables = [f"data/processed/{c}.parquet" for c in (CAMPAIGN, other)]
+    first = _snakemake(tmp_path, *tables)
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+
+    sample = sorted((tmp_path / f"data/raw/{CAMPAIGN}/samples").iterdir())[0] / "stdout"
+    st = sample.stat()
+    os.utime(sample, ns=(st.st_atime_ns, st.st_mtime_ns + 1000))  # touched: same bytes, a new time
+    planned = _snakemake(tmp_path, "-n", *tables)
+    assert planned.returncode == 0, planned.stdout[-2000:] + planned.stderr[-2000:]
+    assert f"campaign={CAMPAIGN}" in planned.stdout and f"campaign={other}" not in planned.stdout, planned.stdout
+    assert "rule verify_raw:" in planned.stdout, planned.stdout[-2000:]
