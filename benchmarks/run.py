@@ -1,11 +1,12 @@
 """Run every benchmark of perflab itself and write the results table into benchmarks/README.md.
 
-Usage: ``python benchmarks/run.py [--only startup,tidy,overhead,dispatch,estimates,pairs,pipeline] [--no-write]
-[--rounds N] [--tree DIR] [--pipeline-log LOG]``. The lab benchmarks (dispatch, estimates, pairs) need root and
-are skipped, with a note, otherwise. ``--tree`` names a built tree for `snakemake -n` with nothing to do
-(startup); ``pipeline`` reads a finished run's Snakemake log (``--pipeline-log``, default this checkout's newest)
-and never runs the pipeline. Every metric is printed beside its target; the README table between the
-``results`` markers is replaced.
+Usage: ``python benchmarks/run.py [--only startup,tidy,overhead,dispatch,estimates,pairs,pipeline]
+[--no-write] [--rounds N] [--tree DIR] [--pipeline-log LOG | --pipeline-run DIR]``. The lab benchmarks
+(dispatch, estimates, pairs) need root and are skipped, with a note, otherwise. ``--tree`` names a built tree
+for `snakemake -n` with nothing to do (startup); ``pipeline`` reads a finished run's Snakemake log
+(``--pipeline-log``, default this checkout's newest) and runs the pipeline only when asked (``--pipeline-run``,
+in a fresh clone). Every metric is printed beside its target; the README table between the ``results``
+markers is replaced.
 """
 
 from __future__ import annotations
@@ -68,6 +69,8 @@ def main() -> None:
     p.add_argument("--rounds", type=int, help="rounds of the start-up timings (default: bench_startup.ROUNDS)")
     p.add_argument("--tree", type=Path, help="a built tree for `snakemake -n` with nothing to do (default: here)")
     p.add_argument("--pipeline-log", type=Path, help="the Snakemake log of a finished run for the pipeline row")
+    p.add_argument("--pipeline-run", type=Path, metavar="DIR",
+                   help="run the pipeline in DIR (a fresh clone, nothing generated) for the pipeline row, with its CPU")
     args = p.parse_args()
     names = args.only.split(",")
     unknown = sorted(set(names) - set(BENCHMARKS))
@@ -75,7 +78,7 @@ def main() -> None:
         p.error(f"unknown benchmark(s) {', '.join(unknown)}; choose from {', '.join(BENCHMARKS)}")
     start_load = os.getloadavg()[0]
     startup = {"tree": args.tree, **({"rounds": args.rounds} if args.rounds else {})}
-    results, skipped = run(names, {"startup": startup, "pipeline": {"log": args.pipeline_log}})
+    results, skipped = run(names, {"startup": startup, "pipeline": {"log": args.pipeline_log, "run": args.pipeline_run}})
     if not args.no_write:
         write_readme(results, skipped, (start_load, os.getloadavg()[0]))
         print(f"table written to {README.relative_to(README.parents[1])}")

@@ -135,3 +135,11 @@ def test_the_pipeline_profile_reads_each_jobs_time_per_rule_from_a_snakemake_log
 def test_the_startup_benchmark_times_every_subcommands_help(bench):
     assert {"lab", "plan", "run", "tidy", "verify", "report", "compare", "recheck"} <= set(
         bench("bench_startup").subcommands())
+
+
+def test_the_pipeline_row_of_a_run_started_here_has_its_cpu_time(bench, tmp_path):
+    (tmp_path / "Snakefile").write_text('rule all:\n    input: "done"\n\n'
+                                        'rule made:\n    output: "done"\n    shell: "echo > {output}"\n')
+    [row] = bench("bench_pipeline").results(run=tmp_path, cores=1)
+    assert (tmp_path / "done").exists()
+    assert "sum of its 1 jobs" in row.note and "CPU " in row.note and "CPUs busy" in row.note, row.note
