@@ -5,14 +5,17 @@ VENV ?= .venv
 PYTHON ?= python3
 BIN := $(abspath $(VENV))/bin
 export PATH := $(BIN):$(PATH)
-CORES ?= 1
+# jobs Snakemake runs at once (default: every core of the machine). Campaigns still measure one at a time: each
+# takes the machine-wide measurement lock (perflab.hosts.measurelock) and a second one waits for it; only the
+# analyses, tables and checks run beside each other. CORES=1 for one job at a time.
+CORES ?= $(shell nproc 2>/dev/null || echo 1)
 # processes of the test suite (pytest-xdist): a lab module's tests run in one of them, one after the other
 TEST_WORKERS ?= 2
 SNAKEMAKE := snakemake --cores $(CORES) --printshellcmds --rerun-incomplete
 
 .PHONY: reproduce test lint install deps venv lock bench help rerun clean-outputs lab-up lab-down jupyter unlock
 
-reproduce: install unlock ## install everything and run the whole pipeline on the embedded lab
+reproduce: install unlock ## install everything and run the whole pipeline on the embedded lab (CORES jobs at once, default nproc)
 	$(SNAKEMAKE)
 	@echo "Labs kept up so that a campaign can resume:"; perflab lab list
 

@@ -177,3 +177,10 @@ def test_the_readme_says_what_make_test_runs_and_that_root_is_required():
     assert "need a Debian machine and **root**" in text and "`make` stops there" in text
     script = (ROOT / "scripts/install-debian.sh").read_text()
     assert re.search(r'if \[ "\$\(id -u\)" -ne 0 \]; then\n  echo "Debian packages missing.*\n.*\n  exit 1', script)
+
+
+def test_make_reproduce_runs_as_many_jobs_as_the_machine_has_cores_unless_told():
+    default = subprocess.run(["make", "-n", "reproduce"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert f"snakemake --cores {len(os.sched_getaffinity(0))} " in default.stdout, default.stdout[-2000:]
+    one = subprocess.run(["make", "-n", "reproduce", "CORES=1"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert "snakemake --cores 1 " in one.stdout, one.stdout[-2000:]

@@ -93,10 +93,9 @@ def _plan(args: argparse.Namespace) -> int:
         study.check_analyses(declared.folder)  # what its study's pipeline would refuse, said before the run
     destructive.check(campaign)
     if args.macros:
-        from ..report import macros, planned
+        from ..report import planned
 
-        out = macros.write(args.macros, planned.values(campaign), inputs=[args.campaign],
-                           generator="perflab plan --macros")
+        out = planned.write(args.macros, args.campaign)
         print(f"planned values: {out}")
         return 0
     info = runner.plan(campaign)

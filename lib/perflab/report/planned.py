@@ -6,9 +6,12 @@ campaign file through :meth:`perflab.campaign.Campaign.planned` and the runner's
 
 from __future__ import annotations
 
-from ..campaign import Campaign
+from pathlib import Path
+
+from ..campaign import Campaign, load
 from ..files import slug
 from ..runner import plan
+from . import macros
 from .latex import escape_latex
 
 
@@ -28,3 +31,16 @@ def values(campaign: Campaign) -> dict[str, str]:
     for factor, levels in planned["factors"].items():
         out[f"{key}/levels/{slug(factor)}"] = ", ".join(escape_latex(str(v)) for v in levels)
     return out
+
+
+def write(out: str | Path, campaign_file: str | Path) -> Path:
+    """Write the planned values of the campaign in ``campaign_file`` to the macro file ``out``, with its lineage
+    (``perflab plan --macros``; the pipeline writes every campaign's in one process)."""
+    return macros.write(out, values(load(campaign_file)), inputs=[str(campaign_file)], generator="perflab plan --macros")
+
+
+def write_all(pairs: list[str]) -> None:
+    """:func:`write` for each ``campaign file, macro file`` pair of the flat list ``pairs``."""
+    for campaign_file, out in zip(pairs[::2], pairs[1::2], strict=True):
+        write(out, campaign_file)
+
