@@ -59,6 +59,10 @@ def n_for_effect(effect: float, cv: float, *, alpha: float = 0.05, power: float 
         raise StatsInputError("effect", "a positive relative effect (0.05 = 5 %)", repr(effect),
                               "State the smallest difference that matters.")
     n = _solve(paired, effect_size=effect / cv, n=None, alpha=alpha, power=power)
+    if math.isnan(n):
+        # statsmodels' root finder gives up when the effect is many times the spread: the smallest n whose power
+        # (:func:`power_at`, with its normal approximation there) is enough
+        return _smallest(lambda k: power_at(effect, k, cv, alpha=alpha, paired=paired) >= power, 2)
     return max(2, math.ceil(n))
 
 
