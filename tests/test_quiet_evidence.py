@@ -255,3 +255,14 @@ def test_a_cell_is_named_in_words_in_the_steal_sentence():
         "frame 1518, scenario stress, firewall load idle"
     assert evidence.cell_words("device_class-hdd_workload-randwrite-4k-qd1") == "device class hdd, workload randwrite-4k-qd1"
     assert "_" not in evidence.cell_words("device-ssd-emulated_numjobs-16_iodepth-16")
+    labels = {"stressnet": "stress+net"}  # the slug drops the "+" of a declared label
+    assert evidence.cell_words("frame-64_scenario-stressnet", labels) == "frame 64, scenario stress+net"
+
+
+def test_a_committed_campaigns_cells_are_named_by_their_declared_labels():
+    root = Path(__file__).resolve().parents[1]
+    ev = evidence.campaign(root / "data/raw/pfsense-confirm-64", root)
+    assert ev.labels["stressnet"] == "stress+net"
+    words = evidence.site_rows([ev])[0]["cell_words"]
+    assert words["frame-64_scenario-stressnet"] == "frame 64, scenario stress+net"
+    assert "stressnet" not in evidence.steal_words(ev)

@@ -513,7 +513,8 @@ def test_a_campaign_page_gives_the_steal_per_cell_beside_how_it_was_measured():
 
     row = {"steal": {"median": 0.151, "p90": 0.33, "max": 0.42, "n": 80}, "steal_bound": 1.0,
            "steal_cells": {"protocol-aoe": {"median": 0.14, "p90": 0.27, "max": 0.38, "n": 40},
-                           "protocol-nbd": {"median": 0.16, "p90": 0.35, "max": 0.42, "n": 40}}}
+                           "protocol-nbd": {"median": 0.16, "p90": 0.35, "max": 0.42, "n": 40}},
+           "cell_words": {"protocol-aoe": "protocol aoe", "protocol-nbd": "protocol nbd"}}
     html = site._steal_table(row)
     assert "The gate's bound: 1 %." in html
     assert "<tr><td>all samples</td><td>80</td><td>15.1</td><td>33.0</td><td>42.0</td></tr>" in html

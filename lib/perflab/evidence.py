@@ -44,6 +44,7 @@ from typing import Any
 from . import ledger
 from .hosts import fingerprint
 from .formats import fingerprints, quiet, records
+from .campaign import slug_text
 from .campaign.design import measured_cell
 from .store import LEDGER
 from .hosts.contention import STUDY_DEFAULT, classify
@@ -122,6 +123,8 @@ class CampaignEvidence:
     intervals: list[tuple[float, float]] = field(default_factory=list, repr=False)
     #: The ledger's hash chain and its head (None: no ledger).
     chain: ledger.Chain | None = field(default=None, repr=False)
+    #: A level as its cells' slugs hold it -> its label as declared (``stressnet`` -> ``stress+net``).
+    labels: dict[str, str] = field(default_factory=dict, repr=False)
 
     @property
     def study_campaign(self) -> bool:
@@ -177,6 +180,8 @@ def campaign(raw_dir: str | Path, root: str | Path = ".") -> CampaignEvidence:
     ev = CampaignEvidence(record.campaign, raw_dir.as_posix(), declared.study if declared else None,
                           bool(declared and declared.demo), 0, None, None, role=declared.role if declared else None)
     good = {cell: 0 for cell in _sample_cells(record.schedule)}
+    ev.labels = {slug_text(label): label for levels in (record.spec.get("factors") or {}).values()
+                 for label in (str(level["label"]) if isinstance(level, dict) else str(level) for level in levels)}
     others: list[float] = []
     kernel: list[float] = []
     lab_kernel: list[float] = []
@@ -306,14 +311,16 @@ def _with(ev: CampaignEvidence) -> str:
     return ", ".join(f"{name}: {n}" for name, n in sorted(ev.overlapping_with.items(), key=lambda x: (-x[1], x[0])))
 
 
-def cell_words(cell: str) -> str:
+def cell_words(cell: str, labels: dict[str, str] | None = None) -> str:
     """A cell's slug (``device_class-hdd_workload-randwrite``) in words ("device class hdd, workload randwrite"):
-    its ``factor-level`` parts, a factor's underscores read as spaces."""
+    its ``factor-level`` parts, a factor's underscores read as spaces, a level by its declared label where
+    ``labels`` (:attr:`CampaignEvidence.labels`) has it (the slug drops a label's ``+``)."""
     parts: list[str] = []
     for token in cell.split("_"):  # a token without "-" is the start of a factor's name that holds "_"
         parts.append(f"{parts.pop()}_{token}" if parts and "-" not in parts[-1] else token)
-    return ", ".join(" ".join((factor.replace("_", " "), level)) if level else factor.replace("_", " ")
-                     for factor, _, level in (part.partition("-") for part in parts))
+    labels = labels or {}
+    return ", ".join(" ".join((factor.replace("_", " "), labels.get(level, level))) if level
+                     else factor.replace("_", " ") for factor, _, level in (part.partition("-") for part in parts))
 
 
 def steal_words(ev: CampaignEvidence) -> str:
@@ -326,8 +333,8 @@ def steal_words(ev: CampaignEvidence) -> str:
     if len(ev.steal_cells) > 1:
         (lo, a), (hi, b) = (min(ev.steal_cells.items(), key=lambda kv: kv[1].median),
                             max(ev.steal_cells.items(), key=lambda kv: kv[1].median))
-        cells = (f"; per cell, the median steal ranged from {100 * a.median:.1f} % ({cell_words(lo)}) to "
-                 f"{100 * b.median:.1f} % ({cell_words(hi)})")
+        cells = (f"; per cell, the median steal ranged from {100 * a.median:.1f} % ({cell_words(lo, ev.labels)}) to "
+                 f"{100 * b.median:.1f} % ({cell_words(hi, ev.labels)})")
     return f"the hypervisor took {ev.steal.percent()} of the CPU time during the samples (steal{bound}){cells}"
 
 
@@ -424,7 +431,8 @@ def site_rows(found: list[CampaignEvidence]) -> list[dict[str, Any]]:
              "contended_outside": ev.contended_outside, "other_cpus_median": ev.other_cpus_median,
              "other_cpus_max": ev.other_cpus_max, "lab_kernel_cpus_median": ev.lab_kernel_cpus_median,
              "outside_cpus_median": ev.outside_cpus_median, "steal": _spread(ev.steal),
-             "steal_cells": {cell: _spread(s) for cell, s in ev.steal_cells.items()}, "steal_bound": ev.steal_bound,
+             "steal_cells": {cell: _spread(s) for cell, s in ev.steal_cells.items()},
+             "cell_words": {cell: cell_words(cell, ev.labels) for cell in ev.steal_cells}, "steal_bound": ev.steal_bound,
              "quiet": None if ev.steal is None else not ev.noisy, "gates": ev.gates,
              "gates_gave_up": ev.gates_gave_up, "gate_wait": round(ev.gate_wait, 3), "gate_steal": _spread(ev.gate_steal),
              "monitors": ev.monitors, "sentence": sentence(ev)} for ev in found]

@@ -135,7 +135,12 @@ class Cell:
     def slug(self) -> str:
         """A short readable id, e.g. ``parallel-4``."""
         raw = "_".join(f"{k}-{v}" for k, v in self.levels.items())
-        return re.sub(r"[^A-Za-z0-9_.-]", "", raw)[:80] or f"cell{self.index}"
+        return slug_text(raw)[:80] or f"cell{self.index}"
+
+
+def slug_text(text: object) -> str:
+    """``text`` as a cell's slug holds it: letters, digits, '_', '.' and '-' (``stress+net`` -> ``stressnet``)."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "", str(text))
 
 
 def cells(factors: Mapping[str, tuple], crossing: str = "grid",

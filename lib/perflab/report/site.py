@@ -484,10 +484,11 @@ def _steal_table(row: dict) -> str:
     """The steal during a campaign's samples, for the campaign and per cell (:func:`perflab.evidence.site_rows`)."""
     if not row.get("steal"):
         return ""
-    lines = [("all samples", row["steal"]), *row["steal_cells"].items()]
-    body = "".join(f"<tr><td>{_e(evidence.cell_words(cell) if cell else '(one cell)')}</td><td>{s['n']}</td>"
+    lines = [("all samples", row["steal"]), *((row["cell_words"][cell] if cell else "(one cell)", spread)
+                                              for cell, spread in row["steal_cells"].items())]
+    body = "".join(f"<tr><td>{_e(name)}</td><td>{s['n']}</td>"
                    + "".join(f"<td>{100 * s[k]:.1f}</td>" for k in ("median", "p90", "max")) + "</tr>"
-                   for cell, s in lines)
+                   for name, s in lines)
     bound = "" if row.get("steal_bound") is None else f" The gate's bound: {row['steal_bound']:g} %."
     return (f"<p>Steal (the CPU time the hypervisor took from this machine) during the samples, in percent.{bound}"
             "</p><table><tr><th>cell</th><th>samples</th><th>median</th><th>p90</th><th>max</th></tr>"
