@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from measure import ROOT, Result
+from measure import ROOT, Result, write_section
 
 README = Path(__file__).with_name("README.md")
 MARKERS = ("<!-- profile: written by benchmarks/bench_pipeline.py -->", "<!-- end of profile -->")
@@ -141,10 +141,7 @@ def write_readme(profile: Profile, log: Path) -> None:
     cores = f" on {profile.cores} cores" if profile.cores else ""
     body = "\n".join([MARKERS[0], f"From `{log.name}`: wall time {profile.wall:.0f} s{cores}, the jobs' "
                                   f"{profile.job_sum():.0f} s.", "", table(profile), MARKERS[1]])
-    text = README.read_text()
-    pattern = re.compile(re.escape(MARKERS[0]) + ".*?" + re.escape(MARKERS[1]), re.DOTALL)
-    text = pattern.sub(lambda _: body, text) if pattern.search(text) else text.rstrip("\n") + "\n\n" + body + "\n"
-    README.write_text(text)
+    write_section(README, MARKERS, body)
 
 
 def main() -> None:

@@ -9,6 +9,7 @@ so a busy machine slows all of them alike; a value is the median [min-max] of th
 from __future__ import annotations
 
 import os
+import re
 import resource
 import statistics
 import subprocess
@@ -95,3 +96,12 @@ def markdown(results: Sequence[Result]) -> str:
         verdict = {True: "yes", False: "**no**", None: ""}[r.met]
         rows.append(f"| {r.metric} | {r.measured} | {r.target} | {verdict} | {r.note} |")
     return "\n".join(rows)
+
+
+def write_section(readme: Path, markers: tuple[str, str], body: str) -> None:
+    """Put ``body`` (which starts and ends with ``markers``) in place of the README's section between them, or
+    append it when the README has none."""
+    text = readme.read_text()
+    pattern = re.compile(re.escape(markers[0]) + ".*?" + re.escape(markers[1]), re.DOTALL)
+    text = pattern.sub(lambda _: body, text) if pattern.search(text) else text.rstrip("\n") + "\n\n" + body + "\n"
+    readme.write_text(text)

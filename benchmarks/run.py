@@ -15,12 +15,11 @@ import argparse
 import importlib
 import os
 import platform
-import re
 import time
 from pathlib import Path
 from typing import Any
 
-from measure import Result, markdown
+from measure import Result, markdown, write_section
 
 #: Benchmark name -> module; each module has ``results() -> list[Result]``.
 BENCHMARKS = {"startup": "bench_startup", "tidy": "bench_tidy", "overhead": "bench_overhead",
@@ -55,10 +54,7 @@ def write_readme(results: list[Result], skipped: list[str], load: tuple[float, f
                f"1-min load {load[0]:.1f} at the start of the run and {load[1]:.1f} at its end")
     body = "\n".join([MARKERS[0], f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {machine}.",
                       "", markdown(results), *(f"\n{s}" for s in skipped), MARKERS[1]])
-    text = README.read_text()
-    pattern = re.compile(re.escape(MARKERS[0]) + ".*?" + re.escape(MARKERS[1]), re.DOTALL)
-    text = pattern.sub(lambda _: body, text) if pattern.search(text) else text.rstrip("\n") + "\n\n" + body + "\n"
-    README.write_text(text)
+    write_section(README, MARKERS, body)
 
 
 def main() -> None:

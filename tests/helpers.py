@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import os
 import subprocess
+import sys
 from pathlib import Path
 from contextlib import contextmanager
 from typing import Any, Iterable, Iterator, Mapping
@@ -138,3 +139,10 @@ warmups: 0
 seed: 5
 monitors: false
 """
+
+
+def snakemake(project: Path, *args: str) -> subprocess.CompletedProcess:
+    """Run this venv's Snakemake in ``project`` with ``args``, one core, without the demonstration campaigns."""
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    return subprocess.run(["snakemake", *args, "--cores", "1", "--config", "demos=False"], cwd=project, env=env,
+                          capture_output=True, text=True, timeout=600)

@@ -267,19 +267,22 @@ def test_the_abstract_and_conclusion_findings_are_the_studies_macros_summed_and_
     assert "\\plset{frame/findings}{\\ifcsname plv@" in text
 
 
-@pytest.mark.skipif(not shutil.which("pdflatex") or not shutil.which("pdftotext"), reason="needs pdflatex, pdftotext")
-def test_several_verdicts_that_agree_are_said_once(tmp_path):
+def _typeset(tmp_path: Path, preamble: str, body: str) -> str:
+    """The words of a one-page document typeset with the paper's package, ``preamble`` before the body."""
     shutil.copy(ROOT / "paper/perflab.sty", tmp_path)
-    (tmp_path / "t.tex").write_text(
-        "\\documentclass{article}\\usepackage{caption}\\usepackage{perflab}\n"
-        "\\plset{a}{inconclusive}\\plset{b}{inconclusive}\\plset{c}{inconclusive}\\plset{d}{supported}\n"
-        "\\begin{document}X: \\plvwords{a,b,c}. Y: \\plvwords{a,d,c}. Z: \\plvwords{a,b}. W: \\plvwords{d}.\n"
-        "\\end{document}\n")
+    (tmp_path / "t.tex").write_text("\\documentclass{article}\\usepackage{caption}\\usepackage{perflab}\n"
+                                    f"{preamble}\n\\begin{{document}}{body}\n\\end{{document}}\n")
     run = subprocess.run(["pdflatex", "-interaction=nonstopmode", "t.tex"], cwd=tmp_path, capture_output=True,
                          text=True, timeout=120)
     assert run.returncode == 0, run.stdout[-2000:]
-    text = " ".join(subprocess.run(["pdftotext", "t.pdf", "-"], cwd=tmp_path, capture_output=True,
+    return " ".join(subprocess.run(["pdftotext", "t.pdf", "-"], cwd=tmp_path, capture_output=True,
                                    text=True).stdout.split())
+
+
+@pytest.mark.skipif(not shutil.which("pdflatex") or not shutil.which("pdftotext"), reason="needs pdflatex, pdftotext")
+def test_several_verdicts_that_agree_are_said_once(tmp_path):
+    text = _typeset(tmp_path, "\\plset{a}{inconclusive}\\plset{b}{inconclusive}\\plset{c}{inconclusive}\\plset{d}{supported}",
+                    "X: \\plvwords{a,b,c}. Y: \\plvwords{a,d,c}. Z: \\plvwords{a,b}. W: \\plvwords{d}.")
     assert ("X: all three inconclusive. Y: inconclusive, supported and inconclusive. Z: both inconclusive. "
             "W: supported.") in text
 
@@ -287,19 +290,12 @@ def test_several_verdicts_that_agree_are_said_once(tmp_path):
 @pytest.mark.skipif(not shutil.which("pdflatex") or not shutil.which("pdftotext"), reason="needs pdflatex, pdftotext")
 def test_a_question_not_yet_measured_states_no_change(tmp_path):
     """The conclusion's line per question: a change and its interval once measured, nothing (no dash) before."""
-    shutil.copy(ROOT / "paper/perflab.sty", tmp_path)
-    (tmp_path / "t.tex").write_text(
-        "\\documentclass{article}\\usepackage{caption}\\usepackage{perflab}\n"
+    text = _typeset(
+        tmp_path,
         "\\plset{s/verdict/Q1}{supported}\\plset{s/verdict/Q1/change}{+11.7 \\%}\\plset{s/verdict/Q1/ci}{[8.06 \\%, 15.5 \\%]}"
-        "\\plset{s/verdict/Q2}{not yet measured}\\plset{s/verdict/Q2/change}{--}\\plset{s/verdict/Q2/ci}{}\n"
-        "\\begin{document}" + " ".join(
-            f"{q}: \\plv{{s/verdict/{q}}}\\plunlesspending{{s/verdict/{q}}}{{, change \\plv{{s/verdict/{q}/change}} "
-            f"\\plv{{s/verdict/{q}/ci}}}}." for q in ("Q1", "Q2")) + "\n\\end{document}\n")
-    run = subprocess.run(["pdflatex", "-interaction=nonstopmode", "t.tex"], cwd=tmp_path, capture_output=True,
-                         text=True, timeout=120)
-    assert run.returncode == 0, run.stdout[-2000:]
-    text = " ".join(subprocess.run(["pdftotext", "t.pdf", "-"], cwd=tmp_path, capture_output=True,
-                                   text=True).stdout.split())
+        "\\plset{s/verdict/Q2}{not yet measured}\\plset{s/verdict/Q2/change}{--}\\plset{s/verdict/Q2/ci}{}",
+        " ".join(f"{q}: \\plv{{s/verdict/{q}}}\\plunlesspending{{s/verdict/{q}}}{{, change \\plv{{s/verdict/{q}/change}} "
+                 f"\\plv{{s/verdict/{q}/ci}}}}." for q in ("Q1", "Q2")))
     assert "Q1: supported, change +11.7 % [8.06 %, 15.5 %]. Q2: not yet measured." in text, text
     assert "\\plunlesspending{000-cedri/verdict/Q1}{, change" in frame.findings(ROOT)["frame/per-study"]
 

@@ -8,18 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from helpers import copy_project
+from helpers import copy_project, snakemake as _snakemake
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 STUDY = "004-aoe-iscsi"
 CAMPAIGN = "004-confirm-mtu"
-
-
-def _snakemake(project: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"}
-    return subprocess.run(["snakemake", *args, "--cores", "1", "--config", "demos=False"], cwd=project, env=env,
-                          capture_output=True, text=True, timeout=600)
 
 
 @pytest.mark.slow
