@@ -318,3 +318,17 @@ def test_a_macro_value_of_five_or_more_digits_is_grouped_unless_it_names_somethi
     assert "\\plset{a/neg}{\\num{-3.5}}" in text and "\\plset{a/mean}{\\num{12161.5}}" in text
     assert "\\plset{p/seed}{20261122}" in text and "\\plset{p/params/port}{10809}" in text
     assert "\\plset{a/size}{12 GB}" in text
+
+
+def test_no_declared_question_brings_a_code_name_into_the_thesis():
+    """A question's text (the conclusion lists it) and its testability (the verdict table's note) reach the PDF
+    as written: the leftover check of the built paper would stop the pipeline on a code name in them."""
+    from perflab import questions, study
+
+    found = []
+    for s in study.discover(ROOT, demos=False):
+        declared, _ = questions.load(ROOT / s.folder, ROOT)
+        for q in declared:
+            said = [q.text or ""] + ([q.testable.mechanism, q.testable.reason] if q.testable else [])
+            found += [f"{s.id} {q.id}: {item}" for text in said for item in leftovers.find(text)]
+    assert not found, found
