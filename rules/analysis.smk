@@ -58,6 +58,8 @@ for _a in ANALYSES:
             f"analysis_{_a.name.replace('-', '_')}"
         input:
             notebook=_a.notebook,
+            # the study's declaration: its questions and the analyses' parameters (a changed word reruns them)
+            declaration=_study(_a).declaration,
             tidy=[f"data/processed/{c}.parquet" for c in _a.inputs(PENDING)],
             published=list(_study(_a).published),
             verified=ancient("data/processed/published.verified") if _study(_a).published else [],
