@@ -63,3 +63,14 @@ def test_a_touched_raw_file_reruns_only_its_own_campaigns_jobs(tmp_path):
     assert planned.returncode == 0, planned.stdout[-2000:] + planned.stderr[-2000:]
     assert f"campaign={CAMPAIGN}" in planned.stdout and f"campaign={other}" not in planned.stdout, planned.stdout
     assert "rule verify_raw:" in planned.stdout, planned.stdout[-2000:]
+
+
+@pytest.mark.slow
+def test_an_analysis_depends_on_its_studys_declaration(tmp_path):
+    """The questions and the analyses' parameters are in study.yaml: editing it reruns the verdict table."""
+    copy_project(ROOT, tmp_path, studies=[STUDY])
+    planned = _snakemake(tmp_path, "-n", f"paper/macros/{STUDY}-verdicts.tex")
+    assert planned.returncode == 0, planned.stdout[-2000:] + planned.stderr[-2000:]
+    job = planned.stdout.split(f"rule analysis_{STUDY.replace('-', '_')}_verdicts:", 1)[1].split("\n\n", 1)[0]
+    inputs = next(line for line in job.splitlines() if line.strip().startswith("input:"))
+    assert f"studies/{STUDY}/study.yaml" in inputs, inputs
