@@ -205,10 +205,12 @@ def calibrated(tmp_path_factory) -> pd.DataFrame:
 
 
 def test_the_campaigns_at_capacity_offer_the_latest_quiet_calibrations_rates(tmp_path):
-    """The forwarding capacity measured on the quiet machine: pfsense-calibrate-capacity once its data exist,
-    pfsense-calibrate-quiet until then (its rate is replaced before the campaign's first sample)."""
-    name = ("pfsense-calibrate-capacity" if (ROOT / "data/raw/pfsense-calibrate-capacity/MANIFEST.sha256").exists()
-            else "pfsense-calibrate-quiet")
+    """The forwarding capacity measured on the quiet machine by the latest calibration whose data exist:
+    pfsense-calibrate-capacity-64 (the 64-byte ladder above pfsense-calibrate-capacity's, whose top rung lost
+    nothing), pfsense-calibrate-capacity, pfsense-calibrate-quiet (a rate is replaced before the campaign's
+    first sample)."""
+    name = next(n for n in ("pfsense-calibrate-capacity-64", "pfsense-calibrate-capacity", "pfsense-calibrate-quiet")
+                if (ROOT / "data/raw" / n / "MANIFEST.sha256").exists())
     rates = _calibrated(name, tmp_path)
     for level in campaign_mod.load(STUDY / "campaigns/pfsense-capacity-64.yaml").doc["factors"]["frame"]:
         row = rates.loc[int(level["label"])]
