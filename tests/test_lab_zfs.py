@@ -11,6 +11,7 @@ from helpers import ROOT_ONLY, leftovers
 from perflab import inventory, labspec, tools
 from perflab.hosts import lab as lab_mod, remote
 from perflab.hosts.lab import zfs
+from perflab.hosts.lab.sshd import sshd_pid
 
 pytestmark = [ROOT_ONLY, pytest.mark.lab,
               pytest.mark.skipif(not shutil.which("zfs-fuse"), reason="zfs-fuse is not installed (make deps)")]
@@ -59,3 +60,26 @@ def test_a_zfs_device_is_a_zfs_fuse_pool_of_its_host_and_gone_after_down():
     assert leftovers(NAME) == []
     assert [d.exists() for d in zfs.RUN_DIRS] == dirs_before, "the daemon's directories are removed again"
     assert not Path("/run/zfs/zfs_socket").exists()
+
+
+def test_an_exported_pool_is_imported_again_when_another_host_has_a_pool_of_the_same_name():
+    """Two hosts' devices named alike make two pools of one name: bringing the lab up again imports each
+    host's own (a scan of all of /dev found both, and zpool refused: "more than one matching pool")."""
+    two = TEXT + """\
+  h2:
+    links: [lan]
+    devices:
+      pool: {size: 128M, fs: zfs, direct_io: true}
+"""
+    lab = lab_mod.bring_up(labspec.load(f"{NAME}.yaml", text=two))
+    try:
+        name = zfs.pool_name(lab, "pool")
+        sshd = sshd_pid(lab, "h1")
+        subprocess.run(["nsenter", "-t", str(sshd), "-m", "--", "zpool", "export", name], check=True)
+        listed = ["nsenter", "-t", str(sshd), "-m", "--", "zpool", "list", "-H", "-o", "name,health"]
+        assert subprocess.run(listed, capture_output=True, text=True).stdout.split() == []
+        lab_mod.bring_up(labspec.load(f"{NAME}.yaml", text=two))
+        assert subprocess.run(listed, capture_output=True, text=True, check=True).stdout.split() == [name, "ONLINE"]
+    finally:
+        lab_mod.down(NAME)
+    assert leftovers(NAME) == []

@@ -30,6 +30,8 @@ from .state import write_state
 DEBIAN_PACKAGES: tuple[str, ...] = ("zfs-fuse",)
 #: The daemon's fixed directories: its socket, and its lock.
 RUN_DIRS = (Path("/run/zfs"), Path("/run/lock/zfs"))
+#: Inside a host (on its private /run/zfs): a directory per device with a link to that device alone, to import from.
+IMPORT_DIR = Path("/run/zfs/import")
 #: Seconds the daemon may take to open its socket, and to unmount and exit after SIGTERM (5-7 s seen).
 START_TIMEOUT, STOP_TIMEOUT = 15.0, 20.0
 
@@ -103,7 +105,12 @@ def up(lab: Lab, host: HostSpec, sshd: int, state: dict) -> None:
         if pool in imported:
             continue
         if key in state["formatted"]:
-            _in_host(sshd, "zpool", "import", "-d", str(Path(loop).parent), "-o", "cachefile=none", pool)
+            # import from a directory holding only this device: a scan of /dev also finds the other hosts'
+            # pools, which have the same name, and zpool then refuses ("more than one matching pool")
+            only = IMPORT_DIR / dev.name
+            _in_host(sshd, "mkdir", "-p", str(only))
+            _in_host(sshd, "ln", "-sfn", loop, str(only / dev.name))
+            _in_host(sshd, "zpool", "import", "-d", str(only), "-o", "cachefile=none", pool)
             continue
         props = [a for p in (dev.options.split(",") if dev.options else ()) for a in ("-O", p)]
         _in_host(sshd, "zpool", "create", "-f", "-o", "cachefile=none", *props, "-m",
