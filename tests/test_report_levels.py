@@ -70,3 +70,16 @@ def test_the_sentence_has_fixed_notation_and_the_analysis_level():
     assert "90 % CI" in text and "95" not in text and not re.search(r"\de[+-]?\d", text)
     assert "at block size " in text and "bs=" not in text and "n=" not in text  # levels in the factor's words
     assert levels.tex_minus("CI -0.5 to +1, n-1, x=-3") == r"CI \textminus{}0.5 to +1, n-1, x=\textminus{}3"
+
+
+def test_one_level_still_writes_every_declared_table_and_says_there_is_nothing_to_compare(tmp_path):
+    df = _tidy(False)
+    df = df[df["bs"] == "4"]
+    df.to_parquet(tmp_path / "demo.parquet")
+    result = levels.analyse(df, metric="bw", factor="bs")
+    out = levels.write(result, campaign="demo", source=tmp_path / "demo.parquet", paper_dir=tmp_path / "paper",
+                       factor_label="Block size", quantity="Bandwidth", scale=1e6, unit="MB/s", generator="test")
+    assert [p.name for p in out["tables"]] == [f"demo-bw-{kind}.tex" for kind in ("summary", "comparison", "checks")]
+    comparison = out["tables"][1].read_text()
+    assert "nothing to compare" in comparison and "tabular" not in comparison
+    assert r"\plset{demo/bw/bs-4/mean}{\num{" in out["macros"][0].read_text()
