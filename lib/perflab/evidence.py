@@ -345,8 +345,8 @@ def machine(ev: CampaignEvidence) -> str:
         return "alone (the machine's contention was not recorded)"
     if ev.noisy:
         return (f"alone, but with the hypervisor taking {ev.steal.percent()} of the CPU time during the samples "
-                f"(steal, above the gate's bound of {ev.steal_bound:g} %)")
-    bound = f", within the gate's bound of {ev.steal_bound:g} %" if ev.steal_bound is not None else ""
+                f"(steal, its median above the gate's bound of {ev.steal_bound:g} %)")
+    bound = f", its median within the gate's bound of {ev.steal_bound:g} %" if ev.steal_bound is not None else ""
     return f"alone, the hypervisor taking {ev.steal.percent()} of the CPU time during the samples (steal{bound})"
 
 
