@@ -18,7 +18,9 @@ rule paper_index:
 # monitors), one sentence per campaign and a table per study, from the verified raw data.
 rule evidence:
     input:
-        [f"data/processed/{c}.verified" for c in MEASURED],
+        verified=[f"data/processed/{c}.verified" for c in MEASURED],
+        # the code that words and tabulates the evidence: a changed phrase rewrites the macros
+        lib=LIB,
     output:
         macros="paper/macros/evidence.tex",
         tables=[f"paper/tables/{s}-evidence.tex" for s in sorted({s.id for s in STUDIES for c in s.campaigns if c.id in MEASURED})],

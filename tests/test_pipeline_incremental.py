@@ -74,3 +74,14 @@ def test_an_analysis_depends_on_its_studys_declaration(tmp_path):
     job = planned.stdout.split(f"rule analysis_{STUDY.replace('-', '_')}_verdicts:", 1)[1].split("\n\n", 1)[0]
     inputs = next(line for line in job.splitlines() if line.strip().startswith("input:"))
     assert f"studies/{STUDY}/study.yaml" in inputs, inputs
+
+
+@pytest.mark.slow
+def test_the_evidence_macros_depend_on_the_code_that_words_them(tmp_path):
+    """A changed phrase in perflab.evidence rewrites paper/macros/evidence.tex, as a changed module reruns tidy."""
+    copy_project(ROOT, tmp_path, studies=[STUDY])
+    planned = _snakemake(tmp_path, "-n", "paper/macros/evidence.tex")
+    assert planned.returncode == 0, planned.stdout[-2000:] + planned.stderr[-2000:]
+    job = planned.stdout.split("rule evidence:", 1)[1].split("\n\n", 1)[0]
+    inputs = next(line for line in job.splitlines() if line.strip().startswith("input:"))
+    assert "lib/perflab/" in inputs and ".verified" in inputs, inputs
