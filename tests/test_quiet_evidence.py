@@ -266,3 +266,15 @@ def test_a_committed_campaigns_cells_are_named_by_their_declared_labels():
     words = evidence.site_rows([ev])[0]["cell_words"]
     assert words["frame-64_scenario-stressnet"] == "frame 64, scenario stress+net"
     assert "stressnet" not in evidence.steal_words(ev)
+
+
+def test_the_per_cell_steal_names_its_extreme_cells_only_when_they_differ():
+    def ev(*medians: float) -> evidence.CampaignEvidence:
+        cells = {f"link-d{i}": evidence.Spread(m, m, m, 40) for i, m in enumerate(medians)}
+        return evidence.CampaignEvidence("c", "data/raw/c", "s", False, 80, None, None,
+                                         steal=evidence.Spread(0.0, 0.002, 0.037, 80), steal_cells=cells, steal_bound=1.0)
+
+    same = evidence.steal_words(ev(0.0001, 0.0004))  # both 0.0 % as printed
+    assert same.endswith("; per cell, the median steal was 0.0 % in every cell") and "ranged" not in same
+    differ = evidence.steal_words(ev(0.0, 0.012))
+    assert "; per cell, the median steal ranged from 0.0 % (link d0) to 1.2 % (link d1)" in differ

@@ -333,8 +333,10 @@ def steal_words(ev: CampaignEvidence) -> str:
     if len(ev.steal_cells) > 1:
         (lo, a), (hi, b) = (min(ev.steal_cells.items(), key=lambda kv: kv[1].median),
                             max(ev.steal_cells.items(), key=lambda kv: kv[1].median))
-        cells = (f"; per cell, the median steal ranged from {100 * a.median:.1f} % ({cell_words(lo, ev.labels)}) to "
-                 f"{100 * b.median:.1f} % ({cell_words(hi, ev.labels)})")
+        low, high = f"{100 * a.median:.1f}", f"{100 * b.median:.1f}"
+        cells = (f"; per cell, the median steal was {low} % in every cell" if low == high else
+                 f"; per cell, the median steal ranged from {low} % ({cell_words(lo, ev.labels)}) to "
+                 f"{high} % ({cell_words(hi, ev.labels)})")
     return f"the hypervisor took {ev.steal.percent()} of the CPU time during the samples (steal{bound}){cells}"
 
 
